@@ -1,0 +1,128 @@
+/**
+ * The ways a model request can fail, as tagged errors.
+ *
+ * Provider layers map HTTP statuses, transport failures and malformed streams to
+ * these; `isRetryable` tells which ones a retry can cure.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Schema } from "effect"
+
+/** The provider rejected the credentials (HTTP 401 or 403). A retry will not help. */
+export class AuthFailed extends Schema.TaggedError<AuthFailed>()("AuthFailed", {
+  provider: Schema.String,
+  status: Schema.Number,
+  message: Schema.String
+}) {}
+
+/** The provider is rate limiting (HTTP 429); `retryAfter` is how long it asked us to wait. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  provider: Schema.String,
+  message: Schema.String,
+  retryAfter: Schema.optionalKey(Schema.DurationFromMillis)
+}) {}
+
+/** The request, or the wait for the next chunk of its stream, took too long (or HTTP 408/504). */
+export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
+  provider: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The prompt does not fit the model's context window (HTTP 413, or a 400 saying so). */
+export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExceeded>()("ContextLengthExceeded", {
+  provider: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The provider refused the request as malformed (another 4xx); `message` is the provider's own. */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  provider: Schema.String,
+  status: Schema.optionalKey(Schema.Number),
+  message: Schema.String
+}) {}
+
+/** The provider could not be reached or failed on its side (HTTP ≥ 500, transport failure). */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", {
+  provider: Schema.String,
+  status: Schema.optionalKey(Schema.Number),
+  message: Schema.String
+}) {}
+
+/** A stream event did not decode; `event` names it (its SSE event name or `type`). */
+export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("MalformedEvent", {
+  provider: Schema.String,
+  event: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The stream ended before its `turn_complete`: the turn is lost. */
+export class IncompleteTurn extends Schema.TaggedError<IncompleteTurn>()("IncompleteTurn", {
+  message: Schema.String
+}) {}
+
+/** Any model request failure. */
+export type AiError =
+  | AuthFailed
+  | RateLimited
+  | Timeout
+  | ContextLengthExceeded
+  | InvalidRequest
+  | Unavailable
+  | MalformedEvent
+  | IncompleteTurn
+
+/** Schema of every {@link AiError}, for logs, checkpoints and UIs. */
+export const AiError = Schema.Union([
+  AuthFailed,
+  RateLimited,
+  Timeout,
+  ContextLengthExceeded,
+  InvalidRequest,
+  Unavailable,
+  MalformedEvent,
+  IncompleteTurn
+])
+
+/** Whether a fresh attempt of the same request may succeed: rate limits, timeouts, unavailability. */
+export const isRetryable = (error: AiError): error is RateLimited | Timeout | Unavailable =>
+  error._tag === "RateLimited" || error._tag === "Timeout" || error._tag === "Unavailable"
+
+/**
+ * Maps a failed HTTP response to its error. The provider decides, from its own
+ * error body, whether a 400 means the context window was exceeded.
+ */
+export const fromHttpStatus = (options: {
+  readonly provider: string
+  readonly status: number
+  readonly message: string
+  readonly retryAfter?: Duration.Duration | undefined
+  readonly contextLengthExceeded?: boolean | undefined
+}): AiError => {
+  const { message, provider, status } = options
+  if (status === 401 || status === 403) return new AuthFailed({ provider, status, message })
+  if (status === 429) {
+    return new RateLimited({
+      provider,
+      message,
+      ...(options.retryAfter === undefined ? {} : { retryAfter: options.retryAfter })
+    })
+  }
+  if (status === 408 || status === 504) return new Timeout({ provider, message })
+  if (status === 413 || (status === 400 && options.contextLengthExceeded === true)) {
+    return new ContextLengthExceeded({ provider, message })
+  }
+  if (status >= 500) return new Unavailable({ provider, status, message })
+  return new InvalidRequest({ provider, status, message })
+}
+
+/**
+ * Reads a `Retry-After` header: delay seconds or an HTTP date (relative to `now`,
+ * epoch milliseconds). Returns `undefined` for a missing or unreadable header.
+ */
+export const parseRetryAfter = (header: string | undefined, now: number): Duration.Duration | undefined => {
+  if (header === undefined) return undefined
+  const trimmed = header.trim()
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Duration.seconds(Number(trimmed))
+  const date = Date.parse(trimmed)
+  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
+}

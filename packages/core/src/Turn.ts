@@ -1,0 +1,55 @@
+/**
+ * A model turn: what one request to a model produced, assembled from its deltas.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import * as Item from "./Item.ts"
+import { TokenUsage } from "./TokenUsage.ts"
+
+/**
+ * Why the model stopped writing. Providers map their own reasons to these;
+ * the provider's raw reason, when it differs, is kept in `Turn.providerStopReason`.
+ */
+export const StopReason = Schema.Literals([
+  "stop",
+  "tool_calls",
+  "max_tokens",
+  "content_filter",
+  "malformed_tool_call",
+  "other"
+])
+export type StopReason = typeof StopReason.Type
+
+/** One assembled model turn. `cost` is set only when the provider reports one (it wins over `Pricing`). */
+export const Turn = Schema.Struct({
+  items: Schema.Array(Item.Item),
+  usage: TokenUsage,
+  stopReason: StopReason,
+  model: Schema.optionalKey(Schema.String),
+  responseId: Schema.optionalKey(Schema.String),
+  providerStopReason: Schema.optionalKey(Schema.String),
+  cost: Schema.optionalKey(Schema.Number)
+})
+export type Turn = typeof Turn.Type
+
+/** The function calls of a turn, in the order the model made them. */
+export const functionCalls = (turn: Turn): ReadonlyArray<Item.FunctionCall> =>
+  turn.items.filter((item): item is Item.FunctionCall => item.type === "function_call")
+
+/** The text of the turn's assistant messages, joined in order. Refusals are not text. */
+export const text = (turn: Turn): string => {
+  let out = ""
+  for (const item of turn.items) {
+    if (item.type === "message" && item.role === "assistant") {
+      for (const part of item.content) out += Item.partText(part)
+    }
+  }
+  return out
+}
+
+/** Appends the turn's items to the history of a loop state, leaving the rest of the state as it is. */
+export const cursor = <S extends { readonly history: ReadonlyArray<Item.Item> }>(state: S, turn: Turn): S => ({
+  ...state,
+  history: [...state.history, ...turn.items]
+})

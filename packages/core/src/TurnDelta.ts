@@ -1,0 +1,72 @@
+/**
+ * The incremental events of a streaming model turn.
+ *
+ * Every provider layer turns its wire format into this one vocabulary, which ends
+ * with exactly one `turn_complete` carrying the assembled {@link Turn.Turn}.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { TokenUsage } from "./TokenUsage.ts"
+import { Turn } from "./Turn.ts"
+
+/** A piece of assistant text. */
+export const TextDelta = Schema.Struct({ type: Schema.Literal("text_delta"), delta: Schema.String })
+export type TextDelta = typeof TextDelta.Type
+
+/** A piece of reasoning the provider shows (a summary or a thought). */
+export const ReasoningDelta = Schema.Struct({ type: Schema.Literal("reasoning_delta"), delta: Schema.String })
+export type ReasoningDelta = typeof ReasoningDelta.Type
+
+/** A piece of a refusal. */
+export const RefusalDelta = Schema.Struct({ type: Schema.Literal("refusal_delta"), delta: Schema.String })
+export type RefusalDelta = typeof RefusalDelta.Type
+
+/** The model started a call of tool `name`. */
+export const FunctionCallStart = Schema.Struct({
+  type: Schema.Literal("function_call_start"),
+  call_id: Schema.String,
+  name: Schema.String
+})
+export type FunctionCallStart = typeof FunctionCallStart.Type
+
+/** A piece of a call's JSON arguments; the pieces concatenate to `FunctionCallDone.arguments`. */
+export const FunctionCallArgumentsDelta = Schema.Struct({
+  type: Schema.Literal("function_call_arguments_delta"),
+  call_id: Schema.String,
+  delta: Schema.String
+})
+export type FunctionCallArgumentsDelta = typeof FunctionCallArgumentsDelta.Type
+
+/** A call is complete, with all its arguments. */
+export const FunctionCallDone = Schema.Struct({
+  type: Schema.Literal("function_call_done"),
+  call_id: Schema.String,
+  name: Schema.String,
+  arguments: Schema.String
+})
+export type FunctionCallDone = typeof FunctionCallDone.Type
+
+/** The turn's token usage as the provider reported it. */
+export const Usage = Schema.Struct({ type: Schema.Literal("usage"), usage: TokenUsage })
+export type Usage = typeof Usage.Type
+
+/** The last delta of a turn: the assembled turn. */
+export const TurnComplete = Schema.Struct({ type: Schema.Literal("turn_complete"), turn: Turn })
+export type TurnComplete = typeof TurnComplete.Type
+
+/** Any delta of a streaming turn. */
+export const TurnDelta = Schema.Union([
+  TextDelta,
+  ReasoningDelta,
+  RefusalDelta,
+  FunctionCallStart,
+  FunctionCallArgumentsDelta,
+  FunctionCallDone,
+  Usage,
+  TurnComplete
+])
+export type TurnDelta = typeof TurnDelta.Type
+
+/** Whether a delta is the terminal `turn_complete`. */
+export const isTurnComplete = (delta: TurnDelta): delta is TurnComplete => delta.type === "turn_complete"
