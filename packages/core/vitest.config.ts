@@ -1,5 +1,6 @@
 import { defineProject } from "vitest/config"
 
 export default defineProject({
-  test: { name: "core", include: ["test/**/*.test.ts"] }
+  // --expose-gc lets the memory tests measure the heap after a full collection.
+  test: { name: "core", include: ["test/**/*.test.ts"], execArgv: ["--expose-gc"] }
 })

@@ -1,0 +1,6 @@
+/**
+ * Runs every benchmark in turn: `npm run bench`.
+ */
+const suites = ["./loop.ts"]
+
+for (const suite of suites) await import(suite)

@@ -1,0 +1,246 @@
+/**
+ * The pull-based loop: the user owns the state, one iteration is a `Stream`, and
+ * a tiny tagged event decides whether the loop goes on.
+ *
+ * Nothing runs until the consumer pulls: the next body is built only when the
+ * previous iteration has decided and the consumer asks for more, so
+ * `Stream.take(n)` runs no more bodies than it needs. Each iteration's body lives
+ * in its own scope, closed as soon as the iteration decides (or fails, or the
+ * consumer goes away), which is how interrupting a consumer aborts the HTTP
+ * request of the model call in flight.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Channel, Effect, Exit, Pull, Scope, Stream } from "effect"
+import type { Array as Arr } from "effect"
+import { dual } from "effect/Function"
+import { IncompleteTurn } from "./AiError.ts"
+import type { Turn } from "./Turn.ts"
+import type { TurnDelta } from "./TurnDelta.ts"
+
+/** A value that flows downstream to the loop's consumer. */
+export interface Value<out A> {
+  readonly _tag: "Value"
+  readonly value: A
+}
+
+/** Ends the iteration and continues the loop with a new state. */
+export interface Next<out S> {
+  readonly _tag: "Next"
+  readonly state: S
+}
+
+/** Ends the iteration and the loop. */
+export interface Stop {
+  readonly _tag: "Stop"
+}
+
+/**
+ * What a loop body emits. A `Next` or a `Stop` is terminal for its iteration:
+ * anything the body emits after it is dropped.
+ */
+export type Event<A, S> = Value<A> | Next<S> | Stop
+
+/**
+ * One iteration of a loop: a stream of events, or an Effect that builds one.
+ * The Effect may acquire scoped resources; they are released when the iteration ends.
+ */
+export type Body<S, A, E, R> = (
+  state: S
+) => Stream.Stream<Event<A, S>, E, R> | Effect.Effect<Stream.Stream<Event<A, S>, E, R>, E, R | Scope.Scope>
+
+/** Wraps a value for the consumer. */
+export const value = <A>(value: A): Value<A> => ({ _tag: "Value", value })
+
+/** Signals that the loop continues with `state`. */
+export const next = <S>(state: S): Next<S> => ({ _tag: "Next", state })
+
+const stopEvent: Stop = { _tag: "Stop" }
+
+/**
+ * The stream built by {@link nextAfter}, {@link stopAfter} and {@link stop}. It
+ * is an ordinary event stream, and also keeps its parts so that `loop` can pull
+ * the values directly instead of wrapping and unwrapping each one. Its event
+ * channel is built only if something other than `loop` consumes it: these
+ * streams are made once per iteration, on the hot path.
+ */
+interface Decided<A, S, E, R> extends Stream.Stream<Event<A, S>, E, R> {
+  readonly values: Stream.Stream<A, E, R>
+  readonly decision: Next<S> | Stop
+}
+
+const DecidedProto: object = Object.create(Object.getPrototypeOf(Stream.empty), {
+  channel: {
+    get(this: Decided<unknown, unknown, unknown, unknown>) {
+      return Stream.concat(Stream.map(this.values, value), Stream.succeed(this.decision)).channel
+    }
+  }
+})
+
+const decided = <A, S, E, R>(values: Stream.Stream<A, E, R>, decision: Next<S> | Stop): Decided<A, S, E, R> => {
+  const self = Object.create(DecidedProto)
+  self.values = values
+  self.decision = decision
+  return self
+}
+
+const isDecided = <A, S, E, R>(stream: Stream.Stream<Event<A, S>, E, R>): stream is Decided<A, S, E, R> =>
+  Object.getPrototypeOf(stream) === DecidedProto
+
+/** A single-event stream that ends the loop. */
+export const stop: Stream.Stream<Event<never, never>> = decided(Stream.empty, stopEvent)
+
+/** Emits the values of `values`, then continues the loop with `state`. */
+export const nextAfter: {
+  <S>(state: S): <A, E, R>(values: Stream.Stream<A, E, R>) => Stream.Stream<Event<A, S>, E, R>
+  <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S): Stream.Stream<Event<A, S>, E, R>
+} = dual(2, <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S) => decided(values, next(state)))
+
+/** Emits the values of `values`, then ends the loop. */
+export const stopAfter = <A, E, R>(values: Stream.Stream<A, E, R>): Stream.Stream<Event<A, never>, E, R> =>
+  decided(values, stopEvent)
+
+type Chunk<A> = Arr.NonEmptyReadonlyArray<A>
+
+const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, E, R> =>
+  Stream.fromChannel(Channel.fromTransform((upstream, loopScope) =>
+    Effect.sync(() => {
+      let state = initial
+      let finished = false
+      let iterationScope: Scope.Closeable | undefined
+      let current: Pull.Pull<Chunk<A>, E, void, R> | undefined
+
+      const pull: Pull.Pull<Chunk<A>, E, void, R> = Effect.suspend(() => current ?? startIteration())
+
+      // A scope nothing was added to can serve the next iteration as it is.
+      const endIteration = <X, EX, RX>(then: () => Effect.Effect<X, EX, RX>): Effect.Effect<X, EX, RX> => {
+        current = undefined
+        const scope = iterationScope!
+        if (scope.state._tag === "Empty") return then()
+        iterationScope = undefined
+        return Effect.flatMap(Scope.close(scope, Exit.void), then)
+      }
+
+      const decide = (decision: Next<S> | Stop): Pull.Pull<Chunk<A>, E, void, R> => {
+        if (decision._tag === "Stop") {
+          finished = true
+          return Cause.done()
+        }
+        state = decision.state
+        return startIteration()
+      }
+
+      const startIteration = (): Pull.Pull<Chunk<A>, E, void, R> => {
+        if (finished) return Cause.done()
+        const scope = iterationScope ??= Scope.forkUnsafe(loopScope)
+        const built = body(state)
+        return Effect.isEffect(built)
+          ? Effect.flatMap(Scope.provide(built, scope), (events) => open(events, scope))
+          : open(built, scope)
+      }
+
+      const open = (
+        events: Stream.Stream<Event<A, S>, E, R>,
+        scope: Scope.Scope
+      ): Pull.Pull<Chunk<A>, E, void, R> => {
+        if (isDecided(events)) {
+          const decision = events.decision
+          return Effect.flatMapEager(Channel.toTransform(events.values.channel)(upstream, scope), (valuesPull) => {
+            current = Pull.catchDone(valuesPull, () => endIteration(() => decide(decision)))
+            return current
+          })
+        }
+        return Effect.flatMapEager(Channel.toTransform(events.channel)(upstream, scope), (eventsPull) => {
+          current = Pull.matchEffect(eventsPull, {
+            onSuccess: split,
+            onFailure: Effect.failCause,
+            // A body that ends without deciding ends the loop.
+            onDone: () => endIteration(() => decide(stopEvent))
+          })
+          return current
+        })
+      }
+
+      const split = (chunk: Chunk<Event<A, S>>): Pull.Pull<Chunk<A>, E, void, R> => {
+        const values: Array<A> = []
+        for (const event of chunk) {
+          if (event._tag === "Value") {
+            values.push(event.value)
+            continue
+          }
+          return endIteration(() => {
+            if (values.length === 0) return decide(event)
+            current = Effect.suspend(() => decide(event))
+            return Effect.succeed(values as unknown as Chunk<A>)
+          })
+        }
+        return Effect.succeed(values as unknown as Chunk<A>)
+      }
+
+      return pull
+    })
+  ))
+
+/**
+ * Runs `body` from `initial`, iteration after iteration, and streams the values
+ * the iterations emit. Each `Next` starts the next iteration with its state; a
+ * `Stop`, or a body that ends without deciding, ends the loop.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Loop } from "@agentloop/core"
+ *
+ * // 0, 1, 2
+ * const counter = Loop.loop(0, (n) => n < 3 ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop)
+ * ```
+ */
+export const loop: {
+  <S, A, E, R>(body: Body<S, A, E, R>): (initial: S) => Stream.Stream<A, E, R>
+  <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, E, R>
+} = dual(2, make)
+
+/**
+ * Turns a model's stream of deltas into loop events: every delta, including the
+ * terminal `turn_complete`, flows downstream as a value; then `then` runs with the
+ * assembled turn and its events follow. A stream that ends without a
+ * `turn_complete` fails with `IncompleteTurn`.
+ */
+export const streamUntilComplete: {
+  <A, S, E2, R2, E3 = never, R3 = never>(
+    then: (turn: Turn) => Stream.Stream<Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A, S>, E2, R2>, E3, R3>
+  ): <E, R>(
+    deltas: Stream.Stream<TurnDelta, E, R>
+  ) => Stream.Stream<Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
+  <E, R, A, S, E2, R2, E3 = never, R3 = never>(
+    deltas: Stream.Stream<TurnDelta, E, R>,
+    then: (turn: Turn) => Stream.Stream<Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A, S>, E2, R2>, E3, R3>
+  ): Stream.Stream<Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
+} = dual(2, <E, R, A, S, E2, R2, E3, R3>(
+  deltas: Stream.Stream<TurnDelta, E, R>,
+  then: (turn: Turn) => Stream.Stream<Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A, S>, E2, R2>, E3, R3>
+): Stream.Stream<Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>> =>
+  Stream.suspend(() => {
+    let turn: Turn | undefined
+    const forwarded = deltas.pipe(
+      Stream.takeUntil((delta) => delta.type === "turn_complete"),
+      Stream.map((delta): Event<TurnDelta | A, S> => {
+        if (delta.type === "turn_complete") turn = delta.turn
+        return value(delta)
+      })
+    )
+    const after = Stream.unwrap(Effect.suspend((): Effect.Effect<
+      Stream.Stream<Event<A, S>, E2, R2>,
+      E3 | IncompleteTurn,
+      R3
+    > => {
+      if (turn === undefined) {
+        return Effect.fail(
+          new IncompleteTurn({ message: "The model's stream ended before its turn_complete: the turn is lost" })
+        )
+      }
+      const events = then(turn)
+      return Effect.isEffect(events) ? events : Effect.succeed(events)
+    }))
+    return Stream.concat(forwarded, after)
+  }))

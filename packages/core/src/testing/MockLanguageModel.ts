@@ -1,0 +1,178 @@
+/**
+ * A scripted `LanguageModel` for tests, demos and examples.
+ *
+ * It answers request after request with the next entry of its script: a `Turn`
+ * is replayed as realistic deltas (text in small pieces, each function call as a
+ * start, argument pieces and a done), paced by the Effect clock so `TestClock`
+ * controls it; an `AiError` fails the request. Every request is recorded.
+ *
+ * @since 0.1.0
+ */
+import { Context, Duration, Effect, Layer, Ref, Stream } from "effect"
+import * as AiError from "../AiError.ts"
+import type * as Item from "../Item.ts"
+import { LanguageModel } from "../LanguageModel.ts"
+import type { TurnOptions } from "../LanguageModel.ts"
+import * as TokenUsage from "../TokenUsage.ts"
+import type { StopReason, Turn } from "../Turn.ts"
+import type { TurnDelta } from "../TurnDelta.ts"
+
+/** What one request answers with: a turn to replay, or an error to fail with. */
+export type Reply = Turn | AiError.AiError
+
+/** A request the mock received. */
+export interface Request {
+  readonly history: ReadonlyArray<Item.Item>
+  readonly options: TurnOptions
+}
+
+/** How the mock cuts and paces its deltas. */
+export interface Options {
+  /** Characters per text, reasoning, refusal or argument delta (default 8). */
+  readonly chunkSize?: number | undefined
+  /** Pause before each delta, on the Effect clock (default none). */
+  readonly delay?: Duration.Input | undefined
+}
+
+/** The recorder of a running mock: the requests it saw, and how many replies it has left. */
+export class MockLanguageModel extends Context.Service<MockLanguageModel, {
+  readonly requests: Effect.Effect<ReadonlyArray<Request>>
+  readonly remaining: Effect.Effect<number>
+}>()("@agentloop/core/testing/MockLanguageModel") {}
+
+const provider = "mock"
+
+const pieces = (text: string, size: number): Array<string> => {
+  const chars = Array.from(text)
+  const out: Array<string> = []
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""))
+  return out
+}
+
+/** The deltas a provider would stream for `turn`, ending with its `turn_complete`. */
+export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
+  const out: Array<TurnDelta> = []
+  for (const item of turn.items) {
+    switch (item.type) {
+      case "message": {
+        for (const part of item.content) {
+          if (part.type === "refusal") {
+            for (const delta of pieces(part.refusal, chunkSize)) out.push({ type: "refusal_delta", delta })
+          } else {
+            for (const delta of pieces(part.text, chunkSize)) out.push({ type: "text_delta", delta })
+          }
+        }
+        break
+      }
+      case "reasoning": {
+        for (const part of item.summary ?? item.content) {
+          const text = part.type === "refusal" ? part.refusal : part.text
+          for (const delta of pieces(text, chunkSize)) out.push({ type: "reasoning_delta", delta })
+        }
+        break
+      }
+      case "function_call": {
+        out.push({ type: "function_call_start", call_id: item.call_id, name: item.name })
+        for (const delta of pieces(item.arguments, chunkSize)) {
+          out.push({ type: "function_call_arguments_delta", call_id: item.call_id, delta })
+        }
+        out.push({ type: "function_call_done", call_id: item.call_id, name: item.name, arguments: item.arguments })
+        break
+      }
+      default:
+        break
+    }
+  }
+  out.push({ type: "usage", usage: turn.usage })
+  out.push({ type: "turn_complete", turn })
+  return out
+}
+
+/** A mock `LanguageModel` answering with `script`, one entry per request, plus its recorder. */
+export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply>, options: Options = {}) {
+  const requests = yield* Ref.make<ReadonlyArray<Request>>([])
+  const chunkSize = Math.max(1, options.chunkSize ?? 8)
+  const delay = options.delay === undefined ? undefined : Duration.fromInputUnsafe(options.delay)
+  const pace = <A>(stream: Stream.Stream<A>): Stream.Stream<A> =>
+    delay === undefined || Duration.isZero(delay) ? stream : Stream.tap(stream, () => Effect.sleep(delay))
+
+  const streamTurn = (history: ReadonlyArray<Item.Item>, turnOptions: TurnOptions) =>
+    Stream.unwrap(
+      Ref.modify(requests, (seen) => [seen.length, [...seen, { history, options: turnOptions }]]).pipe(
+        Effect.map((index): Stream.Stream<TurnDelta, AiError.AiError> => {
+          const reply = script[index]
+          if (reply === undefined) {
+            return Stream.fail(
+              new AiError.InvalidRequest({
+                provider,
+                message: `MockLanguageModel: the script has ${script.length} ${
+                  script.length === 1 ? "reply" : "replies"
+                } and request ${index + 1} asked for another`
+              })
+            )
+          }
+          return "_tag" in reply ? Stream.fail(reply) : pace(Stream.fromIterable(deltas(reply, chunkSize)))
+        })
+      )
+    )
+
+  const model = LanguageModel.of({ provider, streamTurn })
+  const recorder = MockLanguageModel.of({
+    requests: Ref.get(requests),
+    remaining: Effect.map(Ref.get(requests), (seen) => Math.max(0, script.length - seen.length))
+  })
+  return { model, recorder }
+})
+
+/** Provides `LanguageModel` from `script`, and the `MockLanguageModel` recorder. */
+export const layer = (
+  script: ReadonlyArray<Reply>,
+  options?: Options
+): Layer.Layer<LanguageModel | MockLanguageModel> =>
+  Layer.effectContext(
+    Effect.map(make(script, options), ({ model, recorder }) =>
+      Context.make(LanguageModel, model).pipe(Context.add(MockLanguageModel, recorder)))
+  )
+
+/** A finished assistant turn that says `text`. */
+export const textTurn = (text: string, options: {
+  readonly usage?: TokenUsage.TokenUsage | undefined
+  readonly model?: string | undefined
+  readonly stopReason?: StopReason | undefined
+} = {}): Turn => ({
+  items: [{
+    type: "message",
+    id: "msg_mock",
+    status: "completed",
+    role: "assistant",
+    content: [{ type: "output_text", text }]
+  }],
+  usage: options.usage ?? TokenUsage.make(10, Array.from(text).length),
+  stopReason: options.stopReason ?? "stop",
+  ...(options.model === undefined ? {} : { model: options.model })
+})
+
+/** A finished turn that calls tools, each `arguments` given as a value to JSON-encode, optionally after some text. */
+export const callsTurn = (
+  calls: ReadonlyArray<{ readonly name: string; readonly arguments: unknown; readonly callId?: string | undefined }>,
+  options: {
+    readonly text?: string | undefined
+    readonly usage?: TokenUsage.TokenUsage | undefined
+    readonly model?: string | undefined
+  } = {}
+): Turn => ({
+  items: [
+    ...(options.text === undefined ? [] : textTurn(options.text).items),
+    ...calls.map((call, index): Item.FunctionCall => ({
+      type: "function_call",
+      id: `fc_mock_${index}`,
+      status: "completed",
+      call_id: call.callId ?? `call_${index}`,
+      name: call.name,
+      arguments: JSON.stringify(call.arguments)
+    }))
+  ],
+  usage: options.usage ?? TokenUsage.make(20, 10),
+  stopReason: "tool_calls",
+  ...(options.model === undefined ? {} : { model: options.model })
+})

@@ -1,0 +1,7 @@
+/**
+ * Test support: a scripted model and a loopback provider server.
+ *
+ * @since 0.1.0
+ */
+export * as MockLanguageModel from "./MockLanguageModel.ts"
+export * as ProviderServer from "./ProviderServer.ts"
