@@ -1,0 +1,83 @@
+/**
+ * Approval of tool calls: the gate between a model asking for a tool that
+ * `needsApproval` and the tool running.
+ *
+ * `Approval` is a `Context.Reference`: with no layer it denies every such call
+ * with a reason the model can read, so a destructive tool never runs by
+ * accident. Applications plug in a queue, an HTTP endpoint or a terminal
+ * prompt with {@link layer}.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer } from "effect"
+import type * as Item from "./Item.ts"
+
+/** A tool call waiting for a decision. `input` is the decoded input, ready to show to a person. */
+export interface Request {
+  readonly tool: string
+  readonly call: Item.FunctionCall
+  readonly input: unknown
+}
+
+/** Run the call. */
+export interface Approved {
+  readonly _tag: "Approved"
+}
+
+/** Do not run the call; `reason` is sent to the model as the call's output. */
+export interface Denied {
+  readonly _tag: "Denied"
+  readonly reason: string
+}
+
+/** The answer to a {@link Request}. */
+export type Decision = Approved | Denied
+
+/** Approves the call. */
+export const approved: Decision = { _tag: "Approved" }
+
+/** Denies the call, telling the model why. */
+export const denied = (reason: string): Decision => ({ _tag: "Denied", reason })
+
+/** The approval service: decides each call of a tool that needs approval. */
+export interface Service {
+  readonly decide: (request: Request) => Effect.Effect<Decision>
+}
+
+const denyUnconfigured: Service = {
+  decide: (request) =>
+    Effect.succeed(
+      denied(
+        `Tool "${request.tool}" requires approval and no approver is configured, so the call was not run.`
+      )
+    )
+}
+
+/**
+ * The approval service. Its default denies every call that needs approval;
+ * provide {@link layer} or {@link allowAll} to change that.
+ */
+export const Approval: Context.Reference<Service> = Context.Reference<Service>("@agentloop/core/Approval", {
+  defaultValue: () => denyUnconfigured
+})
+
+/**
+ * An approver from a function. The function may wait as long as it likes (a
+ * person answering a prompt): tool timeouts do not count the wait.
+ */
+export const layer = <R = never>(
+  decide: (request: Request) => Effect.Effect<Decision, never, R>
+): Layer.Layer<never, never, R> =>
+  Layer.effect(
+    Approval,
+    Effect.map(Effect.context<R>(), (context): Service => ({
+      decide: (request) => Effect.provide(decide(request), context)
+    }))
+  )
+
+/** Approves every call: for tests and trusted environments. */
+export const allowAll: Layer.Layer<never> = Layer.succeed(Approval, { decide: () => Effect.succeed(approved) })
+
+/** Denies every call with the given reason. */
+export const denyAll = (reason: string): Layer.Layer<never> =>
+  Layer.succeed(Approval, { decide: () => Effect.succeed(denied(reason)) })

@@ -1,0 +1,152 @@
+/**
+ * What tokens cost: a table of model prices in USD per million tokens, and the
+ * cost of a usage or a turn.
+ *
+ * `Pricing` is a `Context.Reference` whose default is {@link builtIn}; an
+ * application adds or corrects prices with {@link layer}, or replaces the whole
+ * table with {@link layerTable}. A cost the provider reported on the turn
+ * (`Turn.cost`) always wins over the table.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer } from "effect"
+import type { TokenUsage } from "./TokenUsage.ts"
+import type { Turn } from "./Turn.ts"
+
+/** USD per million tokens. `cachedInput` is the rate for input tokens served from the prompt cache. */
+export interface Rates {
+  readonly input: number
+  readonly cachedInput: number
+  readonly output: number
+}
+
+/**
+ * A model's price. `longContext`, when present, replaces the rates for a
+ * request whose input is longer than `threshold` tokens (Gemini Pro models).
+ */
+export interface Price extends Rates {
+  readonly longContext?: (Rates & { readonly threshold: number }) | undefined
+}
+
+/** Prices by model id. */
+export type Table = { readonly [model: string]: Price }
+
+const rates = (input: number, cachedInput: number, output: number): Rates => ({ input, cachedInput, output })
+
+/**
+ * The built-in prices: standard tier, text tokens, USD per million tokens.
+ *
+ * OpenAI figures are those of https://openai.com/api/pricing (gpt-5 family,
+ * gpt-4.1 family, gpt-4o, o-series) as published in 2025, with the gpt-5.1,
+ * gpt-5.2, gpt-5.4 and gpt-5.5 families as listed there in 2026. Gemini figures
+ * are those of https://ai.google.dev/gemini-api/docs/pricing as published in
+ * late 2025, with the over-200k-token tier of the Pro models. Collected
+ * 2026-06 from those pages and secondary summaries of them; prices change, so
+ * check them before billing anyone, and correct them with {@link layer}.
+ * Models without a cache discount list their input rate as `cachedInput`.
+ */
+export const builtIn: Table = {
+  "gpt-5.5": rates(5, 0.5, 30),
+  "gpt-5.4": rates(2.5, 0.25, 15),
+  "gpt-5.4-mini": rates(0.75, 0.075, 4.5),
+  "gpt-5.4-nano": rates(0.2, 0.02, 1.25),
+  "gpt-5.2": rates(1.75, 0.175, 14),
+  "gpt-5.1": rates(1.25, 0.125, 10),
+  "gpt-5": rates(1.25, 0.125, 10),
+  "gpt-5-chat-latest": rates(1.25, 0.125, 10),
+  "gpt-5-mini": rates(0.25, 0.025, 2),
+  "gpt-5-nano": rates(0.05, 0.005, 0.4),
+  "gpt-5-pro": rates(15, 15, 120),
+  "gpt-4.1": rates(2, 0.5, 8),
+  "gpt-4.1-mini": rates(0.4, 0.1, 1.6),
+  "gpt-4.1-nano": rates(0.1, 0.025, 0.4),
+  "gpt-4o": rates(2.5, 1.25, 10),
+  "gpt-4o-mini": rates(0.15, 0.075, 0.6),
+  "o4-mini": rates(1.1, 0.275, 4.4),
+  "o3": rates(2, 0.5, 8),
+  "o3-pro": rates(20, 20, 80),
+  "o3-mini": rates(1.1, 0.55, 4.4),
+  "o1": rates(15, 7.5, 60),
+  "gemini-3-pro-preview": {
+    ...rates(2, 0.2, 12),
+    longContext: { threshold: 200_000, ...rates(4, 0.4, 18) }
+  },
+  "gemini-2.5-pro": {
+    ...rates(1.25, 0.125, 10),
+    longContext: { threshold: 200_000, ...rates(2.5, 0.25, 15) }
+  },
+  "gemini-2.5-flash": rates(0.3, 0.03, 2.5),
+  "gemini-2.5-flash-lite": rates(0.1, 0.01, 0.4),
+  "gemini-2.0-flash": rates(0.1, 0.025, 0.4),
+  "gemini-2.0-flash-lite": rates(0.075, 0.075, 0.3)
+}
+
+/** The price table in use. Its default is {@link builtIn}. */
+export const Pricing: Context.Reference<Table> = Context.Reference<Table>("@agentloop/core/Pricing", {
+  defaultValue: () => builtIn
+})
+
+/** Adds prices to the built-in table, or corrects some of them. */
+export const layer = (prices: Table): Layer.Layer<never> => Layer.succeed(Pricing, { ...builtIn, ...prices })
+
+/** Replaces the whole table: models not in `table` have no price. */
+export const layerTable = (table: Table): Layer.Layer<never> => Layer.succeed(Pricing, table)
+
+// What may follow a model id in the id of one of its snapshots: a date
+// (2024-08-06), a version (001, 0125), "latest", or a preview/experimental tag.
+const snapshotSuffix = /^(\d{4}-\d{2}-\d{2}|\d{3,4}|latest|(preview|exp)(-\d{2}-\d{2}|-\d{2}-\d{4}|-\d{4})?)$/
+
+/**
+ * The price of a model: by exact id, else by the longest id in the table of
+ * which `model` is a dated snapshot ("gpt-4o-2024-08-06" is priced as
+ * "gpt-4o", "gemini-2.0-flash-001" as "gemini-2.0-flash"). A Gemini
+ * `models/` prefix is ignored. Another variant ("gpt-4o-audio-preview") is not
+ * a snapshot and has no price unless listed.
+ */
+export const lookup = (table: Table, model: string): Price | undefined => {
+  const id = model.startsWith("models/") ? model.slice("models/".length) : model
+  const exact = table[id]
+  if (exact !== undefined) return exact
+  let best: string | undefined
+  for (const key of Object.keys(table)) {
+    if (
+      id.startsWith(`${key}-`) && snapshotSuffix.test(id.slice(key.length + 1)) &&
+      (best === undefined || key.length > best.length)
+    ) best = key
+  }
+  return best === undefined ? undefined : table[best]
+}
+
+/**
+ * The cost in USD of a usage at a price. Cached input tokens are part of
+ * `usage.input` and billed at the cached rate; reasoning tokens are part of
+ * `usage.output`. Price each turn on its own: the long-context tier depends on
+ * the input of one request, not of a run.
+ */
+export const costOf = (price: Price, usage: TokenUsage): number => {
+  const tier = price.longContext !== undefined && usage.input > price.longContext.threshold ? price.longContext : price
+  const cached = Math.min(usage.cachedInput ?? 0, usage.input)
+  return ((usage.input - cached) * tier.input + cached * tier.cachedInput + usage.output * tier.output) / 1_000_000
+}
+
+/**
+ * The cost in USD of a usage of `model`, from the `Pricing` table in context.
+ * `undefined` when the model has no price: an unknown cost is not zero, and a
+ * budget should decide for itself what to do with it.
+ */
+export const cost = (model: string, usage: TokenUsage): Effect.Effect<number | undefined> =>
+  Effect.map(Pricing, (table) => {
+    const price = lookup(table, model)
+    return price === undefined ? undefined : costOf(price, usage)
+  })
+
+/**
+ * The cost in USD of a turn: the provider's own `turn.cost` when it reported
+ * one, else the turn's usage priced by its model. `undefined` when neither is
+ * known (no reported cost and no model, or a model without a price).
+ */
+export const turnCost = (turn: Turn): Effect.Effect<number | undefined> => {
+  if (turn.cost !== undefined) return Effect.succeed(turn.cost)
+  if (turn.model === undefined) return Effect.succeed(undefined)
+  return cost(turn.model, turn.usage)
+}

@@ -1,0 +1,202 @@
+/**
+ * Tools: typed functions a model may call.
+ *
+ * A tool pairs an `input` Schema (decoded from the JSON arguments the model
+ * writes, and the source of the JSON Schema the model sees) with an `output`
+ * Schema (encoded to the JSON text the model reads back). Running tools, with
+ * every failure turned into an answer the model can read, is `Toolkit`'s job.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Schema } from "effect"
+import type { Effect, JsonSchema, Stream } from "effect"
+import type * as LanguageModel from "./LanguageModel.ts"
+
+/** Marks a value as a {@link Tool}. */
+export const TypeId = "~@agentloop/core/Tool" as const
+
+/** A progress event of a streaming tool; a UI can show it, the model never sees it. */
+export interface Progress<P> {
+  readonly _tag: "Progress"
+  readonly value: P
+}
+
+/** The result of a streaming tool. The first `Done` ends the tool: nothing after it is pulled. */
+export interface Done<O> {
+  readonly _tag: "Done"
+  readonly value: O
+}
+
+/** What a streaming tool emits: any number of {@link Progress} events, then one {@link Done}. */
+export type StreamEvent<P, O> = Progress<P> | Done<O>
+
+/** Builds a {@link Progress} event. */
+export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value })
+
+/** Builds the {@link Done} event that carries a streaming tool's output. */
+export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
+
+/**
+ * A tool. `execute` returns an `Effect` of the output, or a `Stream` of
+ * {@link StreamEvent}s whose `Done` carries the output.
+ *
+ * `execute` and `needsApproval` are methods so that a tool with a specific
+ * input type is still a {@link Any}; `Toolkit` only ever passes them what the
+ * tool's own `input` Schema decoded.
+ */
+export interface Tool<Name extends string, Input, Output, Failure = never, P = never, R = never> {
+  readonly [TypeId]: typeof TypeId
+  readonly name: Name
+  readonly description: string
+  readonly input: Schema.Codec<Input, unknown>
+  readonly output: Schema.Codec<Output, unknown>
+  /** When set, the tool's typed failures are encoded with it and sent to the model as `{"error": <encoded>}`. */
+  readonly failure: Schema.Codec<Failure, unknown> | undefined
+  /** This tool's own time limit; it wins over the `timeout` option of `Toolkit.executeAllSafe`. */
+  readonly timeout: Duration.Duration | undefined
+  /** The JSON Schema of the arguments, as sent to the model. */
+  readonly parameters: JsonSchema.JsonSchema
+  needsApproval(input: Input): boolean
+  execute(input: Input): Effect.Effect<Output, Failure, R> | Stream.Stream<StreamEvent<P, Output>, Failure, R>
+}
+
+/** Any tool whose `execute` needs the services `R`. */
+export interface Any<out R = unknown> {
+  readonly [TypeId]: typeof TypeId
+  readonly name: string
+  readonly description: string
+  readonly input: Schema.Codec<unknown, unknown>
+  readonly output: Schema.Codec<unknown, unknown>
+  readonly failure: Schema.Codec<unknown, unknown> | undefined
+  readonly timeout: Duration.Duration | undefined
+  readonly parameters: JsonSchema.JsonSchema
+  needsApproval(input: unknown): boolean
+  execute(input: unknown): Effect.Effect<unknown, unknown, R> | Stream.Stream<StreamEvent<unknown, unknown>, unknown, R>
+}
+
+/** The services a tool's `execute` needs. */
+export type Services<T> = T extends Any<infer R> ? R : never
+
+/**
+ * Defines a tool.
+ *
+ * The input Schema must describe a JSON object (a `Schema.Struct` or
+ * `Schema.Class`): providers only accept object-typed arguments. Arguments are
+ * decoded with `Schema.toCodecJson(input)`, so the model writes the JSON form of
+ * a field (an ISO string for a `Schema.Date`). Schemas must not need services.
+ * `needsApproval` may be a function of the decoded input (ask only for
+ * destructive arguments).
+ */
+export const make = <
+  const Name extends string,
+  Input,
+  Output,
+  Failure = never,
+  P = never,
+  R = never
+>(options: {
+  readonly name: Name
+  readonly description: string
+  readonly input: Schema.Codec<Input, { readonly [key: string]: unknown }>
+  readonly output: Schema.Codec<Output, unknown>
+  readonly failure?: Schema.Codec<Failure, unknown> | undefined
+  readonly timeout?: Duration.Input | undefined
+  readonly needsApproval?: boolean | ((input: Input) => boolean) | undefined
+  readonly execute: (
+    input: Input
+  ) => Effect.Effect<NoInfer<Output>, Failure, R> | Stream.Stream<StreamEvent<P, NoInfer<Output>>, Failure, R>
+}): Tool<Name, Input, Output, Failure, P, R> => {
+  const approval = options.needsApproval
+  const execute = options.execute
+  return {
+    [TypeId]: TypeId,
+    name: options.name,
+    description: options.description,
+    input: options.input,
+    output: options.output,
+    failure: options.failure,
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    parameters: toParameters(options.input),
+    needsApproval: (input) => typeof approval === "function" ? approval(input) : approval === true,
+    execute: (input) => execute(input)
+  }
+}
+
+/** The tool as a model request carries it: name, description and the JSON Schema of its arguments. */
+export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => ({
+  name: tool.name,
+  description: tool.description,
+  parameters: tool.parameters
+})
+
+/**
+ * The JSON Schema of a tool's arguments: the draft 2020-12 schema of the
+ * Schema's JSON form, with `additionalProperties: false` on every object and
+ * named definitions inlined, because OpenAI strict mode and Gemini read
+ * self-contained schemas best. Only recursive definitions stay under `$defs`.
+ *
+ * OpenAI strict mode also wants every property `required`; a Schema with
+ * optional keys yields a valid schema that a provider must send non-strict.
+ */
+export const toParameters = (schema: Schema.Top): JsonSchema.JsonSchema => {
+  const document = Schema.toJsonSchemaDocument(schema, { onExcessProperty: "error" })
+  const recursive = new Set<string>()
+  const root = inline(document.schema, document.definitions, [], recursive)
+  if (recursive.size === 0) return root
+  const defs: Record<string, JsonSchema.JsonSchema> = {}
+  for (const name of recursive) {
+    const target = document.definitions[name]
+    if (target !== undefined) defs[name] = inline(target, document.definitions, [name], recursive)
+  }
+  return { ...root, $defs: defs }
+}
+
+const refPrefix = "#/$defs/"
+
+const inline = (
+  schema: JsonSchema.JsonSchema,
+  definitions: JsonSchema.Definitions,
+  visiting: ReadonlyArray<string>,
+  recursive: Set<string>
+): JsonSchema.JsonSchema => {
+  const { $ref, ...rest } = schema
+  if (typeof $ref === "string" && $ref.startsWith(refPrefix)) {
+    const name = $ref.slice(refPrefix.length)
+    const target = definitions[name]
+    if (target !== undefined) {
+      if (visiting.includes(name)) {
+        recursive.add(name)
+        return schema
+      }
+      return { ...inline(target, definitions, [...visiting, name], recursive), ...inlineValues(rest, definitions, visiting, recursive) }
+    }
+  }
+  return inlineValues(schema, definitions, visiting, recursive)
+}
+
+const inlineValues = (
+  schema: JsonSchema.JsonSchema,
+  definitions: JsonSchema.Definitions,
+  visiting: ReadonlyArray<string>,
+  recursive: Set<string>
+): JsonSchema.JsonSchema => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    out[key] = inlineUnknown(value, definitions, visiting, recursive)
+  }
+  return out
+}
+
+const inlineUnknown = (
+  value: unknown,
+  definitions: JsonSchema.Definitions,
+  visiting: ReadonlyArray<string>,
+  recursive: Set<string>
+): unknown => {
+  if (Array.isArray(value)) return value.map((item) => inlineUnknown(item, definitions, visiting, recursive))
+  if (isRecord(value)) return inline(value, definitions, visiting, recursive)
+  return value
+}
+
+const isRecord = (value: unknown): value is { readonly [key: string]: unknown } =>
+  typeof value === "object" && value !== null

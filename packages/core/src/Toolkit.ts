@@ -1,0 +1,323 @@
+/**
+ * Toolkits: a set of tools, the definitions a model request carries, and the
+ * safe execution of the function calls a model makes.
+ *
+ * `executeAllSafe` never fails. Every way a call can go wrong (an unknown tool,
+ * arguments that are not JSON or do not decode, a tool failure, a defect, a
+ * timeout, a denied approval) becomes a `function_call_output` whose JSON text
+ * tells the model the real reason, plus an `outcome` the agent loop counts
+ * mistakes from.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Duration, Effect, Exit, Option, Queue, Schema, Stream } from "effect"
+import * as Approval from "./Approval.ts"
+import type * as Item from "./Item.ts"
+import type * as LanguageModel from "./LanguageModel.ts"
+import * as Tool from "./Tool.ts"
+
+/** Marks a value as a {@link Toolkit}. */
+export const TypeId = "~@agentloop/core/Toolkit" as const
+
+/** A set of tools with unique names; `R` is what their `execute` functions need. */
+export interface Toolkit<out R = never> {
+  readonly [TypeId]: typeof TypeId
+  readonly tools: ReadonlyArray<Tool.Any<R>>
+  readonly byName: ReadonlyMap<string, Tool.Any<R>>
+}
+
+/**
+ * Builds a toolkit. Throws when two tools share a name: the model could not
+ * tell them apart, and providers reject such requests.
+ */
+export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
+  ...tools: Tools
+): Toolkit<Tool.Services<Tools[number]>> => {
+  // Each tool's execute needs at most its own services; the union of them is `Services<Tools[number]>`.
+  const typed = tools as ReadonlyArray<Tool.Any<Tool.Services<Tools[number]>>>
+  const byName = new Map<string, Tool.Any<Tool.Services<Tools[number]>>>()
+  for (const tool of typed) {
+    if (byName.has(tool.name)) throw new Error(`Toolkit.make: two tools are named "${tool.name}"`)
+    byName.set(tool.name, tool)
+  }
+  return { [TypeId]: TypeId, tools: typed, byName }
+}
+
+/** The tool definitions to send with a model request, in the toolkit's order. */
+export const definitions = (toolkit: Toolkit<unknown>): ReadonlyArray<LanguageModel.ToolDefinition> =>
+  toolkit.tools.map(Tool.definition)
+
+/** How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool. */
+export type Outcome = "success" | "unknown_tool" | "invalid_arguments" | "failure" | "defect" | "timeout" | "denied"
+
+/**
+ * A call that ran to its output. `output.output` is the JSON text of the
+ * output encoded with the tool's `output` Schema; `value` is the output itself.
+ */
+export interface Success {
+  readonly outcome: "success"
+  readonly call: Item.FunctionCall
+  readonly output: Item.FunctionCallOutput
+  readonly value: unknown
+}
+
+/**
+ * A call that did not produce an output. `output.output` is `{"error": …}` JSON
+ * carrying `reason` (or, for a tool with a `failure` Schema, its encoded error).
+ */
+export interface Mistake {
+  readonly outcome: Exclude<Outcome, "success">
+  readonly call: Item.FunctionCall
+  readonly output: Item.FunctionCallOutput
+  readonly reason: string
+}
+
+/** The result of one call. */
+export type Result = Success | Mistake
+
+/** Whether the call is a mistake (anything but a success). */
+export const isMistake = (result: Result): result is Mistake => result.outcome !== "success"
+
+/** The output items of the results, in order: what to append to the history. */
+export const outputs = (results: ReadonlyArray<Result>): ReadonlyArray<Item.FunctionCallOutput> =>
+  results.map((result) => result.output)
+
+/** A progress event of a streaming tool, tagged with the call that emitted it. */
+export interface ProgressEvent {
+  readonly index: number
+  readonly call: Item.FunctionCall
+  readonly value: unknown
+}
+
+/** Options of {@link executeAllSafe} and {@link streamAll}. */
+export interface Options {
+  /** How many calls run at once (default 4). */
+  readonly concurrency?: number | undefined
+  /** The time limit of each call (default: none). A tool's own `timeout` wins. Approval waits do not count. */
+  readonly timeout?: Duration.Input | undefined
+  /** Called with every progress event of a streaming tool, in the order that tool emitted them. */
+  readonly onProgress?: ((event: ProgressEvent) => Effect.Effect<void>) | undefined
+}
+
+const defaultConcurrency = 4
+
+/**
+ * Runs the calls and returns one result per call, in call order, whatever order
+ * they finish in. Never fails; interrupting it interrupts the running tools.
+ *
+ * The output item of call `c` has id `fco_<c.call_id>` and status `"completed"`
+ * on success, `"incomplete"` otherwise (the `outcome` says why; `"failed"` is
+ * avoided because the Responses API does not accept it on input items).
+ */
+export const executeAllSafe: <R>(
+  toolkit: Toolkit<R>,
+  calls: Iterable<Item.FunctionCall>,
+  options?: Options
+) => Effect.Effect<ReadonlyArray<Result>, never, R> = Effect.fn("Toolkit.executeAllSafe")(function*<R>(
+  toolkit: Toolkit<R>,
+  calls: Iterable<Item.FunctionCall>,
+  options?: Options
+) {
+  return yield* Effect.forEach(
+    calls,
+    (call, index) => executeOne(toolkit, call, index, options),
+    { concurrency: options?.concurrency ?? defaultConcurrency }
+  )
+})
+
+/** What {@link streamAll} emits: progress while calls run, and each result as soon as its call ends. */
+export type Event =
+  | { readonly _tag: "Progress"; readonly index: number; readonly call: Item.FunctionCall; readonly value: unknown }
+  | { readonly _tag: "Result"; readonly index: number; readonly result: Result }
+
+/**
+ * Like {@link executeAllSafe}, as a stream for a UI: progress events, and each
+ * result as its call ends (so in completion order; `index` is the call's
+ * position). Ending the stream early interrupts the running tools.
+ */
+export const streamAll = <R>(
+  toolkit: Toolkit<R>,
+  calls: Iterable<Item.FunctionCall>,
+  options?: Omit<Options, "onProgress">
+): Stream.Stream<Event, never, R> =>
+  Stream.callback<Event, never, R>((queue) => {
+    const emit = (event: Event) => Effect.asVoid(Queue.offer(queue, event))
+    return Effect.forEach(
+      calls,
+      (call, index) =>
+        executeOne(toolkit, call, index, {
+          ...options,
+          onProgress: (event) => emit({ _tag: "Progress", ...event })
+        }).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
+      { concurrency: options?.concurrency ?? defaultConcurrency, discard: true }
+    ).pipe(Effect.andThen(Queue.end(queue)))
+  })
+
+const executeOne = <R>(
+  toolkit: Toolkit<R>,
+  call: Item.FunctionCall,
+  index: number,
+  options: Options | undefined
+): Effect.Effect<Result, never, R> =>
+  Effect.gen(function*() {
+    const tool = toolkit.byName.get(call.name)
+    if (tool === undefined) return mistake(call, "unknown_tool", unknownToolReason(toolkit, call.name))
+
+    const json = parseJson(call.arguments)
+    if (json._tag === "Invalid") {
+      return mistake(
+        call,
+        "invalid_arguments",
+        `The arguments of tool "${tool.name}" are not valid JSON (${json.message}). Send one JSON object.`
+      )
+    }
+    const decoded = yield* Effect.exit(
+      Schema.decodeUnknownEffect(Schema.toCodecJson(tool.input))(json.value, { errors: "all" })
+    )
+    if (Exit.isFailure(decoded)) {
+      return mistake(
+        call,
+        "invalid_arguments",
+        `The arguments of tool "${tool.name}" do not match its parameters: ${causeMessage(decoded.cause)}`
+      )
+    }
+    const input = decoded.value
+
+    if (tool.needsApproval(input)) {
+      const approval = yield* Approval.Approval
+      const decision = yield* Effect.exit(approval.decide({ tool: tool.name, call, input }))
+      if (Exit.isFailure(decision)) {
+        return mistake(call, "denied", `The approval of tool "${tool.name}" failed: ${causeMessage(decision.cause)}`)
+      }
+      if (decision.value._tag === "Denied") return mistake(call, "denied", decision.value.reason)
+    }
+
+    const limit = tool.timeout ?? (options?.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout))
+    const running = run(tool, call, index, input, options?.onProgress)
+    const exit = yield* Effect.exit(limit === undefined ? Effect.map(running, Option.some) : Effect.timeoutOption(running, limit))
+    if (Exit.isFailure(exit)) return yield* failed(tool, call, exit.cause)
+    if (Option.isNone(exit.value)) {
+      return mistake(
+        call,
+        "timeout",
+        `Tool "${tool.name}" did not finish within ${Duration.format(limit ?? Duration.infinity)} and was stopped.`
+      )
+    }
+    const value = exit.value.value
+    const encoded = yield* Effect.exit(Schema.encodeUnknownEffect(Schema.toCodecJson(tool.output))(value))
+    if (Exit.isFailure(encoded)) {
+      return mistake(
+        call,
+        "defect",
+        `Tool "${tool.name}" returned an output that does not match its output schema: ${causeMessage(encoded.cause)}`
+      )
+    }
+    const success: Success = { outcome: "success", call, output: outputItem(call, "completed", encoded.value), value }
+    return success
+  }).pipe(
+    // A throwing `needsApproval` is a bug of the tool, not a reason to fail the whole batch.
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.succeed(mistake(call, "defect", `Tool "${call.name}" crashed: ${causeMessage(cause)}`))
+    ),
+    Effect.tap((result) => Effect.annotateCurrentSpan("tool.outcome", result.outcome)),
+    Effect.withSpan("Toolkit.call", { attributes: { "tool.name": call.name, "tool.call_id": call.call_id } })
+  )
+
+const run = <R>(
+  tool: Tool.Any<R>,
+  call: Item.FunctionCall,
+  index: number,
+  input: unknown,
+  onProgress: Options["onProgress"]
+): Effect.Effect<unknown, unknown, R> =>
+  Effect.suspend(() => {
+    const running = tool.execute(input)
+    if (!Stream.isStream(running)) return running
+    return running.pipe(
+      Stream.tap((event) =>
+        event._tag === "Progress" && onProgress !== undefined ? onProgress({ index, call, value: event.value }) : Effect.void
+      ),
+      Stream.filter((event): event is Tool.Done<unknown> => event._tag === "Done"),
+      Stream.runHead,
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.die(new Error("its stream ended without a Done event")),
+        onSome: (event) => Effect.succeed(event.value)
+      }))
+    )
+  })
+
+const failed = <R>(tool: Tool.Any<R>, call: Item.FunctionCall, cause: Cause.Cause<unknown>): Effect.Effect<Mistake> => {
+  const error = Cause.findErrorOption(cause)
+  if (Option.isNone(error)) {
+    const reason = Cause.hasDies(cause)
+      ? `Tool "${tool.name}" crashed: ${causeMessage(cause)}`
+      : `Tool "${tool.name}" was interrupted before it finished.`
+    return Effect.succeed(mistake(call, "defect", reason))
+  }
+  const reason = `Tool "${tool.name}" failed: ${describe(error.value)}`
+  const failure = tool.failure
+  if (failure === undefined) return Effect.succeed(mistake(call, "failure", reason))
+  return Schema.encodeUnknownEffect(Schema.toCodecJson(failure))(error.value).pipe(
+    Effect.match({
+      onFailure: () => mistake(call, "failure", reason),
+      onSuccess: (encoded): Mistake => ({
+        outcome: "failure",
+        call,
+        reason,
+        output: outputItem(call, "incomplete", { error: encoded })
+      })
+    })
+  )
+}
+
+const mistake = (call: Item.FunctionCall, outcome: Mistake["outcome"], reason: string): Mistake => ({
+  outcome,
+  call,
+  reason,
+  output: outputItem(call, "incomplete", { error: reason })
+})
+
+const outputItem = (call: Item.FunctionCall, status: Item.Status, json: unknown): Item.FunctionCallOutput => ({
+  type: "function_call_output",
+  id: `fco_${call.call_id}`,
+  status,
+  call_id: call.call_id,
+  output: JSON.stringify(json) ?? "null"
+})
+
+const unknownToolReason = (toolkit: Toolkit<unknown>, name: string): string =>
+  toolkit.tools.length === 0
+    ? `Unknown tool "${name}": no tools are available.`
+    : `Unknown tool "${name}". Available tools: ${toolkit.tools.map((tool) => `"${tool.name}"`).join(", ")}.`
+
+type Parsed = { readonly _tag: "Valid"; readonly value: unknown } | { readonly _tag: "Invalid"; readonly message: string }
+
+// Some providers send an empty string for a call without arguments.
+const parseJson = (text: string): Parsed => {
+  if (text.trim() === "") return { _tag: "Valid", value: {} }
+  try {
+    return { _tag: "Valid", value: JSON.parse(text) }
+  } catch (error) {
+    return { _tag: "Invalid", message: describe(error) }
+  }
+}
+
+const causeMessage = (cause: Cause.Cause<unknown>): string => describe(Cause.squash(cause))
+
+/** A readable message for an unknown error or defect: its `message`, prefixed by its `_tag` when it has one. */
+const describe = (error: unknown): string => {
+  if (typeof error === "string") return error
+  if (typeof error !== "object" || error === null) return String(error)
+  const tag = "_tag" in error && typeof error._tag === "string" ? error._tag : undefined
+  const message = "message" in error && typeof error.message === "string" && error.message !== "" ? error.message : undefined
+  if (tag !== undefined && message !== undefined) return tag === "SchemaError" ? message : `${tag}: ${message}`
+  if (message !== undefined) return message
+  if (tag !== undefined) return tag
+  try {
+    return JSON.stringify(error) ?? String(error)
+  } catch {
+    return String(error)
+  }
+}

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Pricing from "../src/Pricing.ts"
+import * as TokenUsage from "../src/TokenUsage.ts"
+import type { Turn } from "../src/Turn.ts"
+
+const turn = (fields: Partial<Turn>): Turn => ({
+  items: [],
+  usage: TokenUsage.make(1_000_000, 100_000),
+  stopReason: "stop",
+  ...fields
+})
+
+describe("Pricing", () => {
+  it.effect("prices input, cached input and output at their rates", () =>
+    Effect.gen(function*() {
+      // gpt-4.1: $2 input, $0.50 cached input, $8 output per million.
+      const plain = yield* Pricing.cost("gpt-4.1", TokenUsage.make(1_000_000, 500_000))
+      expect(plain).toBeCloseTo(2 + 4, 10)
+      // 400k of the 1M input tokens came from the cache; 200k of the output were reasoning.
+      const cached = yield* Pricing.cost("gpt-4.1", TokenUsage.make(1_000_000, 500_000, { cachedInput: 400_000, reasoning: 200_000 }))
+      expect(cached).toBeCloseTo(0.6 * 2 + 0.4 * 0.5 + 0.5 * 8, 10)
+    }))
+
+  it("switches to the long-context rates above the threshold", () => {
+    const pro = Pricing.lookup(Pricing.builtIn, "gemini-2.5-pro")!
+    expect(Pricing.costOf(pro, TokenUsage.make(200_000, 0))).toBeCloseTo(0.2 * 1.25, 10)
+    expect(Pricing.costOf(pro, TokenUsage.make(300_000, 10_000, { cachedInput: 100_000 }))).toBeCloseTo(
+      0.2 * 2.5 + 0.1 * 0.25 + 0.01 * 15,
+      10
+    )
+  })
+
+  it("matches dated snapshots to their model, and nothing else", () => {
+    const table = Pricing.builtIn
+    expect(Pricing.lookup(table, "gpt-4o-2024-08-06")).toBe(table["gpt-4o"])
+    expect(Pricing.lookup(table, "gpt-4o-mini-2024-07-18")).toBe(table["gpt-4o-mini"])
+    expect(Pricing.lookup(table, "gpt-5-mini-2025-08-07")).toBe(table["gpt-5-mini"])
+    expect(Pricing.lookup(table, "o3-2025-04-16")).toBe(table["o3"])
+    expect(Pricing.lookup(table, "gemini-2.0-flash-001")).toBe(table["gemini-2.0-flash"])
+    expect(Pricing.lookup(table, "gemini-2.5-flash-preview-05-20")).toBe(table["gemini-2.5-flash"])
+    expect(Pricing.lookup(table, "models/gemini-2.5-flash-lite")).toBe(table["gemini-2.5-flash-lite"])
+    expect(Pricing.lookup(table, "gpt-4o-audio-preview")).toBeUndefined()
+    expect(Pricing.lookup(table, "gpt-4o2024")).toBeUndefined()
+    expect(Pricing.lookup(table, "claude-sonnet-4")).toBeUndefined()
+  })
+
+  it.effect("has no cost for an unknown model", () =>
+    Effect.gen(function*() {
+      expect(yield* Pricing.cost("my-local-llama", TokenUsage.make(10, 10))).toBeUndefined()
+      expect(yield* Pricing.turnCost(turn({ model: "my-local-llama" }))).toBeUndefined()
+      expect(yield* Pricing.turnCost(turn({}))).toBeUndefined()
+    }))
+
+  it.effect("takes added and corrected prices from a layer, keeping the rest", () =>
+    Effect.gen(function*() {
+      const usage = TokenUsage.make(1_000_000, 1_000_000)
+      const layer = Pricing.layer({
+        "my-local-llama": { input: 0.01, cachedInput: 0.01, output: 0.02 },
+        "gpt-4o": { input: 1, cachedInput: 0.5, output: 4 }
+      })
+      const [llama, gpt4o, mini] = yield* Effect.all([
+        Pricing.cost("my-local-llama", usage),
+        Pricing.cost("gpt-4o-2024-11-20", usage),
+        Pricing.cost("gpt-4o-mini", usage)
+      ]).pipe(Effect.provide(layer))
+      expect(llama).toBeCloseTo(0.03, 10)
+      expect(gpt4o).toBeCloseTo(5, 10)
+      expect(mini).toBeCloseTo(0.15 + 0.6, 10)
+      const replaced = yield* Pricing.cost("gpt-4o-mini", usage).pipe(
+        Effect.provide(Pricing.layerTable({ "other": { input: 1, cachedInput: 1, output: 1 } }))
+      )
+      expect(replaced).toBeUndefined()
+    }))
+
+  it.effect("prefers the cost the provider reported", () =>
+    Effect.gen(function*() {
+      expect(yield* Pricing.turnCost(turn({ model: "gpt-4.1", cost: 0.42 }))).toBe(0.42)
+      expect(yield* Pricing.turnCost(turn({ model: "gpt-4.1" }))).toBeCloseTo(2 + 0.8, 10)
+    }))
+})
