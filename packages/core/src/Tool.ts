@@ -37,6 +37,12 @@ export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value
 export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
 
 /**
+ * A tool fails with `Halt` to end the whole run, not just its call: the model
+ * is not asked again, and the agent loop ends with `Termination.Halted`.
+ */
+export class Halt extends Schema.TaggedError<Halt>()("Halt", { reason: Schema.String }) {}
+
+/**
  * A tool. `execute` returns an `Effect` of the output, or a `Stream` of
  * {@link StreamEvent}s whose `Done` carries the output.
  *
@@ -57,7 +63,9 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   /** The JSON Schema of the arguments, as sent to the model. */
   readonly parameters: JsonSchema.JsonSchema
   needsApproval(input: Input): boolean
-  execute(input: Input): Effect.Effect<Output, Failure, R> | Stream.Stream<StreamEvent<P, Output>, Failure, R>
+  execute(
+    input: Input
+  ): Effect.Effect<Output, Failure | Halt, R> | Stream.Stream<StreamEvent<P, Output>, Failure | Halt, R>
 }
 
 /** Any tool whose `execute` needs the services `R`. */
@@ -104,7 +112,9 @@ export const make = <
   readonly needsApproval?: boolean | ((input: Input) => boolean) | undefined
   readonly execute: (
     input: Input
-  ) => Effect.Effect<NoInfer<Output>, Failure, R> | Stream.Stream<StreamEvent<P, NoInfer<Output>>, Failure, R>
+  ) =>
+    | Effect.Effect<NoInfer<Output>, Failure | Halt, R>
+    | Stream.Stream<StreamEvent<P, NoInfer<Output>>, Failure | Halt, R>
 }): Tool<Name, Input, Output, Failure, P, R> => {
   const approval = options.needsApproval
   const execute = options.execute

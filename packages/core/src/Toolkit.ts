@@ -47,8 +47,19 @@ export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
 export const definitions = (toolkit: Toolkit<unknown>): ReadonlyArray<LanguageModel.ToolDefinition> =>
   toolkit.tools.map(Tool.definition)
 
-/** How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool. */
-export type Outcome = "success" | "unknown_tool" | "invalid_arguments" | "failure" | "defect" | "timeout" | "denied"
+/**
+ * How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool,
+ * and `"halted"` (the tool failed with `Tool.Halt`) asks the agent to end its run.
+ */
+export type Outcome =
+  | "success"
+  | "unknown_tool"
+  | "invalid_arguments"
+  | "failure"
+  | "defect"
+  | "timeout"
+  | "denied"
+  | "halted"
 
 /**
  * A call that ran to its output. `output.output` is the JSON text of the
@@ -255,6 +266,9 @@ const failed = <R>(tool: Tool.Any<R>, call: Item.FunctionCall, cause: Cause.Caus
       ? `Tool "${tool.name}" crashed: ${causeMessage(cause)}`
       : `Tool "${tool.name}" was interrupted before it finished.`
     return Effect.succeed(mistake(call, "defect", reason))
+  }
+  if (error.value instanceof Tool.Halt) {
+    return Effect.succeed(mistake(call, "halted", `Tool "${tool.name}" halted the run: ${error.value.reason}`))
   }
   const reason = `Tool "${tool.name}" failed: ${describe(error.value)}`
   const failure = tool.failure

@@ -157,6 +157,21 @@ describe("Toolkit.executeAllSafe", () => {
       expect(errorOf(result)).toStrictEqual({ code: 409, retryable: false })
     }))
 
+  it.effect("reports a tool that fails with Tool.Halt as halted, not as its failure", () =>
+    Effect.gen(function*() {
+      const stop = Tool.make({
+        name: "stop",
+        description: "Ends the run",
+        input: Schema.Struct({ why: Schema.String }),
+        output: Schema.String,
+        failure: Schema.String,
+        execute: ({ why }) => Effect.fail(new Tool.Halt({ reason: why }))
+      })
+      const [result] = yield* Toolkit.executeAllSafe(Toolkit.make(stop), [call("stop", "{\"why\":\"user left\"}")])
+      expect(result!.outcome).toBe("halted")
+      expect(errorOf(result!)).toBe("Tool \"stop\" halted the run: user left")
+    }))
+
   it.effect("reports a defect with its message", () =>
     Effect.gen(function*() {
       const result = yield* runOne(call("crash", "{}"))
