@@ -1,1 +1,1 @@
-export default ["packages/*", "docs"]
+export default ["packages/*", "examples/*", "docs"]

@@ -166,7 +166,8 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
       nodeResponse.on("close", () => {
         if (!nodeResponse.writableEnded && !closedByServer) Deferred.doneUnsafe(aborted, Effect.void)
       })
-      if (reply._tag === "Hang") return Effect.never
+      // The server runs handlers uninterruptibly; the wait must opt in, or a client abort could never end it.
+      if (reply._tag === "Hang") return Effect.interruptible(Effect.never)
       const end = Math.min(reply.body.length, reply.stallAfter ?? reply.disconnectAfter ?? reply.body.length)
       const delay = reply.delay
       const writes = Stream.fromIterable(pieces(reply.body, end, reply.chunkSize)).pipe(

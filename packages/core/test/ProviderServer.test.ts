@@ -1,0 +1,143 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Stream } from "effect"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import * as ProviderServer from "../src/testing/ProviderServer.ts"
+
+const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
+
+const decoder = new TextDecoder()
+
+/** The chunks of a response body, as the client received them. */
+const bodyChunks = (path: string) =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    const client = yield* HttpClient.HttpClient
+    const response = yield* client.post(`${server.url}${path}`)
+    const chunks = yield* Stream.runCollect(response.stream)
+    return { status: response.status, chunks }
+  })
+
+const concat = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0))
+  let offset = 0
+  for (const chunk of chunks) {
+    out.set(chunk, offset)
+    offset += chunk.length
+  }
+  return out
+}
+
+describe("ProviderServer", () => {
+  it.live("serves SSE frames in byte-sized pieces, splitting multi-byte characters", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const frames = [ProviderServer.sseEvent({ text: "héllo ✓" }, "delta"), ProviderServer.sseEvent({ done: true })]
+      yield* server.reply(ProviderServer.sse(frames, { chunkSize: 1, delay: "2 millis" }))
+      const { chunks, status } = yield* bodyChunks("/stream")
+      expect(status).toBe(200)
+      expect(decoder.decode(concat(chunks))).toBe(
+        "event: delta\ndata: {\"text\":\"héllo ✓\"}\n\ndata: {\"done\":true}\n\n"
+      )
+      // One byte per write with a pause between writes: the client sees many pieces, not one.
+      expect(chunks.length).toBeGreaterThan(10)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("answers with a status, headers and a JSON or text body", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(
+        ProviderServer.status(429, { error: { message: "slow down" } }, { "retry-after": "3" }),
+        ProviderServer.status(502, "bad gateway")
+      )
+      const first = yield* client.post(`${server.url}/a`)
+      expect(first.status).toBe(429)
+      expect(first.headers["retry-after"]).toBe("3")
+      expect(yield* first.json).toStrictEqual({ error: { message: "slow down" } })
+      const second = yield* client.post(`${server.url}/b`)
+      expect(second.status).toBe(502)
+      expect(yield* second.text).toBe("bad gateway")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("records every request: method, path with query, lower-cased headers, parsed body", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(ProviderServer.status(200, {}), ProviderServer.status(200, {}))
+      yield* client.execute(
+        HttpClientRequest.post(`${server.url}/v1/x:stream?alt=sse`).pipe(
+          HttpClientRequest.setHeader("X-Custom", "Yes"),
+          HttpClientRequest.bodyJsonUnsafe({ a: [1, 2] })
+        )
+      )
+      yield* client.execute(HttpClientRequest.post(`${server.url}/raw`).pipe(HttpClientRequest.bodyText("not json")))
+      const [json, raw] = yield* server.requests
+      expect(json?.method).toBe("POST")
+      expect(json?.url).toBe("/v1/x:stream?alt=sse")
+      expect(json?.headers["x-custom"]).toBe("Yes")
+      expect(json?.body).toStrictEqual({ a: [1, 2] })
+      expect(raw?.body).toBe("not json")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("answers a request with no queued reply with a 500 saying the script ran out", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      const response = yield* client.post(`${server.url}/responses`)
+      expect(response.status).toBe(500)
+      expect(yield* response.text).toContain("ran out of replies")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("cuts the connection after disconnectAfter bytes", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ n: 1 }), ProviderServer.sseEvent({ n: 2 })], {
+        disconnectAfter: 5
+      }))
+      const response = yield* client.post(`${server.url}/s`)
+      const received: Array<Uint8Array> = []
+      const error = yield* response.stream.pipe(
+        Stream.runForEach((chunk) => Effect.sync(() => received.push(chunk))),
+        Effect.flip
+      )
+      expect(error.reason._tag).toBe("DecodeError")
+      expect(decoder.decode(concat(received))).toBe("data:")
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("stalls after stallAfter bytes and sees the client abort when the consumer is interrupted", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ n: 1 })], { stallAfter: 4 }))
+      const response = yield* client.post(`${server.url}/s`)
+      const first = yield* response.stream.pipe(Stream.runHead)
+      expect(first._tag).toBe("Some")
+      const rest = yield* Effect.forkChild(Stream.runCollect(response.stream))
+      yield* Fiber.interrupt(rest)
+      yield* server.awaitClientAbort
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("sees the client abort a request that never got an answer", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(ProviderServer.hang)
+      const fiber = yield* Effect.forkChild(client.post(`${server.url}/s`))
+      while ((yield* server.requests).length === 0) yield* Effect.sleep("5 millis")
+      yield* Fiber.interrupt(fiber)
+      yield* server.awaitClientAbort
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("stops with its scope", () =>
+    Effect.gen(function*() {
+      const url = yield* ProviderServer.ProviderServer.pipe(
+        Effect.map((server) => server.url),
+        Effect.provide(ProviderServer.layer)
+      )
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+      const client = yield* HttpClient.HttpClient
+      const error = yield* Effect.flip(client.post(`${url}/after`))
+      expect(error.reason._tag).toBe("TransportError")
+    }).pipe(Effect.provide(FetchHttpClient.layer)))
+})
