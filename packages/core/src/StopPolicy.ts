@@ -1,0 +1,28 @@
+/**
+ * The stop predicate a run uses when it is given none.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer } from "effect"
+import * as Until from "./Until.ts"
+
+/**
+ * The default `Until` of every run that does not pass its own. Without a layer it
+ * is `Until.noToolCalls()`: a run ends when the model answers without calling a
+ * tool (caps on turns and budget are the run's limits, not its stop policy).
+ */
+export const StopPolicy = Context.Reference<Until.Until<unknown>>("@agentloop/core/StopPolicy", {
+  defaultValue: () => Until.noToolCalls()
+})
+
+/**
+ * Sets the default predicate for every run under this layer. The services the
+ * predicate needs are taken when the layer is built, so runs need not provide them.
+ */
+export const layer = <E, R>(until: Until.Until<E, R>): Layer.Layer<never, never, R> =>
+  Layer.effect(StopPolicy)(
+    Effect.map(
+      Effect.context<R>(),
+      (context): Until.Until<unknown> => (snapshot) => Effect.provideContext(Until.toEffect(until, snapshot), context)
+    )
+  )

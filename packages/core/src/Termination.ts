@@ -1,0 +1,317 @@
+/**
+ * How a run ended. Every run ends with exactly one termination.
+ *
+ * Success (`Stop`, `Submitted`) is the run's value; every other termination is
+ * a tagged error in the run's error channel. Each carries the run's
+ * `Accounting` (usage, cost, elapsed time, steps, last items), so happy and
+ * sad paths are accounted for alike, and each is a `Schema`: terminations encode
+ * to JSON for checkpoints and UIs and decode back.
+ *
+ * @since 0.1.0
+ */
+import { Schema, SchemaIssue } from "effect"
+import * as AiError from "./AiError.ts"
+import * as Item from "./Item.ts"
+import { TokenUsage } from "./TokenUsage.ts"
+import { PredicateFailed } from "./Until.ts"
+
+const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * What a run used up to its end: tokens, cost in USD (children included),
+ * wall-clock milliseconds, iterations, and the last items of its history
+ * (how many is the agent's choice; enough to show where it ended).
+ */
+export const Accounting = Schema.Struct({
+  usage: TokenUsage,
+  cost: Schema.Finite,
+  elapsedMs: Schema.Finite,
+  steps: Count,
+  lastItems: Item.History
+})
+export type Accounting = typeof Accounting.Type
+
+/** The run's stop predicate said stop; `reason` is its verdict's reason. */
+export const Stop = Schema.TaggedStruct("Stop", {
+  reason: Schema.String,
+  accounting: Accounting
+})
+export type Stop = typeof Stop.Type
+
+/** A run that ended because its stop predicate said so. */
+export const stop = (fields: { readonly reason: string; readonly accounting: Accounting }): Stop => ({
+  _tag: "Stop",
+  ...fields
+})
+
+/** The run ended through a finish tool: `tool` was called with `value`, its decoded arguments. */
+export interface Submitted<A> {
+  readonly _tag: "Submitted"
+  readonly tool: string
+  readonly value: A
+  readonly accounting: Accounting
+}
+
+/** The schema of a `Submitted` whose value is described by `value` (the finish tool's input schema). */
+export const Submitted = <S extends Schema.Top>(value: S) =>
+  Schema.TaggedStruct("Submitted", {
+    tool: Schema.String,
+    value,
+    accounting: Accounting
+  })
+
+/** A run that ended through its finish tool `tool`, submitting `value`. */
+export const submitted = <A>(fields: {
+  readonly tool: string
+  readonly value: A
+  readonly accounting: Accounting
+}): Submitted<A> => ({ _tag: "Submitted", ...fields })
+
+/** A run that ended well, with a value of type `A` when it ended through a finish tool. */
+export type Success<A = unknown> = Stop | Submitted<A>
+
+/**
+ * Why some output did not decode: the `target` that failed (a structured output
+ * or a tool's arguments) and its `name`, a summary `message`, one issue per
+ * failing path, and the `raw` text the model wrote.
+ */
+export const Diagnostic = Schema.Struct({
+  target: Schema.Literals(["structured_output", "tool_arguments"]),
+  name: Schema.optionalKey(Schema.String),
+  message: Schema.String,
+  issues: Schema.Array(Schema.Struct({
+    path: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
+    message: Schema.String
+  })),
+  raw: Schema.optionalKey(Schema.String)
+})
+export type Diagnostic = typeof Diagnostic.Type
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** Builds the diagnostic of a decoding failure of `raw`, the text the model wrote for `target`. */
+export const diagnose = (options: {
+  readonly target: Diagnostic["target"]
+  readonly name?: string | undefined
+  readonly error: Schema.SchemaError
+  readonly raw?: string | undefined
+}): Diagnostic => ({
+  target: options.target,
+  ...(options.name === undefined ? {} : { name: options.name }),
+  message: options.error.message,
+  issues: formatIssues(options.error.issue).issues.map((issue) => ({
+    path: (issue.path ?? []).map((segment) => {
+      const key = typeof segment === "object" ? segment.key : segment
+      return typeof key === "number" ? key : String(key)
+    }),
+    message: issue.message
+  })),
+  ...(options.raw === undefined ? {} : { raw: options.raw })
+})
+
+const dollars = (amount: number): string => `$${Number(amount.toPrecision(6))}`
+
+/** The run reached its limit of model turns. */
+export class MaxTurns extends Schema.TaggedError<MaxTurns>()("MaxTurns", {
+  maxTurns: Count,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `reached the limit of ${this.maxTurns} turns`
+  }
+}
+
+/** The run's cost reached its budget. */
+export class MaxBudgetUsd extends Schema.TaggedError<MaxBudgetUsd>()("MaxBudgetUsd", {
+  maxBudgetUsd: Schema.Finite,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `cost ${dollars(this.accounting.cost)} reached the budget of ${dollars(this.maxBudgetUsd)}`
+  }
+}
+
+/**
+ * Something the run could not recover from failed while it ran: a provider
+ * error that retries did not cure, or a stop predicate that could not answer.
+ */
+export class DuringExecution extends Schema.TaggedError<DuringExecution>()("DuringExecution", {
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Union([AiError.AiError, PredicateFailed])),
+  accounting: Accounting
+}) {}
+
+/** The model's structured output still did not decode after `maxRetries` repair attempts; `diagnostic` is the last failure. */
+export class MaxStructuredOutputRetries
+  extends Schema.TaggedError<MaxStructuredOutputRetries>()("MaxStructuredOutputRetries", {
+    maxRetries: Count,
+    diagnostic: Diagnostic,
+    accounting: Accounting
+  })
+{
+  override get message() {
+    return `structured output still invalid after ${this.maxRetries} repair attempts: ${this.diagnostic.message}`
+  }
+}
+
+/** The model made `maxConsecutiveMistakes` mistakes in a row (bad tool calls); `mistakes` says what they were. */
+export class ConsecutiveMistakes extends Schema.TaggedError<ConsecutiveMistakes>()("ConsecutiveMistakes", {
+  maxConsecutiveMistakes: Count,
+  mistakes: Schema.Array(Schema.String),
+  accounting: Accounting
+}) {
+  override get message() {
+    return `${this.maxConsecutiveMistakes} consecutive mistakes`
+  }
+}
+
+/** A hook or a tool halted the run; `source` names it. */
+export class Halted extends Schema.TaggedError<Halted>()("Halted", {
+  reason: Schema.String,
+  source: Schema.optionalKey(Schema.String),
+  accounting: Accounting
+}) {
+  override get message() {
+    return this.source === undefined ? `halted: ${this.reason}` : `halted by ${this.source}: ${this.reason}`
+  }
+}
+
+/** Compacting the context failed, so the run could not go on. */
+export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("CompactionFailed", {
+  message: Schema.String,
+  cause: Schema.optionalKey(AiError.AiError),
+  accounting: Accounting
+}) {}
+
+/** The prompt no longer fits the model's context window, and compaction did not make it fit. */
+export class PromptTooLong extends Schema.TaggedError<PromptTooLong>()("PromptTooLong", {
+  cause: AiError.ContextLengthExceeded,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `prompt too long: ${this.cause.message}`
+  }
+}
+
+/**
+ * The last `iterations` iterations made the same tool calls and no new text;
+ * `stuck` holds their items, for a remediation prompt.
+ */
+export class NoProgress extends Schema.TaggedError<NoProgress>()("NoProgress", {
+  iterations: Count,
+  stuck: Item.History,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `no progress in ${this.iterations} iterations`
+  }
+}
+
+/** The model's output did not decode as the structured output or tool call it should be. */
+export class SchemaValidation extends Schema.TaggedError<SchemaValidation>()("SchemaValidation", {
+  diagnostic: Diagnostic,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `invalid ${this.diagnostic.target.replace("_", " ")}: ${this.diagnostic.message}`
+  }
+}
+
+/** The provider rejected the credentials (HTTP 401 or 403). */
+export class ProviderAuth extends Schema.TaggedError<ProviderAuth>()("ProviderAuth", {
+  cause: AiError.AuthFailed,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `provider ${this.cause.provider} rejected the credentials (HTTP ${this.cause.status})`
+  }
+}
+
+/** Any termination of a failed run. */
+export type Error =
+  | MaxTurns
+  | MaxBudgetUsd
+  | DuringExecution
+  | MaxStructuredOutputRetries
+  | ConsecutiveMistakes
+  | Halted
+  | CompactionFailed
+  | PromptTooLong
+  | NoProgress
+  | SchemaValidation
+  | ProviderAuth
+
+/** Schema of every error {@link Error}. */
+export const Error = Schema.Union([
+  MaxTurns,
+  MaxBudgetUsd,
+  DuringExecution,
+  MaxStructuredOutputRetries,
+  ConsecutiveMistakes,
+  Halted,
+  CompactionFailed,
+  PromptTooLong,
+  NoProgress,
+  SchemaValidation,
+  ProviderAuth
+])
+
+/** How a run ended; `A` is the value a finish tool submits. */
+export type Termination<A = unknown> = Success<A> | Error
+
+/** Schema of every termination, given the schema of a submitted value. */
+export const schema = <S extends Schema.Top>(value: S) => Schema.Union([Stop, Submitted(value), Error])
+
+/** The tag of a termination. */
+export type Tag = Termination["_tag"]
+
+/**
+ * How to react to a termination: `success`; `retryable` (transient, a new run
+ * may succeed); `capacity` (a configured limit was hit: raise it or reduce the
+ * task); `fatal` (do not retry without an operator).
+ */
+export type Category = "success" | "retryable" | "capacity" | "fatal"
+
+const categories: { readonly [T in Tag]: Category } = {
+  Stop: "success",
+  Submitted: "success",
+  MaxTurns: "capacity",
+  MaxBudgetUsd: "capacity",
+  DuringExecution: "retryable",
+  MaxStructuredOutputRetries: "capacity",
+  ConsecutiveMistakes: "capacity",
+  Halted: "fatal",
+  CompactionFailed: "fatal",
+  PromptTooLong: "capacity",
+  NoProgress: "capacity",
+  SchemaValidation: "retryable",
+  ProviderAuth: "fatal"
+}
+
+/** Every termination tag, successes first. */
+export const all: ReadonlyArray<Tag> = [
+  "Stop",
+  "Submitted",
+  "MaxTurns",
+  "MaxBudgetUsd",
+  "DuringExecution",
+  "MaxStructuredOutputRetries",
+  "ConsecutiveMistakes",
+  "Halted",
+  "CompactionFailed",
+  "PromptTooLong",
+  "NoProgress",
+  "SchemaValidation",
+  "ProviderAuth"
+]
+
+/** The category of a termination (or of a tag), for retry decisions. */
+export const category = (termination: Tag | { readonly _tag: Tag }): Category =>
+  categories[typeof termination === "string" ? termination : termination._tag]
+
+/** Whether the run failed. */
+export const isError = <A>(termination: Termination<A>): termination is Error => categories[termination._tag] !== "success"
+
+/** Whether the run ended well. */
+export const isSuccess = <A>(termination: Termination<A>): termination is Success<A> =>
+  categories[termination._tag] === "success"

@@ -1,0 +1,348 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Schema, Stream } from "effect"
+import * as AgentLoop from "../src/AgentLoop.ts"
+import * as AiError from "../src/AiError.ts"
+import * as Compactor from "../src/Compactor.ts"
+import * as Item from "../src/Item.ts"
+import * as Pricing from "../src/Pricing.ts"
+import * as StopPolicy from "../src/StopPolicy.ts"
+import * as Termination from "../src/Termination.ts"
+import { MockLanguageModel } from "../src/testing/index.ts"
+import * as TokenUsage from "../src/TokenUsage.ts"
+import * as Tool from "../src/Tool.ts"
+import * as Toolkit from "../src/Toolkit.ts"
+import * as Turn from "../src/Turn.ts"
+import * as Until from "../src/Until.ts"
+
+const add = Tool.make({
+  name: "add",
+  description: "Adds two numbers",
+  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+  output: Schema.Finite,
+  execute: ({ a, b }) => Effect.succeed(a + b)
+})
+const submit = Tool.make({
+  name: "submit",
+  description: "Submits the final answer",
+  input: Schema.Struct({ answer: Schema.Finite }),
+  output: Schema.Struct({ answer: Schema.Finite }),
+  execute: (input) => Effect.succeed(input)
+})
+const halt = Tool.make({
+  name: "halt",
+  description: "Ends everything",
+  input: Schema.Struct({ why: Schema.String }),
+  output: Schema.String,
+  execute: ({ why }) => Effect.fail(new Tool.Halt({ reason: why }))
+})
+const toolkit = Toolkit.make(add, submit, halt)
+
+const model = "test-model"
+// $1 per million input tokens, $2 per million output tokens: a 20 in / 10 out turn costs $0.00004.
+const pricing = Pricing.layer({ [model]: { input: 1, cachedInput: 0.5, output: 2 } })
+const usage = TokenUsage.make(20, 10)
+const addCall = (a: number, b: number, callId = `call_${a}_${b}`) =>
+  MockLanguageModel.callsTurn([{ name: "add", arguments: { a, b }, callId }], { model, usage })
+const answer = (text: string) => MockLanguageModel.textTurn(text, { model, usage })
+
+const environment = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
+  AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))
+
+const runWith = <O = string, E = never>(
+  script: ReadonlyArray<MockLanguageModel.Reply>,
+  options: AgentLoop.Options<O, never, E>
+) =>
+  Effect.gen(function*() {
+    const agent = yield* AgentLoop.AgentLoop
+    return yield* agent.run(options)
+  }).pipe(Effect.provide(environment(script)))
+
+const failureOf = <O, E = never>(
+  script: ReadonlyArray<MockLanguageModel.Reply>,
+  options: AgentLoop.Options<O, never, E>
+) =>
+  Effect.flip(runWith(script, options))
+
+const requestsOf = <E>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<string, never, E>) =>
+  Effect.gen(function*() {
+    const agent = yield* AgentLoop.AgentLoop
+    const exit = yield* Effect.exit(agent.run(options))
+    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+    return { exit, requests }
+  }).pipe(Effect.provide(environment(script)))
+
+const expectTermination = (error: Termination.Error, tag: Termination.Tag, steps: number) => {
+  expect(error._tag).toBe(tag)
+  expect(error.accounting.steps).toBe(steps)
+  expect(error.accounting.usage).toStrictEqual({
+    input: usage.input * steps,
+    output: usage.output * steps,
+    total: usage.total * steps
+  })
+  expect(error.accounting.cost).toBeCloseTo(0.00004 * steps, 12)
+  expect(Schema.decodeUnknownSync(Termination.Error)(Schema.encodeSync(Termination.Error)(error))).toStrictEqual(error)
+}
+
+describe("AgentLoop", () => {
+  it.effect("runs turns and tools until the model answers, and returns the answer with the accounting", () =>
+    Effect.gen(function*() {
+      const result = yield* runWith([addCall(2, 3), answer("2 + 3 = 5")], { input: "Add 2 and 3", toolkit, model })
+      expect(result.termination._tag).toBe("Stop")
+      if (result.termination._tag !== "Stop" || !("output" in result)) return expect.unreachable()
+      expect(result.output).toBe("2 + 3 = 5")
+      expect(result.termination.reason).toBe("the model answered without calling a tool")
+      expect(Termination.category(result.termination)).toBe("success")
+      expect(result.termination.accounting.steps).toBe(2)
+      expect(result.termination.accounting.cost).toBeCloseTo(0.00008, 12)
+      expect(result.history.map((item) => item.type)).toStrictEqual([
+        "message",
+        "function_call",
+        "function_call_output",
+        "message"
+      ])
+    }))
+
+  it.effect("streams deltas, tool results, turn boundaries with usage and cost, the verdict and the result", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const events = yield* Stream.runCollect(agent.stream({ input: "Add", toolkit, model }))
+      const tags = events.map((event) => event._tag).filter((tag, i, all) => tag !== "Delta" || all[i - 1] !== "Delta")
+      expect(tags).toStrictEqual([
+        "TurnStarted",
+        "Delta",
+        "TurnCompleted",
+        "ToolResult",
+        "Verdict",
+        "TurnStarted",
+        "Delta",
+        "TurnCompleted",
+        "Verdict",
+        "Finished"
+      ])
+      const completed = events.filter((event) => event._tag === "TurnCompleted")
+      expect(completed.map((event) => event.accounting.steps)).toStrictEqual([1, 2])
+      expect(completed[1]!.accounting.usage.total).toBe(60)
+      expect(completed[0]!.cost).toBeCloseTo(0.00004, 12)
+      const deltas = events.flatMap((event) => event._tag === "Delta" ? [event.delta.type] : [])
+      expect(deltas).toContain("function_call_arguments_delta")
+      expect(deltas).toContain("turn_complete")
+    }).pipe(Effect.provide(environment([addCall(1, 1), answer("two")]))))
+
+  it.effect("uses the StopPolicy in context when no predicate is given", () =>
+    Effect.gen(function*() {
+      const result = yield* runWith([answer("thinking"), answer("DONE")], { input: "Go", model }).pipe(
+        Effect.provide(StopPolicy.layer(Until.outputContains("DONE")))
+      )
+      expect(result.termination._tag === "Stop" && result.termination.reason).toBe("output contains \"DONE\"")
+      expect(result.termination.accounting.steps).toBe(2)
+    }))
+
+  it.effect("feeds a non-stopping verdict's feedback to the next turn", () =>
+    Effect.gen(function*() {
+      const until = Until.verified((output) =>
+        Turn.text(output as Turn.Turn).includes("42")
+          ? { pass: true }
+          : { pass: false, feedback: "The answer must be a number." }
+      )
+      const { exit, requests } = yield* requestsOf([answer("many"), answer("42")], { input: "How many?", until, model })
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(requests[1]!.history.at(-1)).toStrictEqual(Item.userMessage("The answer must be a number.", "feedback_1"))
+    }))
+
+  it.effect("ends with Submitted when the finish tool succeeds", () =>
+    Effect.gen(function*() {
+      const result = yield* runWith([
+        MockLanguageModel.callsTurn([{ name: "submit", arguments: { answer: 5 } }], { model, usage })
+      ], { input: "Submit 5", toolkit, finish: "submit", model })
+      expect(result.termination._tag).toBe("Submitted")
+      expect(result.termination._tag === "Submitted" && result.termination.value).toStrictEqual({ answer: 5 })
+      expect(Termination.category(result.termination)).toBe("success")
+    }))
+
+  it.effect("decodes a structured output, repairing it with the decode error as feedback", () =>
+    Effect.gen(function*() {
+      const Answer = Schema.Struct({ total: Schema.Finite })
+      const { exit, requests } = yield* Effect.gen(function*() {
+        const agent = yield* AgentLoop.AgentLoop
+        const exit = yield* Effect.exit(agent.run({ input: "Total?", output: Answer, model }))
+        return { exit, requests: yield* (yield* MockLanguageModel.MockLanguageModel).requests }
+      }).pipe(Effect.provide(environment([answer("{\"total\": \"five\"}"), answer("{\"total\": 5}")])))
+      expect(exit).toMatchObject({ _tag: "Success", value: { output: { total: 5 } } })
+      expect(requests[0]!.options.output?.schema).toMatchObject({ type: "object", required: ["total"] })
+      const repair = requests[1]!.history.at(-1)
+      expect(repair).toMatchObject({ type: "message", role: "user" })
+      expect(JSON.stringify(repair)).toContain("total")
+    }))
+
+  it.effect("MaxTurns: the turn limit", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([addCall(1, 1), addCall(1, 2), addCall(1, 3)], {
+        input: "Add forever",
+        toolkit,
+        model,
+        limits: { maxTurns: 2 }
+      })
+      expectTermination(error, "MaxTurns", 2)
+      expect(Termination.category(error)).toBe("capacity")
+    }))
+
+  it.effect("MaxBudgetUsd: checked after each turn, with the cost that tripped it", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([addCall(1, 1), addCall(1, 2), addCall(1, 3), answer("done")], {
+        input: "Add",
+        toolkit,
+        model,
+        limits: { maxBudgetUsd: 0.0001 }
+      })
+      expectTermination(error, "MaxBudgetUsd", 3)
+      expect(error.accounting.cost).toBeGreaterThanOrEqual(0.0001)
+      expect(Termination.category(error)).toBe("capacity")
+    }))
+
+  it.effect("ConsecutiveMistakes: turns whose calls all fail, reset by a success", () =>
+    Effect.gen(function*() {
+      const unknown = (n: number) =>
+        MockLanguageModel.callsTurn([{ name: "multiply", arguments: { n } }], { model, usage })
+      const error = yield* failureOf(
+        [unknown(1), addCall(1, 1), unknown(2), unknown(3), unknown(4), answer("never")],
+        { input: "Multiply", toolkit, model }
+      )
+      expectTermination(error, "ConsecutiveMistakes", 5)
+      if (error._tag !== "ConsecutiveMistakes") return
+      expect(error.mistakes).toHaveLength(3)
+      expect(error.mistakes[0]).toContain("Unknown tool \"multiply\"")
+    }))
+
+  it.effect("NoProgress: turns that repeat the same calls and results with no new text", () =>
+    Effect.gen(function*() {
+      const same = addCall(2, 2, "call_same")
+      const error = yield* failureOf([same, same, same, same, answer("never")], { input: "Add", toolkit, model })
+      expectTermination(error, "NoProgress", 4)
+      if (error._tag !== "NoProgress") return
+      expect(error.iterations).toBe(3)
+      expect(error.stuck.map((item) => item.type)).toStrictEqual(["function_call", "function_call_output"])
+    }))
+
+  it.effect("Halted: a tool that halts ends the run", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([
+        MockLanguageModel.callsTurn([{ name: "halt", arguments: { why: "the user left" } }], { model, usage }),
+        answer("never")
+      ], { input: "Stop", toolkit, model })
+      expectTermination(error, "Halted", 1)
+      expect(error.message).toContain("the user left")
+      expect(Termination.category(error)).toBe("fatal")
+    }))
+
+  it.effect("ProviderAuth: the provider rejected the credentials", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([
+        addCall(1, 1),
+        new AiError.AuthFailed({ provider: "mock", status: 401, message: "bad key" })
+      ], { input: "Add", toolkit, model })
+      expectTermination(error, "ProviderAuth", 1)
+      expect(Termination.category(error)).toBe("fatal")
+    }))
+
+  it.effect("DuringExecution: a provider error the retries did not cure, and a failing predicate", () =>
+    Effect.gen(function*() {
+      const unavailable = yield* failureOf([new AiError.Unavailable({ provider: "mock", message: "down" })], {
+        input: "Hi",
+        model
+      })
+      expectTermination(unavailable, "DuringExecution", 0)
+      expect(unavailable.message).toContain("down")
+      expect(Termination.category(unavailable)).toBe("retryable")
+
+      const throwing = yield* failureOf([answer("hi")], {
+        input: "Hi",
+        model,
+        until: () => {
+          throw new Error("predicate bug")
+        }
+      })
+      expectTermination(throwing, "DuringExecution", 1)
+      expect(throwing.message).toContain("predicate bug")
+    }))
+
+  it.effect("MaxStructuredOutputRetries and SchemaValidation: an output that never decodes", () =>
+    Effect.gen(function*() {
+      const Answer = Schema.Struct({ total: Schema.Finite })
+      const exhausted = yield* failureOf([answer("nope"), answer("still"), answer("no")], {
+        input: "Total?",
+        output: Answer,
+        model
+      })
+      expectTermination(exhausted, "MaxStructuredOutputRetries", 3)
+      if (exhausted._tag !== "MaxStructuredOutputRetries") return
+      expect(exhausted.diagnostic).toMatchObject({ target: "structured_output", raw: "no" })
+
+      const strict = yield* failureOf([answer("{\"total\": null}")], {
+        input: "Total?",
+        output: Answer,
+        model,
+        limits: { maxStructuredOutputRetries: 0 }
+      })
+      expectTermination(strict, "SchemaValidation", 1)
+      if (strict._tag !== "SchemaValidation") return
+      expect(strict.diagnostic.issues[0]?.path).toStrictEqual(["total"])
+      expect(Termination.category(strict)).toBe("retryable")
+    }))
+
+  describe("context overflow", () => {
+    const overflow = new AiError.ContextLengthExceeded({ provider: "mock", message: "too long" })
+
+    it.effect("compacts once and retries the request with the shorter history", () =>
+      Effect.gen(function*() {
+        const { exit, requests } = yield* requestsOf([addCall(1, 1), addCall(2, 2), overflow, answer("done")], {
+          input: "Add",
+          toolkit,
+          model
+        })
+        expect(exit).toMatchObject({ _tag: "Success" })
+        expect(requests[2]!.history.filter((item) => item.type === "function_call")).toHaveLength(2)
+        expect(requests[3]!.history.filter((item) => item.type === "function_call")).toStrictEqual([
+          expect.objectContaining({ call_id: "call_2_2" })
+        ])
+        expect(requests[3]!.history.filter((item) => item.type === "function_call_output")).toStrictEqual([
+          expect.objectContaining({ call_id: "call_2_2" })
+        ])
+      }))
+
+    it.effect("PromptTooLong: the compacted request still does not fit", () =>
+      Effect.gen(function*() {
+        const error = yield* failureOf([addCall(1, 1), overflow, overflow], { input: "Add", toolkit, model })
+        expectTermination(error, "PromptTooLong", 1)
+        expect(Termination.category(error)).toBe("capacity")
+      }))
+
+    it.effect("CompactionFailed: the compactor cannot shorten the history", () =>
+      Effect.gen(function*() {
+        const error = yield* failureOf([overflow], { input: "A very long question", model })
+        expectTermination(error, "CompactionFailed", 0)
+        expect(error.message).toContain("no tool call with an output is left to drop")
+        expect(Termination.category(error)).toBe("fatal")
+      }))
+
+    it.effect("uses the Compactor in context", () =>
+      Effect.gen(function*() {
+        const { requests } = yield* requestsOf([overflow, answer("done")], { input: "Long", model }).pipe(
+          Effect.provide(Compactor.layer(() => Effect.succeed([Item.userMessage("summary")])))
+        )
+        expect(requests[1]!.history).toStrictEqual([Item.userMessage("summary")])
+      }))
+  })
+
+  it.effect("a consumer that stops pulling stops the run", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const events = yield* agent.stream({ input: "Add", toolkit, model }).pipe(
+        Stream.takeUntil((event) => event._tag === "TurnCompleted"),
+        Stream.runCollect
+      )
+      expect(events.at(-1)?._tag).toBe("TurnCompleted")
+      const recorder = yield* MockLanguageModel.MockLanguageModel
+      expect(yield* recorder.requests).toHaveLength(1)
+      expect(yield* recorder.remaining).toBe(2)
+    }).pipe(Effect.provide(environment([addCall(1, 1), addCall(2, 2), answer("done")]))))
+})
