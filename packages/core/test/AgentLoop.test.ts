@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Effect, Exit, Layer, Schema, Stream, Tracer } from "effect"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Compactor from "../src/Compactor.ts"
@@ -345,4 +345,45 @@ describe("AgentLoop", () => {
       expect(yield* recorder.requests).toHaveLength(1)
       expect(yield* recorder.remaining).toBe(2)
     }).pipe(Effect.provide(environment([addCall(1, 1), addCall(2, 2), answer("done")]))))
+})
+
+describe("AgentLoop spans", () => {
+  const recording = () => {
+    const spans: Array<Tracer.NativeSpan> = []
+    const tracer = Tracer.make({
+      span: (options) => {
+        const span = new Tracer.NativeSpan(options)
+        spans.push(span)
+        return span
+      }
+    })
+    return { spans, tracer }
+  }
+
+  it.effect("records each verdict and the termination on the run's span", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recording()
+      yield* Effect.exit(runWith([addCall(1, 1), addCall(1, 2)], {
+        input: "Add",
+        toolkit,
+        model,
+        limits: { maxTurns: 1 }
+      }).pipe(Effect.withTracer(tracer)))
+      const run = spans.find((span) => span.name === "AgentLoop.run")
+      expect(run?.attributes.get("agent.termination")).toBe("MaxTurns")
+      expect(run?.attributes.get("agent.termination.category")).toBe("capacity")
+      const verdicts = spans.filter((span) => span.name === "Until.evaluate")
+      expect(verdicts.map((span) => span.attributes.get("until.stop"))).toStrictEqual([false])
+      expect(verdicts[0]?.parent).toMatchObject({ _tag: "Some", value: { spanId: run?.spanId } })
+    }))
+
+  it.effect("records a success and the verdict's reason", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recording()
+      yield* runWith([answer("hello")], { input: "Hi", model }).pipe(Effect.withTracer(tracer))
+      expect(spans.find((span) => span.name === "AgentLoop.run")?.attributes.get("agent.termination")).toBe("Stop")
+      expect(spans.find((span) => span.name === "Until.evaluate")?.attributes.get("until.reason")).toBe(
+        "the model answered without calling a tool"
+      )
+    }))
 })
