@@ -1,0 +1,36 @@
+/**
+ * Which model the demo talks to. `AGENTLOOP_PROVIDER` chooses: `mock` (the
+ * default, a scripted model that needs no key), `responses` (OpenAI, reads
+ * `OPENAI_API_KEY`) or `gemini` (Google, reads `GEMINI_API_KEY`).
+ * `AGENTLOOP_BASE_URL` and `AGENTLOOP_MODEL` override the endpoint and model.
+ */
+import { Config, Effect, Layer, Option } from "effect"
+import type { LanguageModel } from "@agentloop/core"
+import { MockLanguageModel } from "@agentloop/core/testing"
+import { Gemini } from "@agentloop/gemini"
+import { Responses } from "@agentloop/responses"
+import { script } from "./script.ts"
+
+export const name = Config.Literals(["mock", "responses", "gemini"], "AGENTLOOP_PROVIDER").pipe(
+  Config.withDefault("mock" as const)
+)
+
+/** The scripted model, paced like a real one. */
+export const mock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "20 millis" })
+
+/** The `LanguageModel` the environment asks for. */
+export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError> = Layer.unwrap(
+  Effect.gen(function*() {
+    const provider = yield* name
+    const baseUrl = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_BASE_URL")))
+    const model = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_MODEL")))
+    switch (provider) {
+      case "mock":
+        return mock
+      case "responses":
+        return Responses.layer({ apiKey: yield* Config.Redacted("OPENAI_API_KEY"), baseUrl, model })
+      case "gemini":
+        return Gemini.layer({ apiKey: yield* Config.Redacted("GEMINI_API_KEY"), baseUrl, model })
+    }
+  })
+)

@@ -1,0 +1,24 @@
+/**
+ * `npm run demo [question]`: the terminal demo.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { AgentLoop } from "@agentloop/core"
+import * as Demo from "./Demo.ts"
+import * as Provider from "./Provider.ts"
+import { question } from "./script.ts"
+
+const asked = process.argv.slice(2).join(" ").trim()
+
+const write = (text: string) => Effect.sync(() => process.stdout.write(text))
+
+const program = Effect.gen(function*() {
+  const provider = yield* Provider.name
+  yield* write(`agentloop demo · provider: ${provider}${provider === "mock" ? " (scripted: set AGENTLOOP_PROVIDER to use a real model)" : ""}\n`)
+  yield* Demo.run(asked === "" ? question : asked, write)
+})
+
+program.pipe(
+  Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer))),
+  NodeRuntime.runMain
+)
