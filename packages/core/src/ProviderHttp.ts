@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { Clock, Duration, Effect, Function, Pull, Redacted, Result, Schedule, Schema, Stream } from "effect"
-import type { NonEmptyReadonlyArray } from "effect/Array"
+import * as Arr from "effect/Array"
 import { Sse } from "effect/encoding"
 import { Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
@@ -36,6 +36,31 @@ export interface StreamOptions {
 /** Header and query parameter names whose values are credentials, kept out of spans and logs. */
 const credentialHeaders: ReadonlyArray<string> = ["authorization", "x-api-key", "api-key", "x-goog-api-key"]
 const credentialParams: ReadonlyArray<string> = ["key", "api_key", "api-key"]
+
+/**
+ * Moves credential query parameters out of the URL text into `urlParams` as
+ * `Redacted` values: the URL text is printed verbatim by errors and span exits,
+ * while redacted parameters are sent but never printed.
+ */
+const protectCredentials = (request: HttpClientRequest.HttpClientRequest): HttpClientRequest.HttpClientRequest => {
+  const queryAt = request.url.indexOf("?")
+  const query = new URLSearchParams(queryAt < 0 ? "" : request.url.slice(queryAt + 1))
+  const params: Array<readonly [string, string | Redacted.Redacted]> = []
+  for (const [name, value] of request.urlParams) {
+    params.push([name, credentialParams.includes(name) && typeof value === "string" ? Redacted.make(value) : value])
+  }
+  let moved = false
+  for (const name of credentialParams) {
+    for (const value of query.getAll(name)) {
+      params.push([name, Redacted.make(value)])
+      moved = true
+    }
+    query.delete(name)
+  }
+  const rest = query.toString()
+  const url = moved ? request.url.slice(0, queryAt) + (rest.length > 0 ? `?${rest}` : "") : request.url
+  return HttpClientRequest.setUrlParams(HttpClientRequest.setUrl(request, url), UrlParams.make(params))
+}
 
 const ErrorBody = Schema.fromJsonString(Schema.Union([
   Schema.Struct({ error: Schema.Struct({ message: Schema.String }) }),
@@ -74,14 +99,57 @@ const transportMessage = (error: HttpClientError.HttpClientError): string => {
   return `${reason._tag}${detail === undefined ? "" : `: ${detail}`}${code}`
 }
 
-const scrub = (options: StreamOptions, message: string): string => {
-  let out = message
-  for (const secret of options.secrets ?? []) {
+const scrubText = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string => {
+  let out = text
+  for (const secret of secrets) {
     const value = Redacted.value(secret)
     if (value.length > 0) out = out.split(value).join("<redacted>")
   }
   return out
 }
+
+const scrub = (options: StreamOptions, message: string): string => scrubText(options.secrets ?? [], message)
+
+const withMessage = (error: AiError.AiError, message: string): AiError.AiError => {
+  if (message === error.message) return error
+  switch (error._tag) {
+    case "AuthFailed":
+      return new AiError.AuthFailed({ ...error, message })
+    case "RateLimited":
+      return new AiError.RateLimited({ ...error, message })
+    case "Timeout":
+      return new AiError.Timeout({ ...error, message })
+    case "ContextLengthExceeded":
+      return new AiError.ContextLengthExceeded({ ...error, message })
+    case "InvalidRequest":
+      return new AiError.InvalidRequest({ ...error, message })
+    case "Unavailable":
+      return new AiError.Unavailable({ ...error, message })
+    case "MalformedEvent":
+      return new AiError.MalformedEvent({ ...error, message })
+    case "IncompleteTurn":
+      return new AiError.IncompleteTurn({ ...error, message })
+  }
+}
+
+/**
+ * Cuts `secrets` out of the message of any error the stream fails with. Apply
+ * it last in a provider's pipeline: providers echo keys back in error bodies
+ * and in stream events (`response.failed`, `error`), not only in HTTP errors.
+ */
+export const redactErrors: {
+  (secrets: ReadonlyArray<Redacted.Redacted<string>>): <A, R>(
+    self: Stream.Stream<A, AiError.AiError, R>
+  ) => Stream.Stream<A, AiError.AiError, R>
+  <A, R>(
+    self: Stream.Stream<A, AiError.AiError, R>,
+    secrets: ReadonlyArray<Redacted.Redacted<string>>
+  ): Stream.Stream<A, AiError.AiError, R>
+} = Function.dual(
+  2,
+  <A, R>(self: Stream.Stream<A, AiError.AiError, R>, secrets: ReadonlyArray<Redacted.Redacted<string>>) =>
+    Stream.mapError(self, (error) => withMessage(error, scrubText(secrets, error.message)))
+)
 
 const fromClientError = (options: StreamOptions) => (error: HttpClientError.HttpClientError): AiError.AiError => {
   const provider = options.provider
@@ -131,10 +199,10 @@ const parseSse = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Sse.Ev
       const parser = Sse.makeParser((event) => {
         if (event._tag === "Event") buffer.push(event)
       }, { maxEventSize: Number.MAX_SAFE_INTEGER })
-      const pull: Pull.Pull<NonEmptyReadonlyArray<Sse.Event>, E> = Effect.flatMap(upstream, (chunk) => {
+      const pull: Pull.Pull<Arr.NonEmptyReadonlyArray<Sse.Event>, E> = Effect.flatMap(upstream, (chunk) => {
         for (const text of chunk) parser.feed(text)
-        if (buffer.length === 0) return pull
-        const out = buffer as unknown as NonEmptyReadonlyArray<Sse.Event>
+        const out = buffer
+        if (!Arr.isArrayNonEmpty(out)) return pull
         buffer = []
         return Effect.succeed(out)
       })
@@ -155,7 +223,7 @@ export const streamEvents = (options: StreamOptions): Stream.Stream<Sse.Event, A
   const { provider } = options
   return Stream.unwrap(Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
-    const response = yield* client.execute(options.request).pipe(
+    const response = yield* client.execute(protectCredentials(options.request)).pipe(
       Effect.mapError(fromClientError(options)),
       Effect.flatMap((response) =>
         response.status >= 200 && response.status < 300

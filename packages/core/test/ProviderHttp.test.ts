@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Result, Schedule, Schema, Stream, Tracer } from "effect"
-import { FetchHttpClient, HttpClientRequest } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
 import * as ProviderHttp from "../src/ProviderHttp.ts"
@@ -42,6 +42,8 @@ describe("ProviderHttp.streamEvents", () => {
       ])
       const [request] = yield* server.requests
       expect(request?.headers.authorization).toBe(`Bearer ${canary}`)
+      // The key moved from the URL text to a redacted parameter is still sent.
+      expect(request?.url).toBe(`/stream?key=${canary}`)
       expect(request?.body).toStrictEqual({ stream: true })
     }).pipe(Effect.provide(TestLayer)))
 
@@ -195,11 +197,21 @@ describe("ProviderHttp.streamEvents", () => {
       const error = yield* failure().pipe(Effect.withTracer(tracer))
       yield* Stream.runCollect(yield* events()).pipe(Effect.withTracer(tracer))
       expect(spans.length).toBeGreaterThan(0)
-      const seen = JSON.stringify(spans.map((span) => [span.name, [...span.attributes], span.events]))
+      const seen = JSON.stringify(spans.map((span) => [
+        span.name,
+        [...span.attributes],
+        span.events,
+        span.status._tag === "Ended" ? String(span.status.exit) : ""
+      ]))
       expect(seen).toContain("url.full")
+      expect(seen).toContain("http.request.header.authorization")
       expect(seen).not.toContain(canary)
       expect(error.message).toBe("Incorrect API key provided: <redacted>")
-    }).pipe(Effect.provide(TestLayer)))
+    }).pipe(
+      // Record every header on the spans, so a key that escaped redaction would show.
+      Effect.provideService(HttpClient.TracerHeaderFilter, () => true),
+      Effect.provide(TestLayer)
+    ))
 })
 
 describe("ProviderHttp.retry", () => {
@@ -270,6 +282,30 @@ describe("ProviderHttp.retry", () => {
       const error = yield* Effect.flip(Stream.runCollect(ProviderHttp.retry(yield* events(), ProviderHttp.noRetry)))
       expect(error._tag).toBe("Unavailable")
     }).pipe(Effect.provide(TestLayer)))
+})
+
+describe("ProviderHttp.redactErrors", () => {
+  it.effect("cuts secrets out of the message of every kind of error, keeping its other fields", () =>
+    Effect.gen(function*() {
+      const secret = Redacted.make(canary)
+      const errors: ReadonlyArray<AiError.AiError> = [
+        new AiError.AuthFailed({ provider: "p", status: 401, message: `bad ${canary}` }),
+        new AiError.RateLimited({ provider: "p", message: canary, retryAfter: Duration.seconds(2) }),
+        new AiError.Timeout({ provider: "p", message: canary }),
+        new AiError.ContextLengthExceeded({ provider: "p", message: canary }),
+        new AiError.InvalidRequest({ provider: "p", status: 400, message: canary }),
+        new AiError.Unavailable({ provider: "p", message: `${canary}${canary}` }),
+        new AiError.MalformedEvent({ provider: "p", event: "e", message: canary }),
+        new AiError.IncompleteTurn({ message: canary })
+      ]
+      for (const error of errors) {
+        const redacted = yield* Effect.flip(Stream.runDrain(ProviderHttp.redactErrors(Stream.fail(error), [secret])))
+        expect(redacted._tag).toBe(error._tag)
+        expect(redacted.message).not.toContain(canary)
+        expect(redacted.message).toContain("<redacted>")
+        expect({ ...redacted, message: "" }).toStrictEqual({ ...error, message: "" })
+      }
+    }))
 })
 
 describe("ProviderHttp.decodeEvent", () => {

@@ -1,0 +1,140 @@
+/**
+ * The Responses provider's decode path: a 100,000-delta stream of documented
+ * `response.output_text.delta` events served on loopback, read by
+ *
+ * - baseline: `fetch`, splitting the body into SSE lines and `JSON.parse`-ing
+ *   each `data:` line (the floor for any client of this wire format);
+ * - `Responses.layer` `streamTurn`: the provider as users run it (HTTP client,
+ *   SSE parser, Schema decoding of every event, turn assembly);
+ * - the decoder alone (`ResponsesDecoder.decode` over pre-parsed SSE events, no
+ *   HTTP), to tell decoding cost from transport cost.
+ */
+import { Item, LanguageModel } from "@agentloop/core"
+import { Responses, ResponsesDecoder } from "@agentloop/responses"
+import { Effect, Redacted, Stream } from "effect"
+import type { Sse } from "effect/encoding"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { compare } from "./measure.ts"
+
+const deltas = 100_000
+const itemId = "msg_bench"
+
+let sequence = 0
+const event = (type: string, fields: Record<string, unknown>) => {
+  const data = JSON.stringify({ type, sequence_number: sequence++, ...fields })
+  return { sse: `event: ${type}\ndata: ${data}\n\n`, parsed: { _tag: "Event", event: type, id: undefined, data } as Sse.Event }
+}
+const response = (status: string, extra: Record<string, unknown> = {}) => ({
+  id: "resp_bench",
+  object: "response",
+  status,
+  model: "gpt-5-mini",
+  output: [],
+  ...extra
+})
+
+const events = [
+  event("response.created", { response: response("in_progress") }),
+  event("response.output_item.added", {
+    output_index: 0,
+    item: { id: itemId, type: "message", status: "in_progress", role: "assistant", content: [] }
+  }),
+  event("response.content_part.added", {
+    item_id: itemId,
+    output_index: 0,
+    content_index: 0,
+    part: { type: "output_text", text: "", annotations: [] }
+  })
+]
+for (let i = 0; i < deltas; i++) {
+  events.push(event("response.output_text.delta", {
+    item_id: itemId,
+    output_index: 0,
+    content_index: 0,
+    delta: `tok${i % 10} `,
+    logprobs: []
+  }))
+}
+events.push(event("response.completed", {
+  response: response("completed", {
+    usage: {
+      input_tokens: 12,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: deltas,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: deltas + 12
+    }
+  })
+}))
+const body = Buffer.from(events.map((e) => e.sse).join(""))
+const parsedEvents = events.map((e) => e.parsed)
+const writeSize = 64 * 1024
+
+const server = Http.createServer((request, res) => {
+  request.resume()
+  request.on("end", () => {
+    res.writeHead(200, { "content-type": "text/event-stream" })
+    for (let offset = 0; offset < body.length; offset += writeSize) res.write(body.subarray(offset, offset + writeSize))
+    res.end()
+  })
+})
+await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+const baseline = async () => {
+  const res = await fetch(`${url}/responses`, { method: "POST", body: "{}" })
+  const decoder = new TextDecoder()
+  let buffer = ""
+  let count = 0
+  for await (const bytes of res.body!) {
+    buffer += decoder.decode(bytes, { stream: true })
+    let newline = buffer.indexOf("\n")
+    while (newline !== -1) {
+      const line = buffer.slice(0, newline)
+      buffer = buffer.slice(newline + 1)
+      if (line.startsWith("data: ")) {
+        JSON.parse(line.slice(6))
+        count++
+      }
+      newline = buffer.indexOf("\n")
+    }
+  }
+  if (count !== events.length) throw new Error(`baseline saw ${count} events`)
+}
+
+const countTextDeltas = <E>(stream: Stream.Stream<{ readonly type: string }, E>) =>
+  Effect.gen(function*() {
+    let count = 0
+    yield* Stream.runForEach(stream, (delta) =>
+      Effect.sync(() => {
+        if (delta.type === "text_delta") count++
+      }))
+    if (count !== deltas) throw new Error(`saw ${count} text deltas`)
+  })
+
+const responsesLayer = Responses.layer({ apiKey: Redacted.make("bench"), baseUrl: url })
+const providerCase = () =>
+  Effect.runPromise(Effect.gen(function*() {
+    const model = yield* LanguageModel.LanguageModel
+    yield* countTextDeltas(model.streamTurn([Item.userMessage("go")], {}))
+  }).pipe(Effect.provide(responsesLayer)))
+
+const decoderCase = () =>
+  Effect.runPromise(countTextDeltas(
+    // Chunks of 500 events, about what one 64 KiB network read holds.
+    Stream.fromIterable(parsedEvents).pipe(Stream.rechunk(500), ResponsesDecoder.decode("openai"))
+  ))
+
+await compare({
+  title: `Responses decode path: ${deltas.toLocaleString("en-US")} deltas over loopback HTTP`,
+  units: deltas,
+  unit: "delta",
+  baseline: { name: "fetch + split SSE lines + JSON.parse (floor)", run: baseline },
+  cases: [
+    { name: "Responses.layer streamTurn", run: providerCase },
+    { name: "ResponsesDecoder.decode alone (no HTTP)", run: decoderCase }
+  ]
+})
+
+server.close()
