@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Stream, Tracer } from "effect"
+import { Effect, Exit, Layer, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Compactor from "../src/Compactor.ts"
@@ -7,7 +7,7 @@ import * as Item from "../src/Item.ts"
 import * as Pricing from "../src/Pricing.ts"
 import * as StopPolicy from "../src/StopPolicy.ts"
 import * as Termination from "../src/Termination.ts"
-import { MockLanguageModel } from "../src/testing/index.ts"
+import { MockLanguageModel, SpanRecorder } from "../src/testing/index.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
@@ -348,21 +348,9 @@ describe("AgentLoop", () => {
 })
 
 describe("AgentLoop spans", () => {
-  const recording = () => {
-    const spans: Array<Tracer.NativeSpan> = []
-    const tracer = Tracer.make({
-      span: (options) => {
-        const span = new Tracer.NativeSpan(options)
-        spans.push(span)
-        return span
-      }
-    })
-    return { spans, tracer }
-  }
-
   it.effect("records each verdict and the termination on the run's span", () =>
     Effect.gen(function*() {
-      const { spans, tracer } = recording()
+      const { spans, tracer } = SpanRecorder.make()
       yield* Effect.exit(runWith([addCall(1, 1), addCall(1, 2)], {
         input: "Add",
         toolkit,
@@ -379,7 +367,7 @@ describe("AgentLoop spans", () => {
 
   it.effect("records a success and the verdict's reason", () =>
     Effect.gen(function*() {
-      const { spans, tracer } = recording()
+      const { spans, tracer } = SpanRecorder.make()
       yield* runWith([answer("hello")], { input: "Hi", model }).pipe(Effect.withTracer(tracer))
       expect(spans.find((span) => span.name === "AgentLoop.run")?.attributes.get("agent.termination")).toBe("Stop")
       expect(spans.find((span) => span.name === "Until.evaluate")?.attributes.get("until.reason")).toBe(

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Result, Schedule, Schema, Stream, Tracer } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Result, Schedule, Schema, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
 import * as ProviderHttp from "../src/ProviderHttp.ts"
 import * as ProviderServer from "../src/testing/ProviderServer.ts"
+import * as SpanRecorder from "../src/testing/SpanRecorder.ts"
 
 const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
 const canary = "sk-canary-0123456789-DO-NOT-LEAK"
@@ -182,14 +183,7 @@ describe("ProviderHttp.streamEvents", () => {
   it.live("keeps the key out of every span attribute and error", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span: (options) => {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = SpanRecorder.make()
       yield* server.reply(
         ProviderServer.status(401, { error: { message: `Incorrect API key provided: ${canary}` } }),
         ProviderServer.sse([ProviderServer.sseEvent({ ok: true })])
@@ -197,12 +191,7 @@ describe("ProviderHttp.streamEvents", () => {
       const error = yield* failure().pipe(Effect.withTracer(tracer))
       yield* Stream.runCollect(yield* events()).pipe(Effect.withTracer(tracer))
       expect(spans.length).toBeGreaterThan(0)
-      const seen = JSON.stringify(spans.map((span) => [
-        span.name,
-        [...span.attributes],
-        span.events,
-        span.status._tag === "Ended" ? String(span.status.exit) : ""
-      ]))
+      const seen = SpanRecorder.text(spans)
       expect(seen).toContain("url.full")
       expect(seen).toContain("http.request.header.authorization")
       expect(seen).not.toContain(canary)

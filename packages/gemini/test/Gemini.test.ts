@@ -1,6 +1,6 @@
 import { AiError, Item, LanguageModel, Loop, Tool, Toolkit, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Cause,
@@ -14,8 +14,7 @@ import {
   Redacted,
   Schedule,
   Schema,
-  Stream,
-  Tracer
+  Stream
 } from "effect"
 import { HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
@@ -44,14 +43,7 @@ const run = <A, E>(
 ) =>
   Effect.gen(function*() {
     const server = yield* ProviderServer.ProviderServer
-    const spans: Array<Tracer.NativeSpan> = []
-    const tracer = Tracer.make({
-      span: (options) => {
-        const span = new Tracer.NativeSpan(options)
-        spans.push(span)
-        return span
-      }
-    })
+    const { spans, tracer } = SpanRecorder.make()
     const exit = yield* body(server).pipe(
       Effect.provide(Gemini.layer({
         apiKey: Redacted.make(canary),
@@ -64,10 +56,7 @@ const run = <A, E>(
       Effect.provideService(HttpClient.TracerHeaderFilter, () => true),
       Effect.exit
     )
-    for (const span of spans) {
-      noCanary(`span ${span.name}`, [...span.attributes].map(([key, value]) => `${key}=${String(value)}`))
-      noCanary(`span ${span.name} events`, span.events)
-    }
+    noCanary("a span", SpanRecorder.text(spans))
     if (Exit.isFailure(exit)) {
       noCanary("a failure", Cause.pretty(exit.cause))
       for (const error of Cause.prettyErrors(exit.cause)) noCanary("an error message", error.message)

@@ -1,7 +1,7 @@
 import { AiError, type Item, LanguageModel, ProviderHttp, Turn, type TurnDelta } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Effect, Fiber, Layer, Redacted, Schedule, Stream, Tracer } from "effect"
+import { ConfigProvider, Deferred, Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import { Responses } from "../src/index.ts"
@@ -505,14 +505,7 @@ describe("Responses", () => {
 
   it.live("never puts the API key in an error, a delta or a span", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span: (options) => {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = SpanRecorder.make()
       const ok = new Script().created().message("msg_1", 0, ["fine"]).completed(usage(1, 1))
       const errors: Array<AiError.AiError> = []
       const results: Array<unknown> = []
@@ -532,12 +525,7 @@ describe("Responses", () => {
       }
       expect(JSON.stringify(results)).not.toContain(canary)
       expect(spans.some((span) => span.name === "Responses.streamTurn")).toBe(true)
-      const seen = JSON.stringify(spans.map((span) => [
-        span.name,
-        [...span.attributes],
-        span.events,
-        span.status._tag === "Ended" ? String(span.status.exit) : ""
-      ]))
+      const seen = SpanRecorder.text(spans)
       expect(seen).toContain("http.request.header.authorization")
       expect(seen).not.toContain(canary)
     }).pipe(

@@ -5,3 +5,4 @@
  */
 export * as MockLanguageModel from "./MockLanguageModel.ts"
 export * as ProviderServer from "./ProviderServer.ts"
+export * as SpanRecorder from "./SpanRecorder.ts"

@@ -1,0 +1,39 @@
+/**
+ * A tracer that keeps every span it starts, for tests that look at spans: what
+ * a run recorded, and that no secret leaked into an attribute, event or exit.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Exit, Tracer } from "effect"
+
+/** The recorded spans, in the order they started, and the tracer that records them. */
+export interface SpanRecorder {
+  readonly tracer: Tracer.Tracer
+  readonly spans: ReadonlyArray<Tracer.NativeSpan>
+}
+
+/** A new recorder; run the code under test with `Effect.withTracer(recorder.tracer)`. */
+export const make = (): SpanRecorder => {
+  const spans: Array<Tracer.NativeSpan> = []
+  const tracer = Tracer.make({
+    span: (options) => {
+      const span = new Tracer.NativeSpan(options)
+      spans.push(span)
+      return span
+    }
+  })
+  return { tracer, spans }
+}
+
+/**
+ * What a span exporter sends of the spans, as one text to search for a leaked
+ * secret: names, attributes, events, and the causes of failed spans. A
+ * successful span's value is not exported, and is not included.
+ */
+export const text = (spans: ReadonlyArray<Tracer.NativeSpan>): string =>
+  JSON.stringify(spans.map((span) => [
+    span.name,
+    [...span.attributes].map(([key, value]) => [key, String(value)]),
+    span.events,
+    span.status._tag === "Ended" && Exit.isFailure(span.status.exit) ? Cause.pretty(span.status.exit.cause) : ""
+  ]))
