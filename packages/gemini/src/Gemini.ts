@@ -72,7 +72,8 @@ export const make = Effect.fn("Gemini.make")(function*(config: Config) {
         provider,
         request,
         requestTimeout: config.requestTimeout,
-        idleTimeout: config.idleTimeout
+        idleTimeout: config.idleTimeout,
+        secrets: [config.apiKey]
       })
       return GeminiTurn.fromEvents(events, { model, fallbackKey })
     }))
@@ -83,6 +84,8 @@ export const make = Effect.fn("Gemini.make")(function*(config: Config) {
       const model = options.model ?? config.model ?? defaultModel
       return attempt(history, options, model).pipe(
         ProviderHttp.retry(retryPolicy),
+        // Gemini may quote the request, key included, in an error event.
+        ProviderHttp.redactErrors([config.apiKey]),
         Stream.provideService(HttpClient.HttpClient, client),
         Stream.withSpan("Gemini.streamTurn", { attributes: { "gen_ai.system": provider, "gen_ai.request.model": model } })
       )

@@ -486,6 +486,17 @@ describe("Gemini", () => {
       })
     ))
 
+  it.effect("cuts the key out of an error event that quotes it", () =>
+    run((server) =>
+      Effect.gen(function*() {
+        yield* server.reply(ProviderServer.sse(frames({
+          error: { code: 400, message: `API key not valid: ${canary}`, status: "INVALID_ARGUMENT" }
+        })))
+        const error = yield* failure(hello)
+        expect(error.message).toBe("API key not valid: <redacted>")
+      })
+    ))
+
   const googleError = (code: number, message: string, status: string) => ({ error: { code, message, status } })
 
   it.effect("401 and 403 fail with AuthFailed, without retrying", () =>
