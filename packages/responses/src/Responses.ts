@@ -54,17 +54,9 @@ export const RequestOptions = Context.Reference<{
   readonly store?: boolean | undefined
 }>("@agentloop/responses/RequestOptions", { defaultValue: () => ({}) })
 
-/**
- * Builds the `LanguageModel` service. Uses the `HttpClient` in context if any,
- * else `fetch`.
- */
+/** Builds the `LanguageModel` service on the `HttpClient` in context. */
 export const make = Effect.fnUntraced(function*(config: Config) {
-  const client = yield* Effect.serviceOption(HttpClient.HttpClient).pipe(
-    Effect.flatMap(Option.match({
-      onSome: Effect.succeed,
-      onNone: () => Effect.provide(Effect.service(HttpClient.HttpClient), FetchHttpClient.layer)
-    }))
-  )
+  const client = yield* HttpClient.HttpClient
   const baseUrl = (config.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")
   const requestTimeout = config.requestTimeout ?? Duration.seconds(60)
   const idleTimeout = config.idleTimeout ?? Duration.minutes(5)
@@ -99,9 +91,15 @@ export const make = Effect.fnUntraced(function*(config: Config) {
   return LanguageModel.LanguageModel.of({ provider, streamTurn })
 })
 
-/** A `LanguageModel` layer for the Responses API. */
-export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> =>
+/** The Responses `LanguageModel` over whatever `HttpClient` the application provides. */
+export const layerWithoutHttpClient = (
+  config: Config
+): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
   Layer.effect(LanguageModel.LanguageModel, make(config))
+
+/** The Responses `LanguageModel` over `FetchHttpClient`. */
+export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> =>
+  layerWithoutHttpClient(config).pipe(Layer.provide(FetchHttpClient.layer))
 
 /**
  * A `LanguageModel` layer configured from the environment: `OPENAI_API_KEY`
@@ -124,4 +122,4 @@ export const layerConfig = (
         model: Option.getOrUndefined(model)
       })
     })
-  )
+  ).pipe(Layer.provide(FetchHttpClient.layer))
