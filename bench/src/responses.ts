@@ -13,9 +13,8 @@ import { Item, LanguageModel } from "@agentloop/core"
 import { Responses, ResponsesDecoder } from "@agentloop/responses"
 import { Effect, Redacted, Stream } from "effect"
 import type { Sse } from "effect/encoding"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 import { compare } from "./measure.ts"
+import { baseline, countTextDeltas, serve } from "./sseLoopback.ts"
 
 const deltas = 100_000
 const itemId = "msg_bench"
@@ -67,70 +66,31 @@ events.push(event("response.completed", {
     }
   })
 }))
-const body = Buffer.from(events.map((e) => e.sse).join(""))
+const server = await serve(Buffer.from(events.map((e) => e.sse).join("")))
 const parsedEvents = events.map((e) => e.parsed)
-const writeSize = 64 * 1024
 
-const server = Http.createServer((request, res) => {
-  request.resume()
-  request.on("end", () => {
-    res.writeHead(200, { "content-type": "text/event-stream" })
-    for (let offset = 0; offset < body.length; offset += writeSize) res.write(body.subarray(offset, offset + writeSize))
-    res.end()
-  })
-})
-await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-
-const baseline = async () => {
-  const res = await fetch(`${url}/responses`, { method: "POST", body: "{}" })
-  const decoder = new TextDecoder()
-  let buffer = ""
-  let count = 0
-  for await (const bytes of res.body!) {
-    buffer += decoder.decode(bytes, { stream: true })
-    let newline = buffer.indexOf("\n")
-    while (newline !== -1) {
-      const line = buffer.slice(0, newline)
-      buffer = buffer.slice(newline + 1)
-      if (line.startsWith("data: ")) {
-        JSON.parse(line.slice(6))
-        count++
-      }
-      newline = buffer.indexOf("\n")
-    }
-  }
-  if (count !== events.length) throw new Error(`baseline saw ${count} events`)
-}
-
-const countTextDeltas = <E>(stream: Stream.Stream<{ readonly type: string }, E>) =>
-  Effect.gen(function*() {
-    let count = 0
-    yield* Stream.runForEach(stream, (delta) =>
-      Effect.sync(() => {
-        if (delta.type === "text_delta") count++
-      }))
-    if (count !== deltas) throw new Error(`saw ${count} text deltas`)
-  })
-
-const responsesLayer = Responses.layer({ apiKey: Redacted.make("bench"), baseUrl: url })
+const responsesLayer = Responses.layer({ apiKey: Redacted.make("bench"), baseUrl: server.url })
 const providerCase = () =>
   Effect.runPromise(Effect.gen(function*() {
     const model = yield* LanguageModel.LanguageModel
-    yield* countTextDeltas(model.streamTurn([Item.userMessage("go")], {}))
+    yield* countTextDeltas(model.streamTurn([Item.userMessage("go")], {}), deltas)
   }).pipe(Effect.provide(responsesLayer)))
 
 const decoderCase = () =>
   Effect.runPromise(countTextDeltas(
     // Chunks of 500 events, about what one 64 KiB network read holds.
-    Stream.fromIterable(parsedEvents).pipe(Stream.rechunk(500), ResponsesDecoder.decode("openai"))
+    Stream.fromIterable(parsedEvents).pipe(Stream.rechunk(500), ResponsesDecoder.decode("openai")),
+    deltas
   ))
 
 await compare({
   title: `Responses decode path: ${deltas.toLocaleString("en-US")} deltas over loopback HTTP`,
   units: deltas,
   unit: "delta",
-  baseline: { name: "fetch + split SSE lines + JSON.parse (floor)", run: baseline },
+  baseline: {
+    name: "fetch + split SSE lines + JSON.parse (floor)",
+    run: baseline(`${server.url}/responses`, events.length)
+  },
   cases: [
     { name: "Responses.layer streamTurn", run: providerCase },
     { name: "ResponsesDecoder.decode alone (no HTTP)", run: decoderCase }
