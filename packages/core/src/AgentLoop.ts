@@ -12,6 +12,7 @@
 import { Clock, Context, Effect, Layer, Random, Schema, Stream } from "effect"
 import type * as AiError from "./AiError.ts"
 import * as Compactor from "./Compactor.ts"
+import type { Halt } from "./Halt.ts"
 import * as Item from "./Item.ts"
 import { LanguageModel } from "./LanguageModel.ts"
 import type { ModelParams, ToolChoice, TurnOptions } from "./LanguageModel.ts"
@@ -59,6 +60,11 @@ export interface Options<O = string, R = never, E = never, RU = never> {
   readonly output?: Schema.Codec<O, unknown> | undefined
   /** The name of a tool in `toolkit` whose successful call ends the run with `Submitted` and the tool's output. */
   readonly finish?: string | undefined
+  /**
+   * Runs after each turn and its tools, before the stop predicate: to log,
+   * audit or gate a run. Failing with `Halt` ends the run with `Halted`.
+   */
+  readonly afterTurn?: ((turn: Turn.Turn, snapshot: Snapshot) => Effect.Effect<void, Halt, R>) | undefined
   readonly model?: string | undefined
   readonly params?: ModelParams | undefined
   readonly toolChoice?: ToolChoice | undefined
@@ -314,6 +320,16 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         history: state.turns,
         depth: options.depth ?? 0,
         lastStepMeta: StepMeta.fromTurn(turn, turnCost)
+      }
+      if (options.afterTurn !== undefined) {
+        const hooked = yield* Effect.result(options.afterTurn(turn, snapshot))
+        if (hooked._tag === "Failure") {
+          return yield* new Termination.Halted({
+            reason: hooked.failure.reason,
+            source: "the afterTurn hook",
+            accounting: yield* accounting(state, history)
+          })
+        }
       }
       const verdict = yield* Until.evaluate(until, snapshot).pipe(
         Effect.catch((error) =>

@@ -10,6 +10,7 @@
  */
 import { Duration, Schema } from "effect"
 import type { Effect, JsonSchema, Stream } from "effect"
+import type { Halt } from "./Halt.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 
 /** Marks a value as a {@link Tool}. */
@@ -36,11 +37,6 @@ export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value
 /** Builds the {@link Done} event that carries a streaming tool's output. */
 export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
 
-/**
- * A tool fails with `Halt` to end the whole run, not just its call: the model
- * is not asked again, and the agent loop ends with `Termination.Halted`.
- */
-export class Halt extends Schema.TaggedError<Halt>()("Halt", { reason: Schema.String }) {}
 
 /**
  * A tool. `execute` returns an `Effect` of the output, or a `Stream` of

@@ -12,6 +12,7 @@
  */
 import { Cause, Duration, Effect, Exit, Option, Queue, Schema, Stream } from "effect"
 import * as Approval from "./Approval.ts"
+import { Halt } from "./Halt.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import * as Tool from "./Tool.ts"
@@ -49,7 +50,7 @@ export const definitions = (toolkit: Toolkit<unknown>): ReadonlyArray<LanguageMo
 
 /**
  * How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool,
- * and `"halted"` (the tool failed with `Tool.Halt`) asks the agent to end its run.
+ * and `"halted"` (the tool failed with `Halt`) asks the agent to end its run.
  */
 export type Outcome =
   | "success"
@@ -267,7 +268,7 @@ const failed = <R>(tool: Tool.Any<R>, call: Item.FunctionCall, cause: Cause.Caus
       : `Tool "${tool.name}" was interrupted before it finished.`
     return Effect.succeed(mistake(call, "defect", reason))
   }
-  if (error.value instanceof Tool.Halt) {
+  if (error.value instanceof Halt) {
     return Effect.succeed(mistake(call, "halted", `Tool "${tool.name}" halted the run: ${error.value.reason}`))
   }
   const reason = `Tool "${tool.name}" failed: ${describe(error.value)}`

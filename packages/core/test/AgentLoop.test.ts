@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Compactor from "../src/Compactor.ts"
@@ -9,6 +9,7 @@ import * as StopPolicy from "../src/StopPolicy.ts"
 import * as Termination from "../src/Termination.ts"
 import { MockLanguageModel, SpanRecorder } from "../src/testing/index.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
+import { Halt } from "../src/Halt.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
@@ -33,7 +34,7 @@ const halt = Tool.make({
   description: "Ends everything",
   input: Schema.Struct({ why: Schema.String }),
   output: Schema.String,
-  execute: ({ why }) => Effect.fail(new Tool.Halt({ reason: why }))
+  execute: ({ why }) => Effect.fail(new Halt({ reason: why }))
 })
 const toolkit = Toolkit.make(add, submit, halt)
 
@@ -234,6 +235,25 @@ describe("AgentLoop", () => {
       expect(Termination.category(error)).toBe("fatal")
     }))
 
+  it.effect("Halted: the afterTurn hook halts the run, after seeing the turn and the snapshot", () =>
+    Effect.gen(function*() {
+      const seen: Array<number> = []
+      const error = yield* failureOf([addCall(1, 1), addCall(1, 2), answer("never")], {
+        input: "Add",
+        toolkit,
+        model,
+        afterTurn: (turn, snapshot) => {
+          seen.push(snapshot.stepCount)
+          return snapshot.stepCount < 2 || Turn.functionCalls(turn).length === 0
+            ? Effect.void
+            : Effect.fail(new Halt({ reason: "two turns of adding is enough" }))
+        }
+      })
+      expectTermination(error, "Halted", 2)
+      expect(error.message).toBe("halted by the afterTurn hook: two turns of adding is enough")
+      expect(seen).toStrictEqual([1, 2])
+    }))
+
   it.effect("ProviderAuth: the provider rejected the credentials", () =>
     Effect.gen(function*() {
       const error = yield* failureOf([
@@ -332,6 +352,34 @@ describe("AgentLoop", () => {
         expect(requests[1]!.history).toStrictEqual([Item.userMessage("summary")])
       }))
   })
+
+  it.effect("interrupting the consumer mid-tool interrupts the tool and asks the model nothing more", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const interrupted = yield* Deferred.make<void>()
+      const slow = Tool.make({
+        name: "slow",
+        description: "Takes forever",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () =>
+          Deferred.succeed(started, undefined).pipe(
+            Effect.andThen(Effect.never),
+            Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
+          )
+      })
+      const agent = yield* AgentLoop.AgentLoop
+      const fiber = yield* agent.run({ input: "Wait", toolkit: Toolkit.make(slow), model }).pipe(Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(fiber)
+      yield* Deferred.await(interrupted)
+      const recorder = yield* MockLanguageModel.MockLanguageModel
+      expect(yield* recorder.requests).toHaveLength(1)
+      expect(yield* recorder.remaining).toBe(1)
+    }).pipe(Effect.provide(environment([
+      MockLanguageModel.callsTurn([{ name: "slow", arguments: {} }], { model, usage }),
+      answer("never")
+    ]))))
 
   it.effect("a consumer that stops pulling stops the run", () =>
     Effect.gen(function*() {

@@ -3,6 +3,7 @@ import { Deferred, Duration, Effect, Exit, Fiber, Ref, Schema, Stream } from "ef
 import { TestClock } from "effect/testing"
 import * as Approval from "../src/Approval.ts"
 import type * as Item from "../src/Item.ts"
+import { Halt } from "../src/Halt.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 
@@ -157,7 +158,7 @@ describe("Toolkit.executeAllSafe", () => {
       expect(errorOf(result)).toStrictEqual({ code: 409, retryable: false })
     }))
 
-  it.effect("reports a tool that fails with Tool.Halt as halted, not as its failure", () =>
+  it.effect("reports a tool that fails with Halt as halted, not as its failure", () =>
     Effect.gen(function*() {
       const stop = Tool.make({
         name: "stop",
@@ -165,7 +166,7 @@ describe("Toolkit.executeAllSafe", () => {
         input: Schema.Struct({ why: Schema.String }),
         output: Schema.String,
         failure: Schema.String,
-        execute: ({ why }) => Effect.fail(new Tool.Halt({ reason: why }))
+        execute: ({ why }) => Effect.fail(new Halt({ reason: why }))
       })
       const [result] = yield* Toolkit.executeAllSafe(Toolkit.make(stop), [call("stop", "{\"why\":\"user left\"}")])
       expect(result!.outcome).toBe("halted")
