@@ -242,13 +242,20 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         )
       )
 
+    /** Ends the run with its result, recorded on the run's span. */
     const finished = (
       verdict: AgentEvent<O> | undefined,
       result: RunResult<O>
-    ): Stream.Stream<Loop.Event<AgentEvent<O>, State>> =>
-      Loop.stopAfter(Stream.fromIterable<AgentEvent<O>>(
-        verdict === undefined ? [{ _tag: "Finished", result }] : [verdict, { _tag: "Finished", result }]
-      ))
+    ): Effect.Effect<Stream.Stream<Loop.Event<AgentEvent<O>, State>>> =>
+      Effect.as(
+        Effect.annotateCurrentSpan({
+          "agent.termination": result.termination._tag,
+          "agent.termination.category": Termination.category(result.termination)
+        }),
+        Loop.stopAfter(Stream.fromIterable<AgentEvent<O>>(
+          verdict === undefined ? [{ _tag: "Finished", result }] : [verdict, { _tag: "Finished", result }]
+        ))
+      )
 
     /** After the turn and its tools: the limits, the finish tool, the predicate, the structured output. */
     const decide = Effect.fnUntraced(function*(
@@ -273,7 +280,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
 
       const submitted = results.find((result) => result.outcome === "success" && result.call.name === options.finish)
       if (submitted !== undefined && submitted.outcome === "success") {
-        return finished(undefined, {
+        return yield* finished(undefined, {
           termination: Termination.submitted({
             tool: submitted.call.name,
             value: submitted.value,
@@ -358,11 +365,11 @@ export const stream = <O = string, R = never, E = never, RU = never>(
           history
         }
         // Without a structured output, O is the text (its default).
-        return finished(verdictEvent, stopped as Stopped<never>)
+        return yield* finished(verdictEvent, stopped as Stopped<never>)
       }
       const decoded = yield* Effect.result(decodeOutput(text))
       if (decoded._tag === "Success") {
-        return finished(verdictEvent, {
+        return yield* finished(verdictEvent, {
           termination: Termination.stop({ reason, accounting: yield* accounting(state, history) }),
           output: decoded.success,
           history
@@ -452,11 +459,11 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         })
         const events = deltas.pipe(
           Loop.streamUntilComplete((turn) => afterTurn(current, turn, compaction)),
-          Stream.map((event): Loop.Event<AgentEvent<O>, State> =>
-            event._tag === "Value" && isDelta(event.value)
-              ? Loop.value({ _tag: "Delta", step, delta: event.value })
-              : event as Loop.Event<AgentEvent<O>, State>
-          ),
+          Stream.map((event): Loop.Event<AgentEvent<O>, State> => {
+            if (event._tag !== "Value") return event
+            const value = event.value
+            return isDelta(value) ? Loop.value({ _tag: "Delta", step, delta: value }) : Loop.value(value)
+          }),
           Stream.catchTag("IncompleteTurn", (error) => Stream.fromEffect(fromModelError(current, current.history)(error)))
         )
         const started: Loop.Event<AgentEvent<O>, State> = Loop.value({ _tag: "TurnStarted", step })
@@ -481,14 +488,6 @@ export const stream = <O = string, R = never, E = never, RU = never>(
           "agent.termination.category": Termination.category(termination),
           "agent.termination.message": termination.message
         })
-      ),
-      Stream.tap((event) =>
-        event._tag === "Finished"
-          ? Effect.annotateCurrentSpan({
-            "agent.termination": event.result.termination._tag,
-            "agent.termination.category": "success"
-          })
-          : Effect.void
       )
     )
   })).pipe(Stream.withSpan("AgentLoop.run"))
