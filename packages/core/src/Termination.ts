@@ -44,7 +44,7 @@ export const stop = (fields: { readonly reason: string; readonly accounting: Acc
   ...fields
 })
 
-/** The run ended through a finish tool: `tool` was called with `value`, its decoded arguments. */
+/** The run ended through a finish tool: `tool` ran successfully and returned `value`. */
 export interface Submitted<A> {
   readonly _tag: "Submitted"
   readonly tool: string
@@ -52,7 +52,7 @@ export interface Submitted<A> {
   readonly accounting: Accounting
 }
 
-/** The schema of a `Submitted` whose value is described by `value` (the finish tool's input schema). */
+/** The schema of a `Submitted` whose value is described by `value` (the finish tool's output schema). */
 export const Submitted = <S extends Schema.Top>(value: S) =>
   Schema.TaggedStruct("Submitted", {
     tool: Schema.String,
