@@ -13,7 +13,7 @@ export const calculator = Tool.make({
   description:
     "Evaluates an arithmetic expression: numbers, + - * / % ^, parentheses, pi, e, and sqrt abs ln log10 sin cos tan round.",
   input: Schema.Struct({ expression: Schema.String }),
-  output: Schema.Struct({ expression: Schema.String, value: Schema.Number }),
+  output: Schema.Struct({ expression: Schema.String, value: Schema.Finite }),
   failure: ToolFailure,
   execute: ({ expression }) =>
     Effect.try({
@@ -67,8 +67,8 @@ export const convertUnits = Tool.make({
   description: `Converts a value between units of length, mass, volume or temperature. Units: ${
     Object.keys(units).join(", ")
   }.`,
-  input: Schema.Struct({ value: Schema.Number, from: UnitName, to: UnitName }),
-  output: Schema.Struct({ value: Schema.Number, unit: UnitName }),
+  input: Schema.Struct({ value: Schema.Finite, from: UnitName, to: UnitName }),
+  output: Schema.Struct({ value: Schema.Finite, unit: UnitName }),
   failure: ToolFailure,
   execute: ({ from, to, value }) => {
     const source = units[from]

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Schema } from "effect"
+import { Duration, JsonPointer, Predicate, Schema } from "effect"
 import type { Effect, JsonSchema, Stream } from "effect"
 import type { Halt } from "./Halt.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
@@ -36,7 +36,6 @@ export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value
 
 /** Builds the {@link Done} event that carries a streaming tool's output. */
 export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
-
 
 /**
  * A tool. `execute` returns an `Effect` of the output, or a `Stream` of
@@ -87,7 +86,9 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * The input Schema must describe a JSON object (a `Schema.Struct` or
  * `Schema.Class`): providers only accept object-typed arguments. Arguments are
  * decoded with `Schema.toCodecJson(input)`, so the model writes the JSON form of
- * a field (an ISO string for a `Schema.Date`). Schemas must not need services.
+ * a field (an ISO string for a `Schema.Date`); for numbers use `Schema.Finite`
+ * or `Schema.Int`, as the JSON form of `Schema.Number` also admits the strings
+ * `"NaN"` and `"Infinity"` and the model is told so. Schemas must not need services.
  * `needsApproval` may be a function of the decoded input (ask only for
  * destructive arguments).
  */
@@ -167,7 +168,8 @@ const inline = (
 ): JsonSchema.JsonSchema => {
   const { $ref, ...rest } = schema
   if (typeof $ref === "string" && $ref.startsWith(refPrefix)) {
-    const name = $ref.slice(refPrefix.length)
+    // `$ref` is a JSON pointer: an identifier like "@app/Address" appears in it as "@app~1Address".
+    const name = JsonPointer.unescapeToken($ref.slice(refPrefix.length))
     const target = definitions[name]
     if (target !== undefined) {
       if (visiting.includes(name)) {
@@ -200,9 +202,6 @@ const inlineUnknown = (
   recursive: Set<string>
 ): unknown => {
   if (Array.isArray(value)) return value.map((item) => inlineUnknown(item, definitions, visiting, recursive))
-  if (isRecord(value)) return inline(value, definitions, visiting, recursive)
+  if (Predicate.isReadonlyObject(value)) return inline(value, definitions, visiting, recursive)
   return value
 }
-
-const isRecord = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null

@@ -94,6 +94,35 @@ describe("Tool", () => {
     })
   })
 
+  it("inlines definitions whose identifier has characters a JSON pointer escapes", () => {
+    const Scoped = Schema.Struct({ city: Schema.String }).annotate({ identifier: "@app/Address~v2" })
+    const Node = Schema.Struct({
+      name: Schema.String,
+      next: Schema.NullOr(Schema.suspend((): Schema.Codec<{ readonly name: string; readonly next: unknown }> => Node))
+    }).annotate({ identifier: "@app/Node" })
+    const tool = Tool.make({
+      name: "scoped",
+      description: "Takes identified structs",
+      input: Schema.Struct({ home: Scoped, work: Scoped, list: Node }),
+      output: Schema.String,
+      execute: ({ home }) => Effect.succeed(home.city)
+    })
+    const address = {
+      type: "object",
+      properties: { city: { type: "string" } },
+      required: ["city"],
+      additionalProperties: false
+    }
+    const node = {
+      type: "object",
+      properties: { name: { type: "string" }, next: { anyOf: [{ $ref: "#/$defs/@app~1Node" }, { type: "null" }] } },
+      required: ["name", "next"],
+      additionalProperties: false
+    }
+    expect(tool.parameters["properties"]).toStrictEqual({ home: address, work: address, list: node })
+    expect(tool.parameters["$defs"]).toStrictEqual({ "@app/Node": node })
+  })
+
   it("evaluates needsApproval against the decoded input, and keeps its own timeout", () => {
     const remove = Tool.make({
       name: "remove",

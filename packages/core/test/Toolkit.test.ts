@@ -81,6 +81,27 @@ const deleteFile = Tool.make({
 
 const toolkit = Toolkit.make(add, order, book, crash, sleepFor, schedule, deleteFile)
 
+/** A tool that never finishes; `started` completes once `count` calls are running, `interrupted` counts interruptions. */
+const hangingTool = (count: number) =>
+  Effect.gen(function*() {
+    const started = yield* Deferred.make<void>()
+    const running = yield* Ref.make(0)
+    const interrupted = yield* Ref.make(0)
+    const hang = Tool.make({
+      name: "hang",
+      description: "Never finishes",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: () =>
+        Ref.updateAndGet(running, (n) => n + 1).pipe(
+          Effect.andThen((n) => n === count ? Deferred.succeed(started, undefined) : Effect.void),
+          Effect.andThen(Effect.never),
+          Effect.onInterrupt(() => Ref.update(interrupted, (n) => n + 1))
+        )
+    })
+    return { hang, interrupted, started }
+  })
+
 const runOne = (c: Item.FunctionCall, options?: Toolkit.Options) =>
   Effect.map(Toolkit.executeAllSafe(toolkit, [c], options), (results) => results[0]!)
 
@@ -371,24 +392,11 @@ describe("Toolkit.executeAllSafe", () => {
 
   it.effect("interrupting it interrupts the running tools", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const interrupted = yield* Ref.make(0)
-      const hang = Tool.make({
-        name: "hang",
-        description: "Never finishes",
-        input: Schema.Struct({}),
-        output: Schema.String,
-        execute: () =>
-          Deferred.succeed(started, undefined).pipe(
-            Effect.andThen(Effect.never),
-            Effect.onInterrupt(() => Ref.update(interrupted, (n) => n + 1))
-          )
-      })
+      const { hang, interrupted, started } = yield* hangingTool(2)
       const fiber = yield* Effect.forkChild(
         Toolkit.executeAllSafe(Toolkit.make(hang), [call("hang", "{}", "c1"), call("hang", "{}", "c2")])
       )
       yield* Deferred.await(started)
-      yield* Effect.yieldNow
       const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
       expect(Exit.hasInterrupts(exit)).toBe(true)
       expect(yield* Ref.get(interrupted)).toBe(2)
@@ -463,6 +471,30 @@ describe("Toolkit.executeAllSafe", () => {
         ["progress", 0, "step of 2"],
         ["progress", 1, "step of 1"]
       ])
+    }))
+
+  it.effect("ending streamAll early interrupts the calls still running", () =>
+    Effect.gen(function*() {
+      const { hang, interrupted, started } = yield* hangingTool(1)
+      const afterHang = Tool.make({
+        name: "after_hang",
+        description: "Returns once the hanging call runs",
+        input: Schema.Struct({}),
+        output: Schema.Boolean,
+        execute: () => Effect.as(Deferred.await(started), true)
+      })
+      const events = yield* Toolkit.streamAll(Toolkit.make(hang, afterHang), [
+        call("hang", "{}", "slow"),
+        call("after_hang", "{}", "fast")
+      ]).pipe(
+        Stream.filter((event) => event._tag === "Result"),
+        Stream.take(1),
+        Stream.runCollect
+      )
+      expect(events.map((event) => event._tag === "Result" && [event.index, event.result.outcome])).toStrictEqual([
+        [1, "success"]
+      ])
+      expect(yield* Ref.get(interrupted)).toBe(1)
     }))
 
   it.effect("counts mistakes and collects output items in order", () =>

@@ -37,7 +37,7 @@ export interface Config {
   readonly baseUrl?: string | undefined
   /** Used when a turn's options name no model; defaults to {@link defaultModel}. */
   readonly model?: string | undefined
-  /** Sent as `generationConfig.thinkingConfig` (`includeThoughts` defaults to true); a turn's `reasoningEffort` overrides its level. */
+  /** Sent as `generationConfig.thinkingConfig` (`includeThoughts` defaults to true); a turn's `reasoningEffort` overrides it (a level, or a budget for Gemini 2.x). */
   readonly thinkingConfig?: GeminiWire.ThinkingConfig | undefined
   /** Replaces `ProviderHttp.defaultRetryPolicy`; `Schedule.recurs(0)` turns retries off. */
   readonly retryPolicy?: ProviderHttp.RetryPolicy | undefined
@@ -46,7 +46,6 @@ export interface Config {
   /** How long to wait between two chunks of the response body. */
   readonly idleTimeout?: Duration.Input | undefined
 }
-
 
 /**
  * Builds the `LanguageModel` service from the `HttpClient` in context. Each
@@ -61,7 +60,7 @@ export const make = Effect.fn("Gemini.make")(function*(config: Config) {
 
   const attempt = (history: ReadonlyArray<Item.Item>, options: LanguageModel.TurnOptions, model: string) =>
     Stream.unwrap(Effect.gen(function*() {
-      const body = yield* GeminiRequest.make(history, options, settings)
+      const body = yield* GeminiRequest.make(history, options, { ...settings, model })
       const fallbackKey = (yield* Random.nextIntBetween(0, Number.MAX_SAFE_INTEGER)).toString(36)
       const request = HttpClientRequest.post(`${baseUrl}/models/${encodeURIComponent(model)}:streamGenerateContent`).pipe(
         HttpClientRequest.setUrlParam("alt", "sse"),

@@ -16,30 +16,31 @@
  */
 import { AiError, Item } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
-import { Effect, Result, Schema } from "effect"
+import { Effect, Predicate, Result, Schema } from "effect"
 import * as GeminiTurn from "./GeminiTurn.ts"
-import type * as GeminiWire from "./GeminiWire.ts"
+import * as GeminiWire from "./GeminiWire.ts"
 
 const provider = "gemini"
 
-const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
-const decodeArguments = Schema.decodeUnknownResult(Schema.fromJsonString(JsonObject))
+const decodeJsonObject = Schema.decodeUnknownResult(Schema.fromJsonString(GeminiWire.JsonObject))
+
+// Some providers send an empty string for a call without arguments; `Toolkit` reads it as `{}` too.
+const decodeArguments = (text: string) => text.trim() === "" ? Result.succeed({}) : decodeJsonObject(text)
 const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
 
 /** Request settings that come from the layer rather than from the turn. */
 export interface Settings {
   /** Sent as `generationConfig.thinkingConfig`; `reasoningEffort` in the turn's params overrides its level. */
   readonly thinkingConfig?: GeminiWire.ThinkingConfig | undefined
+  /** The model the request goes to: Gemini 1.x and 2.x take a thinking budget where later models take a level. */
+  readonly model?: string | undefined
 }
-
-const isJsonObject = (value: unknown): value is { readonly [key: string]: unknown } =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The `response` object of a function result: the output if it is a JSON object, else `{ output }`. */
 export const functionResponse = (output: string): { readonly [key: string]: unknown } => {
   const parsed = decodeJson(output)
   if (Result.isFailure(parsed)) return { output }
-  return isJsonObject(parsed.success) ? parsed.success : { output: parsed.success }
+  return Predicate.isReadonlyObject(parsed.success) ? parsed.success : { output: parsed.success }
 }
 
 const invalid = (message: string) => new AiError.InvalidRequest({ provider, message })
@@ -79,8 +80,8 @@ const partsOf = (message: Item.Message): Array<GeminiWire.Part> =>
 
 /**
  * Builds the request body. Fails with `AiError.InvalidRequest` when the history
- * cannot be expressed for Gemini: a call whose arguments are not a JSON object,
- * or a result whose call is not in the history.
+ * cannot be expressed for Gemini: a call whose arguments are not a JSON object
+ * (empty arguments are read as `{}`), or a result whose call is not in the history.
  */
 export const make = Effect.fnUntraced(function*(
   history: ReadonlyArray<Item.Item>,
@@ -183,7 +184,7 @@ const generationConfigOf = (
   settings: Settings
 ): GeminiWire.GenerationConfig | undefined => {
   const params = options.params ?? {}
-  const thinkingConfig = thinkingConfigOf(params.reasoningEffort, settings.thinkingConfig)
+  const thinkingConfig = thinkingConfigOf(params.reasoningEffort, settings.thinkingConfig, settings.model)
   const config: GeminiWire.GenerationConfig = {
     ...(params.temperature === undefined ? {} : { temperature: params.temperature }),
     ...(params.topP === undefined ? {} : { topP: params.topP }),
@@ -198,14 +199,25 @@ const generationConfigOf = (
   return Object.keys(config).length === 0 ? undefined : config
 }
 
+/**
+ * The thinking budget in tokens for each effort, for the models that take a
+ * budget instead of a level; each is within the range of every Gemini 2.5
+ * model (Pro: 128 to 32,768; Flash: 0 to 24,576; Flash-Lite: 512 to 24,576).
+ */
+const thinkingBudgets = { minimal: 512, low: 2048, medium: 8192, high: 24576 } as const
+
+const takesThinkingBudget = (model: string | undefined): boolean =>
+  model !== undefined && /^(models\/)?gemini-[12]\./.test(model)
+
 const thinkingConfigOf = (
   effort: LanguageModel.ModelParams["reasoningEffort"],
-  configured: GeminiWire.ThinkingConfig | undefined
+  configured: GeminiWire.ThinkingConfig | undefined,
+  model: string | undefined
 ): GeminiWire.ThinkingConfig | undefined => {
   if (effort === undefined && configured === undefined) return undefined
   const base: GeminiWire.ThinkingConfig = { includeThoughts: true, ...configured }
   if (effort === undefined) return base
   // Gemini rejects a request that sets both a level and a budget.
-  const { thinkingBudget: _, ...rest } = base
-  return { ...rest, thinkingLevel: effort }
+  const { thinkingBudget: _budget, thinkingLevel: _level, ...rest } = base
+  return takesThinkingBudget(model) ? { ...rest, thinkingBudget: thinkingBudgets[effort] } : { ...rest, thinkingLevel: effort }
 }

@@ -160,7 +160,13 @@ export class Assembler {
       return
     }
     const kind = part.thought === true ? "reasoning" : "message"
-    if (this.open !== undefined && (this.open.kind !== kind || (kind === "reasoning" && this.open.signature !== undefined))) {
+    // A signature ends a thought; a message's text may stream on after its signature, but a
+    // second signature needs an item of its own, or the first would be lost.
+    if (
+      this.open !== undefined &&
+      (this.open.kind !== kind ||
+        (this.open.signature !== undefined && (kind === "reasoning" || part.thoughtSignature !== undefined)))
+    ) {
       this.close("completed")
     }
     let open = this.open

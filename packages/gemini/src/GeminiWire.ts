@@ -13,7 +13,8 @@
  */
 import { Schema } from "effect"
 
-const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+/** A JSON object: what Gemini accepts as function-call arguments and as a function response. */
+export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
 const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 

@@ -86,6 +86,15 @@ describe("GeminiRequest", () => {
       expect(primitiveArgs).toBeInstanceOf(AiError.InvalidRequest)
     }))
 
+  it.effect("sends a call with empty arguments, as Toolkit reads them, as an empty object", () =>
+    Effect.gen(function*() {
+      const body = yield* GeminiRequest.make([Item.userMessage("x"), call("c", "now", ""), call("d", "now", " ")], {})
+      expect(body.contents[1]?.parts).toStrictEqual([
+        { functionCall: { id: "c", name: "now", args: {} } },
+        { functionCall: { id: "d", name: "now", args: {} } }
+      ])
+    }))
+
   it.effect("leaves out other providers' reasoning and applications' extension items", () =>
     Effect.gen(function*() {
       const openAiReasoning: Item.Reasoning = {
@@ -133,5 +142,20 @@ describe("GeminiRequest", () => {
       expect(hidden.generationConfig).toStrictEqual({ thinkingConfig: { includeThoughts: false, thinkingLevel: "minimal" } })
       const none = yield* GeminiRequest.make([Item.userMessage("q")], {})
       expect(none.generationConfig).toBeUndefined()
+    }))
+
+  it.effect("sends reasoningEffort as a thinking budget to Gemini 2.x models, which take no level", () =>
+    Effect.gen(function*() {
+      const effort = (reasoningEffort: "minimal" | "low" | "medium" | "high", model: string) =>
+        Effect.map(
+          GeminiRequest.make([Item.userMessage("q")], { params: { reasoningEffort } }, {
+            model,
+            thinkingConfig: { thinkingLevel: "high" }
+          }),
+          (body) => body.generationConfig?.thinkingConfig
+        )
+      expect(yield* effort("low", "gemini-2.5-flash")).toStrictEqual({ includeThoughts: true, thinkingBudget: 2048 })
+      expect(yield* effort("high", "models/gemini-2.5-pro")).toStrictEqual({ includeThoughts: true, thinkingBudget: 24576 })
+      expect(yield* effort("minimal", "gemini-3-flash-preview")).toStrictEqual({ includeThoughts: true, thinkingLevel: "minimal" })
     }))
 })

@@ -122,4 +122,15 @@ describe("GeminiTurn", () => {
       ])
       expect(yield* resent(turn)).toStrictEqual([{ role: "model", parts: [{ text: "Hello", thoughtSignature: "sig" }] }])
     }))
+
+  it.effect("keeps both signatures of two signed text parts instead of merging them into one", () =>
+    Effect.gen(function*() {
+      const parts: ReadonlyArray<GeminiWire.Part> = [
+        { text: "first", thoughtSignature: "s1" },
+        { text: " second", thoughtSignature: "s2" }
+      ]
+      const { turn } = yield* assemble([modelChunk(parts.slice(0, 1)), modelChunk(parts.slice(1), "STOP")])
+      expect(Turn.text(turn)).toBe("first second")
+      expect(yield* resent(turn)).toStrictEqual([{ role: "model", parts }])
+    }))
 })
