@@ -161,7 +161,8 @@ describe("ProviderHttp.streamEvents", () => {
       const server = yield* ProviderServer.ProviderServer
       yield* server.reply(ProviderServer.hang)
       const fiber = yield* (yield* events({ requestTimeout: "1 minute" })).pipe(Stream.runCollect, Effect.forkChild)
-      while ((yield* server.requests).length === 0) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 5)))
+      // The request reached the server, so the timeout's timer is already on the TestClock.
+      yield* server.awaitRequests(1)
       yield* TestClock.adjust("1 minute")
       const error = yield* Effect.flip(Fiber.join(fiber))
       expect(error._tag).toBe("Timeout")

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import * as ProviderServer from "../src/testing/ProviderServer.ts"
 
@@ -40,6 +40,18 @@ describe("ProviderServer", () => {
       )
       // One byte per write with a pause between writes: the client sees many pieces, not one.
       expect(chunks.length).toBeGreaterThan(10)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("delivers each write of a chunked reply as its own chunk, even without a delay", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const frames = Array.from({ length: 20 }, (_, n) => ProviderServer.sseEvent({ n, text: "ünïcødé" }))
+      const body = new TextEncoder().encode(frames.join(""))
+      yield* server.reply(ProviderServer.sse(frames, { chunkSize: 3 }))
+      const { chunks } = yield* bodyChunks("/stream")
+      expect(concat(chunks)).toStrictEqual(body)
+      // Written in one go, the body would arrive as a single chunk.
+      expect(chunks.length).toBeGreaterThan(body.length / 3 / 2)
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("answers with a status, headers and a JSON or text body", () =>
@@ -111,10 +123,15 @@ describe("ProviderServer", () => {
       const client = yield* HttpClient.HttpClient
       yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ n: 1 })], { stallAfter: 4 }))
       const response = yield* client.post(`${server.url}/s`)
-      const first = yield* response.stream.pipe(Stream.runHead)
-      expect(first._tag).toBe("Some")
-      const rest = yield* Effect.forkChild(Stream.runCollect(response.stream))
-      yield* Fiber.interrupt(rest)
+      // One consumer for the whole body: ending a first one early would itself cancel the body.
+      const gotFirst = yield* Deferred.make<void>()
+      const reader = yield* response.stream.pipe(
+        Stream.tap(() => Deferred.succeed(gotFirst, undefined)),
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      yield* Deferred.await(gotFirst)
+      yield* Fiber.interrupt(reader)
       yield* server.awaitClientAbort
     }).pipe(Effect.provide(TestLayer)))
 
@@ -124,7 +141,8 @@ describe("ProviderServer", () => {
       const client = yield* HttpClient.HttpClient
       yield* server.reply(ProviderServer.hang)
       const fiber = yield* Effect.forkChild(client.post(`${server.url}/s`))
-      while ((yield* server.requests).length === 0) yield* Effect.sleep("5 millis")
+      const [request] = yield* server.awaitRequests(1)
+      expect(request?.url).toBe("/s")
       yield* Fiber.interrupt(fiber)
       yield* server.awaitClientAbort
     }).pipe(Effect.provide(TestLayer)))

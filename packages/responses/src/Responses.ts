@@ -6,8 +6,9 @@
  * const program = agent.pipe(Effect.provide(OpenAi))          // agent code only sees LanguageModel
  * ```
  *
- * Requests go through the `HttpClient` in the layer's context when there is
- * one, else through `fetch`; nothing here depends on a runtime.
+ * Requests go through `effect/http`'s `HttpClient`: `FetchHttpClient` in
+ * {@link layer} and {@link layerConfig}, any client with
+ * {@link layerWithoutHttpClient}; nothing here depends on a runtime.
  *
  * @since 0.1.0
  */

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { AiError, type Item, ProviderHttp, type Turn, type TurnDelta } from "@agentloop/core"
+import { AiError, type Item, ProviderHttp, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
 import { Cause, Effect, Pull, Result, Stream } from "effect"
 import * as Arr from "effect/Array"
 import type { Sse } from "effect/encoding"
@@ -24,12 +24,16 @@ type Draft =
   | { readonly type: "function_call"; readonly id: string; readonly call_id: string; readonly name: string; arguments: string }
   | { readonly type: "reasoning"; readonly id: string; readonly summary: Array<string>; readonly content: Array<string> }
 
-/** Maps the `code` of a failed response or an `error` event to its error. */
+/**
+ * Maps the `code` (else the `type`) of a failed response or an `error` event
+ * to its error; an error that names neither is taken as the server's.
+ */
 export const errorFromCode = (provider: string, error: ResponsesEvent.ErrorObject): AiError.AiError => {
-  const code = error.code ?? undefined
+  const code = error.code ?? error.type ?? undefined
   const message = code === undefined ? error.message : `${error.message} (${code})`
   switch (code) {
     case "rate_limit_exceeded":
+    case "too_many_requests":
       return new AiError.RateLimited({ provider, message })
     case "context_length_exceeded":
       return new AiError.ContextLengthExceeded({ provider, message })
@@ -37,6 +41,7 @@ export const errorFromCode = (provider: string, error: ResponsesEvent.ErrorObjec
       return new AiError.AuthFailed({ provider, status: 401, message })
     case undefined:
     case "server_error":
+    case "service_unavailable_error":
     case "vector_store_timeout":
       return new AiError.Unavailable({ provider, message })
     default:
@@ -55,19 +60,13 @@ const stopReasonOf = (reason: string | undefined): Turn.StopReason => {
   }
 }
 
-const usageOf = (usage: ResponsesEvent.Usage) => {
-  const cachedInput = usage.input_tokens_details?.cached_tokens
-  const reasoning = usage.output_tokens_details?.reasoning_tokens
-  return {
-    input: usage.input_tokens,
-    output: usage.output_tokens,
-    total: usage.total_tokens ?? usage.input_tokens + usage.output_tokens,
-    ...(cachedInput === undefined ? {} : { cachedInput }),
-    ...(reasoning === undefined ? {} : { reasoning })
-  }
+const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
+  const made = TokenUsage.make(usage.input_tokens, usage.output_tokens, {
+    cachedInput: usage.input_tokens_details?.cached_tokens,
+    reasoning: usage.output_tokens_details?.reasoning_tokens
+  })
+  return usage.total_tokens === undefined ? made : { ...made, total: usage.total_tokens }
 }
-
-const emptyUsage = { input: 0, output: 0, total: 0 }
 
 const partOf = (part: ResponsesEvent.ContentPart): Part | undefined =>
   "text" in part
@@ -80,7 +79,6 @@ const partOf = (part: ResponsesEvent.ContentPart): Part | undefined =>
 class Assembler {
   readonly provider: string
   model: string | undefined
-  responseId: string | undefined
   finished = false
   /** Items by output index: finished items, or drafts still streaming. */
   readonly items = new Map<number, Item.Item | Draft>()
@@ -97,9 +95,7 @@ class Assembler {
     switch (event.type) {
       case "response.created":
       case "response.in_progress": {
-        const response = event.response
-        this.responseId = response.id
-        if (response.model !== undefined) this.model = response.model
+        if (event.response.model !== undefined) this.model = event.response.model
         return undefined
       }
       case "response.output_item.added": {
@@ -200,7 +196,10 @@ class Assembler {
         return errorFromCode(this.provider, response.error ?? { message: "the response failed without an error" })
       }
       case "error":
-        return errorFromCode(this.provider, event)
+        return errorFromCode(
+          this.provider,
+          event.error ?? { code: event.code ?? null, message: event.message ?? "the stream failed without a message" }
+        )
     }
   }
 
@@ -300,12 +299,11 @@ class Assembler {
     out: Array<TurnDelta.TurnDelta>
   ): void {
     this.finished = true
-    this.responseId = response.id
     if (response.model !== undefined) this.model = response.model
     const items = [...this.items.entries()]
       .sort(([a], [b]) => a - b)
       .map(([, entry]) => isDraft(entry) ? settle(entry, incompleteReason === undefined ? "completed" : "incomplete") : entry)
-    const usage = response.usage == null ? emptyUsage : usageOf(response.usage)
+    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
     if (response.usage != null) out.push({ type: "usage", usage })
     const hasCalls = items.some((item) => item.type === "function_call")
     const turn: Turn.Turn = {

@@ -25,8 +25,9 @@ export const Usage = Schema.Struct({
 })
 export type Usage = typeof Usage.Type
 
-/** The error of a failed response, or of an `error` event. */
+/** The error of a failed response, or of an `error` event; `type` is the error's class (`server_error`, ...). */
 export const ErrorObject = Schema.Struct({
+  type: Schema.optionalKey(Schema.NullOr(Schema.String)),
   code: Schema.optionalKey(Schema.NullOr(Schema.String)),
   message: Schema.String
 })
@@ -219,11 +220,16 @@ export const ReasoningSummaryTextDone = Schema.Struct({
   text: Schema.String
 })
 
-/** `error`: the stream failed. */
+/**
+ * `error`: the stream failed. The API reference puts `code` and `message` on
+ * the event itself, while the live API sends them nested in `error`; both
+ * shapes decode, and an event with neither still fails the turn.
+ */
 export const ErrorEvent = Schema.Struct({
   type: Schema.Literal("error"),
   code: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  message: Schema.String
+  message: Schema.optionalKey(Schema.String),
+  error: Schema.optionalKey(Schema.NullOr(ErrorObject))
 })
 
 /** The schema of every event type this module knows. */

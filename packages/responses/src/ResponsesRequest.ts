@@ -128,19 +128,38 @@ export const input = (history: ReadonlyArray<Item.Item>): Array<InputItem> => {
   return out
 }
 
+// Keywords strict mode rejects (OpenAI answers e.g. "'oneOf' is not permitted"); `Schema.Union(..., { mode: "oneOf" })` emits one.
 const unsupportedInStrictMode = [
+  "oneOf",
+  "allOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "dependentRequired",
+  "dependentSchemas",
   "patternProperties",
   "propertyNames",
   "unevaluatedProperties",
-  "dependentRequired",
-  "dependentSchemas",
-  "if",
-  "not",
+  "unevaluatedItems",
   "contains"
 ]
 
 const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
+
+const valuesOf = (value: unknown): ReadonlyArray<unknown> =>
+  Array.isArray(value) ? value : isRecord(value) ? Object.values(value) : []
+
+/** The schemas nested in `schema`, by keyword: property names, `enum` values and defaults are data, not schemas. */
+const subschemas = (schema: Readonly<Record<string, unknown>>): ReadonlyArray<unknown> => [
+  ...valuesOf(schema.properties),
+  ...valuesOf(schema.$defs),
+  ...valuesOf(schema.definitions),
+  ...valuesOf(schema.anyOf),
+  ...valuesOf(schema.prefixItems),
+  ...(isRecord(schema.items) ? [schema.items] : valuesOf(schema.items))
+]
 
 /**
  * Whether OpenAI's strict mode accepts a JSON Schema: every object closes its
@@ -149,7 +168,6 @@ const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
  * matches the schema, so it is used whenever it can be.
  */
 export const isStrictCompatible = (schema: unknown): boolean => {
-  if (Array.isArray(schema)) return schema.every(isStrictCompatible)
   if (!isRecord(schema)) return true
   if (unsupportedInStrictMode.some((keyword) => keyword in schema)) return false
   const properties = schema.properties
@@ -159,7 +177,7 @@ export const isStrictCompatible = (schema: unknown): boolean => {
     const required = Array.isArray(schema.required) ? schema.required : []
     if (!keys.every((key) => required.includes(key))) return false
   }
-  return Object.values(schema).every(isStrictCompatible)
+  return subschemas(schema).every(isStrictCompatible)
 }
 
 const withoutDialect = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema => {

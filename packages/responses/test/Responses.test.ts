@@ -1,7 +1,7 @@
 import { AiError, type Item, LanguageModel, ProviderHttp, Turn, type TurnDelta } from "@agentloop/core"
 import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
+import { ConfigProvider, Deferred, Duration, Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import { Responses } from "../src/index.ts"
@@ -193,7 +193,7 @@ describe("Responses", () => {
         script.callDone("fc_a", 0, "call_a", "weather", weather)
           .callDone("fc_b", 1, "call_b", "search", search)
           .completed(usage(40, 30))
-        const deltas = yield* run([ProviderServer.sse(script.frames, { chunkSize, delay: chunkSize < 5 ? undefined : "1 millis" })])
+        const deltas = yield* run([ProviderServer.sse(script.frames, { chunkSize })])
         const argumentsOf = (callId: string) =>
           deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === callId ? [d.delta] : []).join("")
         expect(argumentsOf("call_a")).toBe(weather)
@@ -341,14 +341,20 @@ describe("Responses", () => {
   it.live("waits out a 429's Retry-After and then succeeds", () =>
     Effect.gen(function*() {
       const script = new Script().created().message("msg_1", 0, ["ok"]).completed(usage(1, 1))
+      // The policy's own delay is zero: only the Retry-After the policy is fed with can make the retry wait.
+      const seen: Array<unknown> = []
+      const retryPolicy = Schedule.recurs(2).pipe(Schedule.tap(({ input }) => Effect.sync(() => seen.push(input))))
       const deltas = yield* run([
         ProviderServer.status(429, { error: { message: "Rate limit reached", code: "rate_limit_exceeded" } }, {
           "retry-after": "1"
         }),
         ProviderServer.sse(script.frames)
-      ], {}, { retryPolicy: Schedule.recurs(2) })
+      ], {}, { retryPolicy })
       expect(Turn.text(completeTurn(deltas))).toBe("ok")
       expect(yield* (yield* ProviderServer.ProviderServer).requests).toHaveLength(2)
+      expect(seen).toStrictEqual([
+        new AiError.RateLimited({ provider: "openai", message: "Rate limit reached", retryAfter: Duration.seconds(1) })
+      ])
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("retries a 500 and then succeeds; without retries the 500 is Unavailable", () =>
@@ -379,6 +385,34 @@ describe("Responses", () => {
       expect((yield* runFailing([ProviderServer.status(400, bad)])).error).toStrictEqual(
         new AiError.InvalidRequest({ provider: "openai", status: 400, message: "Unsupported parameter: 'top_k'." })
       )
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("fails on an error event nested the way the live API sends it, and retries a transient one", () =>
+    Effect.gen(function*() {
+      const nested = (type: string, code: string | null, message: string) =>
+        ProviderServer.sse(new Script().created().event("error", { error: { type, code, message, param: null } }).frames)
+      const limited = yield* runFailing([nested("too_many_requests", "too_many_requests", "Too Many Requests")])
+      expect(limited.error).toStrictEqual(
+        new AiError.RateLimited({ provider: "openai", message: "Too Many Requests (too_many_requests)" })
+      )
+      const quota = yield* runFailing([nested("insufficient_quota", "insufficient_quota", "You exceeded your quota.")])
+      expect(quota.error._tag).toBe("InvalidRequest")
+      const unavailable = yield* runFailing([nested("service_unavailable_error", null, "Please retry.")])
+      expect(unavailable.error).toStrictEqual(
+        new AiError.Unavailable({ provider: "openai", message: "Please retry. (service_unavailable_error)" })
+      )
+      const bare = yield* runFailing([ProviderServer.sse(new Script().created().event("error", {}).frames)])
+      expect(bare.error).toStrictEqual(
+        new AiError.Unavailable({ provider: "openai", message: "the stream failed without a message" })
+      )
+      // Nothing reached the consumer before the transient error, so the request is sent again.
+      const ok = new Script().created().message("msg_1", 0, ["ok"]).completed(usage(1, 1))
+      const deltas = yield* run(
+        [nested("service_unavailable_error", null, "Please retry."), ProviderServer.sse(ok.frames)],
+        {},
+        { retryPolicy: Schedule.recurs(1) }
+      )
+      expect(Turn.text(completeTurn(deltas))).toBe("ok")
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("fails with IncompleteTurn when the stream ends before response.completed", () =>

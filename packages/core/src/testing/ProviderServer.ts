@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Deferred, Duration, Effect, Layer, Ref, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 
@@ -59,6 +59,11 @@ export class ProviderServer extends Context.Service<ProviderServer, {
   readonly reply: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
   /** Every request received so far, oldest first. */
   readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
+  /**
+   * Waits until at least `count` requests have arrived, then returns them all;
+   * a test syncs on a request with it instead of polling {@link requests}.
+   */
+  readonly awaitRequests: (count: number) => Effect.Effect<ReadonlyArray<RecordedRequest>>
   /** Completes once a client has closed a connection before its response body was finished. */
   readonly awaitClientAbort: Effect.Effect<void>
 }>()("@agentloop/core/testing/ProviderServer") {}
@@ -70,8 +75,9 @@ const encoder = new TextEncoder()
  * joined into the body.
  *
  * - `chunkSize` splits the body's bytes into writes of that many bytes, so a
- *   multi-byte UTF-8 character can be cut in two;
- * - `delay` pauses between writes (real time, even under `TestClock`);
+ *   multi-byte UTF-8 character can be cut in two; the server lets its event
+ *   loop turn between writes, so the client reads each write as its own chunk;
+ * - `delay` pauses between writes instead (real time, even under `TestClock`);
  * - `stallAfter` sends that many bytes and then nothing, keeping the connection open;
  * - `disconnectAfter` sends that many bytes and then destroys the socket.
  */
@@ -114,6 +120,12 @@ const realSleep = (duration: Duration.Duration): Effect.Effect<void> =>
     return Effect.sync(() => clearTimeout(timer))
   })
 
+// Writes made in one turn of the event loop reach the client as one chunk; a turn between them keeps them apart.
+const nextTurn: Effect.Effect<void> = Effect.callback<void>((resume) => {
+  const immediate = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(immediate))
+})
+
 const pieces = (body: Uint8Array, end: number, size: number | undefined): Array<Uint8Array> => {
   const step = size === undefined || size <= 0 ? Math.max(end, 1) : size
   const out: Array<Uint8Array> = []
@@ -141,7 +153,7 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
       gracefulShutdownTimeout: Duration.zero
     }).pipe(Effect.orDie)
     const queue = yield* Ref.make<ReadonlyArray<Reply>>([])
-    const recorded = yield* Ref.make<ReadonlyArray<RecordedRequest>>([])
+    const recorded = yield* SubscriptionRef.make<ReadonlyArray<RecordedRequest>>([])
     const aborted = yield* Deferred.make<void>()
 
     const respond = (
@@ -169,9 +181,10 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
       // The server runs handlers uninterruptibly; the wait must opt in, or a client abort could never end it.
       if (reply._tag === "Hang") return Effect.interruptible(Effect.never)
       const end = Math.min(reply.body.length, reply.stallAfter ?? reply.disconnectAfter ?? reply.body.length)
-      const delay = reply.delay
+      const pause = reply.delay === undefined ? nextTurn : realSleep(reply.delay)
+      // One element per write: the server writes a whole chunk of the stream at once.
       const writes = Stream.fromIterable(pieces(reply.body, end, reply.chunkSize)).pipe(
-        delay === undefined ? (s) => s : Stream.mapEffect((piece, i) => i === 0 ? Effect.succeed(piece) : Effect.as(realSleep(delay), piece))
+        Stream.mapEffect((piece, i) => i === 0 ? Effect.succeed(piece) : Effect.as(pause, piece))
       )
       const tail: Stream.Stream<Uint8Array> = reply.disconnectAfter !== undefined
         ? Stream.fromEffect(Effect.sync(() => {
@@ -194,8 +207,8 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
       const text = yield* Effect.orElseSucceed(request.text, () => "")
       const headers: Record<string, string> = {}
       for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value
-      const index = (yield* Ref.get(recorded)).length
-      yield* Ref.update(recorded, (all) => [...all, { method: request.method, url: request.url, headers, body: parseBody(text) }])
+      const received: RecordedRequest = { method: request.method, url: request.url, headers, body: parseBody(text) }
+      const index = yield* SubscriptionRef.modify(recorded, (all) => [all.length, [...all, received]])
       const reply = yield* Ref.modify(queue, (replies): [Reply | undefined, ReadonlyArray<Reply>] => [replies[0], replies.slice(1)])
       return yield* respond(request, reply, index)
     })
@@ -208,7 +221,14 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
     return ProviderServer.of({
       url: `http://127.0.0.1:${port}`,
       reply: (...replies) => Ref.update(queue, (queued) => [...queued, ...replies]),
-      requests: Ref.get(recorded),
+      requests: SubscriptionRef.get(recorded),
+      awaitRequests: (count) =>
+        SubscriptionRef.changes(recorded).pipe(
+          Stream.filter((all) => all.length >= count),
+          Stream.runHead,
+          // `changes` never ends, so the head is always there.
+          Effect.map(Option.getOrThrow)
+        ),
       awaitClientAbort: Deferred.await(aborted)
     })
   })
