@@ -31,6 +31,12 @@ export interface StreamOptions {
   readonly errorMessage?: ((body: string) => string) | undefined
   /** Secrets (the API key) to cut out of every error message, in case the provider echoes them back. */
   readonly secrets?: ReadonlyArray<Redacted.Redacted<string>> | undefined
+  /**
+   * Longest event, in UTF-16 code units, before the stream fails with
+   * `AiError.MalformedEvent` rather than buffering without bound (default 16 MiB:
+   * a final event repeats the whole answer, so it can be long).
+   */
+  readonly maxEventSize?: number | undefined
 }
 
 /** Header and query parameter names whose values are credentials, kept out of spans and logs. */
@@ -192,20 +198,32 @@ const statusError = Effect.fnUntraced(function*(
  * field is ignored: it tells a browser how to reconnect, and a model request is
  * never resumed by reconnecting.
  */
-const parseSse = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<Sse.Event, E, R> =>
+const parseSse = <E, R>(
+  provider: string,
+  maxEventSize: number,
+  text: Stream.Stream<string, E, R>
+): Stream.Stream<Sse.Event, E | AiError.MalformedEvent, R> =>
   Stream.transformPull(text, (upstream) =>
     Effect.sync(() => {
       let buffer: Array<Sse.Event> = []
       const parser = Sse.makeParser((event) => {
         if (event._tag === "Event") buffer.push(event)
-      }, { maxEventSize: Number.MAX_SAFE_INTEGER })
-      const pull: Pull.Pull<Arr.NonEmptyReadonlyArray<Sse.Event>, E> = Effect.flatMap(upstream, (chunk) => {
-        for (const text of chunk) parser.feed(text)
-        const out = buffer
-        if (!Arr.isArrayNonEmpty(out)) return pull
-        buffer = []
-        return Effect.succeed(out)
-      })
+      }, { maxEventSize })
+      const pull: Pull.Pull<Arr.NonEmptyReadonlyArray<Sse.Event>, E | AiError.MalformedEvent> = Effect.flatMap(
+        upstream,
+        (chunk) => {
+          for (const text of chunk) {
+            const error = parser.feed(text)
+            if (error !== undefined) {
+              return Effect.fail(new AiError.MalformedEvent({ provider, event: "(too large)", message: error.message }))
+            }
+          }
+          const out = buffer
+          if (!Arr.isArrayNonEmpty(out)) return pull
+          buffer = []
+          return Effect.succeed(out)
+        }
+      )
       return pull
     }))
 
@@ -248,7 +266,7 @@ export const streamEvents = (options: StreamOptions): Stream.Stream<Sse.Event, A
           )
       })
     )
-    return parseSse(Stream.decodeText(body))
+    return parseSse(provider, options.maxEventSize ?? 16 * 1024 * 1024, Stream.decodeText(body))
   }))
 }
 

@@ -48,6 +48,23 @@ describe("ProviderHttp.streamEvents", () => {
       expect(request?.body).toStrictEqual({ stream: true })
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("fails with MalformedEvent instead of buffering an event longer than maxEventSize", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      yield* server.reply(ProviderServer.sse([
+        ProviderServer.sseEvent({ text: "short" }),
+        ProviderServer.sseEvent({ text: "x".repeat(4096) })
+      ], { chunkSize: 512 }))
+      const received: Array<string> = []
+      const error = yield* (yield* events({ maxEventSize: 1024 })).pipe(
+        Stream.runForEach((event) => Effect.sync(() => received.push(event.data))),
+        Effect.flip
+      )
+      expect(received).toStrictEqual([JSON.stringify({ text: "short" })])
+      expect(error).toMatchObject({ _tag: "MalformedEvent", event: "(too large)" })
+      expect(error.message).toContain("1024")
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("maps HTTP statuses to AiErrors with the provider's message", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer

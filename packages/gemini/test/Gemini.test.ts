@@ -526,7 +526,7 @@ describe("Gemini", () => {
           textReply("Finally")
         )
         const fiber = yield* Effect.forkChild(turn(hello))
-        while ((yield* server.requests).length === 0) yield* realPause
+        yield* server.awaitRequests(1)
         for (let i = 0; i < 10; i++) yield* realPause
         yield* TestClock.adjust("29 seconds")
         for (let i = 0; i < 10; i++) yield* realPause
