@@ -41,11 +41,15 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
   message: Schema.String
 }) {}
 
-/** The provider could not be reached or failed on its side (HTTP ≥ 500, transport failure). */
+/**
+ * The provider could not be reached or failed on its side (HTTP ≥ 500, transport
+ * failure); `retryAfter` is how long it asked us to wait, when it said (a 503 may).
+ */
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", {
   provider: Schema.String,
   status: Schema.optionalKey(Schema.Number),
-  message: Schema.String
+  message: Schema.String,
+  retryAfter: Schema.optionalKey(Schema.DurationFromMillis)
 }) {}
 
 /** A stream event did not decode; `event` names it (its SSE event name or `type`). */
@@ -99,19 +103,14 @@ export const fromHttpStatus = (options: {
   readonly contextLengthExceeded?: boolean | undefined
 }): AiError => {
   const { message, provider, status } = options
+  const retryAfter = options.retryAfter === undefined ? {} : { retryAfter: options.retryAfter }
   if (status === 401 || status === 403) return new AuthFailed({ provider, status, message })
-  if (status === 429) {
-    return new RateLimited({
-      provider,
-      message,
-      ...(options.retryAfter === undefined ? {} : { retryAfter: options.retryAfter })
-    })
-  }
+  if (status === 429) return new RateLimited({ provider, message, ...retryAfter })
   if (status === 408 || status === 504) return new Timeout({ provider, message })
   if (status === 413 || (status === 400 && options.contextLengthExceeded === true)) {
     return new ContextLengthExceeded({ provider, message })
   }
-  if (status >= 500) return new Unavailable({ provider, status, message })
+  if (status >= 500) return new Unavailable({ provider, status, message, ...retryAfter })
   return new InvalidRequest({ provider, status, message })
 }
 

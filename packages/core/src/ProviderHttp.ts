@@ -175,6 +175,17 @@ const withTimeout = (duration: Duration.Input | undefined, provider: string, wha
       )
   })
 
+/**
+ * How long the response asks us to wait: OpenAI's `retry-after-ms` (milliseconds)
+ * when present, else the standard `Retry-After` (seconds or an HTTP date).
+ */
+const retryAfterHeader = (headers: Headers.Headers, now: number): Duration.Duration | undefined => {
+  const millis = Number(headers["retry-after-ms"])
+  return headers["retry-after-ms"] !== undefined && Number.isFinite(millis) && millis >= 0
+    ? Duration.millis(millis)
+    : AiError.parseRetryAfter(headers["retry-after"], now)
+}
+
 const statusError = Effect.fnUntraced(function*(
   options: StreamOptions,
   response: HttpClientResponse.HttpClientResponse
@@ -186,7 +197,7 @@ const statusError = Effect.fnUntraced(function*(
     provider: options.provider,
     status: response.status,
     message,
-    retryAfter: AiError.parseRetryAfter(response.headers["retry-after"], now),
+    retryAfter: retryAfterHeader(response.headers, now),
     contextLengthExceeded: options.isContextLengthError === undefined
       ? response.status === 400 && isContextLengthMessage(body)
       : options.isContextLengthError(response.status, body)
@@ -272,7 +283,7 @@ export const streamEvents = (options: StreamOptions): Stream.Stream<Sse.Event, A
 
 /**
  * When to retry a failed request: a `Schedule` fed with each retryable error.
- * The delay it returns is a floor: a longer `RateLimited.retryAfter` wins.
+ * The delay it returns is a floor: a longer `retryAfter` of the error (a 429's or a 503's) wins.
  */
 export type RetryPolicy = Schedule.Schedule<unknown, AiError.AiError>
 
@@ -287,7 +298,9 @@ export const defaultRetryPolicy: RetryPolicy = Schedule.exponential("500 millis"
 export const noRetry: RetryPolicy = Schedule.recurs(0)
 
 const retryAfterOf = (error: AiError.AiError): Duration.Duration =>
-  error._tag === "RateLimited" && error.retryAfter !== undefined ? error.retryAfter : Duration.zero
+  (error._tag === "RateLimited" || error._tag === "Unavailable") && error.retryAfter !== undefined
+    ? error.retryAfter
+    : Duration.zero
 
 /**
  * Re-runs a model stream that failed with a retryable error (`AiError.isRetryable`)

@@ -112,6 +112,17 @@ describe("ProviderHttp.streamEvents", () => {
       expect(error).toMatchObject({ _tag: "RateLimited", retryAfter: Duration.seconds(30) })
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("reads retry-after-ms before Retry-After, and a 503's Retry-After too", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      yield* server.reply(
+        ProviderServer.status(429, "later", { "retry-after-ms": "1500", "retry-after": "9" }),
+        ProviderServer.status(503, "overloaded", { "retry-after": "4" })
+      )
+      expect(yield* failure()).toMatchObject({ _tag: "RateLimited", retryAfter: Duration.millis(1500) })
+      expect(yield* failure()).toMatchObject({ _tag: "Unavailable", status: 503, retryAfter: Duration.seconds(4) })
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("lets the provider decide what a 400 means and where its message is", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
@@ -261,6 +272,18 @@ describe("ProviderHttp.retry", () => {
     Effect.gen(function*() {
       const limited = new AiError.RateLimited({ provider: "test", message: "slow", retryAfter: Duration.seconds(20) })
       const { count, stream } = scripted([Stream.fail(limited), Stream.make(1)])
+      const fiber = yield* Effect.forkChild(Stream.runCollect(ProviderHttp.retry(stream, Schedule.spaced("1 second"))))
+      yield* TestClock.adjust("19 seconds")
+      expect(count()).toBe(1)
+      yield* TestClock.adjust("1 second")
+      expect(yield* Fiber.join(fiber)).toStrictEqual([1])
+      expect(count()).toBe(2)
+    }))
+
+  it.effect("waits at least an Unavailable's retryAfter too", () =>
+    Effect.gen(function*() {
+      const overloaded = new AiError.Unavailable({ provider: "test", message: "503", retryAfter: Duration.seconds(20) })
+      const { count, stream } = scripted([Stream.fail(overloaded), Stream.make(1)])
       const fiber = yield* Effect.forkChild(Stream.runCollect(ProviderHttp.retry(stream, Schedule.spaced("1 second"))))
       yield* TestClock.adjust("19 seconds")
       expect(count()).toBe(1)
