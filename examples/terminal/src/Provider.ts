@@ -4,7 +4,7 @@
  * `OPENAI_API_KEY`) or `gemini` (Google, reads `GEMINI_API_KEY`).
  * `AGENTLOOP_BASE_URL` and `AGENTLOOP_MODEL` override the endpoint and model.
  */
-import { Config, Effect, Layer, Option } from "effect"
+import { Config, Effect, Layer, Option, Schema } from "effect"
 import type { LanguageModel } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/core/testing"
 import { Gemini } from "@agentloop/gemini"
@@ -18,8 +18,17 @@ export const name = Config.Literals(["mock", "responses", "gemini"], "AGENTLOOP_
 /** The scripted model, paced like a real one. */
 export const mock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "20 millis" })
 
+/** The provider chosen has no API key in the environment. */
+export class MissingApiKey extends Schema.TaggedError<MissingApiKey>()("MissingApiKey", { message: Schema.String }) {}
+
+const apiKey = (provider: string, variable: string) =>
+  Effect.mapError(
+    Config.Redacted(variable),
+    () => new MissingApiKey({ message: `AGENTLOOP_PROVIDER=${provider} needs ${variable} in the environment` })
+  )
+
 /** The `LanguageModel` the environment asks for. */
-export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError> = Layer.unwrap(
+export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey> = Layer.unwrap(
   Effect.gen(function*() {
     const provider = yield* name
     const baseUrl = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_BASE_URL")))
@@ -28,9 +37,9 @@ export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError>
       case "mock":
         return mock
       case "responses":
-        return Responses.layer({ apiKey: yield* Config.Redacted("OPENAI_API_KEY"), baseUrl, model })
+        return Responses.layer({ apiKey: yield* apiKey(provider, "OPENAI_API_KEY"), baseUrl, model })
       case "gemini":
-        return Gemini.layer({ apiKey: yield* Config.Redacted("GEMINI_API_KEY"), baseUrl, model })
+        return Gemini.layer({ apiKey: yield* apiKey(provider, "GEMINI_API_KEY"), baseUrl, model })
     }
   })
 )

@@ -20,5 +20,11 @@ const program = Effect.gen(function*() {
 
 program.pipe(
   Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer))),
+  Effect.catch((error) =>
+    Effect.sync(() => {
+      process.stderr.write(`agentloop demo: ${error.message}\n`)
+      process.exitCode = 1
+    })
+  ),
   NodeRuntime.runMain
 )

@@ -4,10 +4,10 @@ import { AgentLoop, AiError, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/core/testing"
 import { evaluate } from "../src/Arithmetic.ts"
 import * as Demo from "../src/Demo.ts"
+import { plain } from "./plain.ts"
 import { question, script } from "../src/script.ts"
 import { toolkit } from "../src/tools.ts"
 
-const plain = (text: string) => text.replace(/\x1b\[\d+m/g, "")
 
 const demo = (replies: ReadonlyArray<MockLanguageModel.Reply>) =>
   Effect.gen(function*() {

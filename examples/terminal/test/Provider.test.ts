@@ -1,0 +1,53 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { AgentLoop } from "@agentloop/core"
+import { ProviderServer } from "@agentloop/core/testing"
+import * as Demo from "../src/Demo.ts"
+import { plain } from "./plain.ts"
+import * as Provider from "../src/Provider.ts"
+
+const withEnv = (env: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env }))
+
+
+const demoWith = (env: Record<string, string>) =>
+  Effect.gen(function*() {
+    let out = ""
+    yield* Demo.run("Hi", (text) => Effect.sync(() => out += text))
+    return plain(out)
+  }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer), Layer.provide(withEnv(env)))))
+
+describe("the demo's provider choice", () => {
+  it.effect("is the scripted mock by default", () =>
+    Effect.gen(function*() {
+      expect(yield* Provider.name.pipe(Effect.provide(withEnv({})))).toBe("mock")
+    }))
+
+  it.effect("says which key is missing", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(demoWith({ AGENTLOOP_PROVIDER: "gemini" }))
+      expect(error).toMatchObject({
+        _tag: "MissingApiKey",
+        message: "AGENTLOOP_PROVIDER=gemini needs GEMINI_API_KEY in the environment"
+      })
+    }))
+
+  for (const [provider, variable, path] of [
+    ["responses", "OPENAI_API_KEY", "/responses"],
+    ["gemini", "GEMINI_API_KEY", "/models/m:streamGenerateContent?alt=sse"]
+  ] as const) {
+    it.live(`talks to ${provider} at AGENTLOOP_BASE_URL with AGENTLOOP_MODEL`, () =>
+      Effect.gen(function*() {
+        const server = yield* ProviderServer.ProviderServer
+        yield* server.reply(ProviderServer.status(401, { error: { message: "key rejected" } }))
+        const out = yield* demoWith({
+          AGENTLOOP_PROVIDER: provider,
+          [variable]: "test-key",
+          AGENTLOOP_BASE_URL: server.url,
+          AGENTLOOP_MODEL: "m"
+        })
+        expect(out).toContain("✗ ProviderAuth (fatal)")
+        const [request] = yield* server.requests
+        expect(request?.url).toBe(path)
+      }).pipe(Effect.provide(ProviderServer.layer)))
+  }
+})
