@@ -268,29 +268,23 @@ describe("ProviderHttp.retry", () => {
       expect(count()).toBe(1)
     }))
 
-  it.effect("waits at least RateLimited.retryAfter, even when the policy asks for less", () =>
-    Effect.gen(function*() {
-      const limited = new AiError.RateLimited({ provider: "test", message: "slow", retryAfter: Duration.seconds(20) })
-      const { count, stream } = scripted([Stream.fail(limited), Stream.make(1)])
-      const fiber = yield* Effect.forkChild(Stream.runCollect(ProviderHttp.retry(stream, Schedule.spaced("1 second"))))
-      yield* TestClock.adjust("19 seconds")
-      expect(count()).toBe(1)
-      yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(fiber)).toStrictEqual([1])
-      expect(count()).toBe(2)
-    }))
-
-  it.effect("waits at least an Unavailable's retryAfter too", () =>
-    Effect.gen(function*() {
-      const overloaded = new AiError.Unavailable({ provider: "test", message: "503", retryAfter: Duration.seconds(20) })
-      const { count, stream } = scripted([Stream.fail(overloaded), Stream.make(1)])
-      const fiber = yield* Effect.forkChild(Stream.runCollect(ProviderHttp.retry(stream, Schedule.spaced("1 second"))))
-      yield* TestClock.adjust("19 seconds")
-      expect(count()).toBe(1)
-      yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(fiber)).toStrictEqual([1])
-      expect(count()).toBe(2)
-    }))
+  for (
+    const error of [
+      new AiError.RateLimited({ provider: "test", message: "429", retryAfter: Duration.seconds(20) }),
+      new AiError.Unavailable({ provider: "test", message: "503", retryAfter: Duration.seconds(20) })
+    ]
+  ) {
+    it.effect(`waits at least a ${error._tag}'s retryAfter, even when the policy asks for less`, () =>
+      Effect.gen(function*() {
+        const { count, stream } = scripted([Stream.fail(error), Stream.make(1)])
+        const fiber = yield* Effect.forkChild(Stream.runCollect(ProviderHttp.retry(stream, Schedule.spaced("1 second"))))
+        yield* TestClock.adjust("19 seconds")
+        expect(count()).toBe(1)
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.join(fiber)).toStrictEqual([1])
+        expect(count()).toBe(2)
+      }))
+  }
 
   it.effect("gives up with the last error when the policy is exhausted", () =>
     Effect.gen(function*() {
