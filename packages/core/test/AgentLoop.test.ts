@@ -14,14 +14,8 @@ import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
 import * as Until from "../src/Until.ts"
+import { add } from "./fixtures.ts"
 
-const add = Tool.make({
-  name: "add",
-  description: "Adds two numbers",
-  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-  output: Schema.Finite,
-  execute: ({ a, b }) => Effect.succeed(a + b)
-})
 const submit = Tool.make({
   name: "submit",
   description: "Submits the final answer",

@@ -3,23 +3,16 @@
  * stream a model turn, run the tools it called, loop until it calls none.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Schema, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Item from "../src/Item.ts"
 import { LanguageModel } from "../src/LanguageModel.ts"
 import * as Loop from "../src/Loop.ts"
 import { MockLanguageModel } from "../src/testing/index.ts"
-import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
+import { add } from "./fixtures.ts"
 
-const add = Tool.make({
-  name: "add",
-  description: "Adds two numbers",
-  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-  output: Schema.Finite,
-  execute: ({ a, b }) => Effect.succeed(a + b)
-})
 const toolkit = Toolkit.make(add)
 
 interface State {

@@ -6,6 +6,7 @@ import type * as Item from "../src/Item.ts"
 import { Halt } from "../src/Halt.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
+import { add } from "./fixtures.ts"
 
 const call = (name: string, args: string, callId = "c1"): Item.FunctionCall => ({
   type: "function_call",
@@ -20,13 +21,6 @@ const errorOf = (result: Toolkit.Result): unknown => (JSON.parse(result.output.o
 
 class OutOfStock extends Schema.TaggedError<OutOfStock>()("OutOfStock", { message: Schema.String }) {}
 
-const add = Tool.make({
-  name: "add",
-  description: "Adds two numbers",
-  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-  output: Schema.Finite,
-  execute: ({ a, b }) => Effect.succeed(a + b)
-})
 
 const order = Tool.make({
   name: "order",
