@@ -70,28 +70,17 @@ describe("Tool", () => {
       execute: ({ tree }) => Effect.succeed(tree.name)
     })
     const parameters = tool.parameters
-    expect(parameters["properties"]).toStrictEqual({
-      tree: {
-        type: "object",
-        properties: {
-          name: { type: "string" },
-          children: { type: "array", items: { $ref: "#/$defs/Category" } }
-        },
-        required: ["name", "children"],
-        additionalProperties: false
-      }
-    })
-    expect(parameters["$defs"]).toStrictEqual({
-      Category: {
-        type: "object",
-        properties: {
-          name: { type: "string" },
-          children: { type: "array", items: { $ref: "#/$defs/Category" } }
-        },
-        required: ["name", "children"],
-        additionalProperties: false
-      }
-    })
+    const category = {
+      type: "object",
+      properties: {
+        name: { type: "string" },
+        children: { type: "array", items: { $ref: "#/$defs/Category" } }
+      },
+      required: ["name", "children"],
+      additionalProperties: false
+    }
+    expect(parameters["properties"]).toStrictEqual({ tree: category })
+    expect(parameters["$defs"]).toStrictEqual({ Category: category })
   })
 
   it("inlines definitions whose identifier has characters a JSON pointer escapes", () => {
