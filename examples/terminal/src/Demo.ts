@@ -4,21 +4,36 @@
  */
 import { Effect, Stream } from "effect"
 import { AgentLoop } from "@agentloop/core"
+import type { Termination } from "@agentloop/core"
 import * as Render from "./render.ts"
 import { toolkit } from "./tools.ts"
 
 const instructions = "You are a careful assistant. Use the tools for every calculation and unit conversion, " +
   "then answer briefly."
 
-/** Runs the agent on `question`, writing its output with `write`. A termination is printed, not raised. */
-export const run = (question: string, write: (text: string) => Effect.Effect<void>) =>
+/**
+ * Runs the agent on `question`, writing its output with `write`, and returns
+ * how the run ended: a termination is printed and returned, not raised.
+ */
+export const run = (
+  question: string,
+  write: (text: string) => Effect.Effect<void>
+): Effect.Effect<Termination.Termination, never, AgentLoop.AgentLoop> =>
   Effect.gen(function*() {
     const agent = yield* AgentLoop.AgentLoop
     yield* write(`> ${question}\n\n`)
-    yield* agent.stream({ input: question, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }).pipe(
-      Stream.map(Render.event),
-      Stream.filter((text) => text !== ""),
-      Stream.runForEach(write),
-      Effect.catch((termination) => write(Render.termination(termination)))
+    return yield* agent.stream({ input: question, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }).pipe(
+      Stream.tap((event) => {
+        const text = Render.event(event)
+        return text === "" ? Effect.void : write(text)
+      }),
+      Stream.runFold(
+        (): Termination.Termination | undefined => undefined,
+        (ended, event) => event._tag === "Finished" ? event.result.termination : ended
+      ),
+      Effect.flatMap((ended) =>
+        ended === undefined ? Effect.die(new Error("the run ended without a Finished event")) : Effect.succeed(ended)
+      ),
+      Effect.catch((termination) => Effect.as(write(Render.termination(termination)), termination))
     )
   })

@@ -1,9 +1,10 @@
 /**
- * `npm run demo [question]`: the terminal demo.
+ * `npm run demo [question]`: the terminal demo. It exits with status 1 when the
+ * run ends with an error termination (or cannot start), 0 when it ends well.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { AgentLoop } from "@agentloop/core"
+import { AgentLoop, Termination } from "@agentloop/core"
 import * as Demo from "./Demo.ts"
 import * as Provider from "./Provider.ts"
 import { question } from "./script.ts"
@@ -15,7 +16,8 @@ const write = (text: string) => Effect.sync(() => process.stdout.write(text))
 const program = Effect.gen(function*() {
   const provider = yield* Provider.name
   yield* write(`agentloop demo · provider: ${provider}${provider === "mock" ? " (scripted: set AGENTLOOP_PROVIDER to use a real model)" : ""}\n`)
-  yield* Demo.run(asked === "" ? question : asked, write)
+  const ended = yield* Demo.run(asked === "" ? question : asked, write)
+  if (Termination.isError(ended)) process.exitCode = 1
 })
 
 program.pipe(

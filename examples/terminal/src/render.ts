@@ -3,24 +3,19 @@
  * call and its result, a line per turn with usage and cost, and the way the
  * run ended.
  */
-import type { AgentLoop, Toolkit } from "@agentloop/core"
+import type { Accounting, AgentLoop, Cost } from "@agentloop/core"
 import { Termination, Turn } from "@agentloop/core"
 
 const dim = (text: string) => `\x1b[2m${text}\x1b[22m`
 const green = (text: string) => `\x1b[32m${text}\x1b[39m`
 const red = (text: string) => `\x1b[31m${text}\x1b[39m`
 
-const usd = (amount: number | undefined) => amount === undefined ? "cost unknown" : `$${amount.toFixed(6)}`
+const usd = (cost: Cost.Cost) => cost === null ? "cost unknown" : `$${cost.toFixed(6)}`
 
-const accounting = (accounting: Termination.Accounting) =>
+const accounting = (accounting: Accounting.Accounting) =>
   `${accounting.steps} turn${accounting.steps === 1 ? "" : "s"} · ${accounting.usage.input} in / ${accounting.usage.output} out tokens · ${
     usd(accounting.cost)
   } · ${(accounting.elapsedMs / 1000).toFixed(1)} s`
-
-const toolResult = (result: Toolkit.Result): string =>
-  result.outcome === "success"
-    ? `  ${green("←")} ${result.call.name} ${result.output.output}\n`
-    : `  ${red("✗")} ${result.call.name} ${result.outcome}: ${result.reason}\n`
 
 /** The text to print for one event; empty for events the terminal does not show. */
 export const event = (event: AgentLoop.AgentEvent): string => {
@@ -33,9 +28,13 @@ export const event = (event: AgentLoop.AgentEvent): string => {
       return ""
     }
     case "ToolResult":
-      return toolResult(event.result)
+      return event.outcome === "success"
+        ? `  ${green("←")} ${event.call.name} ${event.output.output}\n`
+        : `  ${red("✗")} ${event.call.name} ${event.outcome}: ${event.reason ?? ""}\n`
     case "ToolProgress":
       return dim(`  … ${event.call.name} ${JSON.stringify(event.value)}\n`)
+    case "AttemptDiscarded":
+      return dim(`\n  [the text above is void: ${event.cause.message}]\n`)
     case "Compacted":
       return dim(`  [history compacted: ${event.before} → ${event.after} items]\n`)
     case "TurnCompleted": {

@@ -12,14 +12,15 @@ import { toolkit } from "../src/tools.ts"
 const demo = (replies: ReadonlyArray<MockLanguageModel.Reply>) =>
   Effect.gen(function*() {
     let out = ""
-    yield* Demo.run(question, (text) => Effect.sync(() => out += text))
-    return plain(out)
+    const ended = yield* Demo.run(question, (text) => Effect.sync(() => out += text))
+    return { out: plain(out), ended }
   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(replies)))))
 
 describe("the terminal demo", () => {
   it.effect("streams the answer, every tool call and result, and how the run ended", () =>
     Effect.gen(function*() {
-      const out = yield* demo(script)
+      const { out, ended } = yield* demo(script)
+      expect(ended._tag).toBe("Stop")
       expect(out).toContain("→ convert_units {\"value\":26.2,\"from\":\"mi\",\"to\":\"km\"}")
       expect(out).toContain("← convert_units {\"value\":42.1648128,\"unit\":\"km\"}")
       expect(out).toContain("← calculator {\"expression\":\"(3.5 + 1.25) * 4\",\"value\":19}")
@@ -30,8 +31,9 @@ describe("the terminal demo", () => {
 
   it.effect("prints a termination instead of failing", () =>
     Effect.gen(function*() {
-      const out = yield* demo([new AiError.AuthFailed({ provider: "openai", status: 401, message: "bad key" })])
+      const { out, ended } = yield* demo([new AiError.AuthFailed({ provider: "openai", status: 401, message: "bad key" })])
       expect(out).toContain("✗ ProviderAuth (fatal): provider openai rejected the credentials (HTTP 401)")
+      expect(ended._tag).toBe("ProviderAuth")
     }))
 })
 

@@ -1,3 +1,5 @@
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { AgentLoop } from "@agentloop/core"
@@ -50,4 +52,19 @@ describe("the demo's provider choice", () => {
         expect(request?.url).toBe(path)
       }).pipe(Effect.provide(ProviderServer.layer)))
   }
+
+  it.live("the demo process exits with status 1 when the run ends in an error termination", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      yield* server.reply(ProviderServer.status(401, { error: { message: "key rejected" } }))
+      const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+      const ended = yield* Effect.callback<{ readonly code: number | null; readonly stdout: string }>((resume) => {
+        const child = execFile(process.execPath, [main], {
+          env: { ...process.env, AGENTLOOP_PROVIDER: "responses", OPENAI_API_KEY: "test-key", AGENTLOOP_BASE_URL: server.url },
+          timeout: 30_000
+        }, (error, stdout) => resume(Effect.succeed({ code: error === null ? 0 : child.exitCode, stdout })))
+      })
+      expect(plain(ended.stdout)).toContain("✗ ProviderAuth (fatal)")
+      expect(ended.code).toBe(1)
+    }).pipe(Effect.provide(ProviderServer.layer)), 60_000)
 })

@@ -2,16 +2,21 @@
  * The agent service: a model, tools, a stop predicate and limits, run as one
  * pull-based stream that ends with exactly one typed termination.
  *
- * It is `Loop.loop` + `Loop.streamUntilComplete` + `Toolkit.streamAll`: each
- * iteration streams one model turn, runs the tools the model called, checks the
- * limits and asks the `Until` predicate whether to stop. Nothing runs ahead of
- * the consumer: a consumer that stops pulling stops the run, and its HTTP request.
+ * A run is a small state machine on `Loop.loop`. Each iteration is one
+ * `AgentTurn` (the request with reactive compaction, the accounted turn, the
+ * tool calls); then the `AgentRules`, the `afterTurn` hook, the stop predicate
+ * and the structured output decide whether to go on. Nothing runs ahead of the
+ * consumer: a consumer that stops pulling stops the run, and its HTTP request.
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect, Layer, Random, Schema, Stream } from "effect"
-import type * as AiError from "./AiError.ts"
-import * as Compactor from "./Compactor.ts"
+import { Clock, Context, Duration, Effect, Layer, Random, Schema, Stream } from "effect"
+import type { Accounting } from "./Accounting.ts"
+import type * as Events from "./AgentEvent.ts"
+import * as AgentRules from "./AgentRules.ts"
+import * as AgentTurn from "./AgentTurn.ts"
+import * as AiError from "./AiError.ts"
+import * as Cost from "./Cost.ts"
 import type { Halt } from "./Halt.ts"
 import * as Item from "./Item.ts"
 import { LanguageModel } from "./LanguageModel.ts"
@@ -21,30 +26,47 @@ import * as Pricing from "./Pricing.ts"
 import type { Snapshot } from "./Snapshot.ts"
 import * as StepMeta from "./StepMeta.ts"
 import { StopPolicy } from "./StopPolicy.ts"
+import * as Telemetry from "./Telemetry.ts"
 import * as Termination from "./Termination.ts"
 import * as TokenUsage from "./TokenUsage.ts"
 import * as Tool from "./Tool.ts"
 import * as Toolkit from "./Toolkit.ts"
 import * as Turn from "./Turn.ts"
-import type { TurnDelta } from "./TurnDelta.ts"
 import * as Until from "./Until.ts"
-import type * as Verdict from "./Verdict.ts"
+
+export {
+  /** What a run streams, as a `Schema` union a client decodes by `_tag` (see the `AgentEvent` module). */
+  AgentEvent,
+  /** How a successful run ended: `Stopped` with its output, or `Submitted` through its finish tool. */
+  RunResult,
+  /** A run stopped by its predicate. */
+  Stopped,
+  /** A run ended by its finish tool. */
+  Submitted
+} from "./AgentEvent.ts"
 
 /** The limits of a run, and the termination each one ends it with. */
 export interface Limits {
   /** Model turns at most (default 50); one more would end the run with `MaxTurns`. */
   readonly maxTurns?: number | undefined
-  /** Cost in USD at most, this turn's included (default none); reaching it ends the run with `MaxBudgetUsd`. */
+  /**
+   * Cost in USD at most, this turn's included (default none); reaching it ends
+   * the run with `MaxBudgetUsd`. A model without a price ends it with
+   * `UnpricedModel`: before the first request when `model` is given, else at
+   * the first turn the provider answers with an unpriced model.
+   */
   readonly maxBudgetUsd?: number | undefined
+  /** Wall-clock time at most (default none): reaching it ends the run with `MaxDuration`, even mid-turn or mid-tool. */
+  readonly maxDuration?: Duration.Input | undefined
   /** Turns in a row whose tool calls all failed (default 3) before `ConsecutiveMistakes`. */
   readonly maxConsecutiveMistakes?: number | undefined
-  /** Turns in a row that repeat the previous turn's calls and results with no new text (default 3) before `NoProgress`. */
+  /** Turns in a row that repeat the previous turn's calls and results with no text (default 3) before `NoProgress`. */
   readonly maxNoProgress?: number | undefined
   /** Repair turns for a structured output that does not decode (default 2) before `MaxStructuredOutputRetries`. */
   readonly maxStructuredOutputRetries?: number | undefined
   /** Tool calls running at once (default 4). */
   readonly toolConcurrency?: number | undefined
-  /** Time limit of each tool call (default none; a tool's own `timeout` wins). */
+  /** Time limit of each tool call (default `Toolkit.defaultTimeout`, five minutes; a tool's own `timeout` wins). */
   readonly toolTimeout?: Toolkit.Options["timeout"]
 }
 
@@ -69,47 +91,16 @@ export interface Options<O = string, R = never, E = never, RU = never> {
   readonly params?: ModelParams | undefined
   readonly toolChoice?: ToolChoice | undefined
   readonly limits?: Limits | undefined
+  /** Names the agent in traces (`gen_ai.agent.name`). */
+  readonly name?: string | undefined
   /** Names the run (in the predicates' snapshots and caches); a random id when absent. */
   readonly runId?: string | undefined
   /** Nesting depth, for runs started by other runs (default 0). */
   readonly depth?: number | undefined
 }
 
-/** A run that ended because its stop predicate said so, with its output. */
-export interface Stopped<O> {
-  readonly termination: Termination.Stop
-  readonly output: O
-  readonly history: ReadonlyArray<Item.Item>
-}
-
-/** A run that ended through its finish tool; the tool's output is `termination.value`. */
-export interface Submitted {
-  readonly termination: Termination.Submitted<unknown>
-  readonly history: ReadonlyArray<Item.Item>
-}
-
-/** How a successful run ended. */
-export type RunResult<O> = Stopped<O> | Submitted
-
-/** What a run streams: enough to drive a UI, and its final result. */
-export type AgentEvent<O = string> =
-  | { readonly _tag: "TurnStarted"; readonly step: number }
-  | { readonly _tag: "Delta"; readonly step: number; readonly delta: TurnDelta }
-  | { readonly _tag: "Compacted"; readonly step: number; readonly before: number; readonly after: number }
-  | {
-    readonly _tag: "TurnCompleted"
-    readonly step: number
-    readonly turn: Turn.Turn
-    /** This turn's cost in USD, `undefined` when its model has no price. */
-    readonly cost: number | undefined
-    /** The run's accounting, this turn included. */
-    readonly accounting: Termination.Accounting
-  }
-  | { readonly _tag: "ToolProgress"; readonly step: number; readonly call: Item.FunctionCall; readonly value: unknown }
-  | { readonly _tag: "ToolResult"; readonly step: number; readonly result: Toolkit.Result }
-  | { readonly _tag: "Verdict"; readonly step: number; readonly verdict: Verdict.Verdict }
-  | { readonly _tag: "Feedback"; readonly step: number; readonly text: string }
-  | { readonly _tag: "Finished"; readonly result: RunResult<O> }
+type RunResult<O> = Events.RunResult<O>
+type AgentEvent<O> = Events.AgentEvent<O>
 
 /** The agent service; `layer` builds it on whatever `LanguageModel` is provided. */
 export class AgentLoop extends Context.Service<AgentLoop, {
@@ -123,17 +114,16 @@ export class AgentLoop extends Context.Service<AgentLoop, {
   ): Effect.Effect<RunResult<O>, Termination.Error, R | RU>
 }>()("@agentloop/core/AgentLoop") {}
 
+/** Where a run stands between turns. */
 interface State {
   readonly history: ReadonlyArray<Item.Item>
   readonly steps: number
   readonly usage: TokenUsage.TokenUsage
-  readonly cost: number
-  readonly turns: ReadonlyArray<Turn.Turn>
-  /** What went wrong in each of the last turns whose tool calls all failed. */
+  readonly cost: Cost.Cost
+  /** The text of every turn so far: the outputs a predicate's snapshot lists. */
+  readonly outputs: ReadonlyArray<string>
   readonly mistakes: ReadonlyArray<string>
-  /** The previous turn's calls and results, and how many turns in a row repeated them. */
-  readonly signature: string | undefined
-  readonly repeats: number
+  readonly progress: AgentRules.Progress
   readonly repairs: number
 }
 
@@ -147,12 +137,37 @@ const defaults = {
 /** How many of the last items a termination carries. */
 const lastItemsKept = 10
 
-const isDelta = <O>(value: TurnDelta | AgentEvent<O>): value is TurnDelta => "type" in value
-
-/** Whether a turn's text adds nothing a person could read. */
-const isBlank = (text: string): boolean => text.trim() === ""
-
 const feedbackMessage = (text: string, step: number): Item.Message => Item.userMessage(text, `feedback_${step}`)
+
+const isTurnFailure = Schema.is(Schema.Union([AiError.AiError, AgentTurn.CompactionFailure]))
+
+/** The termination of a run whose turn could not complete. */
+const fromTurnFailure = (failure: AgentTurn.Failure, accounting: Accounting): Termination.Error => {
+  switch (failure._tag) {
+    case "AuthFailed":
+      return new Termination.ProviderAuth({ cause: failure, accounting })
+    case "ContextLengthExceeded":
+      return new Termination.PromptTooLong({ cause: failure, accounting })
+    case "CompactionFailure":
+      return new Termination.CompactionFailed({ message: failure.message, cause: failure.overflow, accounting })
+    default:
+      return new Termination.DuringExecution({
+        message: `the model request failed: ${failure.message}`,
+        cause: failure,
+        accounting
+      })
+  }
+}
+
+/** Records how the run ended on its span, with its usage and cost. */
+const annotateEnd = (termination: Termination.Termination): Effect.Effect<void> =>
+  Effect.annotateCurrentSpan({
+    "agentloop.termination": termination._tag,
+    "agentloop.termination.category": Termination.category(termination),
+    ...Telemetry.usageAttributes(termination.accounting.usage),
+    ...(termination.accounting.cost === null ? {} : { "agentloop.cost_usd": termination.accounting.cost }),
+    ...(Termination.isError(termination) ? { "error.type": termination._tag } : {})
+  })
 
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(
@@ -168,11 +183,9 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       maxBudgetUsd: options.limits?.maxBudgetUsd,
       maxConsecutiveMistakes: options.limits?.maxConsecutiveMistakes ?? defaults.maxConsecutiveMistakes,
       maxNoProgress: options.limits?.maxNoProgress ?? defaults.maxNoProgress,
-      maxStructuredOutputRetries: options.limits?.maxStructuredOutputRetries ?? defaults.maxStructuredOutputRetries,
-      toolConcurrency: options.limits?.toolConcurrency,
-      toolTimeout: options.limits?.toolTimeout
+      maxStructuredOutputRetries: options.limits?.maxStructuredOutputRetries ?? defaults.maxStructuredOutputRetries
     }
-    const toolkit = options.toolkit
+    const tools = { concurrency: options.limits?.toolConcurrency, timeout: options.limits?.toolTimeout }
     const output = options.output
     const decodeOutput = output === undefined
       ? undefined
@@ -180,14 +193,34 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     const turnOptions: TurnOptions = {
       model: options.model,
       instructions: options.instructions,
-      tools: toolkit === undefined ? undefined : Toolkit.definitions(toolkit),
+      tools: options.toolkit === undefined ? undefined : Toolkit.definitions(options.toolkit),
       toolChoice: options.toolChoice,
       params: options.params,
       output: output === undefined ? undefined : { name: "output", schema: Tool.toParameters(output) }
     }
+    yield* Effect.annotateCurrentSpan({
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.provider.name": Telemetry.providerName(model.provider),
+      "agentloop.run.id": runId,
+      ...(options.model === undefined ? {} : { "gen_ai.request.model": options.model }),
+      ...(options.name === undefined ? {} : { "gen_ai.agent.name": options.name })
+    })
+
+    const initial: State = {
+      history: typeof options.input === "string" ? [Item.userMessage(options.input)] : options.input,
+      steps: 0,
+      usage: TokenUsage.empty,
+      cost: Cost.zero,
+      outputs: [],
+      mistakes: [],
+      progress: AgentRules.progressing,
+      repairs: 0
+    }
+    /** The run as last accounted: what a deadline or a failed turn reports. */
+    let latest = initial
 
     const accounting = (state: State, history: ReadonlyArray<Item.Item> = state.history) =>
-      Effect.map(Clock.currentTimeMillis, (now): Termination.Accounting => ({
+      Effect.map(Clock.currentTimeMillis, (now): Accounting => ({
         usage: state.usage,
         cost: state.cost,
         elapsedMs: now - startedAt,
@@ -195,302 +228,201 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         lastItems: history.slice(-lastItemsKept)
       }))
 
-    const fromModelError = (state: State, history: ReadonlyArray<Item.Item>) =>
-    (error: AiError.AiError): Effect.Effect<never, Termination.Error> =>
-      Effect.flatMap(accounting(state, history), (accounting) =>
-        Effect.fail(
-          error._tag === "AuthFailed"
-            ? new Termination.ProviderAuth({ cause: error, accounting })
-            : new Termination.DuringExecution({ message: `the model request failed: ${error.message}`, cause: error, accounting })
-        ))
+    if (
+      limits.maxBudgetUsd !== undefined && options.model !== undefined && !(yield* Pricing.isPriced(options.model))
+    ) {
+      return yield* new Termination.UnpricedModel({
+        model: options.model,
+        maxBudgetUsd: limits.maxBudgetUsd,
+        accounting: yield* accounting(initial)
+      })
+    }
 
-    /** One model turn; on a context overflow, one compaction and one retry. */
-    const requestTurn = (
-      state: State,
-      compacted: (before: number, after: number, history: ReadonlyArray<Item.Item>) => void
-    ): Stream.Stream<TurnDelta, Termination.Error> =>
-      model.streamTurn(state.history, turnOptions).pipe(
-        Stream.catch((error) =>
-          error._tag !== "ContextLengthExceeded"
-            ? Stream.fromEffect(fromModelError(state, state.history)(error))
-            : Stream.unwrap(Effect.gen(function*() {
-              const compactor = yield* Compactor.Compactor
-              const shorter = yield* compactor.compact(state.history).pipe(
-                Effect.catch((failure) =>
-                  Effect.flatMap(accounting(state), (accounting) =>
-                    Effect.fail(
-                      new Termination.CompactionFailed({
-                        message: `the history did not fit the context window and compacting it failed: ${failure.message}`,
-                        cause: error,
-                        accounting
-                      })
-                    ))
-                )
-              )
-              compacted(state.history.length, shorter.length, shorter)
-              return model.streamTurn(shorter, turnOptions).pipe(
-                Stream.catch((again) =>
-                  Stream.fromEffect(
-                    again._tag === "ContextLengthExceeded"
-                      ? Effect.flatMap(accounting(state, shorter), (accounting) =>
-                        Effect.fail(new Termination.PromptTooLong({ cause: again, accounting })))
-                      : fromModelError(state, shorter)(again)
-                  )
-                )
-              )
-            }))
-        )
-      )
+    /** Adds a completed turn to the books, and keeps the budget. */
+    const account = (state: State, completed: AgentTurn.Completed) =>
+      Effect.gen(function*() {
+        const accounted: State = {
+          ...state,
+          history: completed.history,
+          steps: state.steps + 1,
+          usage: TokenUsage.add(state.usage, completed.turn.usage),
+          cost: Cost.add(state.cost, completed.cost),
+          outputs: [...state.outputs, Turn.text(completed.turn)]
+        }
+        latest = accounted
+        const books = yield* accounting(accounted)
+        const budget = AgentRules.budget(accounted.cost, limits.maxBudgetUsd)
+        if (limits.maxBudgetUsd !== undefined && budget === "unpriced") {
+          return yield* new Termination.UnpricedModel({
+            ...(completed.turn.model === undefined ? {} : { model: completed.turn.model }),
+            maxBudgetUsd: limits.maxBudgetUsd,
+            accounting: books
+          })
+        }
+        if (limits.maxBudgetUsd !== undefined && budget === "reached") {
+          return yield* new Termination.MaxBudgetUsd({ maxBudgetUsd: limits.maxBudgetUsd, accounting: books })
+        }
+        return { state: accounted, accounting: books }
+      })
 
-    /** Ends the run with its result, recorded on the run's span. */
-    const finished = (
-      verdict: AgentEvent<O> | undefined,
-      result: RunResult<O>
-    ): Effect.Effect<Stream.Stream<Loop.Event<AgentEvent<O>, State>>> =>
+    /** Ends the run with its result, after the verdict that stopped it. */
+    const finish = (verdict: Events.Verdict | undefined, result: RunResult<O>) =>
       Effect.as(
-        Effect.annotateCurrentSpan({
-          "agent.termination": result.termination._tag,
-          "agent.termination.category": Termination.category(result.termination)
-        }),
+        annotateEnd(result.termination),
         Loop.stopAfter(Stream.fromIterable<AgentEvent<O>>(
           verdict === undefined ? [{ _tag: "Finished", result }] : [verdict, { _tag: "Finished", result }]
         ))
       )
 
-    /** After the turn and its tools: the limits, the finish tool, the predicate, the structured output. */
-    const decide = Effect.fnUntraced(function*(
-      state: State,
-      turn: Turn.Turn,
-      turnCost: number | undefined,
-      results: ReadonlyArray<Toolkit.Result>
-    ) {
-      const step = state.steps
-      const calls = Turn.functionCalls(turn)
-      const text = Turn.text(turn)
-      const history = [...state.history, ...Toolkit.outputs(results)]
+    /** Goes on to the next turn, telling the model `feedback` first when there is some. */
+    const proceed = (state: State, events: ReadonlyArray<AgentEvent<O>>, feedback: string | undefined) =>
+      feedback === undefined
+        ? Loop.nextAfter(Stream.fromIterable(events), state)
+        : Loop.nextAfter(
+          Stream.fromIterable<AgentEvent<O>>([...events, { _tag: "Feedback", step: state.steps, text: feedback }]),
+          { ...state, history: [...state.history, feedbackMessage(feedback, state.steps)] }
+        )
 
-      const halted = results.find((result) => result.outcome === "halted")
-      if (halted !== undefined && Toolkit.isMistake(halted)) {
-        return yield* new Termination.Halted({
-          reason: halted.reason,
-          source: `tool ${halted.call.name}`,
-          accounting: yield* accounting(state, history)
-        })
+    const fail = <T extends Termination.Error>(make: (accounting: Accounting) => T, state: State) =>
+      Effect.flatMap(accounting(state), (books) => Effect.fail(make(books)))
+
+    /** After the turn and its tools: the rules, the hook, the predicate, the structured output. */
+    const decide = Effect.fnUntraced(function*(accounted: State, outcome: AgentTurn.Outcome) {
+      const { turn, results } = outcome
+      const step = accounted.steps
+      const mistakes = AgentRules.mistakes(accounted.mistakes, results)
+      const progress = AgentRules.progress(accounted.progress, turn, results)
+      const state: State = { ...accounted, history: outcome.history, mistakes, progress }
+
+      const halting = AgentRules.halting(results)
+      if (halting !== undefined) {
+        const source = `tool ${halting.call.name}`
+        return yield* fail((books) => new Termination.Halted({ reason: halting.reason, source, accounting: books }), state)
       }
-
-      const submitted = results.find((result) => result.outcome === "success" && result.call.name === options.finish)
-      if (submitted !== undefined && submitted.outcome === "success") {
-        return yield* finished(undefined, {
-          termination: Termination.submitted({
-            tool: submitted.call.name,
-            value: submitted.value,
-            accounting: yield* accounting(state, history)
-          }),
-          history
+      const submission = AgentRules.submission(results, options.finish)
+      if (submission !== undefined) {
+        const termination = Termination.submitted({
+          tool: submission.call.name,
+          value: submission.value,
+          accounting: yield* accounting(state)
         })
+        return yield* finish(undefined, { _tag: "Submitted", termination, history: state.history })
       }
-
-      const allFailed = results.length > 0 && results.every(Toolkit.isMistake)
-      const mistakes = allFailed
-        ? [...state.mistakes, results.filter(Toolkit.isMistake).map((result) => result.reason).join("; ")]
-        : results.length > 0
-        ? []
-        : state.mistakes
       if (mistakes.length >= limits.maxConsecutiveMistakes) {
-        return yield* new Termination.ConsecutiveMistakes({
-          maxConsecutiveMistakes: limits.maxConsecutiveMistakes,
-          mistakes,
-          accounting: yield* accounting(state, history)
-        })
+        const max = limits.maxConsecutiveMistakes
+        return yield* fail(
+          (books) => new Termination.ConsecutiveMistakes({ maxConsecutiveMistakes: max, mistakes, accounting: books }),
+          state
+        )
+      }
+      if (progress.stuck.length >= limits.maxNoProgress) {
+        const stuck = progress.stuck.flat()
+        const iterations = progress.stuck.length
+        return yield* fail((books) => new Termination.NoProgress({ iterations, stuck, accounting: books }), state)
       }
 
-      const signature = calls.length === 0
-        ? undefined
-        : JSON.stringify([calls.map((call) => [call.name, call.arguments]), results.map((result) => result.output.output)])
-      const repeats = signature !== undefined && signature === state.signature && isBlank(text) ? state.repeats + 1 : 0
-      if (repeats >= limits.maxNoProgress) {
-        return yield* new Termination.NoProgress({
-          iterations: repeats,
-          stuck: [...calls, ...Toolkit.outputs(results)],
-          accounting: yield* accounting(state, history)
-        })
-      }
-
+      const text = Turn.text(turn)
       const snapshot: Snapshot = {
         runId,
         stepCount: step,
         tokens: state.usage,
         elapsed: (yield* Clock.currentTimeMillis) - startedAt,
         cost: state.cost,
-        lastOutput: turn,
+        lastOutput: text,
         lastText: text,
-        history: state.turns,
+        history: state.outputs,
         depth: options.depth ?? 0,
-        lastStepMeta: StepMeta.fromTurn(turn, turnCost)
+        lastStepMeta: StepMeta.fromTurn(turn, outcome.cost)
       }
       if (options.afterTurn !== undefined) {
         const hooked = yield* Effect.result(options.afterTurn(turn, snapshot))
         if (hooked._tag === "Failure") {
-          return yield* new Termination.Halted({
-            reason: hooked.failure.reason,
-            source: "the afterTurn hook",
-            accounting: yield* accounting(state, history)
-          })
+          const reason = hooked.failure.reason
+          return yield* fail(
+            (books) => new Termination.Halted({ reason, source: "the afterTurn hook", accounting: books }),
+            state
+          )
         }
       }
       const verdict = yield* Until.evaluate(until, snapshot).pipe(
         Effect.catch((error) =>
-          Effect.flatMap(accounting(state, history), (accounting) =>
-            Effect.fail(
-              new Termination.DuringExecution({ message: `the stop predicate failed: ${error.message}`, cause: error, accounting })
-            ))
+          fail(
+            (books) =>
+              new Termination.DuringExecution({
+                message: `the stop predicate failed: ${error.message}`,
+                cause: error,
+                accounting: books
+              }),
+            state
+          )
         )
       )
-      const verdictEvent: AgentEvent<O> = { _tag: "Verdict", step, verdict }
-      const next = { ...state, history, mistakes, signature, repeats }
-
-      if (!verdict.stop) {
-        if (verdict.feedback === undefined) return Loop.nextAfter(Stream.make(verdictEvent), next)
-        return Loop.nextAfter(
-          Stream.fromIterable<AgentEvent<O>>([verdictEvent, { _tag: "Feedback", step, text: verdict.feedback }]),
-          { ...next, history: [...history, feedbackMessage(verdict.feedback, step)] }
-        )
-      }
+      const verdictEvent: Events.Verdict = { _tag: "Verdict", step, verdict }
+      if (!verdict.stop) return proceed(state, [verdictEvent], verdict.feedback)
 
       const reason = verdict.reason ?? "the stop predicate said stop"
+      const stop = Termination.stop({ reason, accounting: yield* accounting(state) })
       if (decodeOutput === undefined) {
-        const stopped: Stopped<string> = {
-          termination: Termination.stop({ reason, accounting: yield* accounting(state, history) }),
-          output: text,
-          history
-        }
         // Without a structured output, O is the text (its default).
-        return yield* finished(verdictEvent, stopped as Stopped<never>)
+        const stopped: Events.Stopped<string> = { _tag: "Stopped", termination: stop, output: text, history: state.history }
+        return yield* finish(verdictEvent, stopped as Events.Stopped<never>)
       }
       const decoded = yield* Effect.result(decodeOutput(text))
       if (decoded._tag === "Success") {
-        return yield* finished(verdictEvent, {
-          termination: Termination.stop({ reason, accounting: yield* accounting(state, history) }),
-          output: decoded.success,
-          history
-        })
+        return yield* finish(verdictEvent, { _tag: "Stopped", termination: stop, output: decoded.success, history: state.history })
       }
       const diagnostic = Termination.diagnose({ target: "structured_output", error: decoded.failure, raw: text })
-      if (state.repairs >= limits.maxStructuredOutputRetries) {
-        const accounted = yield* accounting(state, history)
-        return yield* limits.maxStructuredOutputRetries === 0
-          ? new Termination.SchemaValidation({ diagnostic, accounting: accounted })
-          : new Termination.MaxStructuredOutputRetries({
-            maxRetries: limits.maxStructuredOutputRetries,
-            diagnostic,
-            accounting: accounted
-          })
+      const maxRetries = limits.maxStructuredOutputRetries
+      if (state.repairs >= maxRetries) {
+        return yield* fail(
+          (books) =>
+            maxRetries === 0
+              ? new Termination.SchemaValidation({ diagnostic, accounting: books })
+              : new Termination.MaxStructuredOutputRetries({ maxRetries, diagnostic, accounting: books }),
+          state
+        )
       }
-      const repair = `Your answer is not valid JSON for the required schema: ${diagnostic.message}\n` +
-        "Answer again with only the JSON value, nothing else."
-      return Loop.nextAfter(
-        Stream.fromIterable<AgentEvent<O>>([verdictEvent, { _tag: "Feedback", step, text: repair }]),
-        { ...next, history: [...history, feedbackMessage(repair, step)], repairs: state.repairs + 1 }
-      )
+      return proceed({ ...state, repairs: state.repairs + 1 }, [verdictEvent], AgentRules.repairRequest(diagnostic))
     })
 
-    /** Accounts for the turn, runs its tools, then decides. */
-    const afterTurn = (state: State, turn: Turn.Turn, compaction: AgentEvent<O> | undefined) =>
-      Effect.gen(function*() {
-        const turnCost = yield* Pricing.turnCost(turn)
-        const step = state.steps + 1
-        const history = [...state.history, ...turn.items]
-        const accounted: State = {
-          ...state,
-          history,
-          steps: step,
-          usage: TokenUsage.add(state.usage, turn.usage),
-          cost: state.cost + (turnCost ?? 0),
-          turns: [...state.turns, turn]
-        }
-        const completed: AgentEvent<O> = {
-          _tag: "TurnCompleted",
+    const body = (state: State): ReturnType<Loop.Body<State, AgentEvent<O>, Termination.Error | AgentTurn.Failure, R | RU | LanguageModel>> => {
+      latest = state
+      if (state.steps >= limits.maxTurns) {
+        const maxTurns = limits.maxTurns
+        return fail((books) => new Termination.MaxTurns({ maxTurns, accounting: books }), state)
+      }
+      const step = state.steps + 1
+      let accounted = state
+      const started: Events.TurnStarted = { _tag: "TurnStarted", step }
+      return Loop.decideAfter(Stream.make(started), () =>
+        AgentTurn.stream({
           step,
-          turn,
-          cost: turnCost,
-          accounting: yield* accounting(accounted)
-        }
-        if (limits.maxBudgetUsd !== undefined && accounted.cost >= limits.maxBudgetUsd) {
-          return yield* new Termination.MaxBudgetUsd({
-            maxBudgetUsd: limits.maxBudgetUsd,
-            accounting: yield* accounting(accounted)
-          })
-        }
-        const before = Stream.fromIterable(compaction === undefined ? [completed] : [compaction, completed])
-        const calls = Turn.functionCalls(turn)
-        if (calls.length === 0 || toolkit === undefined) {
-          // A call with no toolkit to run it is answered like an unknown tool.
-          const results = calls.length === 0 ? [] : yield* Toolkit.executeAllSafe(Toolkit.make(), calls)
-          return Stream.concat(Stream.map(before, Loop.value), Stream.unwrap(decide(accounted, turn, turnCost, results)))
-        }
-        const results: Array<Toolkit.Result> = []
-        const tools = Toolkit.streamAll(toolkit, calls, {
-          concurrency: limits.toolConcurrency,
-          timeout: limits.toolTimeout
-        }).pipe(
-          Stream.map((event): AgentEvent<O> => {
-            if (event._tag === "Progress") return { _tag: "ToolProgress", step, call: event.call, value: event.value }
-            results[event.index] = event.result
-            return { _tag: "ToolResult", step, result: event.result }
-          })
-        )
-        return Stream.concat(
-          Stream.map(Stream.concat(before, tools), Loop.value),
-          Stream.unwrap(Effect.suspend(() => decide(accounted, turn, turnCost, results)))
-        )
-      })
-
-    const body = (state: State) =>
-      Effect.gen(function*() {
-        const step = state.steps + 1
-        if (state.steps >= limits.maxTurns) {
-          return yield* new Termination.MaxTurns({ maxTurns: limits.maxTurns, accounting: yield* accounting(state) })
-        }
-        let current = state
-        let compaction: AgentEvent<O> | undefined
-        const deltas = requestTurn(state, (before, after, shorter) => {
-          current = { ...state, history: shorter }
-          compaction = { _tag: "Compacted", step, before, after }
-        })
-        const events = deltas.pipe(
-          Loop.streamUntilComplete((turn) => afterTurn(current, turn, compaction)),
-          Stream.map((event): Loop.Event<AgentEvent<O>, State> => {
-            if (event._tag !== "Value") return event
-            const value = event.value
-            return isDelta(value) ? Loop.value({ _tag: "Delta", step, delta: value }) : Loop.value(value)
-          }),
-          Stream.catchTag("IncompleteTurn", (error) => Stream.fromEffect(fromModelError(current, current.history)(error)))
-        )
-        const started: Loop.Event<AgentEvent<O>, State> = Loop.value({ _tag: "TurnStarted", step })
-        return Stream.concat(Stream.make(started), events)
-      })
-
-    const initial: State = {
-      history: typeof options.input === "string" ? [Item.userMessage(options.input)] : options.input,
-      steps: 0,
-      usage: TokenUsage.empty,
-      cost: 0,
-      turns: [],
-      mistakes: [],
-      signature: undefined,
-      repeats: 0,
-      repairs: 0
+          history: state.history,
+          options: turnOptions,
+          toolkit: options.toolkit,
+          tools,
+          account: (completed) =>
+            Effect.map(account(state, completed), (books) => {
+              accounted = books.state
+              return books.accounting
+            })
+        }, (outcome) => decide(accounted, outcome)))
     }
-    return Loop.loop(initial, body).pipe(
-      Stream.tapError((termination) =>
-        Effect.annotateCurrentSpan({
-          "agent.termination": termination._tag,
-          "agent.termination.category": Termination.category(termination),
-          "agent.termination.message": termination.message
-        })
-      )
+
+    const run = Loop.loop(initial, body).pipe(
+      Stream.catchIf(isTurnFailure, (failure) =>
+        Stream.fromEffect(fail((books) => fromTurnFailure(failure, books), latest)))
     )
-  })).pipe(Stream.withSpan("AgentLoop.run"))
+    const deadline = options.limits?.maxDuration
+    if (deadline === undefined) return run
+    const maxDurationMs = Duration.toMillis(Duration.fromInputUnsafe(deadline))
+    return run.pipe(Stream.interruptWhen(Effect.sleep(deadline).pipe(
+      Effect.andThen(Effect.suspend(() => fail((books) => new Termination.MaxDuration({ maxDurationMs, accounting: books }), latest)))
+    )))
+  })).pipe(
+    Stream.tapError((termination: Termination.Error) => annotateEnd(termination)),
+    Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
+  )
 
 /** Runs to the end; the result is the `Finished` event's. */
 export const run = <O = string, R = never, E = never, RU = never>(

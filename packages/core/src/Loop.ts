@@ -57,27 +57,38 @@ export const next = <S>(state: S): Next<S> => ({ _tag: "Next", state })
 
 const stopEvent: Stop = { _tag: "Stop" }
 
+/** What comes after the values of a {@link Decided} stream: the decision, or the rest of the iteration. */
+type Then<A, S, E, R> = Next<S> | Stop | (() => ReturnType<Body<S, A, E, R>>)
+
 /**
- * The stream built by {@link nextAfter}, {@link stopAfter} and {@link stop}. It
- * is an ordinary event stream, and also keeps its parts so that `loop` can pull
- * the values directly instead of wrapping and unwrapping each one. Its event
- * channel is built only if something other than `loop` consumes it: these
- * streams are made once per iteration, on the hot path.
+ * The stream built by {@link nextAfter}, {@link stopAfter}, {@link decideAfter}
+ * and {@link stop}. It is an ordinary event stream, and also keeps its parts so
+ * that `loop` can pull the values directly instead of wrapping and unwrapping
+ * each one. Its event channel is built only if something other than `loop`
+ * consumes it: these streams are made once per iteration, on the hot path.
  */
 interface Decided<A, S, E, R> extends Stream.Stream<Event<A, S>, E, R> {
   readonly values: Stream.Stream<A, E, R>
-  readonly decision: Next<S> | Stop
+  readonly decision: Then<A, S, E, R>
 }
+
+const rest = <A, S, E, R>(then: () => ReturnType<Body<S, A, E, R>>): Stream.Stream<Event<A, S>, E, R> =>
+  Stream.unwrap(Effect.suspend(() => {
+    const built = then()
+    return Effect.isEffect(built) ? built : Effect.succeed(built)
+  }))
 
 const DecidedProto: object = Object.create(Object.getPrototypeOf(Stream.empty), {
   channel: {
     get(this: Decided<unknown, unknown, unknown, unknown>) {
-      return Stream.concat(Stream.map(this.values, value), Stream.succeed(this.decision)).channel
+      const decision = this.decision
+      const after = typeof decision === "function" ? rest(decision) : Stream.succeed(decision)
+      return Stream.concat(Stream.map(this.values, value), after).channel
     }
   }
 })
 
-const decided = <A, S, E, R>(values: Stream.Stream<A, E, R>, decision: Next<S> | Stop): Decided<A, S, E, R> => {
+const decided = <A, S, E, R>(values: Stream.Stream<A, E, R>, decision: Then<A, S, E, R>): Decided<A, S, E, R> => {
   const self = Object.create(DecidedProto)
   self.values = values
   self.decision = decision
@@ -99,6 +110,45 @@ export const nextAfter: {
 /** Emits the values of `values`, then ends the loop. */
 export const stopAfter = <A, E, R>(values: Stream.Stream<A, E, R>): Stream.Stream<Event<A, never>, E, R> =>
   decided(values, stopEvent)
+
+/**
+ * Emits the values of `values`, then goes on with the events of `then()`,
+ * built once the values have ended: more values and the decision. The whole is
+ * one iteration, in one scope. This is how a body decides on what it has just
+ * streamed (a model turn, say) without wrapping each value in an event.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Loop } from "@agentloop/core"
+ *
+ * // 1, 2, then their sum, 3: the body decides once the values were pulled.
+ * const summed = Loop.loop(0, () => {
+ *   let total = 0
+ *   const values = Stream.make(1, 2).pipe(Stream.tap((n) => Effect.sync(() => (total += n))))
+ *   return Loop.decideAfter(values, () => Loop.stopAfter(Stream.make(total)))
+ * })
+ * ```
+ */
+export const decideAfter: {
+  <A2, S, E2, R2, E3 = never, R3 = never>(
+    then: () => Stream.Stream<Event<A2, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A2, S>, E2, R2>, E3, R3>
+  ): <A, E, R>(
+    values: Stream.Stream<A, E, R>
+  ) => Stream.Stream<Event<A | A2, S>, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>>
+  <A, E, R, A2, S, E2, R2, E3 = never, R3 = never>(
+    values: Stream.Stream<A, E, R>,
+    then: () => Stream.Stream<Event<A2, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A2, S>, E2, R2>, E3, R3>
+  ): Stream.Stream<Event<A | A2, S>, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>>
+} = dual(2, <A, E, R, A2, S, E2, R2, E3, R3>(
+  values: Stream.Stream<A, E, R>,
+  then: () => Stream.Stream<Event<A2, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A2, S>, E2, R2>, E3, R3>
+): Stream.Stream<Event<A | A2, S>, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>> =>
+  // The loop runs `then` in the iteration's scope; its services are the loop's own.
+  decided<A | A2, S, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>>(
+    values,
+    then as () => ReturnType<Body<S, A | A2, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>>>
+  ))
 
 type Chunk<A> = Arr.NonEmptyReadonlyArray<A>
 
@@ -132,8 +182,11 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
 
       const startIteration = (): Pull.Pull<Chunk<A>, E, void, R> => {
         if (finished) return Cause.done()
-        const scope = iterationScope ??= Scope.forkUnsafe(loopScope)
-        const built = body(state)
+        return build(() => body(state), iterationScope ??= Scope.forkUnsafe(loopScope))
+      }
+
+      const build = (make: () => ReturnType<Body<S, A, E, R>>, scope: Scope.Scope): Pull.Pull<Chunk<A>, E, void, R> => {
+        const built = make()
         return Effect.isEffect(built)
           ? Effect.flatMap(Scope.provide(built, scope), (events) => open(events, scope))
           : open(built, scope)
@@ -146,7 +199,12 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
         if (isDecided(events)) {
           const decision = events.decision
           return Effect.flatMapEager(Channel.toTransform(events.values.channel)(upstream, scope), (valuesPull) => {
-            current = Pull.catchDone(valuesPull, () => endIteration(() => decide(decision)))
+            current = Pull.catchDone(
+              valuesPull,
+              typeof decision === "function"
+                ? () => build(decision, scope)
+                : () => endIteration(() => decide(decision))
+            )
             return current
           })
         }

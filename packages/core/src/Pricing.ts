@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer } from "effect"
+import type { Cost } from "./Cost.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import type { Turn } from "./Turn.ts"
 
@@ -131,22 +132,26 @@ export const costOf = (price: Price, usage: TokenUsage): number => {
 
 /**
  * The cost in USD of a usage of `model`, from the `Pricing` table in context.
- * `undefined` when the model has no price: an unknown cost is not zero, and a
- * budget should decide for itself what to do with it.
+ * `null` when the model has no price: an unknown cost is not zero, and a
+ * budget must not treat it as free.
  */
-export const cost = (model: string, usage: TokenUsage): Effect.Effect<number | undefined> =>
+export const cost = (model: string, usage: TokenUsage): Effect.Effect<Cost> =>
   Effect.map(Pricing, (table) => {
     const price = lookup(table, model)
-    return price === undefined ? undefined : costOf(price, usage)
+    return price === undefined ? null : costOf(price, usage)
   })
+
+/** Whether the `Pricing` table in context has a price for `model`. */
+export const isPriced = (model: string): Effect.Effect<boolean> =>
+  Effect.map(Pricing, (table) => lookup(table, model) !== undefined)
 
 /**
  * The cost in USD of a turn: the provider's own `turn.cost` when it reported
- * one, else the turn's usage priced by its model. `undefined` when neither is
+ * one, else the turn's usage priced by its model. `null` when neither is
  * known (no reported cost and no model, or a model without a price).
  */
-export const turnCost = (turn: Turn): Effect.Effect<number | undefined> => {
+export const turnCost = (turn: Turn): Effect.Effect<Cost> => {
   if (turn.cost !== undefined) return Effect.succeed(turn.cost)
-  if (turn.model === undefined) return Effect.succeed(undefined)
+  if (turn.model === undefined) return Effect.succeed(null)
   return cost(turn.model, turn.usage)
 }

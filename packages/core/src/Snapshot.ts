@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+import type { Cost } from "./Cost.ts"
 import type { StepMeta } from "./StepMeta.ts"
 import * as TokenUsage from "./TokenUsage.ts"
 
@@ -20,9 +21,13 @@ export interface Snapshot {
   readonly tokens: TokenUsage.TokenUsage
   /** Milliseconds since the run started. */
   readonly elapsed: number
-  /** Cost of the run so far, in USD. */
-  readonly cost: number
-  /** Raw output of the last iteration (the agent loop puts its `Turn` here). */
+  /** Cost of the run so far, in USD; `null` when a turn's model had no price (an unknown cost is not zero). */
+  readonly cost: Cost
+  /**
+   * Output of the last iteration: in an `AgentLoop` run, the turn's text (the
+   * whole turn is in `lastStepMeta.responseItems`); in a step `loop`, the output
+   * of its last step.
+   */
   readonly lastOutput: unknown
   /** Text of the last iteration's output. */
   readonly lastText: string

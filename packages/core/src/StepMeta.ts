@@ -26,9 +26,10 @@ export type StepMeta = typeof StepMeta.Type
 
 /**
  * The metadata of a step that ran one model turn. Pass `cost` when it was priced;
- * a cost the provider reported on the turn is used otherwise.
+ * a cost the provider reported on the turn is used otherwise, and none is set
+ * when neither is known.
  */
-export const fromTurn = (turn: Turn.Turn, cost?: number): StepMeta => {
+export const fromTurn = (turn: Turn.Turn, cost?: number | null): StepMeta => {
   const stepCost = cost ?? turn.cost
   return {
     toolCalls: Turn.functionCalls(turn),

@@ -10,26 +10,13 @@
  * @since 0.1.0
  */
 import { Schema, SchemaIssue } from "effect"
+import { Accounting } from "./Accounting.ts"
 import * as AiError from "./AiError.ts"
+import * as Cost from "./Cost.ts"
 import * as Item from "./Item.ts"
-import { TokenUsage } from "./TokenUsage.ts"
-import { PredicateFailed } from "./Until.ts"
+import { PredicateFailed } from "./PredicateFailed.ts"
 
 const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
-
-/**
- * What a run used up to its end: tokens, cost in USD (children included),
- * wall-clock milliseconds, iterations, and the last items of its history
- * (how many is the agent's choice; enough to show where it ended).
- */
-export const Accounting = Schema.Struct({
-  usage: TokenUsage,
-  cost: Schema.Finite,
-  elapsedMs: Schema.Finite,
-  steps: Count,
-  lastItems: Item.History
-})
-export type Accounting = typeof Accounting.Type
 
 /** The run's stop predicate said stop; `reason` is its verdict's reason. */
 export const Stop = Schema.TaggedStruct("Stop", {
@@ -109,8 +96,6 @@ export const diagnose = (options: {
   ...(options.raw === undefined ? {} : { raw: options.raw })
 })
 
-const dollars = (amount: number): string => `$${Number(amount.toPrecision(6))}`
-
 /** The run reached its limit of model turns. */
 export class MaxTurns extends Schema.TaggedError<MaxTurns>()("MaxTurns", {
   maxTurns: Count,
@@ -127,7 +112,36 @@ export class MaxBudgetUsd extends Schema.TaggedError<MaxBudgetUsd>()("MaxBudgetU
   accounting: Accounting
 }) {
   override get message() {
-    return `cost ${dollars(this.accounting.cost)} reached the budget of ${dollars(this.maxBudgetUsd)}`
+    return `cost ${Cost.format(this.accounting.cost)} reached the budget of ${Cost.format(this.maxBudgetUsd)}`
+  }
+}
+
+/**
+ * A run with a budget met a turn it cannot price: `model` (absent when the
+ * provider named none) has no entry in the `Pricing` table and the provider
+ * reported no cost. An unknown cost is not a free one, so the run stops rather
+ * than spend without a limit.
+ */
+export class UnpricedModel extends Schema.TaggedError<UnpricedModel>()("UnpricedModel", {
+  model: Schema.optionalKey(Schema.String),
+  maxBudgetUsd: Schema.Finite,
+  accounting: Accounting
+}) {
+  override get message() {
+    const model = this.model === undefined ? "a model the provider did not name" : `model "${this.model}"`
+    const example = this.model ?? "<model>"
+    return `the budget of ${Cost.format(this.maxBudgetUsd)} cannot be enforced: ${model} has no price. ` +
+      `Price it with Pricing.layer({ "${example}": { input, cachedInput, output } }) (USD per million tokens)`
+  }
+}
+
+/** The run reached its wall-clock deadline (`limits.maxDuration`), possibly in the middle of a turn or a tool. */
+export class MaxDuration extends Schema.TaggedError<MaxDuration>()("MaxDuration", {
+  maxDurationMs: Schema.Finite,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `reached the deadline of ${this.maxDurationMs} ms`
   }
 }
 
@@ -194,8 +208,9 @@ export class PromptTooLong extends Schema.TaggedError<PromptTooLong>()("PromptTo
 }
 
 /**
- * The last `iterations` iterations made the same tool calls and no new text;
- * `stuck` holds their items, for a remediation prompt.
+ * The last `iterations` turns each repeated the previous turn's tool calls and
+ * results, with no text; `stuck` holds the calls and outputs of every one of
+ * them, oldest first, for a remediation prompt.
  */
 export class NoProgress extends Schema.TaggedError<NoProgress>()("NoProgress", {
   iterations: Count,
@@ -231,6 +246,8 @@ export class ProviderAuth extends Schema.TaggedError<ProviderAuth>()("ProviderAu
 export type Error =
   | MaxTurns
   | MaxBudgetUsd
+  | UnpricedModel
+  | MaxDuration
   | DuringExecution
   | MaxStructuredOutputRetries
   | ConsecutiveMistakes
@@ -245,6 +262,8 @@ export type Error =
 export const Error = Schema.Union([
   MaxTurns,
   MaxBudgetUsd,
+  UnpricedModel,
+  MaxDuration,
   DuringExecution,
   MaxStructuredOutputRetries,
   ConsecutiveMistakes,
@@ -277,6 +296,8 @@ const categories: { readonly [T in Tag]: Category } = {
   Submitted: "success",
   MaxTurns: "capacity",
   MaxBudgetUsd: "capacity",
+  UnpricedModel: "fatal",
+  MaxDuration: "capacity",
   DuringExecution: "retryable",
   MaxStructuredOutputRetries: "capacity",
   ConsecutiveMistakes: "capacity",
@@ -294,6 +315,8 @@ export const all: ReadonlyArray<Tag> = [
   "Submitted",
   "MaxTurns",
   "MaxBudgetUsd",
+  "UnpricedModel",
+  "MaxDuration",
   "DuringExecution",
   "MaxStructuredOutputRetries",
   "ConsecutiveMistakes",

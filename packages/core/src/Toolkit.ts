@@ -15,6 +15,7 @@ import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
+import * as Telemetry from "./Telemetry.ts"
 import * as Tool from "./Tool.ts"
 
 /** Marks a value as a {@link Toolkit}. */
@@ -52,15 +53,17 @@ export const definitions = (toolkit: Toolkit<unknown>): ReadonlyArray<LanguageMo
  * How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool,
  * and `"halted"` (the tool failed with `Halt`) asks the agent to end its run.
  */
-export type Outcome =
-  | "success"
-  | "unknown_tool"
-  | "invalid_arguments"
-  | "failure"
-  | "defect"
-  | "timeout"
-  | "denied"
-  | "halted"
+export const Outcome = Schema.Literals([
+  "success",
+  "unknown_tool",
+  "invalid_arguments",
+  "failure",
+  "defect",
+  "timeout",
+  "denied",
+  "halted"
+])
+export type Outcome = typeof Outcome.Type
 
 /**
  * A call that ran to its output. `output.output` is the JSON text of the
@@ -105,13 +108,22 @@ export interface ProgressEvent {
 export interface Options {
   /** How many calls run at once (default 4). */
   readonly concurrency?: number | undefined
-  /** The time limit of each call (default: none). A tool's own `timeout` wins. Approval waits do not count. */
+  /**
+   * The time limit of each call (default {@link defaultTimeout}; `Duration.infinity`
+   * for none). A tool's own `timeout` wins. Approval waits do not count.
+   */
   readonly timeout?: Duration.Input | undefined
   /** Called with every progress event of a streaming tool, in the order that tool emitted them. */
   readonly onProgress?: ((event: ProgressEvent) => Effect.Effect<void>) | undefined
 }
 
 const defaultConcurrency = 4
+
+/**
+ * The time limit of a call when neither the tool nor the caller sets one: five
+ * minutes. A tool that never returns is stopped, and the model is told so.
+ */
+export const defaultTimeout: Duration.Duration = Duration.minutes(5)
 
 /**
  * Runs the calls and returns one result per call, in call order, whatever order
@@ -204,15 +216,18 @@ const executeOne = <R>(
       if (decision.value._tag === "Denied") return mistake(call, "denied", decision.value.reason)
     }
 
-    const limit = tool.timeout ?? (options?.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout))
+    const limit = tool.timeout ??
+      (options?.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout))
     const running = run(tool, call, index, input, options?.onProgress)
-    const exit = yield* Effect.exit(limit === undefined ? Effect.map(running, Option.some) : Effect.timeoutOption(running, limit))
+    const exit = yield* Effect.exit(
+      Duration.isFinite(limit) ? Effect.timeoutOption(running, limit) : Effect.map(running, Option.some)
+    )
     if (Exit.isFailure(exit)) return yield* failed(tool, call, exit.cause)
     if (Option.isNone(exit.value)) {
       return mistake(
         call,
         "timeout",
-        `Tool "${tool.name}" did not finish within ${Duration.format(limit ?? Duration.infinity)} and was stopped.`
+        `Tool "${tool.name}" did not finish within ${Duration.format(limit)} and was stopped.`
       )
     }
     const value = exit.value.value
@@ -233,9 +248,25 @@ const executeOne = <R>(
         ? Effect.failCause(cause)
         : Effect.succeed(mistake(call, "defect", `Tool "${call.name}" crashed: ${causeMessage(cause)}`))
     ),
-    Effect.tap((result) => Effect.annotateCurrentSpan("tool.outcome", result.outcome)),
-    Effect.withSpan("Toolkit.call", { attributes: { "tool.name": call.name, "tool.call_id": call.call_id } })
+    Effect.tap(annotateResult),
+    withToolSpan(call, toolkit.byName.get(call.name)?.description)
   )
+
+const withToolSpan = (call: Item.FunctionCall, description: string | undefined) =>
+<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Telemetry.CaptureContent, (captureContent) =>
+    Effect.withSpan(self, Telemetry.toolSpanName(call.name), {
+      kind: "internal",
+      attributes: Telemetry.toolAttributes({ call, description, captureContent })
+    }))
+
+const annotateResult = (result: Result): Effect.Effect<void> =>
+  Effect.flatMap(Telemetry.CaptureContent, (captureContent) =>
+    Effect.annotateCurrentSpan({
+      "agentloop.tool.outcome": result.outcome,
+      ...(result.outcome === "success" ? {} : { "error.type": result.outcome }),
+      ...(captureContent ? { "gen_ai.tool.call.result": result.output.output } : {})
+    }))
 
 const run = <R>(
   tool: Tool.Any<R>,

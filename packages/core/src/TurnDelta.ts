@@ -55,6 +55,18 @@ export type Usage = typeof Usage.Type
 export const TurnComplete = Schema.Struct({ type: Schema.Literal("turn_complete"), turn: Turn })
 export type TurnComplete = typeof TurnComplete.Type
 
+/** Every delta but the terminal `turn_complete`: what arrives while a turn is still streaming. */
+export const Incremental = Schema.Union([
+  TextDelta,
+  ReasoningDelta,
+  RefusalDelta,
+  FunctionCallStart,
+  FunctionCallArgumentsDelta,
+  FunctionCallDone,
+  Usage
+])
+export type Incremental = typeof Incremental.Type
+
 /** Any delta of a streaming turn. */
 export const TurnDelta = Schema.Union([
   TextDelta,

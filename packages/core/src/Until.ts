@@ -13,7 +13,14 @@
 import { Duration, Effect, Formatter, Option, Predicate, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { AiError } from "./AiError.ts"
+import * as Cost from "./Cost.ts"
 import * as Embedder from "./Embedder.ts"
+import { PredicateFailed } from "./PredicateFailed.ts"
+
+export {
+  /** The error of a predicate that could not answer (defined in its own module, re-exported here). */
+  PredicateFailed
+} from "./PredicateFailed.ts"
 import type { Snapshot } from "./Snapshot.ts"
 import * as StepMeta from "./StepMeta.ts"
 import * as Turn from "./Turn.ts"
@@ -34,15 +41,6 @@ export type ErrorOf<F> = Effect.Error<EffectOf<F>>
 
 /** The services a predicate (or any function that may answer with an `Effect`) needs. */
 export type ServicesOf<F> = Effect.Services<EffectOf<F>>
-
-/**
- * A predicate could not answer. `message` says how (threw, rejected, failed,
- * died, returned something else); `cause` is what it threw or failed with.
- */
-export class PredicateFailed extends Schema.TaggedError<PredicateFailed>()("PredicateFailed", {
-  message: Schema.String,
-  cause: Schema.optionalKey(Schema.Defect())
-}) {}
 
 const describe = (cause: unknown): string =>
   cause instanceof globalThis.Error ? cause.message : typeof cause === "string" ? cause : Formatter.format(cause)
@@ -113,8 +111,6 @@ export const evaluate: <E, R>(until: Until<E, R>, snapshot: Snapshot) => Effect.
 
 const proceed = Verdict.continue()
 
-const dollars = (amount: number): string => `$${Number(amount.toPrecision(6))}`
-
 /** Stops once `n` iterations have completed. */
 export const maxSteps = (n: number): Until => (snapshot) =>
   snapshot.stepCount >= n ? Verdict.stop(`step limit reached: ${snapshot.stepCount} of ${n}`) : proceed
@@ -123,9 +119,24 @@ export const maxSteps = (n: number): Until => (snapshot) =>
 export const maxTokens = (n: number): Until => (snapshot) =>
   snapshot.tokens.total >= n ? Verdict.stop(`token limit reached: ${snapshot.tokens.total} of ${n}`) : proceed
 
-/** Stops once the run has cost `usd` dollars or more. */
-export const maxCost = (usd: number): Until => (snapshot) =>
-  snapshot.cost >= usd ? Verdict.stop(`cost limit reached: ${dollars(snapshot.cost)} of ${dollars(usd)}`) : proceed
+/**
+ * Stops once the run has cost `usd` dollars or more. A run whose cost is
+ * unknown (a turn of a model without a price) fails the predicate: an unknown
+ * cost is not a free one, and the limit could not be kept.
+ */
+export const maxCost = (usd: number): Until<PredicateFailed> => (snapshot) => {
+  if (snapshot.cost === null) {
+    return Effect.fail(
+      new PredicateFailed({
+        message: `Until.maxCost(${Cost.format(usd)}) cannot be checked: the run's cost is unknown ` +
+          "because a turn's model has no price; price it with Pricing.layer"
+      })
+    )
+  }
+  return Cost.reaches(snapshot.cost, usd)
+    ? Verdict.stop(`cost limit reached: ${Cost.format(snapshot.cost)} of ${Cost.format(usd)}`)
+    : proceed
+}
 
 /** Stops once the run has been going for `limit` (a number is milliseconds), the limit itself included. */
 export const maxDuration = (limit: Duration.Input): Until => {
@@ -161,7 +172,11 @@ export const VerifyResult = Schema.Struct({
 })
 export type VerifyResult = typeof VerifyResult.Type
 
-/** Checks the last iteration's output (the snapshot is there for context). */
+/**
+ * Checks the last iteration's output, `snapshot.lastOutput` (the snapshot is
+ * there for context). In an `AgentLoop` run that output is the turn's text, a
+ * string; in a step `loop` it is the output of the loop's last step.
+ */
 export type Verify<E = never, R = never> = (
   output: unknown,
   snapshot: Snapshot
@@ -170,8 +185,9 @@ export type Verify<E = never, R = never> = (
 const isVerifyResult = Schema.is(VerifyResult)
 
 /**
- * Stops when `verify` passes the last output. A failed verification's feedback
- * goes on in the verdict, for the next iteration; so does a passing one's.
+ * Stops when `verify` passes the last output (`snapshot.lastOutput`: in an
+ * `AgentLoop` run, the turn's text). A failed verification's feedback goes on
+ * in the verdict, for the next iteration; so does a passing one's.
  */
 export const verified = <E = never, R = never>(verify: Verify<E, R>): Until<E | PredicateFailed, R> => (snapshot) =>
   Effect.map(
@@ -281,6 +297,8 @@ const convergedBy = (options: {
   const slots: Slots<unknown, unknown> = options.cache ? storeSlots(options.mode) : memorySlots()
   return (snapshot) =>
     Effect.gen(function*() {
+      // A turn without text (tool calls only) has no output to compare, so it never converges.
+      if (isBlank(snapshot.lastText)) return proceed
       const step = snapshot.stepCount
       const slot = yield* slots.get(snapshot.runId)
       if (slot !== undefined && slot.step === step) {
@@ -294,6 +312,8 @@ const convergedBy = (options: {
     })
 }
 
+const isBlank = (text: string): boolean => text.trim() === ""
+
 const isVector = Schema.is(Schema.Array(Schema.Number))
 
 /**
@@ -303,7 +323,9 @@ const isVector = Schema.is(Schema.Array(Schema.Number))
  * `Embedder` service. The previous output is kept per `snapshot.runId` (so one
  * predicate serves concurrent runs): in memory for the last 1,024 runs, or with
  * `cache: true` in the `KeyValueStore` service under {@link convergedCachePrefix}.
- * The first iteration of a run, and one after a gap in `stepCount`, never stop.
+ * The first iteration of a run, one after a gap in `stepCount`, and one
+ * without text (a turn of tool calls only), never stop: two turns that only
+ * call tools have not converged on an answer.
  */
 export function converged(): Until<PredicateFailed>
 export function converged<const O extends ConvergedOptions<unknown, unknown>>(
@@ -350,9 +372,10 @@ const joinFeedback = (feedback: ReadonlyArray<string>): string | undefined =>
   feedback.length === 0 ? undefined : feedback.join("\n")
 
 /**
- * Stops when any predicate stops, with the first stopping verdict. Predicates run
- * in order and the ones after it are not asked. The feedback of the predicates
- * asked (a failed `verified`, say) is kept, joined by newlines.
+ * Stops when any predicate stops, with the reason of the first (in argument
+ * order) that stops. Every predicate is asked every time, so the feedback of
+ * a non-stopping one (a failed `verified`) is kept wherever it stands, joined
+ * by newlines, and stateful ones such as `converged` see each iteration.
  */
 export function any<const P extends NonEmpty<Until<unknown, unknown>>>(
   ...predicates: P
@@ -361,12 +384,15 @@ export function any(...predicates: ReadonlyArray<Until<unknown, unknown>>): Unti
   return (snapshot) =>
     Effect.gen(function*() {
       const feedback: Array<string> = []
+      let stopping: Verdict.Verdict | undefined
       for (const predicate of predicates) {
         const verdict = yield* toEffect(predicate, snapshot)
         if (verdict.feedback !== undefined) feedback.push(verdict.feedback)
-        if (verdict.stop) return Verdict.stop(verdict.reason ?? "a predicate stopped", joinFeedback(feedback))
+        if (verdict.stop && stopping === undefined) stopping = verdict
       }
-      return Verdict.continue(joinFeedback(feedback))
+      return stopping === undefined
+        ? Verdict.continue(joinFeedback(feedback))
+        : Verdict.stop(stopping.reason ?? "a predicate stopped", joinFeedback(feedback))
     })
 }
 

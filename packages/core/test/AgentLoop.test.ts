@@ -82,8 +82,8 @@ describe("AgentLoop", () => {
   it.effect("runs turns and tools until the model answers, and returns the answer with the accounting", () =>
     Effect.gen(function*() {
       const result = yield* runWith([addCall(2, 3), answer("2 + 3 = 5")], { input: "Add 2 and 3", toolkit, model })
+      if (result._tag !== "Stopped") return expect.unreachable()
       expect(result.termination._tag).toBe("Stop")
-      if (result.termination._tag !== "Stop" || !("output" in result)) return expect.unreachable()
       expect(result.output).toBe("2 + 3 = 5")
       expect(result.termination.reason).toBe("the model answered without calling a tool")
       expect(Termination.category(result.termination)).toBe("success")
@@ -120,7 +120,10 @@ describe("AgentLoop", () => {
       expect(completed[0]!.cost).toBeCloseTo(0.00004, 12)
       const deltas = events.flatMap((event) => event._tag === "Delta" ? [event.delta.type] : [])
       expect(deltas).toContain("function_call_arguments_delta")
-      expect(deltas).toContain("turn_complete")
+      expect(deltas).toContain("usage")
+      // The assembled turn arrives once, in TurnCompleted, not also as a turn_complete delta.
+      expect(deltas).not.toContain("turn_complete")
+      expect(completed[1]!.turn).toStrictEqual(answer("two"))
     }).pipe(Effect.provide(environment([addCall(1, 1), answer("two")]))))
 
   it.effect("uses the StopPolicy in context when no predicate is given", () =>
@@ -134,13 +137,15 @@ describe("AgentLoop", () => {
 
   it.effect("feeds a non-stopping verdict's feedback to the next turn", () =>
     Effect.gen(function*() {
-      const until = Until.verified((output) =>
-        Turn.text(output as Turn.Turn).includes("42")
-          ? { pass: true }
-          : { pass: false, feedback: "The answer must be a number." }
-      )
+      const seen: Array<unknown> = []
+      const until = Until.verified((output) => {
+        seen.push(output)
+        return output === "42" ? { pass: true } : { pass: false, feedback: "The answer must be a number." }
+      })
       const { exit, requests } = yield* requestsOf([answer("many"), answer("42")], { input: "How many?", until, model })
       expect(Exit.isSuccess(exit)).toBe(true)
+      // The verify function receives the turn's text, as the docs say.
+      expect(seen).toStrictEqual(["many", "42"])
       expect(requests[1]!.history.at(-1)).toStrictEqual(Item.userMessage("The answer must be a number.", "feedback_1"))
     }))
 
@@ -215,7 +220,12 @@ describe("AgentLoop", () => {
       expectTermination(error, "NoProgress", 4)
       if (error._tag !== "NoProgress") return
       expect(error.iterations).toBe(3)
-      expect(error.stuck.map((item) => item.type)).toStrictEqual(["function_call", "function_call_output"])
+      // The calls and outputs of each of the three turns that repeated their predecessor.
+      expect(error.stuck.map((item) => `${item.type}:${"call_id" in item ? item.call_id : ""}`)).toStrictEqual(
+        Array.from({ length: 3 }, () => ["function_call:call_same", "function_call_output:call_same"]).flat()
+      )
+      expect(error.stuck.filter((item) => item.type === "function_call_output").map((item) => item.output))
+        .toStrictEqual(["4", "4", "4"])
     }))
 
   it.effect("Halted: a tool that halts ends the run", () =>
@@ -399,19 +409,23 @@ describe("AgentLoop spans", () => {
         model,
         limits: { maxTurns: 1 }
       }).pipe(Effect.withTracer(tracer)))
-      const run = spans.find((span) => span.name === "AgentLoop.run")
-      expect(run?.attributes.get("agent.termination")).toBe("MaxTurns")
-      expect(run?.attributes.get("agent.termination.category")).toBe("capacity")
+      const run = spans.find((span) => span.name === "invoke_agent")
+      expect(run?.attributes.get("agentloop.termination")).toBe("MaxTurns")
+      expect(run?.attributes.get("agentloop.termination.category")).toBe("capacity")
+      expect(run?.attributes.get("error.type")).toBe("MaxTurns")
       const verdicts = spans.filter((span) => span.name === "Until.evaluate")
       expect(verdicts.map((span) => span.attributes.get("until.stop"))).toStrictEqual([false])
       expect(verdicts[0]?.parent).toMatchObject({ _tag: "Some", value: { spanId: run?.spanId } })
     }))
 
-  it.effect("records a success and the verdict's reason", () =>
+  it.effect("records a success, its usage and the verdict's reason", () =>
     Effect.gen(function*() {
       const { spans, tracer } = SpanRecorder.make()
       yield* runWith([answer("hello")], { input: "Hi", model }).pipe(Effect.withTracer(tracer))
-      expect(spans.find((span) => span.name === "AgentLoop.run")?.attributes.get("agent.termination")).toBe("Stop")
+      const run = spans.find((span) => span.name === "invoke_agent")
+      expect(run?.attributes.get("agentloop.termination")).toBe("Stop")
+      expect(run?.attributes.get("error.type")).toBeUndefined()
+      expect(run?.attributes.get("gen_ai.usage.input_tokens")).toBe(20)
       expect(spans.find((span) => span.name === "Until.evaluate")?.attributes.get("until.reason")).toBe(
         "the model answered without calling a tool"
       )

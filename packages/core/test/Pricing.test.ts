@@ -22,6 +22,13 @@ describe("Pricing", () => {
       expect(cached).toBeCloseTo(0.6 * 2 + 0.4 * 0.5 + 0.5 * 8, 10)
     }))
 
+  it("clamps cached input to the input: a provider reporting more cached than input tokens is not paid back", () => {
+    const price = { input: 2, cachedInput: 0.5, output: 8 }
+    // 1M input, of which "3M" cached: billed as 1M cached, not as -2M fresh.
+    expect(Pricing.costOf(price, TokenUsage.make(1_000_000, 0, { cachedInput: 3_000_000 }))).toBeCloseTo(0.5, 10)
+    expect(Pricing.costOf(price, TokenUsage.make(1_000_000, 0, { cachedInput: 1_000_000 }))).toBeCloseTo(0.5, 10)
+  })
+
   it("switches to the long-context rates above the threshold", () => {
     const pro = Pricing.lookup(Pricing.builtIn, "gemini-2.5-pro")!
     expect(Pricing.costOf(pro, TokenUsage.make(200_000, 0))).toBeCloseTo(0.2 * 1.25, 10)
@@ -47,9 +54,11 @@ describe("Pricing", () => {
 
   it.effect("has no cost for an unknown model", () =>
     Effect.gen(function*() {
-      expect(yield* Pricing.cost("my-local-llama", TokenUsage.make(10, 10))).toBeUndefined()
-      expect(yield* Pricing.turnCost(turn({ model: "my-local-llama" }))).toBeUndefined()
-      expect(yield* Pricing.turnCost(turn({}))).toBeUndefined()
+      expect(yield* Pricing.cost("my-local-llama", TokenUsage.make(10, 10))).toBeNull()
+      expect(yield* Pricing.turnCost(turn({ model: "my-local-llama" }))).toBeNull()
+      expect(yield* Pricing.turnCost(turn({}))).toBeNull()
+      expect(yield* Pricing.isPriced("my-local-llama")).toBe(false)
+      expect(yield* Pricing.isPriced("gpt-4o-2024-08-06")).toBe(true)
     }))
 
   it.effect("takes added and corrected prices from a layer, keeping the rest", () =>
@@ -70,7 +79,7 @@ describe("Pricing", () => {
       const replaced = yield* Pricing.cost("gpt-4o-mini", usage).pipe(
         Effect.provide(Pricing.layerTable({ "other": { input: 1, cachedInput: 1, output: 1 } }))
       )
-      expect(replaced).toBeUndefined()
+      expect(replaced).toBeNull()
     }))
 
   it.effect("prefers the cost the provider reported", () =>

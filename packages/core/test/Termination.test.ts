@@ -1,12 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import type { Accounting } from "../src/Accounting.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Item from "../src/Item.ts"
 import * as Termination from "../src/Termination.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Until from "../src/Until.ts"
 
-const accounting: Termination.Accounting = {
+const accounting: Accounting = {
   usage: TokenUsage.make(1200, 340, { cachedInput: 1000 }),
   cost: 0.0123,
   elapsedMs: 4567,
@@ -43,6 +44,8 @@ const samples: ReadonlyArray<Termination.Termination<typeof Answer.Type>> = [
   Termination.submitted({ tool: "submit", value: { answer: 42 }, accounting }),
   new Termination.MaxTurns({ maxTurns: 3, accounting }),
   new Termination.MaxBudgetUsd({ maxBudgetUsd: 0.01, accounting }),
+  new Termination.UnpricedModel({ model: "my-local-model", maxBudgetUsd: 0.5, accounting: { ...accounting, cost: null } }),
+  new Termination.MaxDuration({ maxDurationMs: 60_000, accounting }),
   new Termination.DuringExecution({
     message: "until predicate threw: boom",
     cause: new Until.PredicateFailed({ message: "until predicate threw: boom", cause: new Error("boom") }),
@@ -77,7 +80,7 @@ const TerminationOfAnswer = Termination.schema(Answer)
 describe("Termination", () => {
   it("all lists every termination, one each", () => {
     expect(Termination.all).toStrictEqual(samples.map((t) => t._tag))
-    expect(new Set(Termination.all).size).toBe(13)
+    expect(new Set(Termination.all).size).toBe(15)
   })
 
   it("categorises every termination as in the design table", () => {
@@ -86,6 +89,8 @@ describe("Termination", () => {
       Submitted: "success",
       MaxTurns: "capacity",
       MaxBudgetUsd: "capacity",
+      UnpricedModel: "fatal",
+      MaxDuration: "capacity",
       DuringExecution: "retryable",
       MaxStructuredOutputRetries: "capacity",
       ConsecutiveMistakes: "capacity",
@@ -101,7 +106,7 @@ describe("Termination", () => {
 
   it("tells successes from errors", () => {
     expect(samples.filter(Termination.isSuccess).map((t) => t._tag)).toStrictEqual(["Stop", "Submitted"])
-    expect(samples.filter(Termination.isError)).toHaveLength(11)
+    expect(samples.filter(Termination.isError)).toHaveLength(13)
     for (const t of samples.filter(Termination.isError)) expect(t).toBeInstanceOf(Error)
   })
 
@@ -110,7 +115,7 @@ describe("Termination", () => {
       const json = JSON.stringify(Schema.encodeSync(TerminationOfAnswer)(termination))
       const decoded = Schema.decodeUnknownSync(TerminationOfAnswer)(JSON.parse(json))
       expect(decoded).toStrictEqual(termination)
-      expect(decoded.accounting).toStrictEqual(accounting)
+      expect(decoded.accounting).toStrictEqual(termination.accounting)
     }
   })
 
@@ -120,7 +125,7 @@ describe("Termination", () => {
   })
 
   it("keeps the typed cause of DuringExecution and the message of a thrown error across JSON", () => {
-    const json = JSON.parse(JSON.stringify(Schema.encodeSync(Termination.Error)(samples[4] as Termination.Error)))
+    const json = JSON.parse(JSON.stringify(Schema.encodeSync(Termination.Error)(samples[6] as Termination.Error)))
     const decoded = Schema.decodeUnknownSync(Termination.Error)(json)
     if (decoded._tag !== "DuringExecution") throw new Error("expected DuringExecution")
     expect(decoded.cause).toBeInstanceOf(Until.PredicateFailed)
@@ -135,6 +140,7 @@ describe("Termination", () => {
     expect(decode(good)._tag).toBe("Success")
     expect(decode({ ...good, _tag: "Exploded" })._tag).toBe("Failure")
     expect(decode({ ...good, accounting: { ...good.accounting, steps: -1 } })._tag).toBe("Failure")
+    expect(decode({ ...good, accounting: { ...good.accounting, cost: "unknown" } })._tag).toBe("Failure")
     expect(decode({ _tag: "Submitted", tool: "submit", value: { answer: 42 }, accounting: good.accounting })._tag)
       .toBe("Failure")
   })
@@ -143,6 +149,9 @@ describe("Termination", () => {
     expect(samples.filter(Termination.isError).map((t) => t.message)).toStrictEqual([
       "reached the limit of 3 turns",
       "cost $0.0123 reached the budget of $0.01",
+      "the budget of $0.5 cannot be enforced: model \"my-local-model\" has no price. " +
+      "Price it with Pricing.layer({ \"my-local-model\": { input, cachedInput, output } }) (USD per million tokens)",
+      "reached the deadline of 60000 ms",
       "until predicate threw: boom",
       `structured output still invalid after 2 repair attempts: ${diagnostic.message}`,
       "3 consecutive mistakes",

@@ -5,6 +5,7 @@ import type { AiError } from "../src/AiError.ts"
 import * as Embedder from "../src/Embedder.ts"
 import type * as Item from "../src/Item.ts"
 import * as Snapshot from "../src/Snapshot.ts"
+import { PredicateFailed } from "../src/PredicateFailed.ts"
 import * as StepMeta from "../src/StepMeta.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import type * as Turn from "../src/Turn.ts"
@@ -58,6 +59,14 @@ describe("Until limits", () => {
         stop: true,
         reason: "cost limit reached: $0.5 of $0.5"
       })
+    }))
+
+  it.effect("maxCost fails on an unknown cost rather than treating it as free", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf(Until.maxCost(0.5), snap({ cost: null }))
+      expect(error).toBeInstanceOf(PredicateFailed)
+      expect(error.message).toContain("the run's cost is unknown")
+      expect(error.message).toContain("Pricing.layer")
     }))
 
   it.effect("maxDuration stops exactly at the limit, not a millisecond before", () =>
@@ -181,7 +190,7 @@ describe("Until.evaluate", () => {
         throw boom
       }
       const error = yield* failureOf(throwing, snap())
-      expect(error).toBeInstanceOf(Until.PredicateFailed)
+      expect(error).toBeInstanceOf(PredicateFailed)
       expect(error.message).toBe("until predicate threw: boom")
       expect(error.cause).toBe(boom)
     }))
@@ -264,14 +273,28 @@ describe("Until.any and Until.all", () => {
       })
     }))
 
-  it.effect("any does not ask the predicates after the first that stops", () =>
+  it.effect("any keeps a non-stopping predicate's feedback whatever the order of its arguments", () =>
+    Effect.gen(function*() {
+      const snapshot = snap({ stepCount: 3 })
+      for (const until of [Until.any(Until.maxSteps(3), failing), Until.any(failing, Until.maxSteps(3))]) {
+        expect(yield* verdictOf(until, snapshot)).toStrictEqual({
+          stop: true,
+          reason: "step limit reached: 3 of 3",
+          feedback: "tests fail: 2 of 10"
+        })
+      }
+    }))
+
+  it.effect("any asks every predicate every time and stops with the reason of the first that stops", () =>
     Effect.gen(function*() {
       const asked = yield* Ref.make(0)
       const counting: Until.Until = () => Effect.as(Ref.update(asked, (n) => n + 1), { stop: false })
-      yield* verdictOf(Until.any(counting, Until.maxSteps(1), counting), snap({ stepCount: 1 }))
-      expect(yield* Ref.get(asked)).toBe(1)
-      yield* verdictOf(Until.any(counting, Until.maxSteps(1), counting), snap({ stepCount: 0 }))
-      expect(yield* Ref.get(asked)).toBe(3)
+      const until = Until.any(counting, Until.outputContains("x"), Until.maxSteps(1), counting)
+      expect(yield* verdictOf(until, snap({ stepCount: 1, lastText: "x" }))).toStrictEqual({
+        stop: true,
+        reason: "output contains \"x\""
+      })
+      expect(yield* Ref.get(asked)).toBe(2)
     }))
 
   it.effect("all stops only when every predicate stops and joins their reasons with '; '", () =>
@@ -315,10 +338,10 @@ describe("Until.any and Until.all", () => {
     class Judge extends Context.Service<Judge, { readonly ok: Effect.Effect<boolean> }>()("test/Judge") {}
     const judged = Until.verified(() => Judge.use((judge) => Effect.map(judge.ok, (pass) => ({ pass }))))
     const combined = Until.any(Until.maxSteps(1), judged, Until.converged({ threshold: 0.9 }))
-    expectTypeOf(combined).toEqualTypeOf<Until.Until<Until.PredicateFailed | AiError, Judge | Embedder.Embedder>>()
-    expectTypeOf(Until.all(Until.maxSteps(1), Until.converged())).toEqualTypeOf<Until.Until<Until.PredicateFailed, never>>()
+    expectTypeOf(combined).toEqualTypeOf<Until.Until<PredicateFailed | AiError, Judge | Embedder.Embedder>>()
+    expectTypeOf(Until.all(Until.maxSteps(1), Until.converged())).toEqualTypeOf<Until.Until<PredicateFailed, never>>()
     expectTypeOf(Until.converged({ cache: true })).toEqualTypeOf<
-      Until.Until<Until.PredicateFailed | KeyValueStore.KeyValueStoreError | Schema.SchemaError, KeyValueStore.KeyValueStore>
+      Until.Until<PredicateFailed | KeyValueStore.KeyValueStoreError | Schema.SchemaError, KeyValueStore.KeyValueStore>
     >()
   })
 })
@@ -346,6 +369,21 @@ describe("Until.converged", () => {
       expect((yield* step(1, "draft")).stop).toBe(false)
       expect((yield* step(2, "draft ")).stop).toBe(false)
       expect(yield* step(3, "draft ")).toStrictEqual({ stop: true, reason: "output unchanged since the previous step" })
+    }))
+
+  it.effect("never counts turns without text (tool calls only) as converged, at any threshold", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make<Array<string>>([])
+      for (const until of [Until.converged(), Until.converged({ threshold: 0.5 })]) {
+        const step = (stepCount: number, lastText: string) =>
+          Effect.map(verdictOf(until, snap({ stepCount, lastText })).pipe(Effect.provide(fakeEmbedder(calls))), (v) => v.stop)
+        expect(yield* step(1, "")).toBe(false)
+        expect(yield* step(2, "")).toBe(false)
+        expect(yield* step(3, "  \n")).toBe(false)
+        expect(yield* step(4, "answer")).toBe(false)
+        expect(yield* step(5, "answer")).toBe(true)
+      }
+      expect(yield* Ref.get(calls)).toStrictEqual(["answer", "answer"])
     }))
 
   it.effect("keeps one previous output per run, so one predicate serves concurrent runs", () =>
@@ -395,14 +433,16 @@ describe("Until.converged", () => {
       const error = yield* failureOf(until, snap({ stepCount: 3, lastText: "abc" }))
       expect(error.message).toBe("converged: the previous and the current embeddings are not comparable vectors")
       const broken = Until.converged({ threshold: 0.9, embed: () => Promise.reject(new Error("quota")) })
-      expect((yield* failureOf(broken, snap({ stepCount: 1 }))).message).toBe("embed function rejected: quota")
+      expect((yield* failureOf(broken, snap({ stepCount: 1, lastText: "abc" }))).message).toBe(
+        "embed function rejected: quota"
+      )
     }))
 
   it.effect("an Embedder failure fails the predicate with the AiError as cause", () =>
     Effect.gen(function*() {
       const { AuthFailed } = yield* Effect.promise(() => import("../src/AiError.ts"))
       const denied = new AuthFailed({ provider: "embeddings", status: 401, message: "bad key" })
-      const error = yield* failureOf(Until.converged({ threshold: 0.5 }), snap({ stepCount: 1 })).pipe(
+      const error = yield* failureOf(Until.converged({ threshold: 0.5 }), snap({ stepCount: 1, lastText: "hi" })).pipe(
         Effect.provide(Layer.succeed(Embedder.Embedder, { embed: () => Effect.fail(denied) }))
       )
       expect(error.cause).toBe(denied)

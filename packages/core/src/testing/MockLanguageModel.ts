@@ -17,8 +17,27 @@ import * as TokenUsage from "../TokenUsage.ts"
 import type { StopReason, Turn } from "../Turn.ts"
 import type { TurnDelta } from "../TurnDelta.ts"
 
-/** What one request answers with: a turn to replay, or an error to fail with. */
-export type Reply = Turn | AiError.AiError
+/** A reply that streams the first `after` deltas of `turn` (never its `turn_complete`), then fails with `error`. */
+export interface Partial {
+  readonly _tag: "Partial"
+  readonly turn: Turn
+  readonly after: number
+  readonly error: AiError.AiError
+}
+
+/**
+ * A reply that breaks off: the first `after` deltas of `turn` (text in pieces,
+ * calls started…), then the request fails with `error`.
+ */
+export const partial = (turn: Turn, after: number, error: AiError.AiError): Partial => ({
+  _tag: "Partial",
+  turn,
+  after,
+  error
+})
+
+/** What one request answers with: a turn to replay, an error to fail with, or a turn that breaks off. */
+export type Reply = Turn | AiError.AiError | Partial
 
 /** A request the mock received. */
 export interface Request {
@@ -111,7 +130,12 @@ export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply>, op
               })
             )
           }
-          return "_tag" in reply ? Stream.fail(reply) : pace(Stream.fromIterable(deltas(reply, chunkSize)))
+          if (!("_tag" in reply)) return pace(Stream.fromIterable(deltas(reply, chunkSize)))
+          if (reply._tag !== "Partial") return Stream.fail(reply)
+          const all = deltas(reply.turn, chunkSize)
+          // Never the turn_complete: the turn breaks off before it.
+          const streamed = all.slice(0, Math.min(reply.after, all.length - 1))
+          return Stream.concat(pace(Stream.fromIterable(streamed)), Stream.fail(reply.error))
         })
       )
     )

@@ -1,0 +1,28 @@
+/**
+ * What a run has used so far: tokens, cost, time, turns, and where it ended.
+ *
+ * Every termination and every `TurnCompleted` event carries one, so happy and
+ * sad paths are accounted for alike.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { Cost } from "./Cost.ts"
+import * as Item from "./Item.ts"
+import { TokenUsage } from "./TokenUsage.ts"
+
+const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * Tokens, cost in USD (children included; `null` when a turn had no price),
+ * wall-clock milliseconds, model turns, and the last items of the history (how
+ * many is the agent's choice: enough to show where it ended).
+ */
+export const Accounting = Schema.Struct({
+  usage: TokenUsage,
+  cost: Cost,
+  elapsedMs: Schema.Finite,
+  steps: Count,
+  lastItems: Item.History
+})
+export type Accounting = typeof Accounting.Type

@@ -1,0 +1,26 @@
+/**
+ * A cost in USD that may be unknown.
+ *
+ * A turn of a model without a price has no cost anyone can state: it is
+ * `null`, never `0`, and any sum it takes part in is unknown too. Budgets treat
+ * an unknown cost as a reason to stop, not as a free turn.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/** A cost in USD, or `null` when it is unknown. */
+export const Cost = Schema.NullOr(Schema.Finite)
+export type Cost = typeof Cost.Type
+
+/** Free: the identity of {@link add}. */
+export const zero: Cost = 0
+
+/** The sum of two costs; unknown when either is. */
+export const add = (self: Cost, that: Cost): Cost => self === null || that === null ? null : self + that
+
+/** Whether a known cost has reached `budget` (the budget itself included). An unknown cost has not. */
+export const reaches = (cost: Cost, budget: number): boolean => cost !== null && cost >= budget
+
+/** A cost for a person to read: `$0.0123`, or `unknown`. */
+export const format = (cost: Cost): string => cost === null ? "unknown" : `$${Number(cost.toPrecision(6))}`
