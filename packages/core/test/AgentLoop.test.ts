@@ -1,82 +1,29 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Compactor from "../src/Compactor.ts"
+import { Halt } from "../src/Halt.ts"
 import * as Item from "../src/Item.ts"
-import * as Pricing from "../src/Pricing.ts"
 import * as StopPolicy from "../src/StopPolicy.ts"
 import * as Termination from "../src/Termination.ts"
 import { MockLanguageModel, SpanRecorder } from "../src/testing/index.ts"
-import * as TokenUsage from "../src/TokenUsage.ts"
-import { Halt } from "../src/Halt.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
 import * as Until from "../src/Until.ts"
-import { add } from "./fixtures.ts"
-
-const submit = Tool.make({
-  name: "submit",
-  description: "Submits the final answer",
-  input: Schema.Struct({ answer: Schema.Finite }),
-  output: Schema.Struct({ answer: Schema.Finite }),
-  execute: (input) => Effect.succeed(input)
-})
-const halt = Tool.make({
-  name: "halt",
-  description: "Ends everything",
-  input: Schema.Struct({ why: Schema.String }),
-  output: Schema.String,
-  execute: ({ why }) => Effect.fail(new Halt({ reason: why }))
-})
-const toolkit = Toolkit.make(add, submit, halt)
-
-const model = "test-model"
-// $1 per million input tokens, $2 per million output tokens: a 20 in / 10 out turn costs $0.00004.
-const pricing = Pricing.layer({ [model]: { input: 1, cachedInput: 0.5, output: 2 } })
-const usage = TokenUsage.make(20, 10)
-const addCall = (a: number, b: number, callId = `call_${a}_${b}`) =>
-  MockLanguageModel.callsTurn([{ name: "add", arguments: { a, b }, callId }], { model, usage })
-const answer = (text: string) => MockLanguageModel.textTurn(text, { model, usage })
-
-const environment = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
-  AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))
-
-const runWith = <O = string, E = never>(
-  script: ReadonlyArray<MockLanguageModel.Reply>,
-  options: AgentLoop.Options<O, never, E>
-) =>
-  Effect.gen(function*() {
-    const agent = yield* AgentLoop.AgentLoop
-    return yield* agent.run(options)
-  }).pipe(Effect.provide(environment(script)))
-
-const failureOf = <O, E = never>(
-  script: ReadonlyArray<MockLanguageModel.Reply>,
-  options: AgentLoop.Options<O, never, E>
-) =>
-  Effect.flip(runWith(script, options))
-
-const requestsOf = <E>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<string, never, E>) =>
-  Effect.gen(function*() {
-    const agent = yield* AgentLoop.AgentLoop
-    const exit = yield* Effect.exit(agent.run(options))
-    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
-    return { exit, requests }
-  }).pipe(Effect.provide(environment(script)))
-
-const expectTermination = (error: Termination.Error, tag: Termination.Tag, steps: number) => {
-  expect(error._tag).toBe(tag)
-  expect(error.accounting.steps).toBe(steps)
-  expect(error.accounting.usage).toStrictEqual({
-    input: usage.input * steps,
-    output: usage.output * steps,
-    total: usage.total * steps
-  })
-  expect(error.accounting.cost).toBeCloseTo(0.00004 * steps, 12)
-  expect(Schema.decodeUnknownSync(Termination.Error)(Schema.encodeSync(Termination.Error)(error))).toStrictEqual(error)
-}
+import {
+  addCall,
+  answer,
+  environment,
+  expectTermination,
+  failureOf,
+  model,
+  requestsOf,
+  runWith,
+  toolkit,
+  usage
+} from "./agentFixtures.ts"
 
 describe("AgentLoop", () => {
   it.effect("runs turns and tools until the model answers, and returns the answer with the accounting", () =>

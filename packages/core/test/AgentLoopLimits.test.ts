@@ -1,0 +1,235 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import * as AgentLoop from "../src/AgentLoop.ts"
+import * as AiError from "../src/AiError.ts"
+import { MockLanguageModel } from "../src/testing/index.ts"
+import * as TokenUsage from "../src/TokenUsage.ts"
+import * as Tool from "../src/Tool.ts"
+import * as Toolkit from "../src/Toolkit.ts"
+import * as Until from "../src/Until.ts"
+import { addCall, answer, dollarModel, environment, failureOf, model, requestsOf, runWith, toolkit } from "./agentFixtures.ts"
+
+/** A tool that never returns, and says when it started and when it was stopped. */
+const stuckTool = Effect.gen(function*() {
+  const started = yield* Deferred.make<void>()
+  const stopped = yield* Deferred.make<void>()
+  const tool = Tool.make({
+    name: "wait",
+    description: "Waits forever",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () =>
+      Deferred.succeed(started, undefined).pipe(
+        Effect.andThen(Effect.never),
+        Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
+      )
+  })
+  return { tool, started, stopped }
+})
+
+const waitCall = MockLanguageModel.callsTurn([{ name: "wait", arguments: {} }], { model })
+
+describe("AgentLoop accounting", () => {
+  const dollarTurn = (a: number) =>
+    MockLanguageModel.callsTurn([{ name: "add", arguments: { a, b: 1 } }], {
+      model: dollarModel,
+      usage: TokenUsage.make(1_000_000, 0)
+    })
+
+  it.effect("MaxBudgetUsd: a turn that brings the cost exactly to the budget ends the run", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([dollarTurn(1), dollarTurn(2), dollarTurn(3), answer("never")], {
+        input: "Add",
+        toolkit,
+        model: dollarModel,
+        limits: { maxBudgetUsd: 2 }
+      })
+      expect(error._tag).toBe("MaxBudgetUsd")
+      expect(error.accounting.steps).toBe(2)
+      expect(error.accounting.cost).toBe(2)
+    }))
+
+  it.effect("UnpricedModel: a budgeted run of a model without a price fails before its first request", () =>
+    Effect.gen(function*() {
+      const { exit, requests } = yield* requestsOf([answer("never")], {
+        input: "Hi",
+        model: "my-local-model",
+        limits: { maxBudgetUsd: 1 }
+      })
+      expect(requests).toHaveLength(0)
+      expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
+        _tag: "Fail",
+        error: { _tag: "UnpricedModel", model: "my-local-model", maxBudgetUsd: 1 }
+      })
+      const error = yield* failureOf([], { input: "Hi", model: "my-local-model", limits: { maxBudgetUsd: 1 } })
+      expect(error.message).toContain("model \"my-local-model\" has no price")
+      expect(error.message).toContain("Pricing.layer({ \"my-local-model\"")
+    }))
+
+  it.effect("UnpricedModel: a turn answered by an unpriced model ends a budgeted run before its tools run", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const counted = Tool.make({
+        name: "add",
+        description: "Adds",
+        input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+        output: Schema.Finite,
+        execute: ({ a, b }) => Effect.sync(() => (ran++, a + b))
+      })
+      const mystery = MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 1, b: 2 } }], { model: "mystery-1" })
+      const error = yield* failureOf([mystery, answer("never")], {
+        input: "Add",
+        toolkit: Toolkit.make(counted),
+        limits: { maxBudgetUsd: 1 }
+      })
+      expect(error).toMatchObject({ _tag: "UnpricedModel", model: "mystery-1" })
+      expect(error.accounting.steps).toBe(1)
+      expect(error.accounting.cost).toBeNull()
+      expect(ran).toBe(0)
+    }))
+
+  it.effect("without a budget, an unknown cost is reported as unknown, never as 0", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const events = yield* Stream.runCollect(agent.stream({ input: "Hi" }))
+      const completed = events.find((event) => event._tag === "TurnCompleted")
+      expect(completed?.cost).toBeNull()
+      expect(completed?.accounting.cost).toBeNull()
+      const finished = events.find((event) => event._tag === "Finished")
+      expect(finished?.result.termination.accounting.cost).toBeNull()
+    }).pipe(Effect.provide(environment([MockLanguageModel.textTurn("hello", { model: "my-local-model" })]))))
+
+  it.effect("Until.maxCost on an unknown cost ends the run with the reason, rather than never stopping", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([MockLanguageModel.textTurn("hello", { model: "my-local-model" })], {
+        input: "Hi",
+        until: Until.maxCost(1)
+      })
+      expect(error._tag).toBe("DuringExecution")
+      expect(error.message).toContain("the run's cost is unknown")
+    }))
+
+  it.effect("NoProgress needs the repeated turns to be silent: the same calls with new text each time go on", () =>
+    Effect.gen(function*() {
+      const chatty = (text: string) =>
+        MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 2 }, callId: "call_same" }], { text, model })
+      const result = yield* runWith([chatty("One."), chatty("Two."), chatty("Three."), chatty("Four."), answer("4")], {
+        input: "Add",
+        toolkit
+      })
+      expect(result.termination.accounting.steps).toBe(5)
+    }))
+})
+
+describe("AgentLoop discarded attempts", () => {
+  const overflow = new AiError.ContextLengthExceeded({ provider: "mock", message: "too long" })
+
+  it.effect("text streamed before a context overflow is declared void, and the retry's text stands alone", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const events = yield* Stream.runCollect(agent.stream({ input: "Add", toolkit, model }))
+      const tags = events.map((event) => event._tag).filter((tag, i, all) => tag !== "Delta" || all[i - 1] !== "Delta")
+      expect(tags.slice(tags.indexOf("TurnStarted", 1))).toStrictEqual([
+        "TurnStarted",
+        "Delta",
+        "AttemptDiscarded",
+        "Compacted",
+        "Delta",
+        "TurnCompleted",
+        "Verdict",
+        "Finished"
+      ])
+      // What a UI shows for step 2 when it clears the step's text on AttemptDiscarded.
+      let shown = ""
+      for (const event of events) {
+        if (event._tag === "AttemptDiscarded") shown = ""
+        if (event._tag === "Delta" && event.step === 2 && event.delta.type === "text_delta") shown += event.delta.delta
+      }
+      expect(shown).toBe("FINAL")
+      expect(events.find((event) => event._tag === "AttemptDiscarded")).toMatchObject({ step: 2, cause: overflow })
+    }).pipe(Effect.provide(environment([
+      addCall(1, 1),
+      MockLanguageModel.partial(answer("PARTIAL-ANSWER"), 2, overflow),
+      answer("FINAL")
+    ]))))
+})
+
+describe("AgentLoop time limits", () => {
+  it.effect("a tool that never returns is stopped after the default timeout, and the model is told", () =>
+    Effect.gen(function*() {
+      const { tool, started, stopped } = yield* stuckTool
+      const agent = yield* AgentLoop.AgentLoop
+      const fiber = yield* agent.stream({ input: "Wait", toolkit: Toolkit.make(tool), model }).pipe(
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      yield* Deferred.await(started)
+      yield* TestClock.adjust(Toolkit.defaultTimeout)
+      yield* Deferred.await(stopped)
+      const events = yield* Fiber.join(fiber)
+      const result = events.find((event) => event._tag === "ToolResult")
+      expect(result).toMatchObject({ outcome: "timeout" })
+      expect(result?.reason).toContain("did not finish within 5m")
+      expect(events.at(-1)?._tag).toBe("Finished")
+    }).pipe(Effect.provide(environment([waitCall, answer("It timed out.")]))))
+
+  it.effect("limits.toolTimeout overrides the default", () =>
+    Effect.gen(function*() {
+      const { tool, started } = yield* stuckTool
+      const agent = yield* AgentLoop.AgentLoop
+      const fiber = yield* agent.run({
+        input: "Wait",
+        toolkit: Toolkit.make(tool),
+        model,
+        limits: { toolTimeout: "2 seconds" }
+      }).pipe(Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* TestClock.adjust("2 seconds")
+      const result = yield* Fiber.join(fiber)
+      expect(result.history.find((item) => item.type === "function_call_output")).toMatchObject({ status: "incomplete" })
+    }).pipe(Effect.provide(environment([waitCall, answer("It timed out.")]))))
+
+  it.effect("MaxDuration ends the run at its deadline while a tool is in flight, and stops the tool", () =>
+    Effect.gen(function*() {
+      const { tool, started, stopped } = yield* stuckTool
+      const agent = yield* AgentLoop.AgentLoop
+      const fiber = yield* agent.run({
+        input: "Wait",
+        toolkit: Toolkit.make(tool),
+        model,
+        limits: { maxDuration: "1 minute" }
+      }).pipe(Effect.flip, Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* TestClock.adjust("1 minute")
+      const error = yield* Fiber.join(fiber)
+      yield* Deferred.await(stopped)
+      expect(error._tag).toBe("MaxDuration")
+      expect(error.accounting.steps).toBe(1)
+      expect(error.accounting.elapsedMs).toBe(60_000)
+      expect(error.message).toBe("reached the deadline of 60000 ms")
+    }).pipe(Effect.provide(environment([waitCall, answer("never")]))))
+
+  it.effect("MaxDuration ends the run in the middle of a model turn", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const streaming = yield* Deferred.make<void>()
+      const fiber = yield* agent.stream({ input: "Talk", model, limits: { maxDuration: "1 second" } }).pipe(
+        Stream.tap((event) => event._tag === "Delta" ? Deferred.succeed(streaming, undefined) : Effect.void),
+        Stream.runCollect,
+        Effect.flip,
+        Effect.forkChild
+      )
+      while (!(yield* Deferred.isDone(streaming))) yield* TestClock.adjust("10 millis")
+      yield* TestClock.adjust("1 second")
+      const error = yield* Fiber.join(fiber)
+      expect(error._tag).toBe("MaxDuration")
+      expect(error.accounting.steps).toBe(0)
+      const recorder = yield* MockLanguageModel.MockLanguageModel
+      expect(yield* recorder.requests).toHaveLength(1)
+    }).pipe(Effect.provide(
+      AgentLoop.layer.pipe(
+        Layer.provideMerge(MockLanguageModel.layer([answer("word ".repeat(40))], { delay: "100 millis" }))
+      )
+    )))
+})
