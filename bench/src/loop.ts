@@ -51,14 +51,27 @@ await compare({
   ]
 })
 
+// Memory: a million iterations of each kind must not grow the heap (the suite checks them at 10,000 for correctness).
 const million = 1_000_000
-const before = heapUsedMiB()
-await Effect.runPromise(
-  Stream.runDrain(Loop.loop(0, (n) => n < million ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop))
+
+const heapGrowth = async (name: string, stream: Stream.Stream<unknown>) => {
+  const before = heapUsedMiB()
+  await Effect.runPromise(Stream.runDrain(stream))
+  const after = heapUsedMiB()
+  console.log(
+    `  heap after ${million.toLocaleString("en-US")} ${name}: ${before.toFixed(1)} MiB -> ${after.toFixed(1)} MiB (${
+      (after - before).toFixed(2)
+    } MiB growth)`
+  )
+}
+
+await heapGrowth("iterations", Loop.loop(0, (n) => n < million ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop))
+await heapGrowth(
+  "silent iterations",
+  Loop.loop(0, (n) => n < million ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stopAfter(Stream.make(n)))
 )
-const after = heapUsedMiB()
-console.log(
-  `  heap after ${million.toLocaleString("en-US")} iterations: ${before.toFixed(1)} MiB -> ${after.toFixed(1)} MiB (${
-    (after - before).toFixed(2)
-  } MiB growth)`
+await heapGrowth(
+  "scoped bodies",
+  Loop.loop(0, (n) =>
+    Effect.as(Effect.addFinalizer(() => Effect.void), n < million ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stop))
 )

@@ -218,6 +218,19 @@ describe("Toolkit.executeAllSafe", () => {
       expect(errorOf(result)).toBe("Tool \"sleep\" did not finish within 2s and was stopped.")
     }))
 
+  it.effect("stops a call that never returns after the default timeout, unless told to wait forever", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.forkChild(runOne(call("sleep", "{\"seconds\":3600}")))
+      yield* TestClock.adjust(Toolkit.defaultTimeout)
+      const result = yield* Fiber.join(fiber)
+      expect(result.outcome).toBe("timeout")
+      expect(errorOf(result)).toBe("Tool \"sleep\" did not finish within 5m and was stopped.")
+
+      const patient = yield* Effect.forkChild(runOne(call("sleep", "{\"seconds\":3600}"), { timeout: Duration.infinity }))
+      yield* TestClock.adjust("1 hour")
+      expect((yield* Fiber.join(patient)).outcome).toBe("success")
+    }))
+
   it.effect("lets a tool's own timeout win over the option", () =>
     Effect.gen(function*() {
       const patient = Tool.make({
