@@ -15,7 +15,6 @@ import type { Accounting } from "./Accounting.ts"
 import type * as Events from "./AgentEvent.ts"
 import * as AgentRules from "./AgentRules.ts"
 import * as AgentTurn from "./AgentTurn.ts"
-import * as AiError from "./AiError.ts"
 import * as Cost from "./Cost.ts"
 import type { Halt } from "./Halt.ts"
 import * as Item from "./Item.ts"
@@ -139,36 +138,6 @@ const lastItemsKept = 10
 
 const feedbackMessage = (text: string, step: number): Item.Message => Item.userMessage(text, `feedback_${step}`)
 
-const isTurnFailure = Schema.is(Schema.Union([AiError.AiError, AgentTurn.CompactionFailure]))
-
-/** The termination of a run whose turn could not complete. */
-const fromTurnFailure = (failure: AgentTurn.Failure, accounting: Accounting): Termination.Error => {
-  switch (failure._tag) {
-    case "AuthFailed":
-      return new Termination.ProviderAuth({ cause: failure, accounting })
-    case "ContextLengthExceeded":
-      return new Termination.PromptTooLong({ cause: failure, accounting })
-    case "CompactionFailure":
-      return new Termination.CompactionFailed({ message: failure.message, cause: failure.overflow, accounting })
-    default:
-      return new Termination.DuringExecution({
-        message: `the model request failed: ${failure.message}`,
-        cause: failure,
-        accounting
-      })
-  }
-}
-
-/** Records how the run ended on its span, with its usage and cost. */
-const annotateEnd = (termination: Termination.Termination): Effect.Effect<void> =>
-  Effect.annotateCurrentSpan({
-    "agentloop.termination": termination._tag,
-    "agentloop.termination.category": Termination.category(termination),
-    ...Telemetry.usageAttributes(termination.accounting.usage),
-    ...(termination.accounting.cost === null ? {} : { "agentloop.cost_usd": termination.accounting.cost }),
-    ...(Termination.isError(termination) ? { "error.type": termination._tag } : {})
-  })
-
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
@@ -268,7 +237,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     /** Ends the run with its result, after the verdict that stopped it. */
     const finish = (verdict: Events.Verdict | undefined, result: RunResult<O>) =>
       Effect.as(
-        annotateEnd(result.termination),
+        Telemetry.annotateTermination(result.termination),
         Loop.stopAfter(Stream.fromIterable<AgentEvent<O>>(
           verdict === undefined ? [{ _tag: "Finished", result }] : [verdict, { _tag: "Finished", result }]
         ))
@@ -410,8 +379,8 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     }
 
     const run = Loop.loop(initial, body).pipe(
-      Stream.catchIf(isTurnFailure, (failure) =>
-        Stream.fromEffect(fail((books) => fromTurnFailure(failure, books), latest)))
+      Stream.catchIf(AgentRules.isTurnFailure, (failure) =>
+        Stream.fromEffect(fail((books) => AgentRules.turnFailure(failure, books), latest)))
     )
     const deadline = options.limits?.maxDuration
     if (deadline === undefined) return run
@@ -420,7 +389,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       Effect.andThen(Effect.suspend(() => fail((books) => new Termination.MaxDuration({ maxDurationMs, accounting: books }), latest)))
     )))
   })).pipe(
-    Stream.tapError((termination: Termination.Error) => annotateEnd(termination)),
+    Stream.tapError((termination: Termination.Error) => Telemetry.annotateTermination(termination)),
     Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
   )
 

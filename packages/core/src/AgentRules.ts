@@ -3,14 +3,18 @@
  *
  * Each answers one question about what a turn did: did a tool halt the run, did
  * the finish tool succeed, how many mistakes in a row, is the run stuck, what
- * does the budget say. `AgentLoop` composes them, in that order; each can be
- * tested, and reused, alone.
+ * does the budget say, which termination ends a run whose turn failed.
+ * `AgentLoop` composes them; each can be tested, and reused, alone.
  *
  * @since 0.1.0
  */
+import { Schema } from "effect"
+import type { Accounting } from "./Accounting.ts"
+import * as AgentTurn from "./AgentTurn.ts"
+import * as AiError from "./AiError.ts"
 import * as Cost from "./Cost.ts"
 import type * as Item from "./Item.ts"
-import type * as Termination from "./Termination.ts"
+import * as Termination from "./Termination.ts"
 import * as Toolkit from "./Toolkit.ts"
 import * as Turn from "./Turn.ts"
 
@@ -89,3 +93,30 @@ export const budget = (cost: Cost.Cost, maxBudgetUsd: number | undefined): "with
 export const repairRequest = (diagnostic: Termination.Diagnostic): string =>
   `Your answer is not valid JSON for the required schema: ${diagnostic.message}\n` +
   "Answer again with only the JSON value, nothing else."
+
+/** Whether a run's failure is its turn's (a model or compaction failure), not yet a termination. */
+export const isTurnFailure: (u: unknown) => u is AgentTurn.Failure = Schema.is(
+  Schema.Union([AiError.AiError, AgentTurn.CompactionFailure])
+)
+
+/**
+ * The termination of a run whose turn could not complete: rejected credentials
+ * are `ProviderAuth`, a history still too long after compaction `PromptTooLong`,
+ * a compactor that failed `CompactionFailed`, anything else `DuringExecution`.
+ */
+export const turnFailure = (failure: AgentTurn.Failure, accounting: Accounting): Termination.Error => {
+  switch (failure._tag) {
+    case "AuthFailed":
+      return new Termination.ProviderAuth({ cause: failure, accounting })
+    case "ContextLengthExceeded":
+      return new Termination.PromptTooLong({ cause: failure, accounting })
+    case "CompactionFailure":
+      return new Termination.CompactionFailed({ message: failure.message, cause: failure.overflow, accounting })
+    default:
+      return new Termination.DuringExecution({
+        message: `the model request failed: ${failure.message}`,
+        cause: failure,
+        accounting
+      })
+  }
+}
