@@ -6,6 +6,7 @@
 export * as Accounting from "./Accounting.ts"
 export * as AgentEvent from "./AgentEvent.ts"
 export * as AgentLoop from "./AgentLoop.ts"
+export * as AgentMachine from "./AgentMachine.ts"
 export * as AgentRules from "./AgentRules.ts"
 export * as AgentTurn from "./AgentTurn.ts"
 export * as AiError from "./AiError.ts"
