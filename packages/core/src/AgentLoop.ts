@@ -11,12 +11,15 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Stream } from "effect"
-import type { Duration, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import type { Duration } from "effect"
+import * as AgentCheckpoint from "./AgentCheckpoint.ts"
 import type * as Events from "./AgentEvent.ts"
 import * as AgentMachine from "./AgentMachine.ts"
 import * as AgentRules from "./AgentRules.ts"
 import * as AgentTurn from "./AgentTurn.ts"
+import { Checkpointer } from "./Checkpointer.ts"
+import type { CheckpointError } from "./Checkpointer.ts"
 import type { Halt } from "./Halt.ts"
 import type * as Item from "./Item.ts"
 import { LanguageModel } from "./LanguageModel.ts"
@@ -24,7 +27,7 @@ import type { ModelParams, ToolChoice } from "./LanguageModel.ts"
 import * as Loop from "./Loop.ts"
 import type { Snapshot } from "./Snapshot.ts"
 import * as Telemetry from "./Telemetry.ts"
-import type * as Termination from "./Termination.ts"
+import * as Termination from "./Termination.ts"
 import type * as Toolkit from "./Toolkit.ts"
 import type * as Turn from "./Turn.ts"
 import type * as Until from "./Until.ts"
@@ -109,6 +112,12 @@ export class AgentLoop extends Context.Service<AgentLoop, {
   ): Effect.Effect<RunResult<O>, Termination.Error, R | RU>
 }>()("@agentloop/core/AgentLoop") {}
 
+/** Whether a run's recovery failed for its checkpoint's sake (rather than ending on a recovered budget). */
+const isRecoveryFailure = (
+  error: CheckpointError | AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
+): error is CheckpointError | AgentCheckpoint.RecoveryError =>
+  error._tag === "CheckpointError" || error._tag === "RestoreFailed" || error._tag === "SchemaError"
+
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
@@ -123,42 +132,70 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       ...(options.model === undefined ? {} : { "gen_ai.request.model": options.model }),
       ...(options.name === undefined ? {} : { "gen_ai.agent.name": options.name })
     })
-    const initial = yield* machine.start
+    const start = yield* machine.start
     /** The run as last accounted: what a deadline or a failed turn reports. */
-    let latest = initial
+    let latest = start
+    const checkpointFailed = (error: CheckpointError | AgentCheckpoint.RecoveryError) =>
+      Effect.flatMap(machine.accounting(latest), (accounting) =>
+        Effect.fail(new Termination.CheckpointFailed({ message: `the run's checkpoint failed: ${error.message}`, cause: error, accounting })))
 
-    const body = (state: AgentMachine.State) => {
+    const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
+    const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
+      runId: machine.runId,
+      machine,
+      // Without a structured output, O is the text (its default).
+      output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
+      toolkit: options.toolkit
+    }).pipe(Effect.provideService(Checkpointer, checkpointer.value))
+    const position = recorder === undefined
+      ? { _tag: "Between" as const, state: start }
+      : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))
+    if (position._tag === "Finished") {
+      yield* Telemetry.annotateTermination(position.result.termination)
+      return Stream.succeed<AgentEvent<O>>({ _tag: "Finished", result: position.result })
+    }
+
+    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
+      const state = at.state
       latest = state
-      const step = state.steps + 1
       let accounted = state
+      const step = at._tag === "Answered" ? state.steps : state.steps + 1
+      const request: AgentTurn.Request<Termination.Error | CheckpointError, R> = {
+        step,
+        history: state.history,
+        options: machine.turnOptions,
+        toolkit: options.toolkit,
+        tools: machine.tools,
+        account: (completed) =>
+          Effect.gen(function*() {
+            if (recorder !== undefined) yield* recorder.answered(state, completed)
+            const books = yield* machine.account(state, completed)
+            latest = accounted = books.state
+            return books.accounting
+          }),
+        onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result)
+      }
+      const then = (outcome: AgentTurn.Outcome) =>
+        Effect.gen(function*() {
+          const transition = yield* machine.decide(accounted, outcome)
+          if (recorder !== undefined) yield* recorder.decided(outcome, transition)
+          if (transition._tag === "Continue") {
+            return Loop.nextAfter(Stream.fromIterable(transition.events), { _tag: "Between" as const, state: transition.state })
+          }
+          yield* Telemetry.annotateTermination(transition.result.termination)
+          return Loop.stopAfter(Stream.fromIterable(transition.events))
+        })
+      if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
       return Effect.as(
         machine.beforeTurn(state),
-        Loop.decideAfter(Stream.make(started), () =>
-          AgentTurn.stream({
-            step,
-            history: state.history,
-            options: machine.turnOptions,
-            toolkit: options.toolkit,
-            tools: machine.tools,
-            account: (completed) =>
-              Effect.map(machine.account(state, completed), (books) => {
-                latest = accounted = books.state
-                return books.accounting
-              })
-          }, (outcome) =>
-            Effect.flatMap(machine.decide(accounted, outcome), (transition) =>
-              transition._tag === "Continue"
-                ? Effect.succeed(Loop.nextAfter(Stream.fromIterable(transition.events), transition.state))
-                : Effect.as(
-                  Telemetry.annotateTermination(transition.result.termination),
-                  Loop.stopAfter(Stream.fromIterable(transition.events))
-                ))))
+        Loop.decideAfter(Stream.make(started), () => AgentTurn.stream(request, then))
       )
     }
 
-    const run = Loop.loop(initial, body).pipe(
-      Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest)))
+    const run = Loop.loop(position, body).pipe(
+      Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
+      Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
     )
     const deadline = machine.maxDurationMs
     if (deadline === undefined) return run
