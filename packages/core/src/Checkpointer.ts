@@ -11,9 +11,10 @@
  * any `SqlClient` ({@link layerSql}: PostgreSQL in production, SQLite or MySQL
  * too).
  *
- * One execution id has one writer at a time: two processes executing the same
- * id at once is a mistake the SQL layer detects (a duplicate key) and the
- * key-value layer does not.
+ * One execution id has one writer at a time: each layer remembers the length
+ * of the logs it wrote, so an append costs one write. Two processes executing
+ * the same id at once is a mistake the SQL layer detects (a duplicate key)
+ * and the key-value layer does not.
  *
  * @since 0.1.0
  */
@@ -63,8 +64,12 @@ export const layerKeyValueStore = (
     const store = yield* KeyValueStore.KeyValueStore
     const prefix = options.prefix ?? "@agentloop/checkpoints/"
     const key = (id: string, suffix: string) => `${prefix}${encodeURIComponent(id)}/${suffix}`
-    const length = (id: string) =>
-      Effect.flatMap(store.get(key(id, "length")), (text) => text === undefined ? Effect.succeed(0) : decodeLength(text))
+    const lengths = new Map<string, number>()
+    const length = (id: string) => {
+      const known = lengths.get(id)
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.flatMap(store.get(key(id, "length")), (text) => text === undefined ? Effect.succeed(0) : decodeLength(text))
+    }
 
     return Checkpointer.of({
       read: (id) =>
@@ -80,10 +85,12 @@ export const layerKeyValueStore = (
           const start = yield* length(id)
           yield* Effect.forEach(entries, (entry, i) => store.set(key(id, String(start + i)), entry), { discard: true })
           yield* store.set(key(id, "length"), String(start + entries.length))
+          lengths.set(id, start + entries.length)
         }).pipe(Effect.mapError(failed("append", id))),
       clear: (id) =>
         Effect.gen(function*() {
           const count = yield* length(id)
+          lengths.delete(id)
           yield* store.remove(key(id, "length"))
           yield* Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => store.remove(key(id, String(i))), {
             discard: true
@@ -98,7 +105,7 @@ export const layerMemory: Layer.Layer<Checkpointer> = layerKeyValueStore().pipe(
 /**
  * Keeps each execution's log in a table of the database in context (created
  * when missing; `agentloop_checkpoints` by default): one row per entry, keyed
- * by execution id and position, appended in a transaction.
+ * by execution id and position, an append's rows inserted by one statement.
  */
 export const layerSql = (
   options: { readonly table?: string | undefined } = {}
@@ -120,6 +127,18 @@ export const layerSql = (
 
     const Rows = Schema.Array(Schema.Struct({ entry: Schema.String }))
     const Next = Schema.Array(Schema.Struct({ next: Schema.Union([Schema.Number, Schema.NumberFromString]) }))
+    const lengths = new Map<string, number>()
+    const length = (id: string) => {
+      const known = lengths.get(id)
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.map(
+        Effect.flatMap(
+          sql`SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM ${table} WHERE execution_id = ${id}`,
+          Schema.decodeUnknownEffect(Next)
+        ),
+        ([row]) => row?.next ?? 0
+      )
+    }
 
     return Checkpointer.of({
       read: (id) =>
@@ -131,16 +150,21 @@ export const layerSql = (
       append: (id, entries) =>
         Arr.isReadonlyArrayNonEmpty(entries)
           ? Effect.gen(function*() {
-            const [row] = yield* Effect.flatMap(
-              sql`SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM ${table} WHERE execution_id = ${id}`,
-              Schema.decodeUnknownEffect(Next)
-            )
-            const start = row?.next ?? 0
+            const start = yield* length(id)
             const rows = Arr.map(entries, (entry, i) => ({ execution_id: id, seq: start + i, entry }))
+            // One statement: every row or none.
             yield* sql`INSERT INTO ${table} ${sql.insert(rows)}`
-          }).pipe(sql.withTransaction, Effect.mapError(failed("append", id)))
+            lengths.set(id, start + entries.length)
+          }).pipe(
+            Effect.tapError(() => Effect.sync(() => lengths.delete(id))),
+            Effect.mapError(failed("append", id))
+          )
           : Effect.void,
       clear: (id) =>
-        sql`DELETE FROM ${table} WHERE execution_id = ${id}`.pipe(Effect.asVoid, Effect.mapError(failed("clear", id)))
+        sql`DELETE FROM ${table} WHERE execution_id = ${id}`.pipe(
+          Effect.ensuring(Effect.sync(() => lengths.delete(id))),
+          Effect.asVoid,
+          Effect.mapError(failed("clear", id))
+        )
     })
   }))
