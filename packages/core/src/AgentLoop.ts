@@ -178,7 +178,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       const then = (outcome: AgentTurn.Outcome) =>
         Effect.gen(function*() {
           const transition = yield* machine.decide(accounted, outcome)
-          if (recorder !== undefined) yield* recorder.decided(outcome, transition)
+          if (recorder !== undefined) yield* Effect.uninterruptible(recorder.decided(outcome, transition))
           if (transition._tag === "Continue") {
             return Loop.nextAfter(Stream.fromIterable(transition.events), { _tag: "Between" as const, state: transition.state })
           }

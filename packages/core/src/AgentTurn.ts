@@ -136,7 +136,8 @@ export const stream = <E, R, A, S, E2, R2>(
         step,
         turn: finished,
         cost: completed.cost,
-        accounting: yield* request.account(completed)
+        // The turn is complete: accounting for it (and recording it) is not cut off halfway.
+        accounting: yield* Effect.uninterruptible(request.account(completed))
       }
       return Loop.decideAfter(Stream.make(event), () => runTools(request, completed, new Map(), then))
     }))

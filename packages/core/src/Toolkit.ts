@@ -160,8 +160,8 @@ export type Event =
  * position). Ending the stream early interrupts the running tools.
  *
  * `onResult` runs as soon as a call ends, before its result is emitted and
- * whether or not anyone pulls it (to record it durably); its failure fails the
- * stream.
+ * whether or not anyone pulls it, and is not interrupted once started (to
+ * record the result durably); its failure fails the stream.
  */
 export const streamAll = <R, E = never, R2 = never>(
   toolkit: Toolkit<R>,
@@ -176,13 +176,13 @@ export const streamAll = <R, E = never, R2 = never>(
     return Effect.forEach(
       calls,
       (call, index) =>
-        executeOne(toolkit, call, index, {
-          ...options,
-          onProgress: (event) => emit({ _tag: "Progress", ...event })
-        }).pipe(
-          Effect.tap((result) => onResult === undefined ? Effect.void : onResult(index, result)),
-          Effect.flatMap((result) => emit({ _tag: "Result", index, result }))
-        ),
+        // Once a call has ended, its result is recorded even if the stream is being interrupted.
+        Effect.uninterruptibleMask((restore) =>
+          restore(executeOne(toolkit, call, index, {
+            ...options,
+            onProgress: (event) => emit({ _tag: "Progress", ...event })
+          })).pipe(Effect.tap((result) => onResult === undefined ? Effect.void : onResult(index, result)))
+        ).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
       { concurrency: options?.concurrency ?? defaultConcurrency, discard: true }
     ).pipe(Effect.andThen(Queue.end(queue)))
   })
