@@ -16,9 +16,8 @@ import { Effect, Layer, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel, Reachable } from "@agentloop/core/testing"
 import { mkdtempSync, rmSync } from "node:fs"
-import { Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { compare } from "./measure.ts"
@@ -54,14 +53,7 @@ const files = Checkpointer.layerKeyValueStore().pipe(
   Layer.provide(NodePath.layer)
 )
 
-const postgresReachable = await new Promise<boolean>((resolve) => {
-  const socket = new Socket()
-  socket.setTimeout(1000)
-  socket.once("connect", () => (socket.destroy(), resolve(true)))
-  socket.once("error", () => resolve(false))
-  socket.once("timeout", () => (socket.destroy(), resolve(false)))
-  socket.connect(5432, "127.0.0.1")
-})
+const postgresReachable = await Reachable.listening(5432)
 
 const table = `agentloop_checkpoints_bench_${process.pid}`
 const pgClient = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })

@@ -5,10 +5,10 @@ import { Effect, Layer } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
-import { Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import { Reachable } from "../src/testing/index.ts"
 
 /** The behaviour every checkpointer layer must have. */
 const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
@@ -28,14 +28,7 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
       yield* checkpoints.clear(`${id}-other`)
     }).pipe(Effect.provide(layer())))
 
-const postgresReachable = await new Promise<boolean>((resolve) => {
-  const socket = new Socket()
-  socket.setTimeout(1000)
-  socket.once("connect", () => (socket.destroy(), resolve(true)))
-  socket.once("error", () => resolve(false))
-  socket.once("timeout", () => (socket.destroy(), resolve(false)))
-  socket.connect(5432, "127.0.0.1")
-})
+const postgresReachable = await Reachable.listening(5432)
 if (!postgresReachable) console.warn("Checkpointer: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432")
 
 describe("Checkpointer", () => {
