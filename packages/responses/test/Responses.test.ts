@@ -1,4 +1,4 @@
-import { AiError, type Item, LanguageModel, ProviderHttp, Turn, type TurnDelta } from "@agentloop/core"
+import { AiError, type Item, LanguageModel, ProviderRetry, Turn, type TurnDelta } from "@agentloop/core"
 import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Deferred, Duration, Effect, Fiber, Layer, Redacted, Schedule, Stream } from "effect"
@@ -24,7 +24,7 @@ const provider = (config?: Partial<Responses.Config>) =>
     return yield* Responses.make({
       apiKey: Redacted.make(canary),
       baseUrl: server.url,
-      retryPolicy: ProviderHttp.noRetry,
+      retryPolicy: ProviderRetry.none,
       ...config
     })
   })
@@ -580,7 +580,7 @@ describe("Responses", () => {
       const deltas = yield* Effect.gen(function*() {
         const model = yield* LanguageModel.LanguageModel
         return yield* Stream.runCollect(model.streamTurn(hello, {}))
-      }).pipe(Effect.provide(Responses.layerConfig({ retryPolicy: ProviderHttp.noRetry }).pipe(Layer.provide(config))))
+      }).pipe(Effect.provide(Responses.layerConfig({ retryPolicy: ProviderRetry.none }).pipe(Layer.provide(config))))
       expect(Turn.text(completeTurn(deltas))).toBe("hi")
       const [request] = yield* server.requests
       expect(request?.headers.authorization).toBe(`Bearer ${canary}`)

@@ -3,7 +3,8 @@
  * (every event with `type` and `sequence_number`, each sent as
  * `event: <type>` + `data: <json>`), for the loopback server.
  */
-import { ProviderServer } from "@agentloop/core/testing"
+import { type ProviderConformance, ProviderServer } from "@agentloop/core/testing"
+import { Responses } from "../src/index.ts"
 
 export const model = "gpt-5-mini-2025-08-07"
 
@@ -196,4 +197,32 @@ export class Script {
   error(code: string | null, message: string): this {
     return this.event("error", { code, message, param: null })
   }
+}
+
+/** The Responses wire format for the provider conformance suite. */
+export const conformance: ProviderConformance.Fixture = {
+  provider: "openai",
+  credentialHeader: "authorization",
+  layer: Responses.layerWithoutHttpClient,
+  frames: (turn, options) => {
+    const script = new Script(turn.id).created()
+    let index = 0
+    if (turn.reasoning !== undefined) script.reasoning("rs_conformance", index++, [turn.reasoning])
+    if (turn.text !== undefined) script.message("msg_conformance", index++, turn.text)
+    for (const call of turn.calls ?? []) {
+      const at = index++
+      const half = Math.ceil(call.arguments.length / 2)
+      script.callStart(`fc_${call.id}`, at, call.id, call.name)
+        .argumentsDelta(`fc_${call.id}`, at, call.arguments.slice(0, half))
+        .argumentsDelta(`fc_${call.id}`, at, call.arguments.slice(half))
+        .callDone(`fc_${call.id}`, at, call.id, call.name, call.arguments)
+    }
+    if (options?.complete !== false) {
+      script.completed(usage(turn.usage.input, turn.usage.output, turn.usage.cachedInput, turn.usage.reasoning))
+    }
+    return script.frames
+  },
+  serverError: (message) =>
+    new Script().created().event("error", { error: { type: "server_error", code: "server_error", message, param: null } })
+      .frames
 }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { ResponsesRequest } from "../src/index.ts"
+import { ResponsesStrict } from "../src/index.ts"
 
 const parameters = (schema: Schema.Top) => Schema.toJsonSchemaDocument(schema).schema
 
-describe("ResponsesRequest.isStrictCompatible", () => {
+describe("ResponsesStrict.isStrictCompatible", () => {
   it("rejects a oneOf union, which strict mode does not permit", () => {
     const schema = {
       type: "object",
@@ -12,15 +12,15 @@ describe("ResponsesRequest.isStrictCompatible", () => {
       required: ["kind"],
       additionalProperties: false
     }
-    expect(ResponsesRequest.isStrictCompatible(schema)).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible(schema)).toBe(false)
     const generated = parameters(Schema.Union([Schema.String, Schema.Boolean], { mode: "oneOf" }))
-    expect(ResponsesRequest.isStrictCompatible({ ...schema, properties: { kind: generated } })).toBe(false)
-    expect(ResponsesRequest.isStrictCompatible({ ...schema, properties: { kind: { anyOf: [{ type: "string" }] } } }))
+    expect(ResponsesStrict.isStrictCompatible({ ...schema, properties: { kind: generated } })).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible({ ...schema, properties: { kind: { anyOf: [{ type: "string" }] } } }))
       .toBe(true)
   })
 
   it("reads property names, enum values and defaults as data, not as keywords", () => {
-    expect(ResponsesRequest.isStrictCompatible({
+    expect(ResponsesStrict.isStrictCompatible({
       type: "object",
       properties: {
         not: { type: "boolean" },
@@ -41,12 +41,12 @@ describe("ResponsesRequest.isStrictCompatible", () => {
       required: ["inner"],
       additionalProperties: false
     })
-    expect(ResponsesRequest.isStrictCompatible(wrap(closed))).toBe(true)
-    expect(ResponsesRequest.isStrictCompatible(wrap(open))).toBe(false)
-    expect(ResponsesRequest.isStrictCompatible(wrap({ type: "array", items: open }))).toBe(false)
-    expect(ResponsesRequest.isStrictCompatible(wrap({ anyOf: [{ type: "null" }, open] }))).toBe(false)
-    expect(ResponsesRequest.isStrictCompatible(wrap({ ...closed, required: [] }))).toBe(false)
-    expect(ResponsesRequest.isStrictCompatible({ ...wrap({ $ref: "#/$defs/Q" }), $defs: { Q: open } })).toBe(false)
-    expect(ResponsesRequest.isStrictCompatible({ ...wrap({ $ref: "#/$defs/Q" }), $defs: { Q: closed } })).toBe(true)
+    expect(ResponsesStrict.isStrictCompatible(wrap(closed))).toBe(true)
+    expect(ResponsesStrict.isStrictCompatible(wrap(open))).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible(wrap({ type: "array", items: open }))).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible(wrap({ anyOf: [{ type: "null" }, open] }))).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible(wrap({ ...closed, required: [] }))).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible({ ...wrap({ $ref: "#/$defs/Q" }), $defs: { Q: open } })).toBe(false)
+    expect(ResponsesStrict.isStrictCompatible({ ...wrap({ $ref: "#/$defs/Q" }), $defs: { Q: closed } })).toBe(true)
   })
 })
