@@ -76,7 +76,7 @@ const providerCase = () =>
 
 const decoderCase = () =>
   Effect.runPromise(countTextDeltas(
-    Stream.fromIterable(chunks).pipe(ProviderStream.decode(ResponsesDecoder.make({ provider: "openai" }), { provider: "openai" })),
+    Stream.fromIterable(chunks).pipe(ProviderStream.decode(ResponsesDecoder.make(), { provider: "openai" })),
     deltas
   ))
 

@@ -2,7 +2,7 @@
  * Gemini `streamGenerateContent?alt=sse` chunks in the documented wire format,
  * for the loopback server.
  */
-import { type ProviderConformance, ProviderServer } from "@agentloop/core/testing"
+import { type ProviderHarness, ProviderServer } from "@agentloop/core/testing"
 import { Gemini } from "../src/index.ts"
 
 /** One `GenerateContentResponse` chunk of candidate 0. */
@@ -25,7 +25,7 @@ export const chunk = (parts: ReadonlyArray<unknown>, extra: {
 export const frames = (...chunks: ReadonlyArray<unknown>) => chunks.map((c) => ProviderServer.sseEvent(c))
 
 /** The Gemini wire format for the provider conformance suite. */
-export const conformance: ProviderConformance.Fixture = {
+export const conformance: ProviderHarness.Fixture = {
   provider: "gemini",
   credentialHeader: "x-goog-api-key",
   layer: (settings) => Gemini.layerWithoutHttpClient({ ...settings, model: "gemini-conformance" }),

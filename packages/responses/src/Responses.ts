@@ -19,11 +19,12 @@ import { type LanguageModel, Provider } from "@agentloop/core"
 import { Config as EffectConfig, Context, Effect, type Layer } from "effect"
 import type { HttpClient } from "effect/http"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
+import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesRequest from "./ResponsesRequest.ts"
 import * as ResponsesStrict from "./ResponsesStrict.ts"
 
 /** The provider name in errors and on `LanguageModel.provider`. */
-export const provider = "openai"
+export const provider = ResponsesError.provider
 
 /** OpenAI's public endpoint. */
 export const defaultBaseUrl = "https://api.openai.com/v1"
@@ -56,7 +57,7 @@ export const spec: Provider.Spec<Config> = {
   defaultBaseUrl,
   defaultModel,
   credential: { header: "authorization", scheme: "Bearer" },
-  classifyError: ResponsesDecoder.classifyError,
+  classifyError: ResponsesError.classify,
   turn: (history, options, { config, model }) =>
     Effect.map(Effect.service(RequestOptions), (requestOptions) => {
       const tools = new Map<string, (text: string) => string>()
@@ -71,7 +72,6 @@ export const spec: Provider.Spec<Config> = {
         reasoningSummary: config.reasoningSummary
       })
       const decoder = ResponsesDecoder.make({
-        provider,
         model: body.model,
         tools,
         output: options.output === undefined ? undefined : ResponsesStrict.make(options.output.schema).normalize

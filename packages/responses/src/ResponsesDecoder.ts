@@ -5,17 +5,21 @@
  * The turn completes with exactly one `turn_complete` (after a `usage` delta
  * when the API reported usage) as soon as `response.completed` or
  * `response.incomplete` arrives. `response.failed` and `error` fail it with
- * the matching `AiError`; an event that does not decode fails it with
- * `AiError.MalformedEvent` naming the event and the field; a body that ends
- * before a terminal event fails with `AiError.IncompleteTurn`. Events of
- * unknown types are skipped; output items of unknown types are kept as
+ * the matching `AiError` (see `ResponsesError`); an event that does not decode
+ * fails it with `AiError.MalformedEvent` naming the event and the field; a body
+ * that ends before a terminal event fails with `AiError.IncompleteTurn`. Events
+ * of unknown types are skipped; output items of unknown types are kept as
  * extension items (see {@link extensionPrefix}).
  *
  * @since 0.1.0
  */
-import { AiError, type Item, type ProviderHttp, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
-import { Result, Schema } from "effect"
+import { AiError, type Item, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
+import { Result } from "effect"
+import type { Schema } from "effect"
+import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesEvent from "./ResponsesEvent.ts"
+
+const provider = ResponsesError.provider
 
 /**
  * The `type` prefix of the extension items that keep output items this layer
@@ -27,61 +31,8 @@ export const extensionPrefix = "x-openai."
 /** Whether an item is an output item kept as an extension by this layer. */
 export const isOutputExtension = (item: Item.Item): item is Item.Extension => item.type.startsWith(extensionPrefix)
 
-/**
- * Maps the `code` (else the `type`) of an error object (of a failed response,
- * an `error` event or an HTTP error body) to its error; one that names neither
- * is taken as the server's.
- */
-export const errorOf = (provider: string, error: ResponsesEvent.ErrorObject, status?: number): AiError.AiError => {
-  const code = error.code ?? error.type ?? undefined
-  const message = code === undefined ? error.message : `${error.message} (${code})`
-  const withStatus = status === undefined ? {} : { status }
-  switch (code) {
-    case "insufficient_quota":
-      return new AiError.QuotaExceeded({ provider, message, ...withStatus })
-    case "rate_limit_exceeded":
-    case "too_many_requests":
-      return new AiError.RateLimited({ provider, message })
-    case "context_length_exceeded":
-      return new AiError.ContextLengthExceeded({ provider, message })
-    case "invalid_api_key":
-      return new AiError.AuthFailed({ provider, status: status ?? 401, message })
-    case undefined:
-    case "server_error":
-    case "service_unavailable_error":
-    case "vector_store_timeout":
-      return new AiError.Unavailable({ provider, message, ...withStatus })
-    default:
-      return new AiError.InvalidRequest({ provider, message, ...withStatus })
-  }
-}
-
-const decodeErrorBody = Schema.decodeUnknownResult(Schema.fromJsonString(ResponsesEvent.ErrorBody))
-
-/**
- * Reads an HTTP error response by its `error.code` where the status alone says
- * too little: `insufficient_quota` (a 429 no retry can help) and
- * `context_length_exceeded` (a 400). Everything else is read by its status.
- */
-export const classifyError = (failure: ProviderHttp.ErrorResponse): AiError.AiError | undefined => {
-  const body = decodeErrorBody(failure.body)
-  if (Result.isFailure(body)) return undefined
-  const code = body.success.error.code
-  return code === "insufficient_quota" || code === "context_length_exceeded"
-    ? errorOf(failure.provider, body.success.error, failure.status)
-    : undefined
-}
-
-const stopReasonOf = (reason: string): Turn.StopReason => {
-  switch (reason) {
-    case "max_output_tokens":
-      return "max_tokens"
-    case "content_filter":
-      return "content_filter"
-    default:
-      return "other"
-  }
-}
+const stopReasonOf = (reason: string): Turn.StopReason =>
+  reason === "max_output_tokens" ? "max_tokens" : reason === "content_filter" ? "content_filter" : "other"
 
 const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
   const made = TokenUsage.make(usage.input_tokens, usage.output_tokens, {
@@ -91,7 +42,7 @@ const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
   return usage.total_tokens === undefined ? made : { ...made, total: usage.total_tokens }
 }
 
-const statusOf = (status: string | null | undefined, otherwise: Item.Status): Item.Status =>
+const statusOf = (status: unknown, otherwise: Item.Status): Item.Status =>
   status === "in_progress" || status === "completed" || status === "incomplete" || status === "failed"
     ? status
     : otherwise
@@ -102,16 +53,9 @@ const phaseOf = (phase: string | null | undefined): Item.Phase | undefined =>
 /** A content part being assembled: its text grows with each delta. */
 type Part = { readonly type: "output_text"; text: string } | { readonly type: "refusal"; refusal: string }
 
-type Handler = (event: string, json: unknown, out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
-
 /** An item still streaming. Positions (`content_index`, `summary_index`) key maps: they come from the wire. */
 type Draft =
-  | {
-    readonly type: "message"
-    readonly id: string
-    readonly phase: Item.Phase | undefined
-    readonly parts: Map<number, Part>
-  }
+  | { readonly type: "message"; readonly id: string; readonly phase: Item.Phase | undefined; readonly parts: Map<number, Part> }
   | {
     readonly type: "function_call"
     readonly id: string
@@ -123,342 +67,12 @@ type Draft =
     /** The tool's normalizer (see `ResponsesStrict`): its argument deltas are held back until the call is done. */
     readonly normalize: ((text: string) => string) | undefined
   }
-  | {
-    readonly type: "reasoning"
-    readonly id: string
-    readonly summary: Map<number, string>
-    readonly content: Map<number, string>
-  }
+  | { readonly type: "reasoning"; readonly id: string; readonly summary: Map<number, string>; readonly content: Map<number, string> }
+
+const isDraft = (entry: Item.Item | Draft): entry is Draft => !("status" in entry)
 
 const inOrder = <A>(map: ReadonlyMap<number, A>): Array<A> =>
   [...map.entries()].sort(([a], [b]) => a - b).map(([, value]) => value)
-
-/** What a decoder needs to know about the request it reads the answer of. */
-export interface Options {
-  readonly provider: string
-  /** The requested model, reported when the stream names none. */
-  readonly model?: string | undefined
-  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
-  readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
-  /** The normalizer of a structured output, applied to the assembled message text. */
-  readonly output?: ((text: string) => string) | undefined
-}
-
-const Typed = ResponsesEvent.Typed
-
-/** A decoder of one streaming response. */
-export const make = (options: Options): ProviderStream.Decoder => new Decoder(options)
-
-class Decoder implements ProviderStream.Decoder {
-  complete = false
-  private readonly provider: string
-  private model: string | undefined
-  private responseId: string | undefined
-  /** Items by output index: finished items, or drafts still streaming. */
-  private readonly items = new Map<number, Item.Item | Draft>()
-  /** Output index of each item id, for the events that name an item only by id. */
-  private readonly indexOf = new Map<string, number>()
-  private readonly decoders: Decoders
-  private readonly options: Options
-
-  constructor(options: Options) {
-    this.options = options
-    this.provider = options.provider
-    this.model = options.model
-    this.decoders = decodersOf(options.provider)
-  }
-
-  event(name: string, data: string, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
-    if (name !== "message") {
-      // The API names every event: an unknown name is skipped without parsing its data.
-      const handle = this.handlers.get(name)
-      if (handle === undefined) return undefined
-      const json = ProviderStream.parseJson(this.provider, name, data)
-      return Result.isFailure(json) ? json.failure : handle(name, json.success, out)
-    }
-    const json = ProviderStream.parseJson(this.provider, name, data)
-    if (Result.isFailure(json)) return json.failure
-    const typed = this.decoders.typed(name, json.success)
-    if (Result.isFailure(typed)) return typed.failure
-    const type = typed.success.type
-    const handle = this.handlers.get(type)
-    return handle === undefined ? undefined : handle(type, json.success, out)
-  }
-
-  end(): AiError.AiError {
-    return new AiError.IncompleteTurn({ message: `${this.provider}: the stream ended before response.completed` })
-  }
-
-  private readonly handlers: ReadonlyMap<string, Handler> = new Map(Object.entries<Handler>({
-    "response.created": (event, json) => this.lifecycle(event, json),
-    "response.in_progress": (event, json) => this.lifecycle(event, json),
-    "response.output_item.added": (event, json, out) =>
-      this.with(this.decoders.item(event, json), (e) => this.item(event, e, false, out)),
-    "response.output_item.done": (event, json, out) =>
-      this.with(this.decoders.item(event, json), (e) => this.item(event, e, true, out)),
-    "response.content_part.added": (event, json) => this.with(this.decoders.part(event, json), (e) => this.part(event, e)),
-    "response.content_part.done": (event, json) => this.with(this.decoders.part(event, json), (e) => this.part(event, e)),
-    // The event nearly every chunk is made of: no closure per event.
-    "response.output_text.delta": (event, json, out) => {
-      const decoded = this.decoders.delta(event, json)
-      if (Result.isFailure(decoded)) return decoded.failure
-      const e = decoded.success
-      const draft = this.message(e.item_id, e.output_index)
-      if (draft !== undefined) {
-        const part = draft.parts.get(e.content_index)
-        if (part?.type === "output_text") part.text += e.delta
-        else draft.parts.set(e.content_index, { type: "output_text", text: e.delta })
-      }
-      const phase = draft?.phase
-      out.push(phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase })
-      return undefined
-    },
-    "response.output_text.done": (event, json) =>
-      this.with(this.decoders.textDone(event, json), (e) => {
-        this.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", text: e.text })
-      }),
-    "response.refusal.delta": (event, json, out) =>
-      this.with(this.decoders.delta(event, json), (e) => {
-        const draft = this.message(e.item_id, e.output_index)
-        const part = draft?.parts.get(e.content_index)
-        if (part?.type === "refusal") part.refusal += e.delta
-        else draft?.parts.set(e.content_index, { type: "refusal", refusal: e.delta })
-        out.push({ type: "refusal_delta", delta: e.delta })
-      }),
-    "response.refusal.done": (event, json) =>
-      this.with(this.decoders.refusalDone(event, json), (e) => {
-        this.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", refusal: e.refusal })
-      }),
-    "response.reasoning_text.delta": (event, json, out) =>
-      this.with(this.decoders.delta(event, json), (e) => {
-        const draft = this.reasoning(e.item_id)
-        draft?.content.set(e.content_index, (draft.content.get(e.content_index) ?? "") + e.delta)
-        out.push({ type: "reasoning_delta", delta: e.delta })
-      }),
-    "response.reasoning_text.done": (event, json) =>
-      this.with(this.decoders.textDone(event, json), (e) => {
-        this.reasoning(e.item_id)?.content.set(e.content_index, e.text)
-      }),
-    "response.reasoning_summary_text.delta": (event, json, out) =>
-      this.with(this.decoders.summaryDelta(event, json), (e) => {
-        const draft = this.reasoning(e.item_id)
-        draft?.summary.set(e.summary_index, (draft.summary.get(e.summary_index) ?? "") + e.delta)
-        out.push({ type: "reasoning_delta", delta: e.delta })
-      }),
-    "response.reasoning_summary_text.done": (event, json) =>
-      this.with(this.decoders.summaryDone(event, json), (e) => {
-        this.reasoning(e.item_id)?.summary.set(e.summary_index, e.text)
-      }),
-    "response.function_call_arguments.delta": (event, json, out) =>
-      this.with(this.decoders.argumentsDelta(event, json), (e) => {
-        const draft = this.draft(e.item_id)
-        if (draft?.type !== "function_call") {
-          return new AiError.MalformedEvent({
-            provider: this.provider,
-            event,
-            message: `item_id: no function call ${e.item_id} is streaming`
-          })
-        }
-        draft.arguments += e.delta
-        if (draft.normalize === undefined) {
-          draft.streamed += e.delta
-          out.push({ type: "function_call_arguments_delta", call_id: draft.call_id, delta: e.delta })
-        }
-        return undefined
-      }),
-    "response.function_call_arguments.done": (event, json) =>
-      this.with(this.decoders.argumentsDone(event, json), (e) => {
-        const draft = this.draft(e.item_id)
-        if (draft?.type === "function_call") draft.arguments = e.arguments
-      }),
-    "response.completed": (event, json, out) =>
-      this.with(this.decoders.lifecycle(event, json), (e) => this.finish(e.response, undefined, out)),
-    "response.incomplete": (event, json, out) =>
-      this.with(this.decoders.lifecycle(event, json), (e) =>
-        this.finish(e.response, e.response.incomplete_details?.reason ?? "unknown", out)),
-    "response.failed": (event, json) =>
-      this.with(this.decoders.lifecycle(event, json), (e) =>
-        errorOf(this.provider, e.response.error ?? { message: "the response failed without an error" })),
-    "error": (event, json) =>
-      this.with(this.decoders.error(event, json), (e) =>
-        errorOf(
-          this.provider,
-          e.error ?? { code: e.code ?? null, message: e.message ?? "the stream failed without a message" }
-        ))
-  }))
-
-  /** Runs `f` on a decoded event, or returns the decoding error. */
-  private with<A>(
-    decoded: Result.Result<A, AiError.MalformedEvent>,
-    f: (event: A) => AiError.AiError | void
-  ): AiError.AiError | undefined {
-    return Result.isFailure(decoded) ? decoded.failure : f(decoded.success) ?? undefined
-  }
-
-  private lifecycle(event: string, json: unknown): AiError.AiError | undefined {
-    return this.with(this.decoders.lifecycle(event, json), ({ response }) => {
-      if (response.id !== undefined) this.responseId = response.id
-      if (response.model !== undefined) this.model = response.model
-    })
-  }
-
-  private draft(itemId: string): Draft | undefined {
-    const index = this.indexOf.get(itemId)
-    const entry = index === undefined ? undefined : this.items.get(index)
-    return entry !== undefined && isDraft(entry) ? entry : undefined
-  }
-
-  /** The message draft of `itemId`; a delta of a message never announced opens one at `outputIndex`. */
-  private message(itemId: string, outputIndex?: number): Extract<Draft, { type: "message" }> | undefined {
-    const draft = this.draft(itemId)
-    if (draft?.type === "message") return draft
-    if (draft !== undefined || outputIndex === undefined || this.items.has(outputIndex)) return undefined
-    const opened: Draft = { type: "message", id: itemId, phase: undefined, parts: new Map() }
-    this.open(outputIndex, opened)
-    return opened
-  }
-
-  private reasoning(itemId: string): Extract<Draft, { type: "reasoning" }> | undefined {
-    const draft = this.draft(itemId)
-    return draft?.type === "reasoning" ? draft : undefined
-  }
-
-  private open(index: number, draft: Draft): void {
-    this.indexOf.set(draft.id, index)
-    this.items.set(index, draft)
-  }
-
-  private part(event: string, e: typeof ResponsesEvent.ContentPartEvent.Type): AiError.AiError | undefined {
-    const draft = this.message(e.item_id)
-    const part = this.decoders.contentPart(event, e.part)
-    if (Result.isFailure(part)) return part.failure
-    if (draft !== undefined && part.success !== undefined) draft.parts.set(e.content_index, part.success)
-    return undefined
-  }
-
-  /** An item added (`done` false) or finished. */
-  private item(
-    event: string,
-    e: typeof ResponsesEvent.OutputItemEvent.Type,
-    done: boolean,
-    out: Array<TurnDelta.TurnDelta>
-  ): AiError.AiError | undefined {
-    const index = e.output_index
-    const typed = this.decoders.typed(event, e.item, "item")
-    if (Result.isFailure(typed)) return typed.failure
-    switch (typed.success.type) {
-      case "message": {
-        const decoded = this.decoders.messageItem(event, e.item, "item")
-        if (Result.isFailure(decoded)) return decoded.failure
-        const item = decoded.success
-        const parts = new Map<number, Part>()
-        for (const [i, raw] of item.content.entries()) {
-          const part = this.decoders.contentPart(event, raw, `item.content[${i}]`)
-          if (Result.isFailure(part)) return part.failure
-          if (part.success !== undefined) parts.set(i, part.success)
-        }
-        const draft: Draft = { type: "message", id: item.id, phase: phaseOf(item.phase), parts }
-        if (done) this.items.set(index, settle(draft, statusOf(item.status, "completed")))
-        else this.open(index, draft)
-        return undefined
-      }
-      case "function_call": {
-        const decoded = this.decoders.functionCallItem(event, e.item, "item")
-        if (Result.isFailure(decoded)) return decoded.failure
-        const item = decoded.success
-        const previous = this.items.get(index)
-        const draft: Draft = {
-          type: "function_call",
-          id: item.id,
-          call_id: item.call_id,
-          name: item.name,
-          arguments: item.arguments,
-          streamed: previous !== undefined && isDraft(previous) && previous.type === "function_call" ? previous.streamed : "",
-          normalize: this.options.tools?.get(item.name)
-        }
-        // A call announced only by its done event still gets its start delta.
-        if (previous === undefined) out.push({ type: "function_call_start", call_id: item.call_id, name: item.name })
-        if (!done) {
-          this.open(index, draft)
-          return undefined
-        }
-        const call = settle(draft, statusOf(item.status, "completed"))
-        this.items.set(index, call)
-        if (call.type === "function_call") {
-          // The deltas concatenate to the arguments: what was held back or never streamed goes out now.
-          const rest = call.arguments.startsWith(draft.streamed) ? call.arguments.slice(draft.streamed.length) : ""
-          if (rest.length > 0) out.push({ type: "function_call_arguments_delta", call_id: call.call_id, delta: rest })
-          out.push({ type: "function_call_done", call_id: call.call_id, name: call.name, arguments: call.arguments })
-        }
-        return undefined
-      }
-      case "reasoning": {
-        const decoded = this.decoders.reasoningItem(event, e.item, "item")
-        if (Result.isFailure(decoded)) return decoded.failure
-        const item = decoded.success
-        const draft: Draft = {
-          type: "reasoning",
-          id: item.id,
-          summary: new Map((item.summary ?? []).map((part, i) => [i, part.text])),
-          content: new Map((item.content ?? []).map((part, i) => [i, part.text]))
-        }
-        if (!done) {
-          this.open(index, draft)
-          return undefined
-        }
-        const encrypted = item.encrypted_content ?? undefined
-        const settled = settle(draft, statusOf(item.status, "completed"))
-        this.items.set(
-          index,
-          encrypted === undefined || settled.type !== "reasoning" ? settled : { ...settled, encrypted_content: encrypted }
-        )
-        return undefined
-      }
-      default: {
-        const id = typeof e.item.id === "string" ? e.item.id : `${this.responseId ?? "response"}_output_${index}`
-        const status = typeof e.item.status === "string" ? e.item.status : undefined
-        this.items.set(index, {
-          type: `${extensionPrefix}${typed.success.type}`,
-          id,
-          status: statusOf(status, done ? "completed" : "in_progress"),
-          data: e.item
-        })
-        return undefined
-      }
-    }
-  }
-
-  /** Ends the turn; `incompleteReason` is set for `response.incomplete`. */
-  private finish(
-    response: ResponsesEvent.Response,
-    incompleteReason: string | undefined,
-    out: Array<TurnDelta.TurnDelta>
-  ): void {
-    this.complete = true
-    if (response.model !== undefined) this.model = response.model
-    const responseId = response.id ?? this.responseId
-    const status = incompleteReason === undefined ? "completed" : "incomplete"
-    const items = inOrder(this.items).map((entry) => isDraft(entry) ? settle(entry, status) : entry)
-    const output = this.options.output
-    const normalized = output === undefined ? items : items.map((item) => normalizeMessage(item, output))
-    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
-    if (response.usage != null) out.push({ type: "usage", usage })
-    const hasCalls = items.some((item) => item.type === "function_call")
-    out.push({
-      type: "turn_complete",
-      turn: {
-        items: normalized,
-        usage,
-        stopReason: incompleteReason === undefined ? (hasCalls ? "tool_calls" : "stop") : stopReasonOf(incompleteReason),
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(responseId === undefined ? {} : { responseId }),
-        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
-      }
-    })
-  }
-}
-
-const isDraft = (entry: Item.Item | Draft): entry is Draft => !("status" in entry)
 
 /** A draft as the item it had become. */
 const settle = (draft: Draft, status: Item.Status): Item.Item => {
@@ -498,52 +112,275 @@ const normalizeMessage = (item: Item.Item, normalize: (text: string) => string):
     ? { ...item, content: item.content.map((part) => part.type === "output_text" ? { ...part, text: normalize(part.text) } : part) }
     : item
 
-/** The schema decoders of a provider's events. */
-const decoders = (provider: string) => {
-  const decoder = <A>(schema: Schema.Decoder<A>) => ProviderStream.valueDecoder(provider, schema)
-  const outputText = decoder(ResponsesEvent.OutputTextPart)
-  const refusal = decoder(ResponsesEvent.RefusalPart)
-  const typed = decoder(Typed)
-  return {
-    typed,
-    lifecycle: decoder(ResponsesEvent.Lifecycle),
-    item: decoder(ResponsesEvent.OutputItemEvent),
-    messageItem: decoder(ResponsesEvent.MessageItem),
-    functionCallItem: decoder(ResponsesEvent.FunctionCallItem),
-    reasoningItem: decoder(ResponsesEvent.ReasoningItem),
-    part: decoder(ResponsesEvent.ContentPartEvent),
-    /** A content part as a `Part`, or `undefined` for a kind this layer does not map (audio, ...). */
-    contentPart: (event: string, raw: unknown, at = "part"): Result.Result<Part | undefined, AiError.MalformedEvent> => {
-      const kind = typed(event, raw, at)
-      if (Result.isFailure(kind)) return Result.fail(kind.failure)
-      switch (kind.success.type) {
-        case "output_text":
-          return Result.map(outputText(event, raw, at), ({ text }): Part => ({ type: "output_text", text }))
-        case "refusal":
-          return Result.map(refusal(event, raw, at), (part): Part => ({ type: "refusal", refusal: part.refusal }))
-        default:
-          return Result.succeed(undefined)
+/** What a decoder needs to know about the request it reads the answer of. */
+export interface Options {
+  /** The requested model, reported when the stream names none. */
+  readonly model?: string | undefined
+  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
+  readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
+  /** The normalizer of a structured output, applied to the assembled message text. */
+  readonly output?: ((text: string) => string) | undefined
+}
+
+/** A decoder of one streaming response. */
+export const make = (options: Options = {}): ProviderStream.Decoder => new Decoder(options)
+
+class Decoder implements ProviderStream.Decoder {
+  complete = false
+  model: string | undefined
+  responseId: string | undefined
+  /** Items by output index: finished items, or drafts still streaming. */
+  readonly items = new Map<number, Item.Item | Draft>()
+  /** Output index of each item id, for the events that name an item only by id. */
+  readonly indexOf = new Map<string, number>()
+  readonly options: Options
+
+  constructor(options: Options) {
+    this.options = options
+    this.model = options.model
+  }
+
+  event(name: string, data: string, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
+    // The API names every event: an unknown name is skipped without parsing its data.
+    if (name !== "message" && !handlers.has(name)) return undefined
+    const json = ProviderStream.parseJson(provider, name, data)
+    if (Result.isFailure(json)) return json.failure
+    let type = name
+    if (name === "message") {
+      const typed = decodeTyped(name, json.success)
+      if (Result.isFailure(typed)) return typed.failure
+      type = typed.success.type
+    }
+    return handlers.get(type)?.(this, type, json.success, out)
+  }
+
+  end(): AiError.AiError {
+    return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before response.completed` })
+  }
+
+  draft(itemId: string): Draft | undefined {
+    const index = this.indexOf.get(itemId)
+    const entry = index === undefined ? undefined : this.items.get(index)
+    return entry !== undefined && isDraft(entry) ? entry : undefined
+  }
+
+  /** The message draft of `itemId`; a delta of a message never announced opens one at `outputIndex`. */
+  message(itemId: string, outputIndex?: number): Extract<Draft, { type: "message" }> | undefined {
+    const draft = this.draft(itemId)
+    if (draft?.type === "message") return draft
+    if (draft !== undefined || outputIndex === undefined || this.items.has(outputIndex)) return undefined
+    const opened: Draft = { type: "message", id: itemId, phase: undefined, parts: new Map() }
+    this.open(outputIndex, opened)
+    return opened
+  }
+
+  reasoning(itemId: string): Extract<Draft, { type: "reasoning" }> | undefined {
+    const draft = this.draft(itemId)
+    return draft?.type === "reasoning" ? draft : undefined
+  }
+
+  open(index: number, draft: Draft): void {
+    this.indexOf.set(draft.id, index)
+    this.items.set(index, draft)
+  }
+
+  /** An item added (`done` false) or finished. */
+  item(event: string, index: number, raw: ResponsesEvent.JsonObject, done: boolean, out: Array<TurnDelta.TurnDelta>) {
+    const typed = decodeTyped(event, raw, "item")
+    if (Result.isFailure(typed)) return typed.failure
+    const type = typed.success.type
+    if (type === "message") {
+      const item = decodeMessageItem(event, raw, "item")
+      if (Result.isFailure(item)) return item.failure
+      const parts = new Map<number, Part>()
+      for (const [i, part] of item.success.content.entries()) {
+        const decoded = decodePart(event, part, `item.content[${i}]`)
+        if (Result.isFailure(decoded)) return decoded.failure
+        if (decoded.success !== undefined) parts.set(i, decoded.success)
       }
-    },
-    delta: decoder(ResponsesEvent.ContentDelta),
-    textDone: decoder(ResponsesEvent.ContentTextDone),
-    refusalDone: decoder(ResponsesEvent.RefusalDone),
-    summaryDelta: decoder(ResponsesEvent.SummaryDelta),
-    summaryDone: decoder(ResponsesEvent.SummaryDone),
-    argumentsDelta: decoder(ResponsesEvent.ArgumentsDelta),
-    argumentsDone: decoder(ResponsesEvent.ArgumentsDone),
-    error: decoder(ResponsesEvent.ErrorEvent)
+      const draft: Draft = { type: "message", id: item.success.id, phase: phaseOf(item.success.phase), parts }
+      if (done) this.items.set(index, settle(draft, statusOf(item.success.status, "completed")))
+      else this.open(index, draft)
+    } else if (type === "function_call") {
+      const item = decodeFunctionCallItem(event, raw, "item")
+      if (Result.isFailure(item)) return item.failure
+      const { arguments: args, call_id, id, name, status } = item.success
+      const previous = this.items.get(index)
+      const streamed = previous !== undefined && isDraft(previous) && previous.type === "function_call" ? previous.streamed : ""
+      const normalize = this.options.tools?.get(name)
+      const draft: Draft = { type: "function_call", id, call_id, name, arguments: args, streamed, normalize }
+      // A call announced only by its done event still gets its start delta.
+      if (previous === undefined) out.push({ type: "function_call_start", call_id, name })
+      if (!done) return this.open(index, draft)
+      const call = settle(draft, statusOf(status, "completed"))
+      this.items.set(index, call)
+      if (call.type !== "function_call") return
+      // The deltas concatenate to the arguments: what was held back or never streamed goes out now.
+      const rest = call.arguments.startsWith(streamed) ? call.arguments.slice(streamed.length) : ""
+      if (rest.length > 0) out.push({ type: "function_call_arguments_delta", call_id, delta: rest })
+      out.push({ type: "function_call_done", call_id, name, arguments: call.arguments })
+    } else if (type === "reasoning") {
+      const item = decodeReasoningItem(event, raw, "item")
+      if (Result.isFailure(item)) return item.failure
+      const { content, encrypted_content, id, status, summary } = item.success
+      const draft: Draft = {
+        type: "reasoning",
+        id,
+        summary: new Map((summary ?? []).map((part, i) => [i, part.text])),
+        content: new Map((content ?? []).map((part, i) => [i, part.text]))
+      }
+      if (!done) return this.open(index, draft)
+      const settled = settle(draft, statusOf(status, "completed"))
+      this.items.set(index, encrypted_content == null || settled.type !== "reasoning" ? settled : { ...settled, encrypted_content })
+    } else {
+      this.items.set(index, {
+        type: `${extensionPrefix}${type}`,
+        id: typeof raw.id === "string" ? raw.id : `${this.responseId ?? "response"}_output_${index}`,
+        status: statusOf(raw.status, done ? "completed" : "in_progress"),
+        data: raw
+      })
+    }
+  }
+
+  /** Ends the turn; `incompleteReason` is set for `response.incomplete`. */
+  finish(response: ResponsesEvent.Response, incompleteReason: string | undefined, out: Array<TurnDelta.TurnDelta>): void {
+    this.complete = true
+    if (response.model !== undefined) this.model = response.model
+    const responseId = response.id ?? this.responseId
+    const status = incompleteReason === undefined ? "completed" : "incomplete"
+    const items = inOrder(this.items).map((entry) => isDraft(entry) ? settle(entry, status) : entry)
+    const output = this.options.output
+    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
+    if (response.usage != null) out.push({ type: "usage", usage })
+    const hasCalls = items.some((item) => item.type === "function_call")
+    out.push({
+      type: "turn_complete",
+      turn: {
+        items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
+        usage,
+        stopReason: incompleteReason === undefined ? (hasCalls ? "tool_calls" : "stop") : stopReasonOf(incompleteReason),
+        ...(this.model === undefined ? {} : { model: this.model }),
+        ...(responseId === undefined ? {} : { responseId }),
+        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
+      }
+    })
   }
 }
 
-type Decoders = ReturnType<typeof decoders>
+const decoder = <A>(schema: Schema.Decoder<A>) => ProviderStream.valueDecoder(provider, schema)
+const decodeTyped = decoder(ResponsesEvent.Typed)
+const decodeMessageItem = decoder(ResponsesEvent.MessageItem)
+const decodeFunctionCallItem = decoder(ResponsesEvent.FunctionCallItem)
+const decodeReasoningItem = decoder(ResponsesEvent.ReasoningItem)
+const decodeOutputText = decoder(ResponsesEvent.OutputTextPart)
+const decodeRefusal = decoder(ResponsesEvent.RefusalPart)
 
-const made = new Map<string, Decoders>()
-
-const decodersOf = (provider: string): Decoders => {
-  const cached = made.get(provider)
-  if (cached !== undefined) return cached
-  const fresh = decoders(provider)
-  made.set(provider, fresh)
-  return fresh
+/** A content part as a `Part`, or `undefined` for a kind this layer does not map (audio, ...). */
+const decodePart = (event: string, raw: unknown, at: string): Result.Result<Part | undefined, AiError.MalformedEvent> => {
+  const kind = decodeTyped(event, raw, at)
+  if (Result.isFailure(kind)) return Result.fail(kind.failure)
+  if (kind.success.type === "output_text") {
+    return Result.map(decodeOutputText(event, raw, at), ({ text }): Part => ({ type: "output_text", text }))
+  }
+  if (kind.success.type === "refusal") {
+    return Result.map(decodeRefusal(event, raw, at), ({ refusal }): Part => ({ type: "refusal", refusal }))
+  }
+  return Result.succeed(undefined)
 }
+
+type Handler = (decoder: Decoder, event: string, json: unknown, out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+
+/** A handler of the events `schema` decodes: `f` sees the decoded event, or the stream fails with the decoding error. */
+const on = <A>(
+  schema: Schema.Decoder<A>,
+  f: (decoder: Decoder, e: A, out: Array<TurnDelta.TurnDelta>, event: string) => AiError.AiError | void
+): Handler => {
+  const decode = decoder(schema)
+  return (self, event, json, out) => {
+    const decoded = decode(event, json)
+    return Result.isFailure(decoded) ? decoded.failure : f(self, decoded.success, out, event) ?? undefined
+  }
+}
+
+const started = on(ResponsesEvent.Lifecycle, (self, { response }) => {
+  if (response.id !== undefined) self.responseId = response.id
+  if (response.model !== undefined) self.model = response.model
+})
+const added = on(ResponsesEvent.OutputItemEvent, (self, e, out, event) => self.item(event, e.output_index, e.item, false, out))
+const done = on(ResponsesEvent.OutputItemEvent, (self, e, out, event) => self.item(event, e.output_index, e.item, true, out))
+const part = on(ResponsesEvent.ContentPartEvent, (self, e, _, event) => {
+  const decoded = decodePart(event, e.part, "part")
+  if (Result.isFailure(decoded)) return decoded.failure
+  const draft = self.message(e.item_id)
+  if (draft !== undefined && decoded.success !== undefined) draft.parts.set(e.content_index, decoded.success)
+})
+
+/** The events this layer reads, by type. */
+const handlers: ReadonlyMap<string, Handler> = new Map([
+  ["response.created", started],
+  ["response.in_progress", started],
+  ["response.output_item.added", added],
+  ["response.output_item.done", done],
+  ["response.content_part.added", part],
+  ["response.content_part.done", part],
+  ["response.output_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
+    const draft = self.message(e.item_id, e.output_index)
+    const part = draft?.parts.get(e.content_index)
+    if (part?.type === "output_text") part.text += e.delta
+    else draft?.parts.set(e.content_index, { type: "output_text", text: e.delta })
+    const phase = draft?.phase
+    out.push(phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase })
+  })],
+  ["response.output_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
+    self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", text: e.text })
+  })],
+  ["response.refusal.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
+    const draft = self.message(e.item_id, e.output_index)
+    const part = draft?.parts.get(e.content_index)
+    if (part?.type === "refusal") part.refusal += e.delta
+    else draft?.parts.set(e.content_index, { type: "refusal", refusal: e.delta })
+    out.push({ type: "refusal_delta", delta: e.delta })
+  })],
+  ["response.refusal.done", on(ResponsesEvent.RefusalDone, (self, e) => {
+    self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", refusal: e.refusal })
+  })],
+  ["response.reasoning_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
+    const draft = self.reasoning(e.item_id)
+    draft?.content.set(e.content_index, (draft.content.get(e.content_index) ?? "") + e.delta)
+    out.push({ type: "reasoning_delta", delta: e.delta })
+  })],
+  ["response.reasoning_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
+    self.reasoning(e.item_id)?.content.set(e.content_index, e.text)
+  })],
+  ["response.reasoning_summary_text.delta", on(ResponsesEvent.SummaryDelta, (self, e, out) => {
+    const draft = self.reasoning(e.item_id)
+    draft?.summary.set(e.summary_index, (draft.summary.get(e.summary_index) ?? "") + e.delta)
+    out.push({ type: "reasoning_delta", delta: e.delta })
+  })],
+  ["response.reasoning_summary_text.done", on(ResponsesEvent.SummaryDone, (self, e) => {
+    self.reasoning(e.item_id)?.summary.set(e.summary_index, e.text)
+  })],
+  ["response.function_call_arguments.delta", on(ResponsesEvent.ArgumentsDelta, (self, e, out, event) => {
+    const draft = self.draft(e.item_id)
+    if (draft?.type !== "function_call") {
+      return new AiError.MalformedEvent({ provider, event, message: `item_id: no function call ${e.item_id} is streaming` })
+    }
+    draft.arguments += e.delta
+    if (draft.normalize !== undefined) return
+    draft.streamed += e.delta
+    out.push({ type: "function_call_arguments_delta", call_id: draft.call_id, delta: e.delta })
+  })],
+  ["response.function_call_arguments.done", on(ResponsesEvent.ArgumentsDone, (self, e) => {
+    const draft = self.draft(e.item_id)
+    if (draft?.type === "function_call") draft.arguments = e.arguments
+  })],
+  ["response.completed", on(ResponsesEvent.Lifecycle, (self, e, out) => self.finish(e.response, undefined, out))],
+  ["response.incomplete", on(ResponsesEvent.Lifecycle, (self, e, out) =>
+    self.finish(e.response, e.response.incomplete_details?.reason ?? "unknown", out))],
+  ["response.failed", on(ResponsesEvent.Lifecycle, (_, e) =>
+    ResponsesError.fromObject(e.response.error ?? { message: "the response failed without an error" }))],
+  ["error", on(ResponsesEvent.ErrorEvent, (_, e) =>
+    ResponsesError.fromObject(
+      e.error ?? { code: e.code ?? null, message: e.message ?? "the stream failed without a message" }
+    ))]
+])

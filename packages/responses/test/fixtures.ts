@@ -4,7 +4,7 @@
  * `event: <type>` + `data: <json>`), for the loopback server.
  */
 import { type Item, type LanguageModel, ProviderRetry, type Turn, type TurnDelta } from "@agentloop/core"
-import { type ProviderConformance, ProviderServer } from "@agentloop/core/testing"
+import { type ProviderHarness, ProviderServer } from "@agentloop/core/testing"
 import { expect } from "@effect/vitest"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
@@ -204,7 +204,7 @@ export class Script {
 }
 
 /** The Responses wire format for the provider conformance suite. */
-export const conformance: ProviderConformance.Fixture = {
+export const conformance: ProviderHarness.Fixture = {
   provider: "openai",
   credentialHeader: "authorization",
   layer: Responses.layerWithoutHttpClient,
