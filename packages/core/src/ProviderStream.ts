@@ -10,12 +10,13 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Function, Pull, Redacted, Result, SchemaIssue, SchemaParser, Stream } from "effect"
+import { Cause, Effect, Function, Pull, Redacted, Result, SchemaIssue, Stream } from "effect"
 import type { Schema } from "effect"
 import * as Arr from "effect/Array"
 import * as AiError from "./AiError.ts"
 import * as SseParser from "./SseParser.ts"
 import type * as TurnDelta from "./TurnDelta.ts"
+import * as WireDecoder from "./WireDecoder.ts"
 
 /**
  * The wire format of one provider for one turn: what each event means, and
@@ -140,13 +141,14 @@ export const parseJson = (provider: string, event: string, data: string): Result
 
 /**
  * A decoder of a parsed event (or a part of one, found at path `at`) with
- * `schema`. On failure the `AiError.MalformedEvent` names the event and the
- * fields that did not match, e.g. `content_index: Expected an integer`.
+ * `schema` (through `WireDecoder`). On failure the `AiError.MalformedEvent`
+ * names the event and the fields that did not match, e.g.
+ * `content_index: Expected an integer`.
  */
 export const valueDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => {
-  const decodeSchema = SchemaParser.decodeUnknownResult(schema)
+  const decode = WireDecoder.make(schema)
   return (event: string, value: unknown, at?: string): Result.Result<A, AiError.MalformedEvent> => {
-    const decoded = decodeSchema(value)
+    const decoded = decode(value)
     if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
     const message = formatIssue(decoded.failure).issues
       .map(({ message, path }) => {

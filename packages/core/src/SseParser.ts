@@ -44,6 +44,7 @@ export const make = (options: {
   let partial = ""
   let afterCr = false
   let event: string | undefined
+  let lastEvent = ""
   let data: string | undefined
 
   /** Handles the line `text[start, end)`; returns false when the handler asked to stop. */
@@ -64,7 +65,10 @@ export const make = (options: {
       const value = valueStart >= end ? "" : text.slice(valueStart, end)
       data = data === undefined ? value : `${data}\n${value}`
     } else if (length === 5 && text.startsWith("event", start)) {
-      event = valueStart >= end ? "" : text.slice(valueStart, end)
+      // Streams repeat a few names: reusing the last one's string spares an allocation and a hash per event.
+      const size = end - valueStart
+      event = size <= 0 ? "" : size === lastEvent.length && text.startsWith(lastEvent, valueStart) ? lastEvent : text.slice(valueStart, end)
+      lastEvent = event
     }
     return true
   }

@@ -141,17 +141,18 @@ class Decoder implements ProviderStream.Decoder {
   }
 
   event(name: string, data: string, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
-    // The API names every event: an unknown name is skipped without parsing its data.
-    if (name !== "message" && !handlers.has(name)) return undefined
+    if (name !== "message") {
+      // The API names every event: an unknown name is skipped without parsing its data.
+      const handle = handlers.get(name)
+      if (handle === undefined) return undefined
+      const json = ProviderStream.parseJson(provider, name, data)
+      return Result.isFailure(json) ? json.failure : handle(this, name, json.success, out)
+    }
     const json = ProviderStream.parseJson(provider, name, data)
     if (Result.isFailure(json)) return json.failure
-    let type = name
-    if (name === "message") {
-      const typed = decodeTyped(name, json.success)
-      if (Result.isFailure(typed)) return typed.failure
-      type = typed.success.type
-    }
-    return handlers.get(type)?.(this, type, json.success, out)
+    const typed = decodeTyped(name, json.success)
+    if (Result.isFailure(typed)) return typed.failure
+    return handlers.get(typed.success.type)?.(this, typed.success.type, json.success, out)
   }
 
   end(): AiError.AiError {
