@@ -84,7 +84,7 @@ export interface Spec<C extends Settings> {
 }
 
 /** Builds the `LanguageModel` of `spec` configured with `config`, on the `HttpClient` in context. */
-export const make = Effect.fnUntraced(function*<C extends Settings>(spec: Spec<C>, config: C) {
+export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spec: Spec<C>, config: C) {
   const client = yield* HttpClient.HttpClient
   const provider = spec.name
   const endpoint = ProviderHttp.endpoint({

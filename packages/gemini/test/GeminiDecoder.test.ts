@@ -32,7 +32,7 @@ const modelChunk = (parts: ReadonlyArray<GeminiEvent.Part>, finishReason?: strin
 const resent = (turn: Turn.Turn) =>
   Effect.map(GeminiRequest.make([Item.userMessage("hi"), ...turn.items], {}), (body) => body.contents.slice(1))
 
-describe("GeminiTurn", () => {
+describe("GeminiDecoder", () => {
   it.effect("keeps the order of text, thoughts and calls as separate items", () =>
     Effect.gen(function*() {
       const { deltas, turn } = yield* assemble([
