@@ -43,9 +43,9 @@ export interface Endpoint {
 
 const defaultPorts: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 }
 
-const parseUrl = (text: string): URL | undefined => {
+const parseUrl = (text: string, base?: string): URL | undefined => {
   try {
-    return new URL(text)
+    return new URL(text, base)
   } catch {
     return undefined
   }
@@ -226,7 +226,7 @@ const redirectTarget = (
   const { provider } = endpoint
   const status = response.status
   const location = response.headers.location
-  const target = location === undefined ? undefined : parseUrl(new URL(location, request.url).href)
+  const target = location === undefined ? undefined : parseUrl(location, request.url)
   if (target === undefined || target.origin !== endpoint.url?.origin) {
     return Result.fail(
       new AiError.InvalidRequest({
