@@ -99,7 +99,6 @@ interface OpenCall {
 }
 
 const decodeChunk = ProviderStream.valueDecoder(provider, GeminiEvent.Chunk)
-const decodeUsage = ProviderStream.valueDecoder(provider, GeminiEvent.UsageMetadata)
 
 const eventName = (index: number): string => `GenerateContentResponse #${index}`
 
@@ -119,8 +118,7 @@ class Decoder implements ProviderStream.Decoder {
   private hasFunctionCalls = false
   private finishReason: string | undefined = undefined
   private blockReason: string | undefined = undefined
-  /** The latest running usage total, as it came, and the chunk it came with; decoded once, at the end. */
-  private usageMetadata: { readonly value: unknown; readonly index: number } | undefined = undefined
+  private usageMetadata: GeminiEvent.UsageMetadata | undefined = undefined
   private modelVersion: string | undefined = undefined
   private responseId: string | undefined = undefined
   private readonly model: string
@@ -144,7 +142,7 @@ class Decoder implements ProviderStream.Decoder {
     if (this.key === undefined) this.key = chunk.responseId ?? this.fallbackKey
     if (chunk.responseId !== undefined) this.responseId = chunk.responseId
     if (chunk.modelVersion !== undefined) this.modelVersion = chunk.modelVersion
-    if (chunk.usageMetadata !== undefined) this.usageMetadata = { value: chunk.usageMetadata, index }
+    if (chunk.usageMetadata !== undefined) this.usageMetadata = chunk.usageMetadata
     if (chunk.promptFeedback?.blockReason !== undefined) this.blockReason = chunk.promptFeedback.blockReason
     const candidate = chunk.candidates?.[0]
     if (candidate === undefined) return undefined
@@ -168,11 +166,8 @@ class Decoder implements ProviderStream.Decoder {
     if (reason === undefined) {
       return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before a chunk with a finishReason` })
     }
-    const metadata = this.usageMetadata
-    const decoded = metadata === undefined ? undefined : decodeUsage(eventName(metadata.index), metadata.value, "usageMetadata")
-    if (decoded !== undefined && Result.isFailure(decoded)) return decoded.failure
     this.close(reason.stop === "stop" || reason.stop === "tool_calls" ? "completed" : "incomplete")
-    const turnUsage = decoded === undefined ? TokenUsage.empty : usage(decoded.success)
+    const turnUsage = this.usageMetadata === undefined ? TokenUsage.empty : usage(this.usageMetadata)
     out.push({ type: "usage", usage: turnUsage }, {
       type: "turn_complete",
       turn: {
