@@ -50,8 +50,17 @@ const statusOf = (status: unknown, otherwise: Item.Status): Item.Status =>
 const phaseOf = (phase: string | null | undefined): Item.Phase | undefined =>
   phase === "commentary" || phase === "final_answer" ? phase : undefined
 
-/** A content part being assembled: its text grows with each delta. */
-type Part = { readonly type: "output_text"; text: string } | { readonly type: "refusal"; refusal: string }
+/**
+ * A content part being assembled: its text is the pieces its deltas brought,
+ * joined when the item is settled (an array of pieces holds a long answer in
+ * far less memory than a string grown a delta at a time).
+ */
+type Part = { readonly type: "output_text" | "refusal"; readonly pieces: Array<string> }
+
+const partOf = (part: Part): Item.ContentPart =>
+  part.type === "output_text"
+    ? { type: "output_text", text: part.pieces.join("") }
+    : { type: "refusal", refusal: part.pieces.join("") }
 
 /** An item still streaming. Positions (`content_index`, `summary_index`) key maps: they come from the wire. */
 type Draft =
@@ -83,7 +92,7 @@ const settle = (draft: Draft, status: Item.Status): Item.Item => {
         id: draft.id,
         status,
         role: "assistant",
-        content: inOrder(draft.parts).map((part): Item.ContentPart => ({ ...part })),
+        content: inOrder(draft.parts).map(partOf),
         ...(draft.phase === undefined ? {} : { phase: draft.phase })
       }
     case "function_call":
@@ -281,10 +290,10 @@ const decodePart = (event: string, raw: unknown, at: string): Result.Result<Part
   const kind = decodeTyped(event, raw, at)
   if (Result.isFailure(kind)) return Result.fail(kind.failure)
   if (kind.success.type === "output_text") {
-    return Result.map(decodeOutputText(event, raw, at), ({ text }): Part => ({ type: "output_text", text }))
+    return Result.map(decodeOutputText(event, raw, at), ({ text }): Part => ({ type: "output_text", pieces: [text] }))
   }
   if (kind.success.type === "refusal") {
-    return Result.map(decodeRefusal(event, raw, at), ({ refusal }): Part => ({ type: "refusal", refusal }))
+    return Result.map(decodeRefusal(event, raw, at), ({ refusal }): Part => ({ type: "refusal", pieces: [refusal] }))
   }
   return Result.succeed(undefined)
 }
@@ -327,23 +336,23 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   ["response.output_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
     const draft = self.message(e.item_id, e.output_index)
     const part = draft?.parts.get(e.content_index)
-    if (part?.type === "output_text") part.text += e.delta
-    else draft?.parts.set(e.content_index, { type: "output_text", text: e.delta })
+    if (part?.type === "output_text") part.pieces.push(e.delta)
+    else draft?.parts.set(e.content_index, { type: "output_text", pieces: [e.delta] })
     const phase = draft?.phase
     out.push(phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase })
   })],
   ["response.output_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
-    self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", text: e.text })
+    self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
   })],
   ["response.refusal.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
     const draft = self.message(e.item_id, e.output_index)
     const part = draft?.parts.get(e.content_index)
-    if (part?.type === "refusal") part.refusal += e.delta
-    else draft?.parts.set(e.content_index, { type: "refusal", refusal: e.delta })
+    if (part?.type === "refusal") part.pieces.push(e.delta)
+    else draft?.parts.set(e.content_index, { type: "refusal", pieces: [e.delta] })
     out.push({ type: "refusal_delta", delta: e.delta })
   })],
   ["response.refusal.done", on(ResponsesEvent.RefusalDone, (self, e) => {
-    self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", refusal: e.refusal })
+    self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
   })],
   ["response.reasoning_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
     const draft = self.reasoning(e.item_id)

@@ -17,7 +17,9 @@ import { Schema } from "effect"
  * a non-negative integer. Positions key maps, never arrays, so a position near
  * 2^32 costs what position 0 costs.
  */
-export const Index = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+export const Index = Schema.Number.check(
+  Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "a non-negative integer" })
+)
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 

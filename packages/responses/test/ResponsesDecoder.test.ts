@@ -132,12 +132,12 @@ describe("ResponsesDecoder", () => {
         { type: "reasoning", id: "rs_far", status: "completed", content: [], summary: [{ type: "output_text", text: "deep" }] },
         { type: "message", id: "msg_far", status: "completed", role: "assistant", content: [{ type: "output_text", text: "near" }, { type: "output_text", text: "far " }] }
       ])
-      for (const [index, expected] of [[-1, "greater than or equal to 0"], [1.5, "an integer"], [1e300, "an integer"]] as const) {
+      for (const index of [-1, 1.5, 1e300, "0"]) {
         const bad = new Script().created().messageStart("msg_1", 0)
           .event("response.output_text.delta", { item_id: "msg_1", output_index: 0, content_index: index, delta: "x" })
         const { error } = yield* runFailing([ProviderServer.sse(bad.frames)])
         expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.output_text.delta" })
-        expect(error.message).toMatch(new RegExp(`^content_index: Expected .*${expected}`))
+        expect(error.message).toMatch(/^content_index: Expected (a non-negative integer|number)/)
       }
     }).pipe(Effect.provide(TestLayer)))
 
