@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Config, Duration, Effect, Layer, Stream } from "effect"
+import { Clock, Config, Duration, Effect, Layer, Stream } from "effect"
 import type { Redacted } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import * as AiError from "./AiError.ts"
@@ -92,14 +92,8 @@ export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spe
     baseUrl: config.baseUrl ?? spec.defaultBaseUrl,
     credential: { ...spec.credential, value: config.apiKey }
   })
-  const turnTimeout = config.turnTimeout ?? defaults.turnTimeout
-  const deadline = Effect.flatMap(Effect.sleep(turnTimeout), () =>
-    Effect.fail(
-      new AiError.Timeout({
-        provider,
-        message: `the turn took longer than ${Duration.format(Duration.fromInputUnsafe(turnTimeout))}`
-      })
-    ))
+  const turnTimeout = Duration.fromInputUnsafe(config.turnTimeout ?? defaults.turnTimeout)
+  const overdue = new AiError.Timeout({ provider, message: `the turn took longer than ${Duration.format(turnTimeout)}` })
   const http = {
     requestTimeout: config.requestTimeout ?? defaults.requestTimeout,
     idleTimeout: config.idleTimeout ?? defaults.idleTimeout,
@@ -111,17 +105,17 @@ export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spe
     options: LanguageModel.TurnOptions
   ): Stream.Stream<TurnDelta.TurnDelta, AiError.AiError> => {
     const context = { config, model: options.model ?? config.model ?? spec.defaultModel }
-    const attempt = Stream.unwrap(Effect.map(spec.turn(history, options, context), ({ decoder, request }) =>
-      ProviderHttp.stream(endpoint, { ...request, ...http }).pipe(ProviderStream.decode(decoder, { provider }))))
-    return Stream.unwrap(Effect.as(
-      Effect.annotateCurrentSpan(endpoint.attributes),
-      attempt.pipe(
-        ProviderRetry.retry({ policy: config.retryPolicy, maxRetryAfter: config.maxRetryAfter }),
-        Stream.interruptWhen(deadline),
+    return Stream.unwrap(Effect.gen(function*() {
+      yield* Effect.annotateCurrentSpan(endpoint.attributes)
+      const deadline = { at: (yield* Clock.currentTimeMillis) + Duration.toMillis(turnTimeout), error: overdue }
+      const attempt = Stream.unwrap(Effect.map(spec.turn(history, options, context), ({ decoder, request }) =>
+        ProviderHttp.stream(endpoint, { ...request, ...http, deadline }).pipe(ProviderStream.decode(decoder, { provider }))))
+      return attempt.pipe(
+        ProviderRetry.retry({ policy: config.retryPolicy, maxRetryAfter: config.maxRetryAfter, deadline }),
         ProviderStream.sanitizeErrors(endpoint.secrets),
         Stream.provideService(HttpClient.HttpClient, client)
       )
-    ))
+    }))
   }
 
   return LanguageModel.LanguageModel.of({ provider, streamTurn })

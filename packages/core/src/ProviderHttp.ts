@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Function, Option, Redacted, Result, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
 import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import * as AiError from "./AiError.ts"
@@ -94,13 +94,21 @@ export interface RequestOptions {
   readonly body: unknown
   /** Longest wait for the response headers (and, on an error status, its body); then `AiError.Timeout`. */
   readonly requestTimeout?: Duration.Input | undefined
-  /** Longest wait between two chunks of the body; then `AiError.Timeout`. */
+  /** Longest wait for the next chunk of the body, while the consumer waits for it; then `AiError.Timeout`. */
   readonly idleTimeout?: Duration.Input | undefined
+  /** When the whole turn must be over (Clock epoch milliseconds), and the error it ends with then. */
+  readonly deadline?: Deadline | undefined
   /**
    * The provider's reading of an error response, when it knows better than the
    * status alone (a quota, a context-length 400); `undefined` keeps the default.
    */
   readonly classifyError?: ((failure: ErrorResponse) => AiError.AiError | undefined) | undefined
+}
+
+/** A point in time (`Clock` epoch milliseconds) past which a turn fails with `error`. */
+export interface Deadline {
+  readonly at: number
+  readonly error: AiError.Timeout
 }
 
 /** An error response as a provider's `classifyError` sees it. */
@@ -286,12 +294,15 @@ export const stream = (
     HttpClientRequest.bodyJsonUnsafe(options.body)
   )
   return Stream.unwrap(Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
+    const clock = yield* Clock.Clock
+    // The request lives in a scope of its own: closing it aborts the request, which is how a timeout ends a stalled body.
+    const requestScope = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
+    const client = HttpClient.withScope(yield* HttpClient.HttpClient)
     const init = Option.getOrUndefined(yield* Effect.serviceOption(FetchHttpClient.RequestInit))
     const send = (
       request: HttpClientRequest.HttpClientRequest,
       redirects: number
-    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AiError.AiError> =>
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AiError.AiError, Scope.Scope> =>
       Effect.flatMap(Effect.mapError(client.execute(request), fromClientError(provider)), (response) => {
         if (response.status >= 200 && response.status < 300) return Effect.succeed(response)
         if (response.status < 300 || response.status >= 400) {
@@ -309,24 +320,93 @@ export const stream = (
           send(HttpClientRequest.setUrl(request, target.success), redirects + 1)
         )
       })
-    const requestTimeout = options.requestTimeout
+    const deadline = options.deadline
+    const requestLimit = limit(provider, options.requestTimeout, (d) => `no response within ${d}`, deadline, clock)
     const response = yield* send(initial, 0).pipe(
-      requestTimeout === undefined ? Function.identity : Effect.timeoutOrElse({
-        duration: requestTimeout,
-        orElse: () => Effect.fail(timeoutError(provider, (d) => `no response within ${d}`, requestTimeout))
+      requestLimit === undefined ? (effect) => effect : Effect.timeoutOrElse({
+        duration: requestLimit.wait,
+        orElse: () => Effect.fail(requestLimit.error)
       }),
+      Scope.provide(requestScope),
       // `fetch` follows redirects itself, credential headers included; here they are seen and checked.
       Effect.provideService(FetchHttpClient.RequestInit, { ...init, redirect: "manual" }),
       Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, credential.header]),
       Effect.updateService(UrlParams.CurrentRedactedNames, (names) => [...names, ...credentialParams])
     )
+    const body = response.stream.pipe(Stream.mapError(fromClientError(provider)))
     const idleTimeout = options.idleTimeout
-    return response.stream.pipe(
-      Stream.mapError(fromClientError(provider)),
-      idleTimeout === undefined ? Function.identity : Stream.timeoutOrElse({
-        duration: idleTimeout,
-        orElse: () => Stream.fail(timeoutError(provider, (d) => `no data for ${d} while streaming`, idleTimeout))
-      })
-    )
+    return idleTimeout === undefined && deadline === undefined ? body : yield* watched(body, {
+      provider,
+      idleTimeout,
+      deadline,
+      clock,
+      abort: Scope.close(requestScope, Exit.void)
+    })
   }))
 }
+
+/** The shorter of a wait and the time left to the deadline, and the error that ends it; `undefined` for neither. */
+const limit = (
+  provider: string,
+  duration: Duration.Input | undefined,
+  message: (duration: string) => string,
+  deadline: Deadline | undefined,
+  clock: Clock.Clock
+): { readonly wait: number; readonly error: AiError.Timeout } | undefined => {
+  const own = duration === undefined ? undefined : Duration.toMillis(Duration.fromInputUnsafe(duration))
+  const left = deadline === undefined ? undefined : deadline.at - clock.currentTimeMillisUnsafe()
+  if (left !== undefined && (own === undefined || left < own)) return { wait: Math.max(0, left), error: deadline!.error }
+  return own === undefined || duration === undefined ? undefined : { wait: own, error: timeoutError(provider, message, duration) }
+}
+
+/**
+ * The body with its waits bounded: while the consumer waits for a chunk, no
+ * more than `idleTimeout`, and nothing past the deadline. One watchdog fiber
+ * per request keeps the time, rather than a timer per chunk; when a limit
+ * passes, it aborts the request and the pending read fails with the timeout.
+ */
+const watched = Effect.fnUntraced(function*(
+  body: Stream.Stream<Uint8Array, AiError.AiError>,
+  options: {
+    readonly provider: string
+    readonly idleTimeout: Duration.Input | undefined
+    readonly deadline: Deadline | undefined
+    readonly clock: Clock.Clock
+    readonly abort: Effect.Effect<void>
+  }
+) {
+  const { clock, deadline, idleTimeout, provider } = options
+  const idle = idleTimeout === undefined ? Infinity : Duration.toMillis(Duration.fromInputUnsafe(idleTimeout))
+  let waitingSince: number | undefined
+  let timedOut: AiError.Timeout | undefined
+  const check = (): number => {
+    const now = clock.currentTimeMillisUnsafe()
+    if (deadline !== undefined && now >= deadline.at) {
+      timedOut = deadline.error
+    } else if (waitingSince !== undefined && now - waitingSince >= idle && idleTimeout !== undefined) {
+      timedOut = timeoutError(provider, (d) => `no data for ${d} while streaming`, idleTimeout)
+    }
+    const idleLeft = waitingSince === undefined ? idle : waitingSince + idle - now
+    return Math.min(idleLeft, deadline === undefined ? Infinity : deadline.at - now)
+  }
+  const watchdog: Effect.Effect<void> = Effect.suspend(() => {
+    const wait = check()
+    if (timedOut !== undefined) return options.abort
+    // Nothing to watch until the consumer pulls: look again after a full idle period.
+    return Effect.andThen(Effect.sleep(Number.isFinite(wait) ? wait : idle), watchdog)
+  })
+  yield* Effect.forkScoped(watchdog)
+  return Stream.transformPull(body, (pull) =>
+    Effect.succeed(
+      Effect.suspend(() => {
+        waitingSince = clock.currentTimeMillisUnsafe()
+        return pull
+      }).pipe(
+        Effect.map((chunk) => {
+          waitingSince = undefined
+          return chunk
+        }),
+        Effect.mapError((error) => timedOut ?? error)
+      )
+    ))
+})

@@ -10,6 +10,7 @@
  */
 import { Clock, Duration, Effect, Function, Pull, Schedule, Stream } from "effect"
 import * as AiError from "./AiError.ts"
+import type * as ProviderHttp from "./ProviderHttp.ts"
 
 /**
  * When to retry a failed request: a `Schedule` fed with each retryable error.
@@ -40,6 +41,8 @@ export interface Options {
    * it fails the stream, carrying its `retryAfter`, and the application decides.
    */
   readonly maxRetryAfter?: Duration.Input | undefined
+  /** When the turn must be over: a retry that would start after it fails at once with the deadline's error. */
+  readonly deadline?: ProviderHttp.Deadline | undefined
 }
 
 const retryAfterOf = (error: AiError.AiError): Duration.Duration =>
@@ -73,7 +76,13 @@ export const retry: {
               ? Stream.fail(error)
               : Stream.unwrap(Effect.flatMap(Clock.currentTimeMillis, (now) =>
                 Pull.matchEffect(step(now, error), {
-                  onSuccess: ([, delay]) => Effect.as(Effect.sleep(Duration.max(delay, asked)), attempt()),
+                  onSuccess: ([, delay]) => {
+                    const wait = Duration.max(delay, asked)
+                    const deadline = options?.deadline
+                    return deadline !== undefined && now + Duration.toMillis(wait) >= deadline.at
+                      ? Effect.succeed(Stream.fail(deadline.error))
+                      : Effect.as(Effect.sleep(wait), attempt())
+                  },
                   onDone: () => Effect.succeed(Stream.fail(error)),
                   onFailure: Effect.failCause
                 })))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Stream } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
@@ -197,6 +197,34 @@ describe("ProviderHttp.stream", () => {
       expect(yield* Fiber.await(fiber)).toStrictEqual(
         Exit.fail(new AiError.Timeout({ provider: "test", message: "no data for 30s while streaming" }))
       )
+      yield* server.awaitClientAbort
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.effect("counts idle time only while the consumer waits for a chunk, and ends a body at the deadline", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const frames = Array.from({ length: 3 }, (_, n) => ProviderServer.sseEvent({ n }))
+      yield* server.reply(ProviderServer.sse(frames, { chunkSize: frames[0]!.length }))
+      // A consumer slower than the idle timeout: each chunk is there when it asks.
+      const slow = yield* (yield* body({ idleTimeout: "10 seconds" })).pipe(
+        Stream.tap(() => TestClock.adjust("1 minute")),
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      const received = yield* Fiber.join(slow)
+      expect(decoder.decode(received.reduce((all, chunk) => new Uint8Array([...all, ...chunk]), new Uint8Array()))).toBe(frames.join(""))
+      const now = yield* Clock.currentTimeMillis
+      const overdue = new AiError.Timeout({ provider: "test", message: "the turn took longer than 1m" })
+      yield* server.reply(ProviderServer.sse(frames, { stallAfter: frames[0]!.length }))
+      const gotFirst = yield* Deferred.make<void>()
+      const fiber = yield* (yield* body({ idleTimeout: "5 minutes", deadline: { at: now + 60_000, error: overdue } })).pipe(
+        Stream.tap(() => Deferred.succeed(gotFirst, undefined)),
+        Stream.runDrain,
+        Effect.forkChild
+      )
+      yield* Deferred.await(gotFirst)
+      yield* TestClock.adjust("1 minute")
+      expect(yield* Fiber.await(fiber)).toStrictEqual(Exit.fail(overdue))
       yield* server.awaitClientAbort
     }).pipe(Effect.provide(TestLayer)))
 

@@ -93,4 +93,20 @@ describe("ProviderRetry.retry", () => {
         .toStrictEqual(Exit.fail(unavailable))
       expect(once.count()).toBe(1)
     }))
+
+  it.effect("never waits past the turn's deadline: a retry that would start after it fails with the deadline's error", () =>
+    Effect.gen(function*() {
+      const overdue = new AiError.Timeout({ provider: "test", message: "the turn took longer than 30s" })
+      const asked = new AiError.RateLimited({ provider: "test", message: "429", retryAfter: Duration.seconds(20) })
+      const late = scripted([Stream.fail(asked), Stream.make(1)])
+      const exit = yield* Effect.exit(Stream.runCollect(ProviderRetry.retry(late.stream, { deadline: { at: 10_000, error: overdue } })))
+      expect(exit).toStrictEqual(Exit.fail(overdue))
+      expect(late.count()).toBe(1)
+      const inTime = scripted([Stream.fail(asked), Stream.make(1)])
+      const fiber = yield* Effect.forkChild(
+        Stream.runCollect(ProviderRetry.retry(inTime.stream, { deadline: { at: 30_000, error: overdue } }))
+      )
+      yield* TestClock.adjust("20 seconds")
+      expect(yield* Fiber.join(fiber)).toStrictEqual([1])
+    }))
 })
