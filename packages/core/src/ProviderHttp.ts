@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Option, Pull, Redacted, Result, Schema, Scope, Stream } from "effect"
 import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import * as AiError from "./AiError.ts"
@@ -406,6 +406,8 @@ const watched = Effect.fnUntraced(function*(
           waitingSince = undefined
           return chunk
         }),
+        // An aborted body fails, or with some clients just ends: either way, it timed out.
+        Pull.catchDone((): Pull.Pull<never, AiError.AiError> => timedOut === undefined ? Cause.done() : Effect.fail(timedOut)),
         Effect.mapError((error) => timedOut ?? error)
       )
     ))
