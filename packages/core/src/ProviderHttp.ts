@@ -10,10 +10,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Option, Pull, Redacted, Result, Schema, Scope, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
 import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import * as AiError from "./AiError.ts"
+import * as ProviderTimeout from "./ProviderTimeout.ts"
 
 /** The credential a provider sends with every request: a header and its secret value. */
 export interface Credential {
@@ -96,19 +97,13 @@ export interface RequestOptions {
   readonly requestTimeout?: Duration.Input | undefined
   /** Longest wait for the next chunk of the body, while the consumer waits for it; then `AiError.Timeout`. */
   readonly idleTimeout?: Duration.Input | undefined
-  /** When the whole turn must be over (Clock epoch milliseconds), and the error it ends with then. */
-  readonly deadline?: Deadline | undefined
+  /** When the whole turn must be over, and the error it ends with then. */
+  readonly deadline?: ProviderTimeout.Deadline | undefined
   /**
    * The provider's reading of an error response, when it knows better than the
    * status alone (a quota, a context-length 400); `undefined` keeps the default.
    */
   readonly classifyError?: ((failure: ErrorResponse) => AiError.AiError | undefined) | undefined
-}
-
-/** A point in time (`Clock` epoch milliseconds) past which a turn fails with `error`. */
-export interface Deadline {
-  readonly at: number
-  readonly error: AiError.Timeout
 }
 
 /** An error response as a provider's `classifyError` sees it. */
@@ -170,9 +165,6 @@ const fromClientError = (provider: string) => (error: HttpClientError.HttpClient
   error.reason._tag === "InvalidUrlError" || error.reason._tag === "EncodeError"
     ? new AiError.InvalidRequest({ provider, message: transportMessage(error) })
     : new AiError.Unavailable({ provider, message: transportMessage(error) })
-
-const timeoutError = (provider: string, message: (duration: string) => string, duration: Duration.Input) =>
-  new AiError.Timeout({ provider, message: message(Duration.format(Duration.fromInputUnsafe(duration))) })
 
 /**
  * How long the response asks us to wait: OpenAI's `retry-after-ms` (milliseconds)
@@ -320,95 +312,20 @@ export const stream = (
           send(HttpClientRequest.setUrl(request, target.success), redirects + 1)
         )
       })
-    const deadline = options.deadline
-    const requestLimit = limit(provider, options.requestTimeout, (d) => `no response within ${d}`, deadline, clock)
     const response = yield* send(initial, 0).pipe(
-      requestLimit === undefined ? (effect) => effect : Effect.timeoutOrElse({
-        duration: requestLimit.wait,
-        orElse: () => Effect.fail(requestLimit.error)
-      }),
+      ProviderTimeout.request({ provider, requestTimeout: options.requestTimeout, deadline: options.deadline, clock }),
       Scope.provide(requestScope),
       // `fetch` follows redirects itself, credential headers included; here they are seen and checked.
       Effect.provideService(FetchHttpClient.RequestInit, { ...init, redirect: "manual" }),
       Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, credential.header]),
       Effect.updateService(UrlParams.CurrentRedactedNames, (names) => [...names, ...credentialParams])
     )
-    const body = response.stream.pipe(Stream.mapError(fromClientError(provider)))
-    const idleTimeout = options.idleTimeout
-    return idleTimeout === undefined && deadline === undefined ? body : yield* watched(body, {
+    return yield* ProviderTimeout.watch(response.stream.pipe(Stream.mapError(fromClientError(provider))), {
       provider,
-      idleTimeout,
-      deadline,
+      idleTimeout: options.idleTimeout,
+      deadline: options.deadline,
       clock,
       abort: Scope.close(requestScope, Exit.void)
     })
   }))
 }
-
-/** The shorter of a wait and the time left to the deadline, and the error that ends it; `undefined` for neither. */
-const limit = (
-  provider: string,
-  duration: Duration.Input | undefined,
-  message: (duration: string) => string,
-  deadline: Deadline | undefined,
-  clock: Clock.Clock
-): { readonly wait: number; readonly error: AiError.Timeout } | undefined => {
-  const own = duration === undefined ? undefined : Duration.toMillis(Duration.fromInputUnsafe(duration))
-  const left = deadline === undefined ? undefined : deadline.at - clock.currentTimeMillisUnsafe()
-  if (left !== undefined && (own === undefined || left < own)) return { wait: Math.max(0, left), error: deadline!.error }
-  return own === undefined || duration === undefined ? undefined : { wait: own, error: timeoutError(provider, message, duration) }
-}
-
-/**
- * The body with its waits bounded: while the consumer waits for a chunk, no
- * more than `idleTimeout`, and nothing past the deadline. One watchdog fiber
- * per request keeps the time, rather than a timer per chunk; when a limit
- * passes, it aborts the request and the pending read fails with the timeout.
- */
-const watched = Effect.fnUntraced(function*(
-  body: Stream.Stream<Uint8Array, AiError.AiError>,
-  options: {
-    readonly provider: string
-    readonly idleTimeout: Duration.Input | undefined
-    readonly deadline: Deadline | undefined
-    readonly clock: Clock.Clock
-    readonly abort: Effect.Effect<void>
-  }
-) {
-  const { clock, deadline, idleTimeout, provider } = options
-  const idle = idleTimeout === undefined ? Infinity : Duration.toMillis(Duration.fromInputUnsafe(idleTimeout))
-  let waitingSince: number | undefined
-  let timedOut: AiError.Timeout | undefined
-  const check = (): number => {
-    const now = clock.currentTimeMillisUnsafe()
-    if (deadline !== undefined && now >= deadline.at) {
-      timedOut = deadline.error
-    } else if (waitingSince !== undefined && now - waitingSince >= idle && idleTimeout !== undefined) {
-      timedOut = timeoutError(provider, (d) => `no data for ${d} while streaming`, idleTimeout)
-    }
-    const idleLeft = waitingSince === undefined ? idle : waitingSince + idle - now
-    return Math.min(idleLeft, deadline === undefined ? Infinity : deadline.at - now)
-  }
-  const watchdog: Effect.Effect<void> = Effect.suspend(() => {
-    const wait = check()
-    if (timedOut !== undefined) return options.abort
-    // Nothing to watch until the consumer pulls: look again after a full idle period.
-    return Effect.andThen(Effect.sleep(Number.isFinite(wait) ? wait : idle), watchdog)
-  })
-  yield* Effect.forkScoped(watchdog)
-  return Stream.transformPull(body, (pull) =>
-    Effect.succeed(
-      Effect.suspend(() => {
-        waitingSince = clock.currentTimeMillisUnsafe()
-        return pull
-      }).pipe(
-        Effect.map((chunk) => {
-          waitingSince = undefined
-          return chunk
-        }),
-        // An aborted body fails, or with some clients just ends: either way, it timed out.
-        Pull.catchDone((): Pull.Pull<never, AiError.AiError> => timedOut === undefined ? Cause.done() : Effect.fail(timedOut)),
-        Effect.mapError((error) => timedOut ?? error)
-      )
-    ))
-})

@@ -10,7 +10,7 @@
  */
 import { Clock, Duration, Effect, Function, Pull, Schedule, Stream } from "effect"
 import * as AiError from "./AiError.ts"
-import type * as ProviderHttp from "./ProviderHttp.ts"
+import type * as ProviderTimeout from "./ProviderTimeout.ts"
 
 /**
  * When to retry a failed request: a `Schedule` fed with each retryable error.
@@ -42,7 +42,7 @@ export interface Options {
    */
   readonly maxRetryAfter?: Duration.Input | undefined
   /** When the turn must be over: a retry that would start after it fails at once with the deadline's error. */
-  readonly deadline?: ProviderHttp.Deadline | undefined
+  readonly deadline?: ProviderTimeout.Deadline | undefined
 }
 
 const retryAfterOf = (error: AiError.AiError): Duration.Duration =>
