@@ -5,11 +5,13 @@
  * - baseline: `fetch`, splitting the body into SSE lines and `JSON.parse`-ing
  *   each `data:` line (the floor for any client of this wire format);
  * - `Gemini.layer` `streamTurn`: the provider as users run it (HTTP client,
- *   SSE parser, Schema decoding of every chunk, turn assembly).
+ *   SSE parser, Schema decoding of every chunk, turn assembly);
+ * - the decoder alone (`ProviderStream.decode` with `GeminiDecoder` over the
+ *   body's bytes in 64 KiB chunks, no HTTP), to tell decoding cost from transport cost.
  */
-import { Item, LanguageModel } from "@agentloop/core"
-import { Gemini } from "@agentloop/gemini"
-import { Effect, Redacted } from "effect"
+import { Item, LanguageModel, ProviderStream } from "@agentloop/core"
+import { Gemini, GeminiDecoder } from "@agentloop/gemini"
+import { Effect, Redacted, Stream } from "effect"
 import { compare } from "./measure.ts"
 import { baseline, countTextDeltas, serve } from "./sseLoopback.ts"
 
@@ -31,7 +33,9 @@ const chunk = (text: string, finishReason?: string) =>
 const frames: Array<string> = []
 for (let i = 0; i < deltas - 1; i++) frames.push(chunk(`tok${i % 10} `))
 frames.push(chunk("end", "STOP"))
-const server = await serve(Buffer.from(frames.join("")))
+const body = Buffer.from(frames.join(""))
+const server = await serve(body)
+const chunks = Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) => body.subarray(i * 65536, (i + 1) * 65536))
 
 const geminiLayer = Gemini.layer({ apiKey: Redacted.make("bench"), baseUrl: server.url, model: "m" })
 const geminiCase = () =>
@@ -40,12 +44,25 @@ const geminiCase = () =>
     yield* countTextDeltas(lm.streamTurn([Item.userMessage("go")], {}), deltas)
   }).pipe(Effect.provide(geminiLayer)))
 
+const decoderCase = () =>
+  Effect.runPromise(countTextDeltas(
+    Stream.fromIterable(chunks).pipe(
+      ProviderStream.decode(GeminiDecoder.make({ model: "m", fallbackKey: "bench" }), { provider: "gemini" })
+    ),
+    deltas
+  ))
+
 await compare({
   title: `Gemini decode path: ${deltas.toLocaleString("en-US")} deltas over loopback HTTP`,
   units: deltas,
   unit: "delta",
+  // A shared 2-core machine is noisy: more rounds steady the medians.
+  rounds: 9,
   baseline: { name: "fetch + split SSE lines + JSON.parse (floor)", run: baseline(server.url, deltas) },
-  cases: [{ name: "Gemini.layer streamTurn", run: geminiCase }]
+  cases: [
+    { name: "Gemini.layer streamTurn", run: geminiCase },
+    { name: "GeminiDecoder alone (no HTTP)", run: decoderCase }
+  ]
 })
 
 server.close()

@@ -52,13 +52,19 @@ export const baseline = (url: string, events: number) => async (): Promise<void>
   if (count !== events) throw new Error(`baseline saw ${count} events, expected ${events}`)
 }
 
-/** Runs a provider's stream, checking it delivered exactly `expected` text deltas. */
+/**
+ * Runs a provider's stream, checking it delivered exactly `expected` text
+ * deltas. It counts a chunk of deltas at a time, as the baseline counts lines:
+ * an `Effect` per delta would measure the consumer, not the provider.
+ */
 export const countTextDeltas = <E>(stream: Stream.Stream<TurnDelta.TurnDelta, E>, expected: number) =>
   Effect.gen(function*() {
     let count = 0
-    yield* Stream.runForEach(stream, (delta) =>
+    yield* Stream.runForEachArray(stream, (deltas) =>
       Effect.sync(() => {
-        if (delta.type === "text_delta") count++
+        for (const delta of deltas) {
+          if (delta.type === "text_delta") count++
+        }
       }))
     if (count !== expected) throw new Error(`saw ${count} text deltas, expected ${expected}`)
   })

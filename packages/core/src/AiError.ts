@@ -59,6 +59,17 @@ export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("Malfor
   message: Schema.String
 }) {}
 
+/**
+ * The account has no quota or credit left (OpenAI's `insufficient_quota`, as an
+ * HTTP 429 or as an error event): unlike `RateLimited`, no retry can help until
+ * someone changes the billing.
+ */
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+  provider: Schema.String,
+  status: Schema.optionalKey(Schema.Number),
+  message: Schema.String
+}) {}
+
 /** The stream ended before its `turn_complete`: the turn is lost. */
 export class IncompleteTurn extends Schema.TaggedError<IncompleteTurn>()("IncompleteTurn", {
   message: Schema.String
@@ -73,6 +84,7 @@ export type AiError =
   | InvalidRequest
   | Unavailable
   | MalformedEvent
+  | QuotaExceeded
   | IncompleteTurn
 
 /** Schema of every {@link AiError}, for logs, checkpoints and UIs. */
@@ -84,8 +96,19 @@ export const AiError = Schema.Union([
   InvalidRequest,
   Unavailable,
   MalformedEvent,
+  QuotaExceeded,
   IncompleteTurn
 ])
+
+const encodeError = Schema.encodeSync(AiError)
+const decodeError = Schema.decodeSync(AiError)
+
+/**
+ * The same error with another message, every other field kept. Errors are
+ * Schemas, so the copy is made through their encoded form rather than class by class.
+ */
+export const withMessage = (error: AiError, message: string): AiError =>
+  message === error.message ? error : decodeError({ ...encodeError(error), message })
 
 /** Whether a fresh attempt of the same request may succeed: rate limits, timeouts, unavailability. */
 export const isRetryable = (error: AiError): error is RateLimited | Timeout | Unavailable =>

@@ -43,13 +43,22 @@ export type Status = typeof Status.Type
 export const Role = Schema.Literals(["user", "assistant", "system", "developer"])
 export type Role = typeof Role.Type
 
+/**
+ * What an assistant message is for, when the provider says: `commentary` is
+ * the model talking while it works (a preamble, a progress note), `final_answer`
+ * is the answer. OpenAI asks for it back on follow-up requests.
+ */
+export const Phase = Schema.Literals(["commentary", "final_answer"])
+export type Phase = typeof Phase.Type
+
 /** A message from a user, the system, a developer or the assistant. */
 export const Message = Schema.Struct({
   type: Schema.Literal("message"),
   id: Schema.String,
   status: Status,
   role: Role,
-  content: Schema.Array(ContentPart)
+  content: Schema.Array(ContentPart),
+  phase: Schema.optionalKey(Phase)
 })
 export type Message = typeof Message.Type
 

@@ -1,72 +1,129 @@
 /**
- * HTTP plumbing shared by provider layers: send a streaming request, map its
- * failures to {@link AiError.AiError}, parse its Server-Sent Events, decode each
- * event with a `Schema`, and retry a request that failed before it produced anything.
+ * The HTTP half of a provider layer: send one streaming request to the
+ * configured endpoint and hand back its body, or the `AiError` it failed with.
  *
- * Runtime-agnostic: everything runs on whatever `HttpClient` layer the
- * application provides (`FetchHttpClient.layer` by default in provider layers).
+ * Network input is untrusted here: the base URL is checked once (no
+ * credentials in it), the credential goes only to the configured origin (a
+ * redirect elsewhere is refused), an error body is read up to a bound, and the
+ * waits for the headers and between two chunks are bounded. Runtime-agnostic:
+ * everything runs on the `HttpClient` in context.
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Function, Pull, Redacted, Result, Schedule, Schema, Stream } from "effect"
-import * as Arr from "effect/Array"
-import { Sse } from "effect/encoding"
-import { Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
+import { Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
+import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import * as AiError from "./AiError.ts"
+import * as ProviderTimeout from "./ProviderTimeout.ts"
 
-/** How to send one streaming request; see {@link streamEvents}. */
-export interface StreamOptions {
-  /** Names the provider in every error. */
-  readonly provider: string
-  /** The complete request: URL, credentials, body. */
-  readonly request: HttpClientRequest.HttpClientRequest
-  /** Longest wait for the response headers (and, on an error status, its body); then `AiError.Timeout`. */
-  readonly requestTimeout?: Duration.Input | undefined
-  /** Longest wait between two chunks of the response body; then `AiError.Timeout`. */
-  readonly idleTimeout?: Duration.Input | undefined
-  /** Whether an error response means the prompt is too long. Defaults to {@link isContextLengthMessage} on a 400. */
-  readonly isContextLengthError?: ((status: number, body: string) => boolean) | undefined
-  /** The provider's own message in an error body. Defaults to {@link defaultErrorMessage}. */
-  readonly errorMessage?: ((body: string) => string) | undefined
-  /** Secrets (the API key) to cut out of every error message, in case the provider echoes them back. */
-  readonly secrets?: ReadonlyArray<Redacted.Redacted<string>> | undefined
-  /**
-   * Longest event, in UTF-16 code units, before the stream fails with
-   * `AiError.MalformedEvent` rather than buffering without bound (default 16 MiB:
-   * a final event repeats the whole answer, so it can be long).
-   */
-  readonly maxEventSize?: number | undefined
+/** The credential a provider sends with every request: a header and its secret value. */
+export interface Credential {
+  /** Lower-case header name, e.g. `authorization` or `x-goog-api-key`. */
+  readonly header: string
+  readonly value: Redacted.Redacted<string>
+  /** Sent before the value, e.g. `Bearer`. */
+  readonly scheme?: string | undefined
 }
-
-/** Header and query parameter names whose values are credentials, kept out of spans and logs. */
-const credentialHeaders: ReadonlyArray<string> = ["authorization", "x-api-key", "api-key", "x-goog-api-key"]
-const credentialParams: ReadonlyArray<string> = ["key", "api_key", "api-key"]
 
 /**
- * Moves credential query parameters out of the URL text into `urlParams` as
- * `Redacted` values: the URL text is printed verbatim by errors and span exits,
- * while redacted parameters are sent but never printed.
+ * Where a provider sends its requests, checked once when the layer is built.
+ * Build with {@link endpoint}.
  */
-const protectCredentials = (request: HttpClientRequest.HttpClientRequest): HttpClientRequest.HttpClientRequest => {
-  const queryAt = request.url.indexOf("?")
-  const query = new URLSearchParams(queryAt < 0 ? "" : request.url.slice(queryAt + 1))
-  const params: Array<readonly [string, string | Redacted.Redacted]> = []
-  for (const [name, value] of request.urlParams) {
-    params.push([name, credentialParams.includes(name) && typeof value === "string" ? Redacted.make(value) : value])
-  }
-  let moved = false
-  for (const name of credentialParams) {
-    for (const value of query.getAll(name)) {
-      params.push([name, Redacted.make(value)])
-      moved = true
-    }
-    query.delete(name)
-  }
-  const rest = query.toString()
-  const url = moved ? request.url.slice(0, queryAt) + (rest.length > 0 ? `?${rest}` : "") : request.url
-  return HttpClientRequest.setUrlParams(HttpClientRequest.setUrl(request, url), UrlParams.make(params))
+export interface Endpoint {
+  readonly provider: string
+  /** The base URL without credentials, for building request URLs; `undefined` when it cannot be used. */
+  readonly url: URL | undefined
+  /** Why the base URL cannot be used; every request then fails with `AiError.InvalidRequest` saying so. */
+  readonly problem: string | undefined
+  readonly credential: Credential
+  /** Secrets to cut out of every error message: the credential, and any userinfo the base URL carried. */
+  readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
+  /** OpenTelemetry's `server.address` and `server.port` of the endpoint (never its userinfo). */
+  readonly attributes: Readonly<Record<string, string | number>>
 }
+
+const defaultPorts: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 }
+
+const parseUrl = (text: string, base?: string): URL | undefined => {
+  try {
+    return new URL(text, base)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Checks a provider's base URL and pairs it with its credential. A base URL
+ * that is not an `http(s)` URL, or that carries a user or password, is kept as
+ * a `problem`, never quoted: userinfo is often a key, and `fetch` refuses it anyway.
+ */
+export const endpoint = (options: {
+  readonly provider: string
+  readonly baseUrl: string
+  readonly credential: Credential
+}): Endpoint => {
+  const url = parseUrl(options.baseUrl)
+  const secrets = [options.credential.value]
+  const problem = url === undefined || !(url.protocol in defaultPorts)
+    ? "the base URL is not an http or https URL"
+    : url.username !== "" || url.password !== ""
+    ? "the base URL carries credentials (user:password@host); pass the key as apiKey instead"
+    : undefined
+  for (const part of url === undefined ? [] : [url.username, url.password]) {
+    if (part.length > 0) secrets.push(Redacted.make(part), Redacted.make(decodeURIComponent(part)))
+  }
+  const attributes = url === undefined ? {} : {
+    "server.address": url.hostname,
+    "server.port": url.port === "" ? defaultPorts[url.protocol] ?? 0 : Number(url.port)
+  }
+  return {
+    provider: options.provider,
+    url: problem === undefined ? url : undefined,
+    problem,
+    credential: options.credential,
+    secrets,
+    attributes
+  }
+}
+
+/** What to send, and how long to wait; see {@link stream}. */
+export interface RequestOptions {
+  /** Appended to the base URL's path, e.g. `/responses`. */
+  readonly path: string
+  readonly urlParams?: Readonly<Record<string, string>> | undefined
+  /** Sent as JSON. */
+  readonly body: unknown
+  /** Longest wait for the response headers (and, on an error status, its body); then `AiError.Timeout`. */
+  readonly requestTimeout?: Duration.Input | undefined
+  /** Longest wait for the next chunk of the body, while the consumer waits for it; then `AiError.Timeout`. */
+  readonly idleTimeout?: Duration.Input | undefined
+  /** When the whole turn must be over, and the error it ends with then. */
+  readonly deadline?: ProviderTimeout.Deadline | undefined
+  /**
+   * The provider's reading of an error response, when it knows better than the
+   * status alone (a quota, a context-length 400); `undefined` keeps the default.
+   */
+  readonly classifyError?: ((failure: ErrorResponse) => AiError.AiError | undefined) | undefined
+}
+
+/** An error response as a provider's `classifyError` sees it. */
+export interface ErrorResponse {
+  readonly provider: string
+  readonly status: number
+  /** The body, read up to {@link maxErrorBodySize}. */
+  readonly body: string
+  /** The provider's message found in the body (see {@link errorMessage}). */
+  readonly message: string
+  readonly retryAfter: Duration.Duration | undefined
+}
+
+/** Error bodies are read up to this many bytes (64 KiB); the rest is never read. */
+export const maxErrorBodySize = 64 * 1024
+
+/** Same-origin redirects (307 and 308, which keep the method and body) followed per request. */
+export const maxRedirects = 3
+
+const credentialParams: ReadonlyArray<string> = ["key", "api_key", "api-key"]
 
 const ErrorBody = Schema.fromJsonString(Schema.Union([
   Schema.Struct({ error: Schema.Struct({ message: Schema.String }) }),
@@ -74,21 +131,20 @@ const ErrorBody = Schema.fromJsonString(Schema.Union([
   Schema.Array(Schema.Struct({ error: Schema.Struct({ message: Schema.String }) }))
 ]))
 const decodeErrorBody = Schema.decodeUnknownResult(ErrorBody)
-const maxMessageLength = 2000
 
 /**
  * The message of an error body: `error.message` or `message` of a JSON body (or
- * of its first element, as Google APIs answer), else the body itself, shortened.
+ * of its first element, as Google APIs answer), else the body itself.
  */
-export const defaultErrorMessage = (body: string): string => {
+export const errorMessage = (body: string): string => {
   const decoded = decodeErrorBody(body)
   if (Result.isSuccess(decoded)) {
     const value = decoded.success
     if ("message" in value) return value.message
     if ("error" in value) return value.error.message
-    return value[0]?.error.message ?? body.slice(0, maxMessageLength)
+    return value[0]?.error.message ?? body
   }
-  return body.length === 0 ? "(empty body)" : body.slice(0, maxMessageLength)
+  return body.length === 0 ? "(empty body)" : body
 }
 
 /** Whether an error text says the prompt does not fit the model's context window. */
@@ -105,75 +161,10 @@ const transportMessage = (error: HttpClientError.HttpClientError): string => {
   return `${reason._tag}${detail === undefined ? "" : `: ${detail}`}${code}`
 }
 
-const scrubText = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string => {
-  let out = text
-  for (const secret of secrets) {
-    const value = Redacted.value(secret)
-    if (value.length > 0) out = out.split(value).join("<redacted>")
-  }
-  return out
-}
-
-const scrub = (options: StreamOptions, message: string): string => scrubText(options.secrets ?? [], message)
-
-const withMessage = (error: AiError.AiError, message: string): AiError.AiError => {
-  if (message === error.message) return error
-  switch (error._tag) {
-    case "AuthFailed":
-      return new AiError.AuthFailed({ ...error, message })
-    case "RateLimited":
-      return new AiError.RateLimited({ ...error, message })
-    case "Timeout":
-      return new AiError.Timeout({ ...error, message })
-    case "ContextLengthExceeded":
-      return new AiError.ContextLengthExceeded({ ...error, message })
-    case "InvalidRequest":
-      return new AiError.InvalidRequest({ ...error, message })
-    case "Unavailable":
-      return new AiError.Unavailable({ ...error, message })
-    case "MalformedEvent":
-      return new AiError.MalformedEvent({ ...error, message })
-    case "IncompleteTurn":
-      return new AiError.IncompleteTurn({ ...error, message })
-  }
-}
-
-/**
- * Cuts `secrets` out of the message of any error the stream fails with. Apply
- * it last in a provider's pipeline: providers echo keys back in error bodies
- * and in stream events (`response.failed`, `error`), not only in HTTP errors.
- */
-export const redactErrors: {
-  (secrets: ReadonlyArray<Redacted.Redacted<string>>): <A, R>(
-    self: Stream.Stream<A, AiError.AiError, R>
-  ) => Stream.Stream<A, AiError.AiError, R>
-  <A, R>(
-    self: Stream.Stream<A, AiError.AiError, R>,
-    secrets: ReadonlyArray<Redacted.Redacted<string>>
-  ): Stream.Stream<A, AiError.AiError, R>
-} = Function.dual(
-  2,
-  <A, R>(self: Stream.Stream<A, AiError.AiError, R>, secrets: ReadonlyArray<Redacted.Redacted<string>>) =>
-    Stream.mapError(self, (error) => withMessage(error, scrubText(secrets, error.message)))
-)
-
-const fromClientError = (options: StreamOptions) => (error: HttpClientError.HttpClientError): AiError.AiError => {
-  const provider = options.provider
-  const message = scrub(options, transportMessage(error))
-  return error.reason._tag === "InvalidUrlError" || error.reason._tag === "EncodeError"
-    ? new AiError.InvalidRequest({ provider, message })
-    : new AiError.Unavailable({ provider, message })
-}
-
-const withTimeout = (duration: Duration.Input | undefined, provider: string, what: string) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | AiError.Timeout, R> =>
-  duration === undefined ? effect : Effect.timeoutOrElse(effect, {
-    duration,
-    orElse: () =>
-      Effect.fail(
-        new AiError.Timeout({ provider, message: `no ${what} within ${Duration.format(Duration.fromInputUnsafe(duration))}` })
-      )
-  })
+const fromClientError = (provider: string) => (error: HttpClientError.HttpClientError): AiError.AiError =>
+  error.reason._tag === "InvalidUrlError" || error.reason._tag === "EncodeError"
+    ? new AiError.InvalidRequest({ provider, message: transportMessage(error) })
+    : new AiError.Unavailable({ provider, message: transportMessage(error) })
 
 /**
  * How long the response asks us to wait: OpenAI's `retry-after-ms` (milliseconds)
@@ -186,194 +177,155 @@ const retryAfterHeader = (headers: Headers.Headers, now: number): Duration.Durat
     : AiError.parseRetryAfter(headers["retry-after"], now)
 }
 
+/** The first `limit` bytes of a body as text; the connection is released without reading the rest. */
+const readBounded = (response: HttpClientResponse.HttpClientResponse, limit: number): Effect.Effect<string> => {
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  return response.stream.pipe(
+    Stream.runForEachWhile((chunk) =>
+      Effect.sync(() => {
+        chunks.push(chunk.subarray(0, limit - size))
+        size += Math.min(chunk.length, limit - size)
+        return size < limit
+      })
+    ),
+    Effect.ignore,
+    Effect.map(() => {
+      const decoder = new TextDecoder()
+      return chunks.map((chunk) => decoder.decode(chunk, { stream: true })).join("") + decoder.decode()
+    })
+  )
+}
+
 const statusError = Effect.fnUntraced(function*(
-  options: StreamOptions,
+  options: RequestOptions,
+  provider: string,
   response: HttpClientResponse.HttpClientResponse
 ) {
-  const body = yield* Effect.orElseSucceed(response.text, () => "")
+  const body = yield* readBounded(response, maxErrorBodySize)
   const now = yield* Clock.currentTimeMillis
-  const message = scrub(options, (options.errorMessage ?? defaultErrorMessage)(body))
-  return AiError.fromHttpStatus({
-    provider: options.provider,
+  const failure: ErrorResponse = {
+    provider,
     status: response.status,
-    message,
-    retryAfter: retryAfterHeader(response.headers, now),
-    contextLengthExceeded: options.isContextLengthError === undefined
-      ? response.status === 400 && isContextLengthMessage(body)
-      : options.isContextLengthError(response.status, body)
+    body,
+    message: errorMessage(body),
+    retryAfter: retryAfterHeader(response.headers, now)
+  }
+  return options.classifyError?.(failure) ?? AiError.fromHttpStatus({
+    ...failure,
+    contextLengthExceeded: response.status === 400 && isContextLengthMessage(body)
   })
 })
 
-/**
- * Parses a text stream as Server-Sent Events. Unlike `Sse.decode`, a `retry:`
- * field is ignored: it tells a browser how to reconnect, and a model request is
- * never resumed by reconnecting.
- */
-const parseSse = <E, R>(
-  provider: string,
-  maxEventSize: number,
-  text: Stream.Stream<string, E, R>
-): Stream.Stream<Sse.Event, E | AiError.MalformedEvent, R> =>
-  Stream.transformPull(text, (upstream) =>
-    Effect.sync(() => {
-      let buffer: Array<Sse.Event> = []
-      const parser = Sse.makeParser((event) => {
-        if (event._tag === "Event") buffer.push(event)
-      }, { maxEventSize })
-      const pull: Pull.Pull<Arr.NonEmptyReadonlyArray<Sse.Event>, E | AiError.MalformedEvent> = Effect.flatMap(
-        upstream,
-        (chunk) => {
-          for (const text of chunk) {
-            const error = parser.feed(text)
-            if (error !== undefined) {
-              return Effect.fail(new AiError.MalformedEvent({ provider, event: "(too large)", message: error.message }))
-            }
-          }
-          const out = buffer
-          if (!Arr.isArrayNonEmpty(out)) return pull
-          buffer = []
-          return Effect.succeed(out)
-        }
-      )
-      return pull
-    }))
-
-/**
- * Sends a streaming request and returns its body as Server-Sent Events.
- *
- * A non-2xx status becomes the matching `AiError` (via `AiError.fromHttpStatus`,
- * with the provider's message and `Retry-After`); a transport failure, including
- * a connection cut mid-body, becomes `AiError.Unavailable`; the timeouts become
- * `AiError.Timeout`. Credential headers and query parameters are redacted from
- * the HTTP client's spans. Nothing is sent until the stream is pulled, and
- * interrupting the stream aborts the request.
- */
-export const streamEvents = (options: StreamOptions): Stream.Stream<Sse.Event, AiError.AiError, HttpClient.HttpClient> => {
-  const { provider } = options
-  return Stream.unwrap(Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const response = yield* client.execute(protectCredentials(options.request)).pipe(
-      Effect.mapError(fromClientError(options)),
-      Effect.flatMap((response) =>
-        response.status >= 200 && response.status < 300
-          ? Effect.succeed(response)
-          : Effect.flatMap(statusError(options, response), Effect.fail)
-      ),
-      withTimeout(options.requestTimeout, provider, "response"),
-      Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, ...credentialHeaders]),
-      Effect.updateService(UrlParams.CurrentRedactedNames, (names) => [...names, ...credentialParams])
-    )
-    const idleTimeout = options.idleTimeout
-    const body: Stream.Stream<Uint8Array, AiError.AiError> = response.stream.pipe(
-      Stream.mapError(fromClientError(options)),
-      idleTimeout === undefined ? Function.identity : Stream.timeoutOrElse({
-        duration: idleTimeout,
-        orElse: () =>
-          Stream.fail(
-            new AiError.Timeout({
-              provider,
-              message: `no data for ${Duration.format(Duration.fromInputUnsafe(idleTimeout))} while streaming`
-            })
-          )
+/** Where a redirect response points, when it may be followed: a 307 or 308 to the endpoint's own origin. */
+const redirectTarget = (
+  endpoint: Endpoint,
+  request: HttpClientRequest.HttpClientRequest,
+  response: HttpClientResponse.HttpClientResponse
+): Result.Result<string, AiError.InvalidRequest> => {
+  const { provider } = endpoint
+  const status = response.status
+  const location = response.headers.location
+  const target = location === undefined ? undefined : parseUrl(location, request.url)
+  if (target === undefined || target.origin !== endpoint.url?.origin) {
+    return Result.fail(
+      new AiError.InvalidRequest({
+        provider,
+        status,
+        message: `the server redirected (${status}) to ${
+          target === undefined ? "nowhere readable" : `another origin, ${target.protocol}//${target.host}`
+        }; the credential is sent only to the configured base URL, so point baseUrl at the final address`
       })
     )
-    return parseSse(provider, options.maxEventSize ?? 16 * 1024 * 1024, Stream.decodeText(body))
-  }))
-}
-
-/**
- * When to retry a failed request: a `Schedule` fed with each retryable error.
- * The delay it returns is a floor: a longer `retryAfter` of the error (a 429's or a 503's) wins.
- */
-export type RetryPolicy = Schedule.Schedule<unknown, AiError.AiError>
-
-/** Up to 3 retries, exponential from 500ms with jitter, no single wait over 10 seconds (unless `Retry-After` asks for more). */
-export const defaultRetryPolicy: RetryPolicy = Schedule.exponential("500 millis").pipe(
-  Schedule.jittered,
-  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(10)))),
-  Schedule.upTo({ times: 3 })
-)
-
-/** Never retries. */
-export const noRetry: RetryPolicy = Schedule.recurs(0)
-
-const retryAfterOf = (error: AiError.AiError): Duration.Duration =>
-  (error._tag === "RateLimited" || error._tag === "Unavailable") && error.retryAfter !== undefined
-    ? error.retryAfter
-    : Duration.zero
-
-/**
- * Re-runs a model stream that failed with a retryable error (`AiError.isRetryable`)
- * before it emitted anything, as often as `policy` allows (default
- * {@link defaultRetryPolicy}), waiting at least the error's `retryAfter`.
- *
- * Once an element has reached the consumer a failure is final: replaying the
- * request would repeat deltas the consumer already saw.
- */
-export const retry: {
-  (policy?: RetryPolicy): <A, R>(self: Stream.Stream<A, AiError.AiError, R>) => Stream.Stream<A, AiError.AiError, R>
-  <A, R>(self: Stream.Stream<A, AiError.AiError, R>, policy?: RetryPolicy): Stream.Stream<A, AiError.AiError, R>
-} = Function.dual(
-  (args) => Stream.isStream(args[0]),
-  <A, R>(self: Stream.Stream<A, AiError.AiError, R>, policy: RetryPolicy = defaultRetryPolicy) =>
-    Stream.unwrap(Effect.map(Schedule.toStep(policy), (step) => {
-      const attempt = (): Stream.Stream<A, AiError.AiError, R> => {
-        let emitted = false
-        return self.pipe(
-          Stream.mapArray((chunk) => {
-            emitted = true
-            return chunk
-          }),
-          Stream.catch((error) =>
-            emitted || !AiError.isRetryable(error)
-              ? Stream.fail(error)
-              : Stream.unwrap(Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                Pull.matchEffect(step(now, error), {
-                  onSuccess: ([, delay]) =>
-                    Effect.as(Effect.sleep(Duration.max(delay, retryAfterOf(error))), attempt()),
-                  onDone: () => Effect.succeed(Stream.fail(error)),
-                  onFailure: Effect.failCause
-                })))
-          )
-        )
-      }
-      return attempt()
-    }))
-)
-
-/**
- * Decodes one event's JSON `data` with `schema`. On failure the `MalformedEvent`
- * names the event: its SSE `event:` name, else the JSON `type` field, else `message`.
- *
- * Returns a `Result` so a loop over a chunk of events stays synchronous; lift it
- * with `Effect.fromResult` where an `Effect` is wanted.
- */
-export const decodeEvent = <A>(provider: string, schema: Schema.Decoder<A>) => {
-  const decode = Schema.decodeUnknownResult(schema)
-  return (event: Sse.Event): Result.Result<A, AiError.MalformedEvent> => {
-    let json: unknown
-    try {
-      json = JSON.parse(event.data)
-    } catch (cause) {
-      return Result.fail(
-        new AiError.MalformedEvent({
-          provider,
-          event: event.event,
-          message: `data is not JSON: ${cause instanceof Error ? cause.message : String(cause)}`
-        })
-      )
-    }
-    const decoded = decode(json)
-    if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
+  }
+  if (status !== 307 && status !== 308) {
     return Result.fail(
-      new AiError.MalformedEvent({ provider, event: eventName(event, json), message: decoded.failure.message })
+      new AiError.InvalidRequest({
+        provider,
+        status,
+        message: `the server redirected with ${status}, which would drop the request body; only 307 and 308 are followed`
+      })
     )
   }
+  return Result.succeed(target.href)
 }
 
-const eventName = (event: Sse.Event, json: unknown): string => {
-  if (event.event !== "message") return event.event
-  if (typeof json === "object" && json !== null && "type" in json && typeof json.type === "string") return json.type
-  return event.event
+/**
+ * Sends a streaming `POST` to the endpoint and returns the response body.
+ *
+ * A non-2xx status becomes the matching `AiError` (the provider's
+ * `classifyError`, else `AiError.fromHttpStatus`, with the provider's message
+ * and `Retry-After`); a transport failure, including a connection cut mid-body,
+ * becomes `AiError.Unavailable`; the timeouts become `AiError.Timeout`. The
+ * credential header and credential query parameters are redacted from the HTTP
+ * client's spans. Nothing is sent until the stream is pulled, and interrupting
+ * the stream aborts the request.
+ */
+export const stream = (
+  endpoint: Endpoint,
+  options: RequestOptions
+): Stream.Stream<Uint8Array, AiError.AiError, HttpClient.HttpClient> => {
+  const { credential, provider } = endpoint
+  const base = endpoint.url
+  if (base === undefined) {
+    return Stream.fail(new AiError.InvalidRequest({ provider, message: endpoint.problem ?? "no base URL" }))
+  }
+  const url = new URL(base)
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}${options.path}`
+  const params: Array<readonly [string, string | Redacted.Redacted]> = []
+  // Credential query parameters are sent as `Redacted` values: sent, but never printed in a span or an error.
+  for (const [name, value] of [...url.searchParams, ...Object.entries(options.urlParams ?? {})]) {
+    params.push([name, credentialParams.includes(name) ? Redacted.make(value) : value])
+  }
+  url.search = ""
+  const value = Redacted.value(credential.value)
+  const initial = HttpClientRequest.post(url.href).pipe(
+    HttpClientRequest.setUrlParams(UrlParams.make(params)),
+    HttpClientRequest.setHeader(credential.header, credential.scheme === undefined ? value : `${credential.scheme} ${value}`),
+    HttpClientRequest.accept("text/event-stream"),
+    HttpClientRequest.bodyJsonUnsafe(options.body)
+  )
+  return Stream.unwrap(Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    // The request lives in a scope of its own: closing it aborts the request, which is how a timeout ends a stalled body.
+    const requestScope = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
+    const client = HttpClient.withScope(yield* HttpClient.HttpClient)
+    const init = Option.getOrUndefined(yield* Effect.serviceOption(FetchHttpClient.RequestInit))
+    const send = (
+      request: HttpClientRequest.HttpClientRequest,
+      redirects: number
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, AiError.AiError, Scope.Scope> =>
+      Effect.flatMap(Effect.mapError(client.execute(request), fromClientError(provider)), (response) => {
+        if (response.status >= 200 && response.status < 300) return Effect.succeed(response)
+        if (response.status < 300 || response.status >= 400) {
+          return Effect.flatMap(statusError(options, provider, response), Effect.fail)
+        }
+        const target = redirectTarget(endpoint, request, response)
+        if (Result.isFailure(target)) return Effect.fail(target.failure)
+        if (redirects >= maxRedirects) {
+          return Effect.fail(
+            new AiError.InvalidRequest({ provider, status: response.status, message: `more than ${maxRedirects} redirects` })
+          )
+        }
+        return Effect.andThen(
+          readBounded(response, 0),
+          send(HttpClientRequest.setUrl(request, target.success), redirects + 1)
+        )
+      })
+    const response = yield* send(initial, 0).pipe(
+      ProviderTimeout.request({ provider, requestTimeout: options.requestTimeout, deadline: options.deadline, clock }),
+      Scope.provide(requestScope),
+      // `fetch` follows redirects itself, credential headers included; here they are seen and checked.
+      Effect.provideService(FetchHttpClient.RequestInit, { ...init, redirect: "manual" }),
+      Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, credential.header]),
+      Effect.updateService(UrlParams.CurrentRedactedNames, (names) => [...names, ...credentialParams])
+    )
+    return yield* ProviderTimeout.watch(response.stream.pipe(Stream.mapError(fromClientError(provider))), {
+      provider,
+      idleTimeout: options.idleTimeout,
+      deadline: options.deadline,
+      clock,
+      abort: Scope.close(requestScope, Exit.void)
+    })
+  }))
 }
-

@@ -142,8 +142,9 @@ export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => 
  * named definitions inlined, because OpenAI strict mode and Gemini read
  * self-contained schemas best. Only recursive definitions stay under `$defs`.
  *
- * OpenAI strict mode also wants every property `required`; a Schema with
- * optional keys yields a valid schema that a provider must send non-strict.
+ * OpenAI strict mode also wants every property `required`; for a Schema with
+ * optional keys the Responses provider makes them required and nullable, and
+ * takes the model's `null`s out of the arguments again.
  */
 export const toParameters = (schema: Schema.Top): JsonSchema.JsonSchema => {
   const document = Schema.toJsonSchemaDocument(schema, { onExcessProperty: "error" })

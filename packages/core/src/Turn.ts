@@ -37,11 +37,14 @@ export type Turn = typeof Turn.Type
 export const functionCalls = (turn: Turn): ReadonlyArray<Item.FunctionCall> =>
   turn.items.filter((item): item is Item.FunctionCall => item.type === "function_call")
 
-/** The text of the turn's assistant messages, joined in order. Refusals are not text. */
+/**
+ * The text of the turn's assistant messages, joined in order: the answer.
+ * Refusals are not text, and neither is `commentary` (see `Item.Phase`).
+ */
 export const text = (turn: Turn): string => {
   let out = ""
   for (const item of turn.items) {
-    if (item.type === "message" && item.role === "assistant") {
+    if (item.type === "message" && item.role === "assistant" && item.phase !== "commentary") {
       for (const part of item.content) out += Item.partText(part)
     }
   }

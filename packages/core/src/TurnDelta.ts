@@ -7,11 +7,16 @@
  * @since 0.1.0
  */
 import { Schema } from "effect"
+import * as Item from "./Item.ts"
 import { TokenUsage } from "./TokenUsage.ts"
 import { Turn } from "./Turn.ts"
 
-/** A piece of assistant text. */
-export const TextDelta = Schema.Struct({ type: Schema.Literal("text_delta"), delta: Schema.String })
+/** A piece of assistant text; `phase` is its message's (see `Item.Phase`), when the provider says. */
+export const TextDelta = Schema.Struct({
+  type: Schema.Literal("text_delta"),
+  delta: Schema.String,
+  phase: Schema.optionalKey(Item.Phase)
+})
 export type TextDelta = typeof TextDelta.Type
 
 /** A piece of reasoning the provider shows (a summary or a thought). */

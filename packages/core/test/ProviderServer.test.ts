@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import * as ProviderServer from "../src/testing/ProviderServer.ts"
 
@@ -158,4 +158,46 @@ describe("ProviderServer", () => {
       const error = yield* Effect.flip(client.post(`${url}/after`))
       expect(error.reason._tag).toBe("TransportError")
     }).pipe(Effect.provide(FetchHttpClient.layer)))
+
+  it.live("after the frames, sends a keepalive comment at the interval, until the client leaves", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ n: 1 })], { keepalive: "2 millis" }))
+      const response = yield* client.post(`${server.url}/s`)
+      const text = yield* response.stream.pipe(
+        Stream.decodeText,
+        Stream.mapAccum(() => "", (all, piece) => [all + piece, [all + piece]]),
+        Stream.takeUntil((all) => all.split(": keepalive\n\n").length > 3),
+        Stream.runLast
+      )
+      expect(Option.getOrThrow(text).startsWith("data: {\"n\":1}\n\n: keepalive\n\n: keepalive\n\n")).toBe(true)
+      yield* server.awaitClientAbort
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("writes an oversized body only as fast as the client reads it", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      yield* server.reply(ProviderServer.oversized(500, 1_000_000_000), ProviderServer.oversized(503, 100_000))
+      const huge = yield* client.post(`${server.url}/huge`)
+      expect(huge.status).toBe(500)
+      const first = yield* huge.stream.pipe(Stream.take(1), Stream.runCollect)
+      expect(decoder.decode(first[0]).slice(0, 3)).toBe("xxx")
+      yield* server.awaitClientAbort
+      const small = yield* client.post(`${server.url}/small`)
+      expect((yield* small.text).length).toBe(100_000)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("make starts another server, for a second host", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const other = yield* ProviderServer.make
+      const client = yield* HttpClient.HttpClient
+      expect(other.url).not.toBe(server.url)
+      yield* other.reply(ProviderServer.status(204, ""))
+      yield* client.post(`${other.url}/x`)
+      expect((yield* other.requests).map((request) => request.url)).toStrictEqual(["/x"])
+      expect(yield* server.requests).toHaveLength(0)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer)))
 })

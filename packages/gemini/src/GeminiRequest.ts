@@ -8,48 +8,128 @@
  * `systemInstruction`. A `function_call_output` becomes a `functionResponse` part
  * named after its call (looked up by `call_id` in the history) whose `response`
  * is the output when that is a JSON object and `{ output }` otherwise, because
- * Gemini rejects anything but an object. Thought signatures kept in reasoning
- * items (see `GeminiTurn`) go back on the part they came with. Reasoning items
- * another provider made are left out: their content is not Gemini's to read.
+ * Gemini rejects anything but an object; a call's arguments likewise go as they
+ * are when they are an object and as `{ arguments }` otherwise (a model's bad
+ * call, which its tool rejected, must still be sendable). Thought signatures
+ * kept in reasoning items (see `GeminiDecoder`) go back on the part they came
+ * with. Reasoning items another provider made are left out: their content is
+ * not Gemini's to read.
  *
  * @since 0.1.0
  */
 import { AiError, Item } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import { Effect, Predicate, Result, Schema } from "effect"
-import * as GeminiTurn from "./GeminiTurn.ts"
-import * as GeminiWire from "./GeminiWire.ts"
+import * as GeminiDecoder from "./GeminiDecoder.ts"
 
-const provider = "gemini"
+/** A JSON object: what Gemini accepts as function-call arguments and as a function response. */
+export type JsonObject = { readonly [key: string]: unknown }
 
-const decodeJsonObject = Schema.decodeUnknownResult(Schema.fromJsonString(GeminiWire.JsonObject))
+/**
+ * One part of a request content: text (a thought when `thought` is true), a
+ * function call or a function response, with the `thoughtSignature` it came with.
+ */
+export interface Part {
+  readonly text?: string
+  readonly thought?: boolean
+  readonly thoughtSignature?: string
+  readonly functionCall?: { readonly id?: string; readonly name: string; readonly args: JsonObject }
+  readonly functionResponse?: { readonly id?: string; readonly name: string; readonly response: JsonObject }
+}
 
-// Some providers send an empty string for a call without arguments; `Toolkit` reads it as `{}` too.
-const decodeArguments = (text: string) => text.trim() === "" ? Result.succeed({}) : decodeJsonObject(text)
+/** The author of a content. */
+export type Role = "user" | "model"
+
+/** A turn of the conversation as Gemini sees it. */
+export interface Content {
+  readonly role?: Role
+  readonly parts: ReadonlyArray<Part>
+}
+
+/** Gemini's thinking switches: a level (Gemini 3), a token budget (Gemini 2.5), and whether to stream thoughts. */
+export interface ThinkingConfig {
+  readonly includeThoughts?: boolean
+  readonly thinkingBudget?: number
+  readonly thinkingLevel?: "minimal" | "low" | "medium" | "high"
+}
+
+/** Sampling, length, structured output and thinking parameters. */
+export interface GenerationConfig {
+  readonly temperature?: number
+  readonly topP?: number
+  readonly maxOutputTokens?: number
+  readonly stopSequences?: ReadonlyArray<string>
+  readonly responseMimeType?: string
+  readonly responseJsonSchema?: unknown
+  readonly thinkingConfig?: ThinkingConfig
+}
+
+/** Which functions the model may or must call, and whether Vertex AI streams a call's arguments. */
+export interface ToolConfig {
+  readonly functionCallingConfig: {
+    readonly mode?: "AUTO" | "ANY" | "NONE"
+    readonly allowedFunctionNames?: ReadonlyArray<string>
+    readonly streamFunctionCallArguments?: boolean
+  }
+}
+
+/** The body of a `streamGenerateContent` request. */
+export interface Body {
+  readonly contents: ReadonlyArray<Content>
+  readonly systemInstruction?: Content
+  readonly tools?: ReadonlyArray<{
+    readonly functionDeclarations: ReadonlyArray<{
+      readonly name: string
+      readonly description: string
+      readonly parametersJsonSchema?: unknown
+    }>
+  }>
+  readonly toolConfig?: ToolConfig
+  readonly generationConfig?: GenerationConfig
+}
+
 const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
+
+/**
+ * The `args` of a call: its arguments when they are a JSON object (empty text,
+ * which some providers send for a call without arguments, is `{}`, as `Toolkit`
+ * reads it), else `{ arguments }` with the value, or the text when it is not JSON.
+ */
+export const callArguments = (text: string): JsonObject => {
+  if (text.trim() === "") return {}
+  const parsed = decodeJson(text)
+  if (Result.isFailure(parsed)) return { arguments: text }
+  return Predicate.isReadonlyObject(parsed.success) && !Array.isArray(parsed.success)
+    ? parsed.success
+    : { arguments: parsed.success }
+}
 
 /** Request settings that come from the layer rather than from the turn. */
 export interface Settings {
   /** Sent as `generationConfig.thinkingConfig`; `reasoningEffort` in the turn's params overrides its level. */
-  readonly thinkingConfig?: GeminiWire.ThinkingConfig | undefined
+  readonly thinkingConfig?: ThinkingConfig | undefined
   /** The model the request goes to: Gemini 1.x and 2.x take a thinking budget where later models take a level. */
   readonly model?: string | undefined
+  /** Asks Vertex AI to stream each call's arguments (`toolConfig.functionCallingConfig.streamFunctionCallArguments`). */
+  readonly streamFunctionCallArguments?: boolean | undefined
 }
 
 /** The `response` object of a function result: the output if it is a JSON object, else `{ output }`. */
-export const functionResponse = (output: string): { readonly [key: string]: unknown } => {
+export const functionResponse = (output: string): JsonObject => {
   const parsed = decodeJson(output)
   if (Result.isFailure(parsed)) return { output }
-  return Predicate.isReadonlyObject(parsed.success) ? parsed.success : { output: parsed.success }
+  return Predicate.isReadonlyObject(parsed.success) && !Array.isArray(parsed.success)
+    ? parsed.success
+    : { output: parsed.success }
 }
 
-const invalid = (message: string) => new AiError.InvalidRequest({ provider, message })
+const invalid = (message: string) => new AiError.InvalidRequest({ provider: GeminiDecoder.provider, message })
 
 class ContentsBuilder {
-  readonly contents: Array<{ role: GeminiWire.Role; parts: Array<GeminiWire.Part> }> = []
+  readonly contents: Array<{ role: Role; parts: Array<Part> }> = []
   private signature: string | undefined = undefined
 
-  push(role: GeminiWire.Role, part: GeminiWire.Part): void {
+  push(role: Role, part: Part): void {
     if (role === "model" && this.signature !== undefined && part.thoughtSignature === undefined) {
       part = { ...part, thoughtSignature: this.signature }
       this.signature = undefined
@@ -75,13 +155,12 @@ class ContentsBuilder {
   }
 }
 
-const partsOf = (message: Item.Message): Array<GeminiWire.Part> =>
+const partsOf = (message: Item.Message): Array<Part> =>
   message.content.map((part) => ({ text: part.type === "refusal" ? part.refusal : part.text }))
 
 /**
  * Builds the request body. Fails with `AiError.InvalidRequest` when the history
- * cannot be expressed for Gemini: a call whose arguments are not a JSON object
- * (empty arguments are read as `{}`), or a result whose call is not in the history.
+ * cannot be expressed for Gemini: a result whose call is not in the history.
  */
 export const make = Effect.fnUntraced(function*(
   history: ReadonlyArray<Item.Item>,
@@ -92,7 +171,7 @@ export const make = Effect.fnUntraced(function*(
   for (const item of history) {
     if (item.type === "function_call") callNames.set(item.call_id, item.name)
   }
-  const system: Array<GeminiWire.Part> = options.instructions === undefined ? [] : [{ text: options.instructions }]
+  const system: Array<Part> = options.instructions === undefined ? [] : [{ text: options.instructions }]
   const builder = new ContentsBuilder()
   for (const item of history) {
     switch (item.type) {
@@ -106,15 +185,11 @@ export const make = Effect.fnUntraced(function*(
         break
       }
       case "function_call": {
-        const args = decodeArguments(item.arguments)
-        if (Result.isFailure(args)) {
-          return yield* invalid(`function_call ${item.call_id} (${item.name}): arguments are not a JSON object`)
-        }
         builder.push("model", {
           functionCall: {
-            ...(GeminiTurn.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
+            ...(GeminiDecoder.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
             name: item.name,
-            args: args.success
+            args: callArguments(item.arguments)
           }
         })
         break
@@ -126,7 +201,7 @@ export const make = Effect.fnUntraced(function*(
         }
         builder.push("user", {
           functionResponse: {
-            ...(GeminiTurn.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
+            ...(GeminiDecoder.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
             name,
             response: functionResponse(item.output)
           }
@@ -134,7 +209,7 @@ export const make = Effect.fnUntraced(function*(
         break
       }
       case "reasoning": {
-        if (!item.id.startsWith(GeminiTurn.itemIdPrefix)) break
+        if (!item.id.startsWith(GeminiDecoder.itemIdPrefix)) break
         const text = item.content.map(Item.partText).join("")
         if (item.content.length > 0) {
           builder.push("model", {
@@ -154,7 +229,8 @@ export const make = Effect.fnUntraced(function*(
   builder.flushSignature()
   const generationConfig = generationConfigOf(options, settings)
   const tools = options.tools ?? []
-  const body: GeminiWire.GenerateContentRequest = {
+  const toolConfig = toolConfigOf(options.toolChoice, settings.streamFunctionCallArguments === true && tools.length > 0)
+  const body: Body = {
     contents: builder.contents,
     ...(system.length === 0 ? {} : { systemInstruction: { parts: system } }),
     ...(tools.length === 0 ? {} : {
@@ -166,26 +242,34 @@ export const make = Effect.fnUntraced(function*(
         }))
       }]
     }),
-    ...(options.toolChoice === undefined ? {} : { toolConfig: toolConfigOf(options.toolChoice) }),
+    ...(toolConfig === undefined ? {} : { toolConfig }),
     ...(generationConfig === undefined ? {} : { generationConfig })
   }
   return body
 })
 
-const toolConfigOf = (choice: LanguageModel.ToolChoice): GeminiWire.ToolConfig => {
-  if (choice === "auto") return { functionCallingConfig: { mode: "AUTO" } }
-  if (choice === "none") return { functionCallingConfig: { mode: "NONE" } }
-  if (choice === "required") return { functionCallingConfig: { mode: "ANY" } }
-  return { functionCallingConfig: { mode: "ANY", allowedFunctionNames: [choice.name] } }
+const modeOf = (choice: LanguageModel.ToolChoice): ToolConfig["functionCallingConfig"] => {
+  if (choice === "auto") return { mode: "AUTO" }
+  if (choice === "none") return { mode: "NONE" }
+  if (choice === "required") return { mode: "ANY" }
+  return { mode: "ANY", allowedFunctionNames: [choice.name] }
 }
+
+const toolConfigOf = (choice: LanguageModel.ToolChoice | undefined, stream: boolean): ToolConfig | undefined =>
+  choice === undefined && !stream ? undefined : {
+    functionCallingConfig: {
+      ...(choice === undefined ? {} : modeOf(choice)),
+      ...(stream ? { streamFunctionCallArguments: true } : {})
+    }
+  }
 
 const generationConfigOf = (
   options: LanguageModel.TurnOptions,
   settings: Settings
-): GeminiWire.GenerationConfig | undefined => {
+): GenerationConfig | undefined => {
   const params = options.params ?? {}
   const thinkingConfig = thinkingConfigOf(params.reasoningEffort, settings.thinkingConfig, settings.model)
-  const config: GeminiWire.GenerationConfig = {
+  const config: GenerationConfig = {
     ...(params.temperature === undefined ? {} : { temperature: params.temperature }),
     ...(params.topP === undefined ? {} : { topP: params.topP }),
     ...(params.maxOutputTokens === undefined ? {} : { maxOutputTokens: params.maxOutputTokens }),
@@ -211,11 +295,11 @@ const takesThinkingBudget = (model: string | undefined): boolean =>
 
 const thinkingConfigOf = (
   effort: LanguageModel.ModelParams["reasoningEffort"],
-  configured: GeminiWire.ThinkingConfig | undefined,
+  configured: ThinkingConfig | undefined,
   model: string | undefined
-): GeminiWire.ThinkingConfig | undefined => {
+): ThinkingConfig | undefined => {
   if (effort === undefined && configured === undefined) return undefined
-  const base: GeminiWire.ThinkingConfig = { includeThoughts: true, ...configured }
+  const base: ThinkingConfig = { includeThoughts: true, ...configured }
   if (effort === undefined) return base
   // Gemini rejects a request that sets both a level and a budget.
   const { thinkingBudget: _budget, thinkingLevel: _level, ...rest } = base

@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 export * as Gemini from "./Gemini.ts"
+export * as GeminiArguments from "./GeminiArguments.ts"
+export * as GeminiDecoder from "./GeminiDecoder.ts"
+export * as GeminiEvent from "./GeminiEvent.ts"
 export * as GeminiRequest from "./GeminiRequest.ts"
-export * as GeminiTurn from "./GeminiTurn.ts"
-export * as GeminiWire from "./GeminiWire.ts"

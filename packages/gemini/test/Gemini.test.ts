@@ -2,23 +2,10 @@ import { AiError, Item, LanguageModel, Loop, Tool, Toolkit, Turn } from "@agentl
 import type { TurnDelta } from "@agentloop/core"
 import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import {
-  Cause,
-  ConfigProvider,
-  Deferred,
-  Duration,
-  Effect,
-  Exit,
-  Fiber,
-  Layer,
-  Redacted,
-  Schedule,
-  Schema,
-  Stream
-} from "effect"
+import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Redacted, Schedule, Schema, Stream } from "effect"
 import { HttpClient } from "effect/http"
-import { TestClock } from "effect/testing"
 import { Gemini } from "../src/index.ts"
+import { chunk, frames } from "./fixtures.ts"
 
 const canary = "AIzaCANARY-9f8e7d6c5b4a"
 const model = "gemini-test"
@@ -87,21 +74,6 @@ const completed = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): Turn.Turn => {
 const textOf = (deltas: ReadonlyArray<TurnDelta.TurnDelta>, type: "text_delta" | "reasoning_delta") =>
   deltas.flatMap((delta) => delta.type === type ? [delta.delta] : []).join("")
 
-/** One `GenerateContentResponse` chunk in Gemini's documented shape. */
-const chunk = (parts: ReadonlyArray<unknown>, extra: {
-  readonly finishReason?: string
-  readonly usageMetadata?: unknown
-} = {}) => ({
-  candidates: [{
-    content: { parts, role: "model" },
-    ...(extra.finishReason === undefined ? {} : { finishReason: extra.finishReason }),
-    index: 0
-  }],
-  usageMetadata: extra.usageMetadata ?? { promptTokenCount: 11, totalTokenCount: 11 },
-  modelVersion: "gemini-2.5-flash-001",
-  responseId: "resp-abc"
-})
-
 const usage = {
   promptTokenCount: 20,
   candidatesTokenCount: 7,
@@ -110,24 +82,10 @@ const usage = {
   totalTokenCount: 32
 }
 
-const frames = (...chunks: ReadonlyArray<unknown>) => chunks.map((c) => ProviderServer.sseEvent(c))
-
 const textReply = (text: string) =>
   ProviderServer.sse(frames(chunk([{ text }], { finishReason: "STOP", usageMetadata: usage })))
 
 const hello = [Item.userMessage("Say hello")]
-
-/** Advances the test clock a second at a time, letting real I/O run in between, until `fiber` ends. */
-const driveClock = <A, E>(fiber: Fiber.Fiber<A, E>) =>
-  Effect.gen(function*() {
-    while (fiber.pollUnsafe() === undefined) {
-      yield* TestClock.adjust("1 second")
-      yield* realPause
-    }
-    return yield* Fiber.join(fiber)
-  })
-
-const realPause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
 describe("Gemini", () => {
   it.effect("streams a text turn and assembles it", () =>
@@ -499,74 +457,6 @@ describe("Gemini", () => {
 
   const googleError = (code: number, message: string, status: string) => ({ error: { code, message, status } })
 
-  it.effect("401 and 403 fail with AuthFailed, without retrying", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        yield* server.reply(
-          ProviderServer.status(401, googleError(401, "API key not valid. Please pass a valid API key.", "UNAUTHENTICATED")),
-          ProviderServer.status(403, googleError(403, "Permission denied.", "PERMISSION_DENIED"))
-        )
-        const unauthorized = yield* failure(hello)
-        expect(unauthorized).toStrictEqual(
-          new AiError.AuthFailed({ provider: "gemini", status: 401, message: "API key not valid. Please pass a valid API key." })
-        )
-        const forbidden = yield* failure(hello)
-        expect(forbidden).toStrictEqual(new AiError.AuthFailed({ provider: "gemini", status: 403, message: "Permission denied." }))
-        expect(yield* server.requests).toHaveLength(2)
-      })
-    ))
-
-  it.effect("429 waits for Retry-After (seconds) before retrying, then succeeds", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        yield* server.reply(
-          ProviderServer.status(429, googleError(429, "Resource has been exhausted.", "RESOURCE_EXHAUSTED"), {
-            "retry-after": "30"
-          }),
-          textReply("Finally")
-        )
-        const fiber = yield* Effect.forkChild(turn(hello))
-        yield* server.awaitRequests(1)
-        for (let i = 0; i < 10; i++) yield* realPause
-        yield* TestClock.adjust("29 seconds")
-        for (let i = 0; i < 10; i++) yield* realPause
-        expect(yield* server.requests).toHaveLength(1)
-        const result = completed(yield* driveClock(fiber))
-        expect(Turn.text(result)).toBe("Finally")
-        expect(yield* server.requests).toHaveLength(2)
-      }), { retryPolicy: undefined }))
-
-  it.effect("429 reads Retry-After given as an HTTP date", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        // The test clock starts at the epoch, so this date is 90 seconds from now.
-        yield* server.reply(ProviderServer.status(429, googleError(429, "Quota exceeded.", "RESOURCE_EXHAUSTED"), {
-          "retry-after": new Date(90_000).toUTCString()
-        }))
-        const error = yield* failure(hello)
-        expect(error._tag).toBe("RateLimited")
-        expect(error._tag === "RateLimited" && error.retryAfter !== undefined && Duration.toMillis(error.retryAfter)).toBe(90_000)
-      }), { retryPolicy: Schedule.recurs(0) }))
-
-  it.effect("500 is retried with the default policy, then succeeds", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        yield* server.reply(ProviderServer.status(500, googleError(500, "Internal error.", "INTERNAL")), textReply("Up again"))
-        const result = completed(yield* driveClock(yield* Effect.forkChild(turn(hello))))
-        expect(Turn.text(result)).toBe("Up again")
-        expect(yield* server.requests).toHaveLength(2)
-      }), { retryPolicy: undefined }))
-
-  it.effect("a 500 on every attempt fails with Unavailable once the policy gives up", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        yield* server.reply(...[1, 2, 3].map(() => ProviderServer.status(503, googleError(503, "Overloaded.", "UNAVAILABLE"))))
-        const error = yield* failure(hello)
-        expect(error).toStrictEqual(new AiError.Unavailable({ provider: "gemini", status: 503, message: "Overloaded." }))
-        expect(yield* server.requests).toHaveLength(3)
-      })
-    ))
-
   it.effect("a context-length 400 fails with ContextLengthExceeded; another 400 with InvalidRequest", () =>
     run((server) =>
       Effect.gen(function*() {
@@ -579,26 +469,6 @@ describe("Gemini", () => {
         expect(yield* failure(hello)).toStrictEqual(
           new AiError.InvalidRequest({ provider: "gemini", status: 400, message: "Invalid JSON payload received." })
         )
-      })
-    ))
-
-  it.effect("a stream that ends before a finishReason fails with IncompleteTurn", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        yield* server.reply(ProviderServer.sse(frames(chunk([{ text: "Half a" }]))))
-        const error = yield* failure(hello)
-        expect(error._tag).toBe("IncompleteTurn")
-      })
-    ))
-
-  it.effect("a connection cut mid-stream after deltas fails with Unavailable, not retried", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        const body = frames(chunk([{ text: "Half" }]), chunk([{ text: " more" }], { finishReason: "STOP" }))
-        yield* server.reply(ProviderServer.sse(body, { disconnectAfter: body[0]!.length + 10 }))
-        const error = yield* failure(hello)
-        expect(error._tag).toBe("Unavailable")
-        expect(yield* server.requests).toHaveLength(1)
       })
     ))
 
@@ -622,76 +492,129 @@ describe("Gemini", () => {
     run((server) =>
       Effect.gen(function*() {
         yield* server.reply(ProviderServer.sse(frames({ candidates: [{ content: { parts: [{ text: 42 }] } }] })))
-        const error = yield* failure(hello)
-        expect(error._tag === "MalformedEvent" && error.event).toBe("GenerateContentResponse #0")
+        expect(yield* failure(hello)).toStrictEqual(new AiError.MalformedEvent({
+          provider: "gemini",
+          event: "GenerateContentResponse #0",
+          message: "candidates[0].content.parts[0].text: Expected string"
+        }))
       })
     ))
 
-  it.effect("a call whose arguments are not a JSON object fails before anything is sent", () =>
+  it.effect("a call whose args are not an object is a bad call for its tool to reject, and the history stays sendable", () =>
     run((server) =>
       Effect.gen(function*() {
-        const call: Item.FunctionCall = {
-          type: "function_call",
-          id: "fc",
-          status: "completed",
-          call_id: "c1",
+        const listTool = Tool.make({
           name: "get_weather",
-          arguments: "[1,2]"
-        }
-        const error = yield* failure([...hello, call])
-        expect(error._tag).toBe("InvalidRequest")
-        expect(yield* server.requests).toHaveLength(0)
+          description: "The weather in a city",
+          input: Schema.Struct({ city: Schema.String }),
+          output: Schema.String,
+          execute: ({ city }) => Effect.succeed(city)
+        })
+        yield* server.reply(
+          ProviderServer.sse(frames(chunk([{ functionCall: { id: "c1", name: "get_weather", args: ["Oslo"] } }], { finishReason: "STOP" }))),
+          textReply("Sorry, here is Oslo.")
+        )
+        const first = completed(yield* turn(hello))
+        const [call] = Turn.functionCalls(first)
+        expect(call?.arguments).toBe("[\"Oslo\"]")
+        const results = yield* Toolkit.executeAllSafe(Toolkit.make(listTool), Turn.functionCalls(first))
+        expect(results[0]?.output.output).toMatch(/do not match its parameters/)
+        const second = completed(yield* turn([...hello, ...first.items, ...Toolkit.outputs(results)]))
+        expect(Turn.text(second)).toBe("Sorry, here is Oslo.")
+        const [, request] = yield* server.requests
+        expect(request?.body).toMatchObject({
+          contents: [
+            { role: "user" },
+            { role: "model", parts: [{ functionCall: { id: "c1", name: "get_weather", args: { arguments: ["Oslo"] } } }] },
+            { role: "user", parts: [{ functionResponse: { id: "c1", name: "get_weather" } }] }
+          ]
+        })
       })
     ))
 
-  it.effect("interrupting the consumer aborts the HTTP request", () =>
-    run((server) =>
-      Effect.gen(function*() {
-        const body = frames(chunk([{ text: "First" }]), chunk([{ text: "Second" }], { finishReason: "STOP" }))
-        yield* server.reply(ProviderServer.sse(body, { stallAfter: body[0]!.length }))
-        const lm = yield* LanguageModel.LanguageModel
-        const first = yield* lm.streamTurn(hello, {}).pipe(Stream.take(1), Stream.runCollect)
-        expect(first).toStrictEqual([{ type: "text_delta", delta: "First" }])
-        yield* server.awaitClientAbort
-      })
-    ))
+  const streamedCall = (name: string, pieces: ReadonlyArray<ReadonlyArray<unknown>>) => [
+    { functionCall: { name, willContinue: true }, thoughtSignature: `sig-${name}` },
+    ...pieces.map((partialArgs) => ({ functionCall: { partialArgs, willContinue: true } })),
+    { functionCall: {} }
+  ]
 
-  it.effect("the idle timeout fails a stalled stream with Timeout", () =>
+  it.effect("assembles arguments Vertex AI streams in pieces into one call, as argument deltas", () =>
     run((server) =>
       Effect.gen(function*() {
-        const body = frames(chunk([{ text: "First" }]), chunk([{ text: "Second" }], { finishReason: "STOP" }))
-        yield* server.reply(ProviderServer.sse(body, { stallAfter: body[0]!.length }))
-        const lm = yield* LanguageModel.LanguageModel
-        const firstDelta = yield* Deferred.make<void>()
-        const fiber = yield* Effect.forkChild(Effect.flip(Stream.runDrain(
-          lm.streamTurn(hello, {}).pipe(Stream.tap(() => Deferred.succeed(firstDelta, undefined)))
-        )))
-        yield* Deferred.await(firstDelta)
-        const error = yield* driveClock(fiber)
-        expect(error._tag).toBe("Timeout")
-        yield* server.awaitClientAbort
-      }), { idleTimeout: "10 seconds" }))
+        const parts = [
+          ...streamedCall("plan_trip", [
+            [{ jsonPath: "$.city", stringValue: "Zür", willContinue: true }],
+            [{ jsonPath: "$.city", stringValue: "ich \"Süd\"" }, { jsonPath: "$.days", numberValue: 3 }],
+            [{ jsonPath: "$.stops[0].name", stringValue: "Lake" }, { jsonPath: "$.stops[0].open", boolValue: true }],
+            [{ jsonPath: "$.stops[1].name", stringValue: "東京" }, { jsonPath: "$['odd key']", nullValue: "NULL_VALUE" }]
+          ]),
+          ...streamedCall("noop", [])
+        ]
+        yield* server.reply(ProviderServer.sse(
+          frames(...parts.map((part, i) => chunk([part], i === parts.length - 1 ? { finishReason: "STOP", usageMetadata: usage } : {}))),
+          { chunkSize: 5 }
+        ))
+        const deltas = yield* turn(hello, {
+          tools: [{ name: "plan_trip", description: "Plans a trip", parameters: { type: "object" } }]
+        })
+        const [request] = yield* server.requests
+        expect(request?.body).toMatchObject({ toolConfig: { functionCallingConfig: { streamFunctionCallArguments: true } } })
+        const calls = deltas.filter((d) => d.type === "function_call_start")
+        expect(calls.map((d) => d.name)).toStrictEqual(["plan_trip", "noop"])
+        const [plan, noop] = calls.map((d) => d.call_id)
+        const pieces = deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === plan ? [d.delta] : [])
+        expect(pieces.length).toBeGreaterThan(3)
+        const expected = { city: "Zürich \"Süd\"", days: 3, stops: [{ name: "Lake", open: true }, { name: "東京" }], "odd key": null }
+        expect(JSON.parse(pieces.join(""))).toStrictEqual(expected)
+        const result = completed(deltas)
+        expect(result.stopReason).toBe("tool_calls")
+        expect(Turn.functionCalls(result).map((call) => [call.call_id, call.name, JSON.parse(call.arguments)])).toStrictEqual([
+          [plan, "plan_trip", expected],
+          [noop, "noop", {}]
+        ])
+        expect(deltas.filter((d) => d.type === "function_call_done").map((d) => d.arguments)).toStrictEqual([pieces.join(""), "{}"])
+        // Each call keeps the thought signature of its first part, for the next request.
+        expect(result.items.map((item) => item.type)).toStrictEqual(["reasoning", "function_call", "reasoning", "function_call"])
+      }), { streamFunctionCallArguments: true }))
+
+  it.effect("fails with MalformedEvent when streamed pieces come out of order or continue no call", () =>
+    run((server) =>
+      Effect.gen(function*() {
+        const outOfOrder = streamedCall("f", [[{ jsonPath: "$.list[1]", numberValue: 1 }]])
+        yield* server.reply(
+          ProviderServer.sse(frames(...outOfOrder.map((part) => chunk([part])))),
+          ProviderServer.sse(frames(chunk([{ functionCall: { partialArgs: [{ jsonPath: "$.a", numberValue: 1 }] } }])))
+        )
+        expect(yield* failure(hello)).toStrictEqual(new AiError.MalformedEvent({
+          provider: "gemini",
+          event: "GenerateContentResponse #1",
+          message: "functionCall.partialArgs: element 1 comes after 0 elements"
+        }))
+        expect(yield* failure(hello)).toMatchObject({ _tag: "MalformedEvent", message: expect.stringMatching(/continues no streamed call/) })
+      }), { retryPolicy: Schedule.recurs(0) }))
 })
 
 describe("Gemini.layerConfig", () => {
-  it.effect("reads the key from GEMINI_API_KEY and fails with a ConfigError without it", () =>
+  it.effect("takes Config values, reads GOOGLE_API_KEY or else GEMINI_API_KEY, and fails with a ConfigError without either", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
-      yield* server.reply(textReply("configured"))
-      const configured = Gemini.layerConfig({ baseUrl: `${server.url}/v1beta`, model }).pipe(
-        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { GEMINI_API_KEY: canary } })))
-      )
-      const result = completed(yield* turn(hello).pipe(Effect.provide(configured)))
-      expect(Turn.text(result)).toBe("configured")
-      const [request] = yield* server.requests
-      expect(request?.headers["x-goog-api-key"]).toBe(canary)
-
-      const missing = Gemini.layerConfig({ baseUrl: `${server.url}/v1beta` }).pipe(
-        Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: {} })))
-      )
-      const error = yield* Effect.flip(turn(hello).pipe(Effect.provide(missing)))
+      yield* server.reply(textReply("one"), textReply("two"))
+      const layer = (env: Record<string, string>) =>
+        Gemini.layerConfig({ baseUrl: Config.succeed(`${server.url}/v1beta`), model: Config.String("MODEL") }).pipe(
+          Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { MODEL: model, ...env } })))
+        )
+      expect(Turn.text(completed(yield* turn(hello).pipe(Effect.provide(layer({ GEMINI_API_KEY: canary })))))).toBe("one")
+      const both = layer({ GEMINI_API_KEY: "gemini-key", GOOGLE_API_KEY: "google-key" })
+      expect(Turn.text(completed(yield* turn(hello).pipe(Effect.provide(both)))))
+        .toBe("two")
+      const [first, second] = yield* server.requests
+      expect(first?.headers["x-goog-api-key"]).toBe(canary)
+      expect(first?.url).toBe(path)
+      expect(second?.headers["x-goog-api-key"]).toBe("google-key")
+      const error = yield* Effect.flip(turn(hello).pipe(Effect.provide(layer({}))))
       expect(error._tag).toBe("ConfigError")
-      expect(yield* server.requests).toHaveLength(1)
+      expect(String(error)).toMatch(/GEMINI_API_KEY/)
+      expect(yield* server.requests).toHaveLength(2)
     }).pipe(Effect.provide(ProviderServer.layer)))
 })
 

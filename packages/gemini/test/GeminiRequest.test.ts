@@ -75,15 +75,28 @@ describe("GeminiRequest", () => {
       expect(body.contents[2]?.parts.map((part) => part.functionResponse?.id)).toStrictEqual(outputs.map((_, i) => `c${i}`))
     }))
 
-  it.effect("fails with InvalidRequest for a result without its call and for non-object arguments", () =>
+  it.effect("fails with InvalidRequest for a result without its call", () =>
     Effect.gen(function*() {
       const orphan = yield* Effect.flip(GeminiRequest.make([Item.userMessage("x"), result("missing", "{}")], {}))
       expect(orphan).toBeInstanceOf(AiError.InvalidRequest)
       expect(orphan.message).toContain("missing")
-      const badArgs = yield* Effect.flip(GeminiRequest.make([Item.userMessage("x"), call("c", "tool", "{not json")], {}))
-      expect(badArgs).toBeInstanceOf(AiError.InvalidRequest)
-      const primitiveArgs = yield* Effect.flip(GeminiRequest.make([Item.userMessage("x"), call("c", "tool", "3")], {}))
-      expect(primitiveArgs).toBeInstanceOf(AiError.InvalidRequest)
+    }))
+
+  it.effect("sends arguments that are not a JSON object, a model's bad call, under \"arguments\"", () =>
+    Effect.gen(function*() {
+      const body = yield* GeminiRequest.make([
+        Item.userMessage("x"),
+        call("a", "tool", "{not json"),
+        call("b", "tool", "3"),
+        call("c", "tool", "[1,2]"),
+        call("d", "tool", "null")
+      ], {})
+      expect(body.contents[1]?.parts.map((part) => part.functionCall?.args)).toStrictEqual([
+        { arguments: "{not json" },
+        { arguments: 3 },
+        { arguments: [1, 2] },
+        { arguments: null }
+      ])
     }))
 
   it.effect("sends a call with empty arguments, as Toolkit reads them, as an empty object", () =>

@@ -1,64 +1,38 @@
 /**
  * Turns the Server-Sent Events of a streaming Responses API call into
- * `TurnDelta`s, assembling the `Turn` on the way.
+ * `TurnDelta`s, assembling the `Turn` on the way (a `ProviderStream.Decoder`).
  *
- * The stream ends with exactly one `turn_complete` (after a `usage` delta when
- * the API reported usage) as soon as `response.completed` or
+ * The turn completes with exactly one `turn_complete` (after a `usage` delta
+ * when the API reported usage) as soon as `response.completed` or
  * `response.incomplete` arrives. `response.failed` and `error` fail it with
- * the matching `AiError`; an event that does not decode fails it with
- * `AiError.MalformedEvent`; a stream that ends before a terminal event fails
- * with `AiError.IncompleteTurn`. Events of unknown types are skipped.
+ * the matching `AiError` (see `ResponsesError`); an event that does not decode
+ * fails it with `AiError.MalformedEvent` naming the event and the field; a body
+ * that ends before a terminal event fails with `AiError.IncompleteTurn`. Events
+ * of unknown types are skipped; output items of unknown types are kept as
+ * extension items (see {@link extensionPrefix}).
  *
  * @since 0.1.0
  */
-import { AiError, type Item, ProviderHttp, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
-import { Cause, Effect, Pull, Result, Stream } from "effect"
-import * as Arr from "effect/Array"
-import type { Sse } from "effect/encoding"
+import { AiError, type Item, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
+import { Result } from "effect"
+import type { Schema } from "effect"
+import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesEvent from "./ResponsesEvent.ts"
 
-type Part = { type: "output_text"; text: string } | { type: "refusal"; refusal: string }
-
-type Draft =
-  | { readonly type: "message"; readonly id: string; readonly parts: Array<Part | undefined> }
-  | { readonly type: "function_call"; readonly id: string; readonly call_id: string; readonly name: string; arguments: string }
-  | { readonly type: "reasoning"; readonly id: string; readonly summary: Array<string>; readonly content: Array<string> }
+const provider = ResponsesError.provider
 
 /**
- * Maps the `code` (else the `type`) of a failed response or an `error` event
- * to its error; an error that names neither is taken as the server's.
+ * The `type` prefix of the extension items that keep output items this layer
+ * does not model (`x-openai.custom_tool_call`, `x-openai.web_search_call`, ...):
+ * their `data` is the item as the API sent it, and `ResponsesRequest` sends it back.
  */
-export const errorFromCode = (provider: string, error: ResponsesEvent.ErrorObject): AiError.AiError => {
-  const code = error.code ?? error.type ?? undefined
-  const message = code === undefined ? error.message : `${error.message} (${code})`
-  switch (code) {
-    case "rate_limit_exceeded":
-    case "too_many_requests":
-      return new AiError.RateLimited({ provider, message })
-    case "context_length_exceeded":
-      return new AiError.ContextLengthExceeded({ provider, message })
-    case "invalid_api_key":
-      return new AiError.AuthFailed({ provider, status: 401, message })
-    case undefined:
-    case "server_error":
-    case "service_unavailable_error":
-    case "vector_store_timeout":
-      return new AiError.Unavailable({ provider, message })
-    default:
-      return new AiError.InvalidRequest({ provider, message })
-  }
-}
+export const extensionPrefix = "x-openai."
 
-const stopReasonOf = (reason: string | undefined): Turn.StopReason => {
-  switch (reason) {
-    case "max_output_tokens":
-      return "max_tokens"
-    case "content_filter":
-      return "content_filter"
-    default:
-      return "other"
-  }
-}
+/** Whether an item is an output item kept as an extension by this layer. */
+export const isOutputExtension = (item: Item.Item): item is Item.Extension => item.type.startsWith(extensionPrefix)
+
+const stopReasonOf = (reason: string): Turn.StopReason =>
+  reason === "max_output_tokens" ? "max_tokens" : reason === "content_filter" ? "content_filter" : "other"
 
 const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
   const made = TokenUsage.make(usage.input_tokens, usage.output_tokens, {
@@ -68,259 +42,48 @@ const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
   return usage.total_tokens === undefined ? made : { ...made, total: usage.total_tokens }
 }
 
-const partOf = (part: ResponsesEvent.ContentPart): Part | undefined =>
-  "text" in part
-    ? { type: "output_text", text: part.text }
-    : "refusal" in part
-    ? { type: "refusal", refusal: part.refusal }
-    : undefined
+const statusOf = (status: unknown, otherwise: Item.Status): Item.Status =>
+  status === "in_progress" || status === "completed" || status === "incomplete" || status === "failed"
+    ? status
+    : otherwise
 
-/** The mutable state of one turn; `feed` one event at a time. */
-class Assembler {
-  readonly provider: string
-  model: string | undefined
-  finished = false
-  /** Items by output index: finished items, or drafts still streaming. */
-  readonly items = new Map<number, Item.Item | Draft>()
-  /** Output index of each item id, for the events that name an item only by id. */
-  readonly indexOf = new Map<string, number>()
+const phaseOf = (phase: string | null | undefined): Item.Phase | undefined =>
+  phase === "commentary" || phase === "final_answer" ? phase : undefined
 
-  constructor(provider: string, model: string | undefined) {
-    this.provider = provider
-    this.model = model
+/**
+ * A content part being assembled: its text is the pieces its deltas brought,
+ * joined when the item is settled (an array of pieces holds a long answer in
+ * far less memory than a string grown a delta at a time).
+ */
+type Part = { readonly type: "output_text" | "refusal"; readonly pieces: Array<string> }
+
+const partOf = (part: Part): Item.ContentPart =>
+  part.type === "output_text"
+    ? { type: "output_text", text: part.pieces.join("") }
+    : { type: "refusal", refusal: part.pieces.join("") }
+
+/** An item still streaming. Positions (`content_index`, `summary_index`) key maps: they come from the wire. */
+type Draft =
+  | { readonly type: "message"; readonly id: string; readonly phase: Item.Phase | undefined; readonly parts: Map<number, Part> }
+  | {
+    readonly type: "function_call"
+    readonly id: string
+    readonly call_id: string
+    readonly name: string
+    arguments: string
+    /** The arguments already sent as deltas. */
+    streamed: string
+    /** The tool's normalizer (see `ResponsesStrict`): its argument deltas are held back until the call is done. */
+    readonly normalize: ((text: string) => string) | undefined
   }
-
-  /** Handles one event, pushing the deltas it produces; returns the error that ends the turn, if any. */
-  feed(event: ResponsesEvent.KnownEvent, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
-    switch (event.type) {
-      case "response.created":
-      case "response.in_progress": {
-        if (event.response.model !== undefined) this.model = event.response.model
-        return undefined
-      }
-      case "response.output_item.added": {
-        const { item, output_index } = event
-        this.start(item, output_index, out)
-        return undefined
-      }
-      case "response.output_item.done": {
-        const { item, output_index } = event
-        this.finish(item, output_index, out)
-        return undefined
-      }
-      case "response.content_part.added":
-      case "response.content_part.done": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        const part = partOf(e.part)
-        if (draft?.type === "message" && part !== undefined) draft.parts[e.content_index] = part
-        return undefined
-      }
-      case "response.output_text.delta": {
-        const e = event
-        this.appendPart(e.item_id, e.content_index, "output_text", e.delta)
-        out.push({ type: "text_delta", delta: e.delta })
-        return undefined
-      }
-      case "response.output_text.done": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "message") draft.parts[e.content_index] = { type: "output_text", text: e.text }
-        return undefined
-      }
-      case "response.refusal.delta": {
-        const e = event
-        this.appendPart(e.item_id, e.content_index, "refusal", e.delta)
-        out.push({ type: "refusal_delta", delta: e.delta })
-        return undefined
-      }
-      case "response.refusal.done": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "message") draft.parts[e.content_index] = { type: "refusal", refusal: e.refusal }
-        return undefined
-      }
-      case "response.function_call_arguments.delta": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type !== "function_call") {
-          return this.malformed(event.type, `no function call ${e.item_id} is streaming`)
-        }
-        draft.arguments += e.delta
-        out.push({ type: "function_call_arguments_delta", call_id: draft.call_id, delta: e.delta })
-        return undefined
-      }
-      case "response.function_call_arguments.done": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "function_call") draft.arguments = e.arguments
-        return undefined
-      }
-      case "response.reasoning_summary_text.delta": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "reasoning") draft.summary[e.summary_index] = (draft.summary[e.summary_index] ?? "") + e.delta
-        out.push({ type: "reasoning_delta", delta: e.delta })
-        return undefined
-      }
-      case "response.reasoning_summary_text.done": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "reasoning") draft.summary[e.summary_index] = e.text
-        return undefined
-      }
-      case "response.reasoning_text.delta": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "reasoning") draft.content[e.content_index] = (draft.content[e.content_index] ?? "") + e.delta
-        out.push({ type: "reasoning_delta", delta: e.delta })
-        return undefined
-      }
-      case "response.reasoning_text.done": {
-        const e = event
-        const draft = this.draftOf(e.item_id)
-        if (draft?.type === "reasoning") draft.content[e.content_index] = e.text
-        return undefined
-      }
-      case "response.completed": {
-        this.complete(event.response, undefined, out)
-        return undefined
-      }
-      case "response.incomplete": {
-        const response = event.response
-        this.complete(response, response.incomplete_details?.reason ?? "unknown", out)
-        return undefined
-      }
-      case "response.failed": {
-        const response = event.response
-        return errorFromCode(this.provider, response.error ?? { message: "the response failed without an error" })
-      }
-      case "error":
-        return errorFromCode(
-          this.provider,
-          event.error ?? { code: event.code ?? null, message: event.message ?? "the stream failed without a message" }
-        )
-    }
-  }
-
-  draftOf(itemId: string): Draft | undefined {
-    const index = this.indexOf.get(itemId)
-    if (index === undefined) return undefined
-    const entry = this.items.get(index)
-    return entry !== undefined && isDraft(entry) ? entry : undefined
-  }
-
-  malformed(event: string, message: string): AiError.MalformedEvent {
-    return new AiError.MalformedEvent({ provider: this.provider, event, message })
-  }
-
-  appendPart(itemId: string, index: number, type: Part["type"], delta: string): void {
-    const draft = this.draftOf(itemId)
-    if (draft?.type !== "message") return
-    const part = draft.parts[index]
-    if (part === undefined || part.type !== type) {
-      draft.parts[index] = type === "output_text" ? { type, text: delta } : { type, refusal: delta }
-    } else if (part.type === "output_text") {
-      part.text += delta
-    } else {
-      part.refusal += delta
-    }
-  }
-
-  start(item: ResponsesEvent.OutputItem, index: number, out: Array<TurnDelta.TurnDelta>): void {
-    if (ResponsesEvent.isMessageItem(item)) {
-      this.open(index, item.id, { type: "message", id: item.id, parts: item.content.map(partOf) })
-    } else if (ResponsesEvent.isFunctionCallItem(item)) {
-      this.open(index, item.id, {
-        type: "function_call",
-        id: item.id,
-        call_id: item.call_id,
-        name: item.name,
-        arguments: item.arguments
-      })
-      out.push({ type: "function_call_start", call_id: item.call_id, name: item.name })
-    } else if (ResponsesEvent.isReasoningItem(item)) {
-      this.open(index, item.id, {
-        type: "reasoning",
-        id: item.id,
-        summary: (item.summary ?? []).map((part) => part.text),
-        content: (item.content ?? []).map((part) => part.text)
-      })
-    }
-  }
-
-  open(index: number, id: string, draft: Draft): void {
-    this.indexOf.set(id, index)
-    this.items.set(index, draft)
-  }
-
-  finish(item: ResponsesEvent.OutputItem, index: number, out: Array<TurnDelta.TurnDelta>): void {
-    if (ResponsesEvent.isMessageItem(item)) {
-      this.items.set(index, {
-        type: "message",
-        id: item.id,
-        status: item.status ?? "completed",
-        role: "assistant",
-        content: item.content.flatMap((part) => {
-          const mapped = partOf(part)
-          return mapped === undefined ? [] : [mapped]
-        })
-      })
-    } else if (ResponsesEvent.isFunctionCallItem(item)) {
-      // A call announced only by its done event still gets its start delta.
-      if (!this.items.has(index)) out.push({ type: "function_call_start", call_id: item.call_id, name: item.name })
-      this.items.set(index, {
-        type: "function_call",
-        id: item.id,
-        status: item.status ?? "completed",
-        call_id: item.call_id,
-        name: item.name,
-        arguments: item.arguments
-      })
-      out.push({ type: "function_call_done", call_id: item.call_id, name: item.name, arguments: item.arguments })
-    } else if (ResponsesEvent.isReasoningItem(item)) {
-      const encrypted = item.encrypted_content ?? undefined
-      const reasoning: Item.Reasoning = {
-        type: "reasoning",
-        id: item.id,
-        status: item.status ?? "completed",
-        content: (item.content ?? []).map((part) => ({ type: "output_text", text: part.text })),
-        summary: (item.summary ?? []).map((part) => ({ type: "output_text", text: part.text })),
-        ...(encrypted === undefined ? {} : { encrypted_content: encrypted })
-      }
-      this.items.set(index, reasoning)
-    }
-  }
-
-  /** Ends the turn; `incompleteReason` is set for `response.incomplete`. */
-  complete(
-    response: ResponsesEvent.Response,
-    incompleteReason: string | undefined,
-    out: Array<TurnDelta.TurnDelta>
-  ): void {
-    this.finished = true
-    if (response.model !== undefined) this.model = response.model
-    const items = [...this.items.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([, entry]) => isDraft(entry) ? settle(entry, incompleteReason === undefined ? "completed" : "incomplete") : entry)
-    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
-    if (response.usage != null) out.push({ type: "usage", usage })
-    const hasCalls = items.some((item) => item.type === "function_call")
-    const turn: Turn.Turn = {
-      items,
-      usage,
-      stopReason: incompleteReason === undefined ? (hasCalls ? "tool_calls" : "stop") : stopReasonOf(incompleteReason),
-      ...(this.model === undefined ? {} : { model: this.model }),
-      responseId: response.id,
-      ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
-    }
-    out.push({ type: "turn_complete", turn })
-  }
-}
+  | { readonly type: "reasoning"; readonly id: string; readonly summary: Map<number, string>; readonly content: Map<number, string> }
 
 const isDraft = (entry: Item.Item | Draft): entry is Draft => !("status" in entry)
 
-/** A draft the stream never finished, as the item it had become. */
+const inOrder = <A>(map: ReadonlyMap<number, A>): Array<A> =>
+  [...map.entries()].sort(([a], [b]) => a - b).map(([, value]) => value)
+
+/** A draft as the item it had become. */
 const settle = (draft: Draft, status: Item.Status): Item.Item => {
   switch (draft.type) {
     case "message":
@@ -329,7 +92,8 @@ const settle = (draft: Draft, status: Item.Status): Item.Item => {
         id: draft.id,
         status,
         role: "assistant",
-        content: draft.parts.filter((part): part is Part => part !== undefined)
+        content: inOrder(draft.parts).map(partOf),
+        ...(draft.phase === undefined ? {} : { phase: draft.phase })
       }
     case "function_call":
       return {
@@ -338,67 +102,295 @@ const settle = (draft: Draft, status: Item.Status): Item.Item => {
         status,
         call_id: draft.call_id,
         name: draft.name,
-        arguments: draft.arguments
+        arguments: draft.normalize === undefined ? draft.arguments : draft.normalize(draft.arguments)
       }
     case "reasoning":
       return {
         type: "reasoning",
         id: draft.id,
         status,
-        content: draft.content.map((text) => ({ type: "output_text" as const, text })),
-        summary: draft.summary.map((text) => ({ type: "output_text" as const, text }))
+        content: inOrder(draft.content).map((text) => ({ type: "output_text" as const, text })),
+        summary: inOrder(draft.summary).map((text) => ({ type: "output_text" as const, text }))
       }
   }
 }
 
-/**
- * Decodes the events of one streaming response into turn deltas.
- * `model` is the requested model, reported when the stream does not name one.
- */
-export const decode = (provider: string, model?: string) => {
-  const decodeAny = ProviderHttp.decodeEvent(provider, ResponsesEvent.Event)
-  // The API names every event in its `event:` field; decoding with that one type's schema is
-  // several times cheaper than trying the union, and an unknown name is skipped without parsing.
-  const byName = new Map<string, (sse: Sse.Event) => Result.Result<ResponsesEvent.KnownEvent, AiError.MalformedEvent>>(
-    ResponsesEvent.known.map((schema) => [
-      schema.fields.type.literal,
-      ProviderHttp.decodeEvent<ResponsesEvent.KnownEvent>(provider, schema)
-    ])
-  )
-  const decodeEvent = (sse: Sse.Event): Result.Result<ResponsesEvent.Event, AiError.MalformedEvent> | undefined =>
-    sse.event === "message" ? decodeAny(sse) : byName.get(sse.event)?.(sse)
-  return <E, R>(events: Stream.Stream<Sse.Event, E, R>): Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R> =>
-    Stream.transformPull(events, (upstream) =>
-      Effect.sync(() => {
-        const assembler = new Assembler(provider, model)
-        let failure: AiError.AiError | undefined
-        const ended = Pull.catchDone(upstream, () =>
-          Effect.fail(
-            new AiError.IncompleteTurn({ message: `${provider}: the stream ended before response.completed` })
-          ))
-        const pull: Pull.Pull<Arr.NonEmptyReadonlyArray<TurnDelta.TurnDelta>, E | AiError.AiError> = Effect.suspend(() => {
-          if (failure !== undefined) return Effect.fail(failure)
-          if (assembler.finished) return Cause.done()
-          return Effect.flatMap(ended, (chunk) => {
-            const out: Array<TurnDelta.TurnDelta> = []
-            for (const sse of chunk) {
-              const decoded = decodeEvent(sse)
-              if (decoded === undefined) continue
-              const error = Result.isFailure(decoded)
-                ? decoded.failure
-                : ResponsesEvent.isKnown(decoded.success)
-                ? assembler.feed(decoded.success, out)
-                : undefined
-              if (error !== undefined) {
-                failure = error
-                break
-              }
-              if (assembler.finished) break
-            }
-            // Deltas decoded before a failure still reach the consumer; the failure follows on the next pull.
-            return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : pull
-          })
-        })
-        return pull
-      }))
+/** A structured output's message with the `null`s of optional keys taken out of its text. */
+const normalizeMessage = (item: Item.Item, normalize: (text: string) => string): Item.Item =>
+  item.type === "message" && item.phase !== "commentary"
+    ? { ...item, content: item.content.map((part) => part.type === "output_text" ? { ...part, text: normalize(part.text) } : part) }
+    : item
+
+/** What a decoder needs to know about the request it reads the answer of. */
+export interface Options {
+  /** The requested model, reported when the stream names none. */
+  readonly model?: string | undefined
+  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
+  readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
+  /** The normalizer of a structured output, applied to the assembled message text. */
+  readonly output?: ((text: string) => string) | undefined
 }
+
+/** A decoder of one streaming response. */
+export const make = (options: Options = {}): ProviderStream.Decoder => new Decoder(options)
+
+class Decoder implements ProviderStream.Decoder {
+  complete = false
+  model: string | undefined
+  responseId: string | undefined
+  /** Items by output index: finished items, or drafts still streaming. */
+  readonly items = new Map<number, Item.Item | Draft>()
+  /** Output index of each item id, for the events that name an item only by id. */
+  readonly indexOf = new Map<string, number>()
+  readonly options: Options
+
+  constructor(options: Options) {
+    this.options = options
+    this.model = options.model
+  }
+
+  event(name: string, data: string, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
+    if (name !== "message") {
+      // The API names every event: an unknown name is skipped without parsing its data.
+      const handle = handlers.get(name)
+      if (handle === undefined) return undefined
+      const json = ProviderStream.parseJson(provider, name, data)
+      return Result.isFailure(json) ? json.failure : handle(this, name, json.success, out)
+    }
+    const json = ProviderStream.parseJson(provider, name, data)
+    if (Result.isFailure(json)) return json.failure
+    const typed = decodeTyped(name, json.success)
+    if (Result.isFailure(typed)) return typed.failure
+    return handlers.get(typed.success.type)?.(this, typed.success.type, json.success, out)
+  }
+
+  end(): AiError.AiError {
+    return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before response.completed` })
+  }
+
+  draft(itemId: string): Draft | undefined {
+    const index = this.indexOf.get(itemId)
+    const entry = index === undefined ? undefined : this.items.get(index)
+    return entry !== undefined && isDraft(entry) ? entry : undefined
+  }
+
+  /** The message draft of `itemId`; a delta of a message never announced opens one at `outputIndex`. */
+  message(itemId: string, outputIndex?: number): Extract<Draft, { type: "message" }> | undefined {
+    const draft = this.draft(itemId)
+    if (draft?.type === "message") return draft
+    if (draft !== undefined || outputIndex === undefined || this.items.has(outputIndex)) return undefined
+    const opened: Draft = { type: "message", id: itemId, phase: undefined, parts: new Map() }
+    this.open(outputIndex, opened)
+    return opened
+  }
+
+  reasoning(itemId: string): Extract<Draft, { type: "reasoning" }> | undefined {
+    const draft = this.draft(itemId)
+    return draft?.type === "reasoning" ? draft : undefined
+  }
+
+  open(index: number, draft: Draft): void {
+    this.indexOf.set(draft.id, index)
+    this.items.set(index, draft)
+  }
+
+  /** An item added (`done` false) or finished. */
+  item(event: string, index: number, raw: ResponsesEvent.JsonObject, done: boolean, out: Array<TurnDelta.TurnDelta>) {
+    const typed = decodeTyped(event, raw, "item")
+    if (Result.isFailure(typed)) return typed.failure
+    const type = typed.success.type
+    if (type === "message") {
+      const item = decodeMessageItem(event, raw, "item")
+      if (Result.isFailure(item)) return item.failure
+      const parts = new Map<number, Part>()
+      for (const [i, part] of item.success.content.entries()) {
+        const decoded = decodePart(event, part, `item.content[${i}]`)
+        if (Result.isFailure(decoded)) return decoded.failure
+        if (decoded.success !== undefined) parts.set(i, decoded.success)
+      }
+      const draft: Draft = { type: "message", id: item.success.id, phase: phaseOf(item.success.phase), parts }
+      if (done) this.items.set(index, settle(draft, statusOf(item.success.status, "completed")))
+      else this.open(index, draft)
+    } else if (type === "function_call") {
+      const item = decodeFunctionCallItem(event, raw, "item")
+      if (Result.isFailure(item)) return item.failure
+      const { arguments: args, call_id, id, name, status } = item.success
+      const previous = this.items.get(index)
+      const streamed = previous !== undefined && isDraft(previous) && previous.type === "function_call" ? previous.streamed : ""
+      const normalize = this.options.tools?.get(name)
+      const draft: Draft = { type: "function_call", id, call_id, name, arguments: args, streamed, normalize }
+      // A call announced only by its done event still gets its start delta.
+      if (previous === undefined) out.push({ type: "function_call_start", call_id, name })
+      if (!done) return this.open(index, draft)
+      const call = settle(draft, statusOf(status, "completed"))
+      this.items.set(index, call)
+      if (call.type !== "function_call") return
+      // The deltas concatenate to the arguments: what was held back or never streamed goes out now.
+      const rest = call.arguments.startsWith(streamed) ? call.arguments.slice(streamed.length) : ""
+      if (rest.length > 0) out.push({ type: "function_call_arguments_delta", call_id, delta: rest })
+      out.push({ type: "function_call_done", call_id, name, arguments: call.arguments })
+    } else if (type === "reasoning") {
+      const item = decodeReasoningItem(event, raw, "item")
+      if (Result.isFailure(item)) return item.failure
+      const { content, encrypted_content, id, status, summary } = item.success
+      const draft: Draft = {
+        type: "reasoning",
+        id,
+        summary: new Map((summary ?? []).map((part, i) => [i, part.text])),
+        content: new Map((content ?? []).map((part, i) => [i, part.text]))
+      }
+      if (!done) return this.open(index, draft)
+      const settled = settle(draft, statusOf(status, "completed"))
+      this.items.set(index, encrypted_content == null || settled.type !== "reasoning" ? settled : { ...settled, encrypted_content })
+    } else {
+      this.items.set(index, {
+        type: `${extensionPrefix}${type}`,
+        id: typeof raw.id === "string" ? raw.id : `${this.responseId ?? "response"}_output_${index}`,
+        status: statusOf(raw.status, done ? "completed" : "in_progress"),
+        data: raw
+      })
+    }
+  }
+
+  /** Ends the turn; `incompleteReason` is set for `response.incomplete`. */
+  finish(response: ResponsesEvent.Response, incompleteReason: string | undefined, out: Array<TurnDelta.TurnDelta>): void {
+    this.complete = true
+    if (response.model !== undefined) this.model = response.model
+    const responseId = response.id ?? this.responseId
+    const status = incompleteReason === undefined ? "completed" : "incomplete"
+    const items = inOrder(this.items).map((entry) => isDraft(entry) ? settle(entry, status) : entry)
+    const output = this.options.output
+    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
+    if (response.usage != null) out.push({ type: "usage", usage })
+    const hasCalls = items.some((item) => item.type === "function_call")
+    out.push({
+      type: "turn_complete",
+      turn: {
+        items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
+        usage,
+        stopReason: incompleteReason === undefined ? (hasCalls ? "tool_calls" : "stop") : stopReasonOf(incompleteReason),
+        ...(this.model === undefined ? {} : { model: this.model }),
+        ...(responseId === undefined ? {} : { responseId }),
+        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
+      }
+    })
+  }
+}
+
+const decoder = <A>(schema: Schema.Decoder<A>) => ProviderStream.valueDecoder(provider, schema)
+const decodeTyped = decoder(ResponsesEvent.Typed)
+const decodeMessageItem = decoder(ResponsesEvent.MessageItem)
+const decodeFunctionCallItem = decoder(ResponsesEvent.FunctionCallItem)
+const decodeReasoningItem = decoder(ResponsesEvent.ReasoningItem)
+const decodeOutputText = decoder(ResponsesEvent.OutputTextPart)
+const decodeRefusal = decoder(ResponsesEvent.RefusalPart)
+
+/** A content part as a `Part`, or `undefined` for a kind this layer does not map (audio, ...). */
+const decodePart = (event: string, raw: unknown, at: string): Result.Result<Part | undefined, AiError.MalformedEvent> => {
+  const kind = decodeTyped(event, raw, at)
+  if (Result.isFailure(kind)) return Result.fail(kind.failure)
+  if (kind.success.type === "output_text") {
+    return Result.map(decodeOutputText(event, raw, at), ({ text }): Part => ({ type: "output_text", pieces: [text] }))
+  }
+  if (kind.success.type === "refusal") {
+    return Result.map(decodeRefusal(event, raw, at), ({ refusal }): Part => ({ type: "refusal", pieces: [refusal] }))
+  }
+  return Result.succeed(undefined)
+}
+
+type Handler = (decoder: Decoder, event: string, json: unknown, out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+
+/** A handler of the events `schema` decodes: `f` sees the decoded event, or the stream fails with the decoding error. */
+const on = <A>(
+  schema: Schema.Decoder<A>,
+  f: (decoder: Decoder, e: A, out: Array<TurnDelta.TurnDelta>, event: string) => AiError.AiError | void
+): Handler => {
+  const decode = decoder(schema)
+  return (self, event, json, out) => {
+    const decoded = decode(event, json)
+    return Result.isFailure(decoded) ? decoded.failure : f(self, decoded.success, out, event) ?? undefined
+  }
+}
+
+const started = on(ResponsesEvent.Lifecycle, (self, { response }) => {
+  if (response.id !== undefined) self.responseId = response.id
+  if (response.model !== undefined) self.model = response.model
+})
+const added = on(ResponsesEvent.OutputItemEvent, (self, e, out, event) => self.item(event, e.output_index, e.item, false, out))
+const done = on(ResponsesEvent.OutputItemEvent, (self, e, out, event) => self.item(event, e.output_index, e.item, true, out))
+const part = on(ResponsesEvent.ContentPartEvent, (self, e, _, event) => {
+  const decoded = decodePart(event, e.part, "part")
+  if (Result.isFailure(decoded)) return decoded.failure
+  const draft = self.message(e.item_id)
+  if (draft !== undefined && decoded.success !== undefined) draft.parts.set(e.content_index, decoded.success)
+})
+
+/** The events this layer reads, by type. */
+const handlers: ReadonlyMap<string, Handler> = new Map([
+  ["response.created", started],
+  ["response.in_progress", started],
+  ["response.output_item.added", added],
+  ["response.output_item.done", done],
+  ["response.content_part.added", part],
+  ["response.content_part.done", part],
+  ["response.output_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
+    const draft = self.message(e.item_id, e.output_index)
+    const part = draft?.parts.get(e.content_index)
+    if (part?.type === "output_text") part.pieces.push(e.delta)
+    else draft?.parts.set(e.content_index, { type: "output_text", pieces: [e.delta] })
+    const phase = draft?.phase
+    out.push(phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase })
+  })],
+  ["response.output_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
+    self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
+  })],
+  ["response.refusal.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
+    const draft = self.message(e.item_id, e.output_index)
+    const part = draft?.parts.get(e.content_index)
+    if (part?.type === "refusal") part.pieces.push(e.delta)
+    else draft?.parts.set(e.content_index, { type: "refusal", pieces: [e.delta] })
+    out.push({ type: "refusal_delta", delta: e.delta })
+  })],
+  ["response.refusal.done", on(ResponsesEvent.RefusalDone, (self, e) => {
+    self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
+  })],
+  ["response.reasoning_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
+    const draft = self.reasoning(e.item_id)
+    draft?.content.set(e.content_index, (draft.content.get(e.content_index) ?? "") + e.delta)
+    out.push({ type: "reasoning_delta", delta: e.delta })
+  })],
+  ["response.reasoning_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
+    self.reasoning(e.item_id)?.content.set(e.content_index, e.text)
+  })],
+  ["response.reasoning_summary_text.delta", on(ResponsesEvent.SummaryDelta, (self, e, out) => {
+    const draft = self.reasoning(e.item_id)
+    draft?.summary.set(e.summary_index, (draft.summary.get(e.summary_index) ?? "") + e.delta)
+    out.push({ type: "reasoning_delta", delta: e.delta })
+  })],
+  ["response.reasoning_summary_text.done", on(ResponsesEvent.SummaryDone, (self, e) => {
+    self.reasoning(e.item_id)?.summary.set(e.summary_index, e.text)
+  })],
+  ["response.function_call_arguments.delta", on(ResponsesEvent.ArgumentsDelta, (self, e, out, event) => {
+    const draft = self.draft(e.item_id)
+    if (draft?.type !== "function_call") {
+      return new AiError.MalformedEvent({ provider, event, message: `item_id: no function call ${e.item_id} is streaming` })
+    }
+    draft.arguments += e.delta
+    if (draft.normalize !== undefined) return
+    draft.streamed += e.delta
+    out.push({ type: "function_call_arguments_delta", call_id: draft.call_id, delta: e.delta })
+  })],
+  ["response.function_call_arguments.done", on(ResponsesEvent.ArgumentsDone, (self, e) => {
+    const draft = self.draft(e.item_id)
+    if (draft?.type === "function_call") draft.arguments = e.arguments
+  })],
+  ["response.completed", on(ResponsesEvent.Lifecycle, (self, e, out) => self.finish(e.response, undefined, out))],
+  ["response.incomplete", on(ResponsesEvent.Lifecycle, (self, e, out) =>
+    self.finish(e.response, e.response.incomplete_details?.reason ?? "unknown", out))],
+  ["response.failed", on(ResponsesEvent.Lifecycle, (_, e) =>
+    ResponsesError.fromObject(e.response.error ?? { message: "the response failed without an error" }))],
+  ["error", on(ResponsesEvent.ErrorEvent, (_, e) =>
+    ResponsesError.fromObject(
+      e.error ?? { code: e.code ?? null, message: e.message ?? "the stream failed without a message" }
+    ))]
+])

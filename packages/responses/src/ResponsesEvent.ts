@@ -2,30 +2,42 @@
  * The streaming events of the OpenAI Responses API, as `Schema`s.
  *
  * Only the fields the provider reads are declared; other fields are ignored, so
- * additions to the API do not break decoding. An event whose `type` is not one
- * of these decodes as {@link UnknownEvent} and is skipped.
+ * additions to the API do not break decoding. Each event is decoded with the
+ * schema of its own type (found by its `event:` name, else its JSON `type`);
+ * events of other types are skipped. Output items and content parts are decoded
+ * in two steps for the same reason: by their `type` first, then with the schema
+ * of that type, so a malformed message is an error rather than an unknown item.
  *
  * @since 0.1.0
  */
 import { Schema } from "effect"
 
-const Index = Schema.Number
+/**
+ * A position in the output (`output_index`, `content_index`, `summary_index`):
+ * a non-negative integer. Positions key maps, never arrays, so a position near
+ * 2^32 costs what position 0 costs.
+ */
+export const Index = Schema.Number.check(
+  Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "a non-negative integer" })
+)
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /** Token usage as the API reports it. */
 export const Usage = Schema.Struct({
-  input_tokens: Schema.Number,
-  output_tokens: Schema.Number,
-  total_tokens: Schema.optionalKey(Schema.Number),
+  input_tokens: Count,
+  output_tokens: Count,
+  total_tokens: Schema.optionalKey(Count),
   input_tokens_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({
-    cached_tokens: Schema.optionalKey(Schema.Number)
+    cached_tokens: Schema.optionalKey(Count)
   }))),
   output_tokens_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({
-    reasoning_tokens: Schema.optionalKey(Schema.Number)
+    reasoning_tokens: Schema.optionalKey(Count)
   })))
 })
 export type Usage = typeof Usage.Type
 
-/** The error of a failed response, or of an `error` event; `type` is the error's class (`server_error`, ...). */
+/** The error of a failed response, of an `error` event or of an HTTP error body; `type` is its class (`server_error`, ...). */
 export const ErrorObject = Schema.Struct({
   type: Schema.optionalKey(Schema.NullOr(Schema.String)),
   code: Schema.optionalKey(Schema.NullOr(Schema.String)),
@@ -33,39 +45,46 @@ export const ErrorObject = Schema.Struct({
 })
 export type ErrorObject = typeof ErrorObject.Type
 
-/** The response object carried by the lifecycle events. */
+/** The body of an HTTP error response. */
+export const ErrorBody = Schema.Struct({ error: ErrorObject })
+
+/**
+ * The response object of the lifecycle events. `id` may be missing: servers
+ * other than OpenAI's that speak this API leave it off the terminal event.
+ */
 export const Response = Schema.Struct({
-  id: Schema.String,
+  id: Schema.optionalKey(Schema.String),
   model: Schema.optionalKey(Schema.String),
-  status: Schema.optionalKey(Schema.String),
   usage: Schema.optionalKey(Schema.NullOr(Usage)),
   incomplete_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({ reason: Schema.optionalKey(Schema.String) }))),
   error: Schema.optionalKey(Schema.NullOr(ErrorObject))
 })
 export type Response = typeof Response.Type
 
-const knownPartTypes = ["output_text", "refusal"] as const
+/** A JSON object: an output item or a content part before its `type` picks its schema. */
+export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+export type JsonObject = typeof JsonObject.Type
+
+/** The `type` of an output item or a content part. */
+export const Typed = Schema.Struct({ type: Schema.String })
 
 /** Text the model wrote. */
 export const OutputTextPart = Schema.Struct({ type: Schema.Literal("output_text"), text: Schema.String })
 /** The model's refusal. */
 export const RefusalPart = Schema.Struct({ type: Schema.Literal("refusal"), refusal: Schema.String })
-/** A content part of a kind the provider does not map (audio, ...). */
-export const OtherPart = Schema.Struct({
-  type: Schema.String.check(Schema.makeFilter((type) => !(knownPartTypes as ReadonlyArray<string>).includes(type)))
-})
-/** A content part of an output message. */
-export const ContentPart = Schema.Union([OutputTextPart, RefusalPart, OtherPart])
-export type ContentPart = typeof ContentPart.Type
 
-const ItemStatus = Schema.optionalKey(Schema.Literals(["in_progress", "completed", "incomplete"]))
+const ItemStatus = Schema.optionalKey(Schema.NullOr(Schema.String))
 
-/** An assistant message. */
+/**
+ * An assistant message. `phase` says whether it is `commentary` or the
+ * `final_answer`; it is a string here so that a phase added later does not fail the turn.
+ */
 export const MessageItem = Schema.Struct({
   type: Schema.Literal("message"),
   id: Schema.String,
   status: ItemStatus,
-  content: Schema.Array(ContentPart)
+  phase: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  content: Schema.Array(JsonObject)
 })
 export type MessageItem = typeof MessageItem.Type
 
@@ -80,7 +99,7 @@ export const FunctionCallItem = Schema.Struct({
 })
 export type FunctionCallItem = typeof FunctionCallItem.Type
 
-const TextPart = Schema.Struct({ type: Schema.String, text: Schema.String })
+const TextPart = Schema.Struct({ text: Schema.String })
 
 /** Reasoning: readable summaries, raw reasoning text (some models) and encrypted content to send back. */
 export const ReasoningItem = Schema.Struct({
@@ -93,132 +112,35 @@ export const ReasoningItem = Schema.Struct({
 })
 export type ReasoningItem = typeof ReasoningItem.Type
 
-const knownItemTypes = ["message", "function_call", "reasoning"] as const
+/** The response exists (`response.created`, `response.in_progress`): its id and model. */
+export const Lifecycle = Schema.Struct({ response: Response })
 
-/** An output item of a kind the provider does not map (built-in tool calls, ...). */
-export const OtherItem = Schema.Struct({
-  type: Schema.String.check(Schema.makeFilter((type) => !(knownItemTypes as ReadonlyArray<string>).includes(type))),
-  id: Schema.optionalKey(Schema.String)
-})
+/** `response.output_item.added` and `.done`: an item, whose `type` then picks its schema. */
+export const OutputItemEvent = Schema.Struct({ output_index: Index, item: JsonObject })
 
-/** Any output item. */
-export const OutputItem = Schema.Union([MessageItem, FunctionCallItem, ReasoningItem, OtherItem])
-export type OutputItem = typeof OutputItem.Type
+/** `response.content_part.added` and `.done`. */
+export const ContentPartEvent = Schema.Struct({ item_id: Schema.String, output_index: Index, content_index: Index, part: JsonObject })
 
-/** Narrows a decoded item (an {@link OtherItem} never has a known `type`). */
-export const isMessageItem = (item: OutputItem): item is MessageItem => item.type === "message"
-/** Narrows a decoded item. */
-export const isFunctionCallItem = (item: OutputItem): item is FunctionCallItem => item.type === "function_call"
-/** Narrows a decoded item. */
-export const isReasoningItem = (item: OutputItem): item is ReasoningItem => item.type === "reasoning"
+/** `response.output_text.delta`, `response.refusal.delta`, `response.reasoning_text.delta`. */
+export const ContentDelta = Schema.Struct({ item_id: Schema.String, output_index: Index, content_index: Index, delta: Schema.String })
 
-const lifecycle = <T extends string>(type: T) =>
-  Schema.Struct({ type: Schema.Literal(type), response: Response })
+/** `response.output_text.done`, `response.reasoning_text.done`: the part's whole text. */
+export const ContentTextDone = Schema.Struct({ item_id: Schema.String, content_index: Index, text: Schema.String })
 
-/** `response.created`: the response exists; carries its id and model. */
-export const ResponseCreated = lifecycle("response.created")
-/** `response.in_progress`. */
-export const ResponseInProgress = lifecycle("response.in_progress")
-/** `response.completed`: the turn is over; carries the usage. */
-export const ResponseCompleted = lifecycle("response.completed")
-/** `response.incomplete`: the turn stopped early; `incomplete_details.reason` says why. */
-export const ResponseIncomplete = lifecycle("response.incomplete")
-/** `response.failed`: the model failed; `error` says why. */
-export const ResponseFailed = lifecycle("response.failed")
-
-const itemEvent = <T extends string>(type: T) =>
-  Schema.Struct({ type: Schema.Literal(type), output_index: Index, item: OutputItem })
-
-/** `response.output_item.added`. */
-export const OutputItemAdded = itemEvent("response.output_item.added")
-/** `response.output_item.done`: the finished item. */
-export const OutputItemDone = itemEvent("response.output_item.done")
-
-const partEvent = <T extends string>(type: T) =>
-  Schema.Struct({
-    type: Schema.Literal(type),
-    item_id: Schema.String,
-    output_index: Index,
-    content_index: Index,
-    part: ContentPart
-  })
-
-/** `response.content_part.added`. */
-export const ContentPartAdded = partEvent("response.content_part.added")
-/** `response.content_part.done`. */
-export const ContentPartDone = partEvent("response.content_part.done")
-
-const contentDelta = <T extends string>(type: T) =>
-  Schema.Struct({
-    type: Schema.Literal(type),
-    item_id: Schema.String,
-    output_index: Index,
-    content_index: Index,
-    delta: Schema.String
-  })
-
-/** `response.output_text.delta`. */
-export const OutputTextDelta = contentDelta("response.output_text.delta")
-/** `response.output_text.done`: the part's whole text. */
-export const OutputTextDone = Schema.Struct({
-  type: Schema.Literal("response.output_text.done"),
-  item_id: Schema.String,
-  output_index: Index,
-  content_index: Index,
-  text: Schema.String
-})
-/** `response.refusal.delta`. */
-export const RefusalDelta = contentDelta("response.refusal.delta")
 /** `response.refusal.done`: the part's whole refusal. */
-export const RefusalDone = Schema.Struct({
-  type: Schema.Literal("response.refusal.done"),
-  item_id: Schema.String,
-  output_index: Index,
-  content_index: Index,
-  refusal: Schema.String
-})
-/** `response.reasoning_text.delta`: raw reasoning, for models that expose it. */
-export const ReasoningTextDelta = contentDelta("response.reasoning_text.delta")
-/** `response.reasoning_text.done`. */
-export const ReasoningTextDone = Schema.Struct({
-  type: Schema.Literal("response.reasoning_text.done"),
-  item_id: Schema.String,
-  output_index: Index,
-  content_index: Index,
-  text: Schema.String
-})
-
-/** `response.function_call_arguments.delta`. */
-export const FunctionCallArgumentsDelta = Schema.Struct({
-  type: Schema.Literal("response.function_call_arguments.delta"),
-  item_id: Schema.String,
-  output_index: Index,
-  delta: Schema.String
-})
-/** `response.function_call_arguments.done`: the whole arguments text. */
-export const FunctionCallArgumentsDone = Schema.Struct({
-  type: Schema.Literal("response.function_call_arguments.done"),
-  item_id: Schema.String,
-  output_index: Index,
-  arguments: Schema.String
-})
+export const RefusalDone = Schema.Struct({ item_id: Schema.String, content_index: Index, refusal: Schema.String })
 
 /** `response.reasoning_summary_text.delta`. */
-export const ReasoningSummaryTextDelta = Schema.Struct({
-  type: Schema.Literal("response.reasoning_summary_text.delta"),
-  item_id: Schema.String,
-  output_index: Index,
-  summary_index: Index,
-  delta: Schema.String
-})
+export const SummaryDelta = Schema.Struct({ item_id: Schema.String, summary_index: Index, delta: Schema.String })
+
 /** `response.reasoning_summary_text.done`: the summary part's whole text. */
-export const ReasoningSummaryTextDone = Schema.Struct({
-  type: Schema.Literal("response.reasoning_summary_text.done"),
-  item_id: Schema.String,
-  output_index: Index,
-  summary_index: Index,
-  text: Schema.String
-})
+export const SummaryDone = Schema.Struct({ item_id: Schema.String, summary_index: Index, text: Schema.String })
+
+/** `response.function_call_arguments.delta`. */
+export const ArgumentsDelta = Schema.Struct({ item_id: Schema.String, delta: Schema.String })
+
+/** `response.function_call_arguments.done`: the whole arguments text. */
+export const ArgumentsDone = Schema.Struct({ item_id: Schema.String, arguments: Schema.String })
 
 /**
  * `error`: the stream failed. The API reference puts `code` and `message` on
@@ -226,50 +148,7 @@ export const ReasoningSummaryTextDone = Schema.Struct({
  * shapes decode, and an event with neither still fails the turn.
  */
 export const ErrorEvent = Schema.Struct({
-  type: Schema.Literal("error"),
   code: Schema.optionalKey(Schema.NullOr(Schema.String)),
   message: Schema.optionalKey(Schema.String),
   error: Schema.optionalKey(Schema.NullOr(ErrorObject))
 })
-
-/** The schema of every event type this module knows. */
-export const known = [
-  ResponseCreated,
-  ResponseInProgress,
-  ResponseCompleted,
-  ResponseIncomplete,
-  ResponseFailed,
-  OutputItemAdded,
-  OutputItemDone,
-  ContentPartAdded,
-  ContentPartDone,
-  OutputTextDelta,
-  OutputTextDone,
-  RefusalDelta,
-  RefusalDone,
-  ReasoningTextDelta,
-  ReasoningTextDone,
-  FunctionCallArgumentsDelta,
-  FunctionCallArgumentsDone,
-  ReasoningSummaryTextDelta,
-  ReasoningSummaryTextDone,
-  ErrorEvent
-] as const
-
-/** The `type`s this module knows; a known event that does not decode is an error, never skipped. */
-export const knownTypes: ReadonlySet<string> = new Set(known.map((schema) => schema.fields.type.literal))
-
-/** An event of a known type. */
-export type KnownEvent = typeof known[number]["Type"]
-
-/** An event of a type this module does not know (`response.output_text.annotation.added`, ...); skipped. */
-export const UnknownEvent = Schema.Struct({
-  type: Schema.String.check(Schema.makeFilter((type) => !knownTypes.has(type)))
-})
-
-/** Any streaming event. */
-export const Event = Schema.Union([...known, UnknownEvent])
-export type Event = typeof Event.Type
-
-/** Narrows a decoded event (an {@link UnknownEvent} never has a known `type`). */
-export const isKnown = (event: Event): event is KnownEvent => knownTypes.has(event.type)

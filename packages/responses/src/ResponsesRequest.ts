@@ -6,6 +6,8 @@
  */
 import type { Item, LanguageModel } from "@agentloop/core"
 import type { JsonSchema } from "effect"
+import * as ResponsesDecoder from "./ResponsesDecoder.ts"
+import * as ResponsesStrict from "./ResponsesStrict.ts"
 
 /** Settings of the provider layer that shape every request. */
 export interface Settings {
@@ -24,6 +26,7 @@ export type InputItem =
   | {
     readonly type: "message"
     readonly role: Item.Role
+    readonly phase?: Item.Phase
     readonly content: ReadonlyArray<
       | { readonly type: "input_text"; readonly text: string }
       | { readonly type: "output_text"; readonly text: string; readonly annotations: ReadonlyArray<never> }
@@ -43,6 +46,8 @@ export type InputItem =
     readonly summary: ReadonlyArray<{ readonly type: "summary_text"; readonly text: string }>
     readonly encrypted_content?: string
   }
+  /** An output item this layer does not model, sent back as the API sent it. */
+  | { readonly [key: string]: unknown }
 
 /** A function tool as the API takes it. */
 export interface FunctionTool {
@@ -83,6 +88,7 @@ const partText = (part: Item.ContentPart): string => part.type === "refusal" ? p
 const messageInput = (message: Item.Message): InputItem => ({
   type: "message",
   role: message.role,
+  ...(message.phase === undefined ? {} : { phase: message.phase }),
   content: message.role === "assistant"
     ? message.content.map((part) =>
       part.type === "refusal"
@@ -94,9 +100,10 @@ const messageInput = (message: Item.Message): InputItem => ({
 
 /**
  * Maps a history to input items, one for one, except: extension items (`x-…`)
- * are the application's and are not sent, and reasoning items are sent only
- * when they came from OpenAI (an `rs_` id), because the API rejects reasoning
- * it did not produce.
+ * are the application's and are not sent, unless they are output items this
+ * layer kept as extensions (`x-openai.…`, see `ResponsesDecoder`), which go back
+ * as the API sent them; and reasoning items are sent only when they came from
+ * OpenAI (an `rs_` id), because the API rejects reasoning it did not produce.
  */
 export const input = (history: ReadonlyArray<Item.Item>): Array<InputItem> => {
   const out: Array<InputItem> = []
@@ -122,77 +129,29 @@ export const input = (history: ReadonlyArray<Item.Item>): Array<InputItem> => {
         }
         break
       default:
+        if (ResponsesDecoder.isOutputExtension(item)) out.push(item.data)
         break
     }
   }
   return out
 }
 
-// Keywords strict mode rejects (OpenAI answers e.g. "'oneOf' is not permitted"); `Schema.Union(..., { mode: "oneOf" })` emits one.
-const unsupportedInStrictMode = [
-  "oneOf",
-  "allOf",
-  "not",
-  "if",
-  "then",
-  "else",
-  "dependentRequired",
-  "dependentSchemas",
-  "patternProperties",
-  "propertyNames",
-  "unevaluatedProperties",
-  "unevaluatedItems",
-  "contains"
-]
-
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const valuesOf = (value: unknown): ReadonlyArray<unknown> =>
-  Array.isArray(value) ? value : isRecord(value) ? Object.values(value) : []
-
-/** The schemas nested in `schema`, by keyword: property names, `enum` values and defaults are data, not schemas. */
-const subschemas = (schema: Readonly<Record<string, unknown>>): ReadonlyArray<unknown> => [
-  ...valuesOf(schema.properties),
-  ...valuesOf(schema.$defs),
-  ...valuesOf(schema.definitions),
-  ...valuesOf(schema.anyOf),
-  ...valuesOf(schema.prefixItems),
-  ...(isRecord(schema.items) ? [schema.items] : valuesOf(schema.items))
-]
-
-/**
- * Whether OpenAI's strict mode accepts a JSON Schema: every object closes its
- * properties (`additionalProperties: false`) and requires all of them, and no
- * keyword strict mode rejects is used. Strict mode guarantees the model's JSON
- * matches the schema, so it is used whenever it can be.
- */
-export const isStrictCompatible = (schema: unknown): boolean => {
-  if (!isRecord(schema)) return true
-  if (unsupportedInStrictMode.some((keyword) => keyword in schema)) return false
-  const properties = schema.properties
-  if (schema.type === "object" || isRecord(properties)) {
-    if (schema.additionalProperties !== false) return false
-    const keys = isRecord(properties) ? Object.keys(properties) : []
-    const required = Array.isArray(schema.required) ? schema.required : []
-    if (!keys.every((key) => required.includes(key))) return false
+/** A tool definition as a function tool, strict whenever its schema can be made strict (see `ResponsesStrict`). */
+export const tool = (definition: LanguageModel.ToolDefinition): FunctionTool => {
+  const strict = ResponsesStrict.make(definition.parameters)
+  return {
+    type: "function",
+    name: definition.name,
+    description: definition.description,
+    parameters: strict.schema,
+    strict: strict.strict
   }
-  return subschemas(schema).every(isStrictCompatible)
 }
 
-const withoutDialect = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema => {
-  const { $schema: _, ...rest } = schema
-  return rest
+const outputFormat = (output: LanguageModel.OutputFormat): NonNullable<Body["text"]>["format"] => {
+  const strict = ResponsesStrict.make(output.schema)
+  return { type: "json_schema", name: output.name, schema: strict.schema, strict: strict.strict }
 }
-
-/** A tool definition as a function tool, strict when its schema allows. */
-export const tool = (definition: LanguageModel.ToolDefinition): FunctionTool => ({
-  type: "function",
-  name: definition.name,
-  description: definition.description,
-  parameters: withoutDialect(definition.parameters),
-  strict: isStrictCompatible(definition.parameters)
-})
 
 const toolChoice = (choice: LanguageModel.ToolChoice): NonNullable<Body["tool_choice"]> =>
   typeof choice === "string" ? choice : { type: "function", name: choice.name }
@@ -215,16 +174,7 @@ export const body = (
     ...(params?.temperature === undefined ? {} : { temperature: params.temperature }),
     ...(params?.topP === undefined ? {} : { top_p: params.topP }),
     ...(params?.maxOutputTokens === undefined ? {} : { max_output_tokens: params.maxOutputTokens }),
-    ...(output === undefined ? {} : {
-      text: {
-        format: {
-          type: "json_schema",
-          name: output.name,
-          schema: withoutDialect(output.schema),
-          strict: isStrictCompatible(output.schema)
-        }
-      }
-    }),
+    ...(output === undefined ? {} : { text: { format: outputFormat(output) } }),
     ...(params?.reasoningEffort === undefined ? {} : {
       reasoning: {
         effort: params.reasoningEffort,

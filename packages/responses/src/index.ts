@@ -5,5 +5,7 @@
  */
 export * as Responses from "./Responses.ts"
 export * as ResponsesDecoder from "./ResponsesDecoder.ts"
+export * as ResponsesError from "./ResponsesError.ts"
 export * as ResponsesEvent from "./ResponsesEvent.ts"
 export * as ResponsesRequest from "./ResponsesRequest.ts"
+export * as ResponsesStrict from "./ResponsesStrict.ts"

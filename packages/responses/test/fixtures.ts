@@ -3,7 +3,12 @@
  * (every event with `type` and `sequence_number`, each sent as
  * `event: <type>` + `data: <json>`), for the loopback server.
  */
-import { ProviderServer } from "@agentloop/core/testing"
+import { type Item, type LanguageModel, ProviderRetry, type Turn, type TurnDelta } from "@agentloop/core"
+import { type ProviderHarness, ProviderServer } from "@agentloop/core/testing"
+import { expect } from "@effect/vitest"
+import { Effect, Layer, Redacted, Stream } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { Responses } from "../src/index.ts"
 
 export const model = "gpt-5-mini-2025-08-07"
 
@@ -197,3 +202,91 @@ export class Script {
     return this.event("error", { code, message, param: null })
   }
 }
+
+/** The Responses wire format for the provider conformance suite. */
+export const conformance: ProviderHarness.Fixture = {
+  provider: "openai",
+  credentialHeader: "authorization",
+  layer: Responses.layerWithoutHttpClient,
+  frames: (turn, options) => {
+    const script = new Script(turn.id).created()
+    let index = 0
+    if (turn.reasoning !== undefined) script.reasoning("rs_conformance", index++, [turn.reasoning])
+    if (turn.text !== undefined) script.message("msg_conformance", index++, turn.text)
+    for (const call of turn.calls ?? []) {
+      const at = index++
+      const half = Math.ceil(call.arguments.length / 2)
+      script.callStart(`fc_${call.id}`, at, call.id, call.name)
+        .argumentsDelta(`fc_${call.id}`, at, call.arguments.slice(0, half))
+        .argumentsDelta(`fc_${call.id}`, at, call.arguments.slice(half))
+        .callDone(`fc_${call.id}`, at, call.id, call.name, call.arguments)
+    }
+    if (options?.complete !== false) {
+      script.completed(usage(turn.usage.input, turn.usage.output, turn.usage.cachedInput, turn.usage.reasoning))
+    }
+    return script.frames
+  },
+  serverError: (message) =>
+    new Script().created().event("error", { error: { type: "server_error", code: "server_error", message, param: null } })
+      .frames
+}
+
+export const canary = "sk-canary-5f1e9c2a-DO-NOT-LEAK"
+export const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
+export const hello: ReadonlyArray<Item.Item> = [{
+  type: "message",
+  id: "user",
+  status: "completed",
+  role: "user",
+  content: [{ type: "input_text", text: "Hello" }]
+}]
+
+/** The provider pointed at the loopback server; no retries unless a test asks. */
+export const provider = (config?: Partial<Responses.Config>) =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    return yield* Responses.make({
+      apiKey: Redacted.make(canary),
+      baseUrl: server.url,
+      retryPolicy: ProviderRetry.none,
+      ...config
+    })
+  })
+
+export const run = (
+  replies: ReadonlyArray<ProviderServer.Reply>,
+  options: LanguageModel.TurnOptions = {},
+  config?: Partial<Responses.Config>,
+  history: ReadonlyArray<Item.Item> = hello
+) =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    yield* server.reply(...replies)
+    const model = yield* provider(config)
+    return yield* Stream.runCollect(model.streamTurn(history, options))
+  })
+
+/** Runs a turn that must fail; returns the error and the deltas that came before it. */
+export const runFailing = (replies: ReadonlyArray<ProviderServer.Reply>, config?: Partial<Responses.Config>) =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    yield* server.reply(...replies)
+    const model = yield* provider(config)
+    const deltas: Array<TurnDelta.TurnDelta> = []
+    const error = yield* model.streamTurn(hello, {}).pipe(
+      Stream.runForEach((delta) => Effect.sync(() => deltas.push(delta))),
+      Effect.flip
+    )
+    return { error, deltas }
+  })
+
+export const completeTurn = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): Turn.Turn => {
+  const last = deltas.at(-1)
+  if (last?.type !== "turn_complete") throw new Error(`the stream did not end with turn_complete: ${last?.type}`)
+  expect(deltas.filter((d) => d.type === "turn_complete")).toHaveLength(1)
+  return last.turn
+}
+
+export const textOf = (deltas: ReadonlyArray<TurnDelta.TurnDelta>, type: "text_delta" | "refusal_delta" | "reasoning_delta") =>
+  deltas.flatMap((d) => d.type === type ? [d.delta] : []).join("")
+

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Deferred, Duration, Effect, Layer, Option, Ref, Stream, SubscriptionRef } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, Ref, type Scope, Stream, SubscriptionRef } from "effect"
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 
@@ -25,8 +25,8 @@ export interface RecordedRequest {
   readonly body: unknown
 }
 
-/** How the server answers one request. Build with {@link sse}, {@link status} or {@link hang}. */
-export type Reply = SseReply | StatusReply | HangReply
+/** How the server answers one request. Build with {@link sse}, {@link status}, {@link oversized} or {@link hang}. */
+export type Reply = SseReply | StatusReply | OversizedReply | HangReply
 
 /** A `text/event-stream` answer; see {@link sse}. */
 export interface SseReply {
@@ -36,6 +36,7 @@ export interface SseReply {
   readonly delay: Duration.Duration | undefined
   readonly stallAfter: number | undefined
   readonly disconnectAfter: number | undefined
+  readonly keepalive: Duration.Duration | undefined
 }
 
 /** A complete answer with a status, headers and a body; see {@link status}. */
@@ -44,6 +45,13 @@ export interface StatusReply {
   readonly status: number
   readonly body: string
   readonly headers: Readonly<Record<string, string>>
+}
+
+/** A status with a body of `size` bytes, written as the client reads it; see {@link oversized}. */
+export interface OversizedReply {
+  readonly _tag: "Oversized"
+  readonly status: number
+  readonly size: number
 }
 
 /** No answer at all, not even headers; see {@link hang}. */
@@ -79,20 +87,24 @@ const encoder = new TextEncoder()
  *   loop turn between writes, so the client reads each write as its own chunk;
  * - `delay` pauses between writes instead (real time, even under `TestClock`);
  * - `stallAfter` sends that many bytes and then nothing, keeping the connection open;
- * - `disconnectAfter` sends that many bytes and then destroys the socket.
+ * - `disconnectAfter` sends that many bytes and then destroys the socket;
+ * - `keepalive` sends, after the frames, an SSE comment at that interval
+ *   forever (real time), as servers do to keep an idle connection open.
  */
 export const sse = (frames: ReadonlyArray<string>, options?: {
   readonly chunkSize?: number | undefined
   readonly delay?: Duration.Input | undefined
   readonly stallAfter?: number | undefined
   readonly disconnectAfter?: number | undefined
+  readonly keepalive?: Duration.Input | undefined
 }): Reply => ({
   _tag: "Sse",
   body: encoder.encode(frames.join("")),
   chunkSize: options?.chunkSize,
   delay: options?.delay === undefined ? undefined : Duration.fromInputUnsafe(options.delay),
   stallAfter: options?.stallAfter,
-  disconnectAfter: options?.disconnectAfter
+  disconnectAfter: options?.disconnectAfter,
+  keepalive: options?.keepalive === undefined ? undefined : Duration.fromInputUnsafe(options.keepalive)
 })
 
 /** One SSE frame: an optional `event:` line, a `data:` line with `data` as JSON, and the blank line. */
@@ -109,6 +121,13 @@ export const status = (status: number, body: unknown, headers?: Record<string, s
     ...headers
   }
 })
+
+/**
+ * A `text/plain` answer with `status` whose body is `size` bytes of `x`,
+ * produced only as fast as the client reads it: a test of how much of a huge
+ * error body a client reads, without holding it in memory.
+ */
+export const oversized = (status: number, size: number): Reply => ({ _tag: "Oversized", status, size })
 
 /** Never answers: no status, no headers, the connection stays open (for request timeouts). */
 export const hang: Reply = { _tag: "Hang" }
@@ -142,10 +161,24 @@ const parseBody = (text: string): unknown => {
   }
 }
 
-/** Starts the server on a random port of 127.0.0.1; it stops, closing every open connection, with the scope. */
-export const layer: Layer.Layer<ProviderServer> = Layer.effect(
-  ProviderServer,
-  Effect.gen(function*() {
+const fillerChunk = new Uint8Array(64 * 1024).fill(120)
+
+const filler = (size: number): Iterable<Uint8Array> => ({
+  *[Symbol.iterator]() {
+    for (let sent = 0; sent < size; sent += fillerChunk.length) {
+      yield fillerChunk.subarray(0, Math.min(fillerChunk.length, size - sent))
+    }
+  }
+})
+
+const keepaliveComment = encoder.encode(": keepalive\n\n")
+
+/**
+ * Starts a server on a random port of 127.0.0.1; it stops, closing every open
+ * connection, with the scope. A test that needs a second host (the target of
+ * a redirect) starts one with this; most use {@link layer}.
+ */
+export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> = Effect.gen(function*() {
     const nodeServer = Http.createServer()
     const server = yield* NodeHttpServer.make(() => nodeServer, {
       port: 0,
@@ -180,6 +213,12 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
       })
       // The server runs handlers uninterruptibly; the wait must opt in, or a client abort could never end it.
       if (reply._tag === "Hang") return Effect.interruptible(Effect.never)
+      if (reply._tag === "Oversized") {
+        return Effect.succeed(HttpServerResponse.stream(Stream.fromIterable(filler(reply.size)), {
+          status: reply.status,
+          contentType: "text/plain"
+        }))
+      }
       const end = Math.min(reply.body.length, reply.stallAfter ?? reply.disconnectAfter ?? reply.body.length)
       const pause = reply.delay === undefined ? nextTurn : realSleep(reply.delay)
       // One element per write: the server writes a whole chunk of the stream at once.
@@ -194,6 +233,8 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
         })).pipe(Stream.drain, Stream.concat(Stream.never))
         : reply.stallAfter !== undefined
         ? Stream.never
+        : reply.keepalive !== undefined
+        ? Stream.fromEffectRepeat(Effect.as(realSleep(reply.keepalive), keepaliveComment))
         : Stream.empty
       nodeRequest.socket.setNoDelay(true)
       return Effect.succeed(HttpServerResponse.stream(Stream.concat(writes, tail), {
@@ -231,5 +272,7 @@ export const layer: Layer.Layer<ProviderServer> = Layer.effect(
         ),
       awaitClientAbort: Deferred.await(aborted)
     })
-  })
-)
+})
+
+/** Starts the server for a test; see {@link make}. */
+export const layer: Layer.Layer<ProviderServer> = Layer.effect(ProviderServer, make)

@@ -1,24 +1,30 @@
-import { Item, Turn } from "@agentloop/core"
+import { Item, ProviderStream, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
+import { ProviderServer } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import type { Sse } from "effect/encoding"
-import { GeminiRequest, GeminiTurn } from "../src/index.ts"
-import type { GeminiWire } from "../src/index.ts"
+import { GeminiDecoder, GeminiRequest } from "../src/index.ts"
+import type { GeminiEvent } from "../src/index.ts"
 
-const event = (data: unknown): Sse.Event => ({ _tag: "Event", event: "message", id: undefined, data: JSON.stringify(data) })
+const encoder = new TextEncoder()
 
-const assemble = (chunks: ReadonlyArray<GeminiWire.GenerateContentResponse>, fallbackKey = "k") =>
-  Effect.gen(function*() {
-    const deltas = yield* Stream.runCollect(
-      GeminiTurn.fromEvents(Stream.fromArray(chunks.map(event)), { model: "m", fallbackKey })
+/** The deltas the decoder makes of `chunks`, sent as one SSE body. */
+const decode = (chunks: ReadonlyArray<unknown>, fallbackKey = "k") =>
+  Stream.runCollect(
+    Stream.make(encoder.encode(chunks.map((chunk) => ProviderServer.sseEvent(chunk)).join(""))).pipe(
+      ProviderStream.decode(GeminiDecoder.make({ model: "m", fallbackKey }), { provider: "gemini" })
     )
+  )
+
+const assemble = (chunks: ReadonlyArray<unknown>, fallbackKey = "k") =>
+  Effect.gen(function*() {
+    const deltas = yield* decode(chunks, fallbackKey)
     const last = deltas[deltas.length - 1]
     if (last?.type !== "turn_complete") throw new Error("no turn_complete")
     return { deltas, turn: last.turn }
   })
 
-const modelChunk = (parts: ReadonlyArray<GeminiWire.Part>, finishReason?: string): GeminiWire.GenerateContentResponse => ({
+const modelChunk = (parts: ReadonlyArray<GeminiEvent.Part>, finishReason?: string) => ({
   candidates: [{ content: { role: "model", parts }, ...(finishReason === undefined ? {} : { finishReason }) }]
 })
 
@@ -26,7 +32,7 @@ const modelChunk = (parts: ReadonlyArray<GeminiWire.Part>, finishReason?: string
 const resent = (turn: Turn.Turn) =>
   Effect.map(GeminiRequest.make([Item.userMessage("hi"), ...turn.items], {}), (body) => body.contents.slice(1))
 
-describe("GeminiTurn", () => {
+describe("GeminiDecoder", () => {
   it.effect("keeps the order of text, thoughts and calls as separate items", () =>
     Effect.gen(function*() {
       const { deltas, turn } = yield* assemble([
@@ -84,10 +90,9 @@ describe("GeminiTurn", () => {
         ]
       }])
       expect(Turn.text(turn)).toBe("one")
-      const withUnknownPart = yield* Stream.runCollect(GeminiTurn.fromEvents(
-        Stream.make(event({ candidates: [{ content: { parts: [{ inlineData: { mimeType: "image/png", data: "" } }, { text: "x" }] }, finishReason: "STOP" }] })),
-        { model: "m", fallbackKey: "k" }
-      ))
+      const withUnknownPart = yield* decode([
+        { candidates: [{ content: { parts: [{ inlineData: { mimeType: "image/png", data: "" } }, { text: "x" }] }, finishReason: "STOP" }] }
+      ])
       expect(withUnknownPart.filter((delta): delta is TurnDelta.TextDelta => delta.type === "text_delta")).toStrictEqual([
         { type: "text_delta", delta: "x" }
       ])
@@ -95,7 +100,7 @@ describe("GeminiTurn", () => {
 
   it.effect("sends every thought signature back on the part it came with", () =>
     Effect.gen(function*() {
-      const cases: ReadonlyArray<ReadonlyArray<GeminiWire.Part>> = [
+      const cases: ReadonlyArray<ReadonlyArray<GeminiEvent.Part>> = [
         [{ text: "thinking", thought: true, thoughtSignature: "s1" }, { text: "answer" }],
         [{ text: "thinking", thought: true }, { functionCall: { name: "f", args: { a: 1 } }, thoughtSignature: "s2" }],
         [{ functionCall: { name: "f", args: {} }, thoughtSignature: "s3" }, { functionCall: { name: "g", args: {} } }],
@@ -125,7 +130,7 @@ describe("GeminiTurn", () => {
 
   it.effect("keeps both signatures of two signed text parts instead of merging them into one", () =>
     Effect.gen(function*() {
-      const parts: ReadonlyArray<GeminiWire.Part> = [
+      const parts: ReadonlyArray<GeminiEvent.Part> = [
         { text: "first", thoughtSignature: "s1" },
         { text: " second", thoughtSignature: "s2" }
       ]

@@ -1,0 +1,113 @@
+/**
+ * Runs a provider layer against the loopback `ProviderServer`, for the
+ * provider conformance suite: a provider package's {@link Fixture} says how to
+ * build its layer and how to write a turn in its wire format.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Stream } from "effect"
+import type { Scope } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
+import { TestClock } from "effect/testing"
+import * as assert from "node:assert/strict"
+import type * as AiError from "../AiError.ts"
+import * as Item from "../Item.ts"
+import * as LanguageModel from "../LanguageModel.ts"
+import type * as Provider from "../Provider.ts"
+import * as ProviderRetry from "../ProviderRetry.ts"
+import type * as Turn from "../Turn.ts"
+import type * as TurnDelta from "../TurnDelta.ts"
+import * as ProviderServer from "./ProviderServer.ts"
+import type * as WireTurn from "./WireTurn.ts"
+
+/** What a provider package supplies to run the conformance suite. */
+export interface Fixture {
+  /** The provider's name in errors. */
+  readonly provider: string
+  /** The lower-case header that carries the key. */
+  readonly credentialHeader: string
+  /** The provider's layer with these settings, on the `HttpClient` in context. */
+  readonly layer: (settings: Provider.Settings) => Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient>
+  /** The SSE frames of `turn` in the provider's documented wire format; `complete: false` leaves out what ends the turn. */
+  readonly frames: (turn: WireTurn.WireTurn, options?: { readonly complete: boolean }) => ReadonlyArray<string>
+  /** The frames of a stream that fails, before any delta, with a server error saying `message`. */
+  readonly serverError: (message: string) => ReadonlyArray<string>
+}
+
+/** The API key the harness configures: a canary that must never show up in an error, a delta or a span. */
+export const canary = "sk-CANARY-7d1f00aa-DO-NOT-LEAK"
+
+/** The history every harness turn sends. */
+export const hello = [Item.userMessage("Hello")]
+
+/** The loopback server of a harness run. */
+export type Server = ProviderServer.ProviderServer["Service"]
+
+/** The model of a harness run. */
+export type Model = LanguageModel.LanguageModel["Service"]
+
+/**
+ * Runs `body` with a fresh loopback server and the provider pointed at it,
+ * keyed with {@link canary}; no retries unless `settings` asks for them.
+ */
+export const run = <A, E>(
+  fixture: Fixture,
+  body: (server: Server, model: Model) => Effect.Effect<A, E, Scope.Scope | HttpClient.HttpClient>,
+  settings?: Partial<Provider.Settings>
+): Effect.Effect<A, E> =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    const model = yield* LanguageModel.LanguageModel.pipe(
+      Effect.provide(fixture.layer({ apiKey: Redacted.make(canary), baseUrl: server.url, retryPolicy: ProviderRetry.none, ...settings }))
+    )
+    return yield* body(server, model)
+  }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)))
+
+/** Runs a turn to its end: the deltas and, when it failed, the error. Never fails itself. */
+export const turn = (model: Model, options: LanguageModel.TurnOptions = {}) =>
+  Effect.gen(function*() {
+    const deltas: Array<TurnDelta.TurnDelta> = []
+    const exit = yield* model.streamTurn(hello, options).pipe(
+      Stream.runForEachArray((chunk) => Effect.sync(() => deltas.push(...chunk))),
+      Effect.exit
+    )
+    return { deltas, error: Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined }
+  })
+
+/** The turn that completes `deltas`, checking it is their one and last `turn_complete`. */
+export const completed = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): Turn.Turn => {
+  const ends = deltas.filter((delta) => delta.type === "turn_complete")
+  const last = deltas[deltas.length - 1]
+  assert.equal(ends.length, 1, "exactly one turn_complete")
+  assert.ok(last?.type === "turn_complete", "turn_complete is the last delta")
+  return last.turn
+}
+
+/** The error a turn failed with, checking it failed. */
+export const failed = (result: { readonly error: AiError.AiError | undefined }): AiError.AiError => {
+  assert.ok(result.error !== undefined, "the turn fails")
+  return result.error
+}
+
+/** The text of the deltas of one `type`, joined. */
+export const joined = (deltas: ReadonlyArray<TurnDelta.TurnDelta>, type: "text_delta" | "reasoning_delta"): string =>
+  deltas.flatMap((delta) => delta.type === type ? [delta.delta] : []).join("")
+
+// Real time, even under TestClock: lets real I/O run between clock steps.
+const realPause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
+
+/**
+ * Moves the test clock `step` seconds at a time, letting real I/O run in
+ * between, until `fiber` ends or `limit` passes; returns its exit and the seconds moved.
+ */
+export const driveClock = <A, E>(fiber: Fiber.Fiber<A, E>, limit: Duration.Input, step = 1) =>
+  Effect.gen(function*() {
+    let seconds = 0
+    const max = Duration.toSeconds(Duration.fromInputUnsafe(limit))
+    while (fiber.pollUnsafe() === undefined && seconds <= max) {
+      yield* TestClock.adjust(Duration.seconds(step))
+      seconds += step
+      yield* realPause
+    }
+    return { exit: yield* Fiber.await(fiber), seconds }
+  })

@@ -1,0 +1,46 @@
+/**
+ * A model turn described independently of any wire format, for the provider
+ * conformance suite: a provider's fixture renders it in the provider's
+ * documented stream format, and the suite checks the deltas and the `Turn` the
+ * provider decodes from it.
+ *
+ * @since 0.1.0
+ */
+import type * as TokenUsage from "../TokenUsage.ts"
+
+/** A function call of a turn; `id` is the call id the wire carries. */
+export interface Call {
+  readonly id: string
+  readonly name: string
+  /** The JSON text of the arguments, a JSON object. */
+  readonly arguments: string
+}
+
+/** What a turn holds, in the order the model writes it: reasoning, then text, then calls. */
+export interface WireTurn {
+  /** The response id on the wire. */
+  readonly id: string
+  /** The pieces of the reasoning the provider shows (summaries or thoughts). */
+  readonly reasoning?: ReadonlyArray<string> | undefined
+  /** The pieces of the answer. */
+  readonly text?: ReadonlyArray<string> | undefined
+  readonly calls?: ReadonlyArray<Call> | undefined
+  /** The usage the provider must report (a fixture writes it in its wire's terms). */
+  readonly usage: Required<TokenUsage.TokenUsage>
+}
+
+/** Builds a usage whose `total` is `input + output`. */
+export const usage = (input: number, output: number, cachedInput = 0, reasoning = 0): Required<TokenUsage.TokenUsage> => ({
+  input,
+  output,
+  total: input + output,
+  cachedInput,
+  reasoning
+})
+
+/** A text-only turn. */
+export const text = (...pieces: ReadonlyArray<string>): WireTurn => ({
+  id: "resp_conformance",
+  text: pieces,
+  usage: usage(12, 5)
+})

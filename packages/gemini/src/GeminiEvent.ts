@@ -1,0 +1,105 @@
+/**
+ * The chunks Gemini's `streamGenerateContent?alt=sse` streams back, as
+ * `Schema`s: one `GenerateContentResponse` per SSE event, or an error.
+ *
+ * Only the fields agentloop reads are described; decoding ignores the rest
+ * (safety ratings, citations, grounding), so new fields on the wire do not
+ * break a stream. Enum-like fields (`finishReason`, `blockReason`) decode as
+ * strings for the same reason: a value added by Google maps to `"other"` instead
+ * of failing the turn.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * One piece of a call's arguments streamed by Vertex AI
+ * (`streamFunctionCallArguments`): the value at `jsonPath` (RFC 9535, e.g.
+ * `$.city` or `$.stops[0].name`), a string continued by the next piece of the
+ * same path while `willContinue` is true.
+ */
+export const PartialArg = Schema.Struct({
+  jsonPath: Schema.String,
+  stringValue: Schema.optionalKey(Schema.String),
+  numberValue: Schema.optionalKey(Schema.Number),
+  boolValue: Schema.optionalKey(Schema.Boolean),
+  nullValue: Schema.optionalKey(Schema.Unknown),
+  willContinue: Schema.optionalKey(Schema.Boolean)
+})
+export type PartialArg = typeof PartialArg.Type
+
+/**
+ * A call the model asks for. `args` should be a JSON object, but is any JSON
+ * here: arguments of another shape are the model's mistake, for the tool to
+ * reject, not a broken stream. Streamed arguments (Vertex AI) come as a part
+ * with `name` and `willContinue: true`, then parts with `partialArgs` and no
+ * `name`, until one without `willContinue`.
+ */
+export const FunctionCall = Schema.Struct({
+  id: Schema.optionalKey(Schema.String),
+  name: Schema.optionalKey(Schema.String),
+  args: Schema.optionalKey(Schema.Unknown),
+  partialArgs: Schema.optionalKey(Schema.Array(PartialArg)),
+  willContinue: Schema.optionalKey(Schema.Boolean)
+})
+export type FunctionCall = typeof FunctionCall.Type
+
+/**
+ * One part of a candidate's content: text (a thought when `thought` is true)
+ * or a function call. `thoughtSignature` is opaque and must be sent back on the
+ * same part in the next request.
+ */
+export const Part = Schema.Struct({
+  text: Schema.optionalKey(Schema.String),
+  thought: Schema.optionalKey(Schema.Boolean),
+  thoughtSignature: Schema.optionalKey(Schema.String),
+  functionCall: Schema.optionalKey(FunctionCall)
+})
+export type Part = typeof Part.Type
+
+/** One response candidate. `finishReason` appears on the candidate's last chunk only; a SAFETY stop may send no content. */
+export const Candidate = Schema.Struct({
+  content: Schema.optionalKey(Schema.Struct({ parts: Schema.optionalKey(Schema.Array(Part)) })),
+  finishReason: Schema.optionalKey(Schema.String)
+})
+export type Candidate = typeof Candidate.Type
+
+/**
+ * Token counts. `candidatesTokenCount` excludes `thoughtsTokenCount`;
+ * `promptTokenCount` includes `cachedContentTokenCount`.
+ */
+export const UsageMetadata = Schema.Struct({
+  promptTokenCount: Schema.optionalKey(Count),
+  candidatesTokenCount: Schema.optionalKey(Count),
+  cachedContentTokenCount: Schema.optionalKey(Count),
+  thoughtsTokenCount: Schema.optionalKey(Count),
+  toolUsePromptTokenCount: Schema.optionalKey(Count),
+  totalTokenCount: Schema.optionalKey(Count)
+})
+export type UsageMetadata = typeof UsageMetadata.Type
+
+/** Google's error: the body of a failed HTTP response, and what a stream that fails midway sends as an event. */
+export const ErrorDetail = Schema.Struct({
+  code: Schema.optionalKey(Schema.Number),
+  message: Schema.optionalKey(Schema.String),
+  status: Schema.optionalKey(Schema.String)
+})
+export type ErrorDetail = typeof ErrorDetail.Type
+
+/**
+ * A streamed SSE event: a response chunk or, when `error` is present, the error
+ * that ends the stream. One struct rather than a union: every chunk is decoded,
+ * and a union would try the error shape first on each of them. `usageMetadata`
+ * is a running total repeated on every chunk; the last one counts.
+ */
+export const Chunk = Schema.Struct({
+  candidates: Schema.optionalKey(Schema.Array(Candidate)),
+  promptFeedback: Schema.optionalKey(Schema.Struct({ blockReason: Schema.optionalKey(Schema.String) })),
+  usageMetadata: Schema.optionalKey(UsageMetadata),
+  modelVersion: Schema.optionalKey(Schema.String),
+  responseId: Schema.optionalKey(Schema.String),
+  error: Schema.optionalKey(ErrorDetail)
+})
+export type Chunk = typeof Chunk.Type
