@@ -93,13 +93,13 @@ export interface StepTool<in I, out O, out E, out R, in S> extends Proto<I, O, E
 /** Runs the step its `route` picks, with the same input; `null` skips it, and the input is the output. */
 export interface StepBranch<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "branch"
-  readonly route: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<Any | null, E, R>
+  readonly route: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<Takes<never> | null, E, R>
 }
 
 /** What every fork has: the paths it runs on its input, and how many at once. */
 interface ForkProto<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "fork"
-  readonly paths: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<ReadonlyArray<Any>, E, R>
+  readonly paths: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<ReadonlyArray<Takes<never>>, E, R>
   /** Paths running at once at most (default: all of them). */
   readonly concurrency?: number | undefined
 }
@@ -154,7 +154,7 @@ export type OnError = "retry" | "skip" | "abort"
 /** Runs steps in sequence, again and again, until a predicate says stop. */
 export interface StepLoop<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "loop"
-  readonly steps: ReadonlyArray<Any>
+  readonly steps: ReadonlyArray<Takes<never>>
   readonly until: Until<unknown, unknown>
   readonly maxIterations?: number | undefined
   readonly maxHistorySize?: number | undefined
@@ -190,6 +190,17 @@ export type Step<I, O, E = never, R = never, S = unknown> =
 
 /** Any step, whatever its types. */
 export type Any = Step<never, unknown, unknown, unknown, never>
+
+/**
+ * A step that takes `I`, whatever else it is: what composite steps ask of
+ * their children. It says nothing of a child's output, errors or services, so
+ * a step written inline (`steps: [Step.run({ … })]`) infers its own.
+ */
+export interface Takes<in I> {
+  readonly [TypeId]: { readonly _I: (_: I) => void }
+  readonly kind: StepEvent.Kind
+  readonly id: string
+}
 
 type VarianceOf<T> = T extends { readonly [TypeId]: infer V } ? V : never
 

@@ -23,7 +23,7 @@ export interface BranchOptions<I, Routed, E, R, S> {
  */
 export const make = <
   I,
-  Routed extends Step.Step<I, unknown, unknown, unknown, never>,
+  Routed extends Step.Takes<I>,
   E = never,
   R = never,
   S = unknown

@@ -12,7 +12,7 @@ import { attempt, runChild, Runner, TypeId, variance } from "./runtime.ts"
 import type { Scope } from "./runtime.ts"
 
 /** A path of a fork on input `I`. */
-export type Path<I> = Step.Step<I, unknown, unknown, unknown, never>
+export type Path<I> = Step.Takes<I>
 
 /** The fields every fork has. */
 export interface ForkOptions<I, Paths, EP, RP, S> {
@@ -29,7 +29,7 @@ export interface RaceOptions<I, Paths, EP, RP, S> extends ForkOptions<I, Paths, 
 }
 
 /** The fields of a fork that needs every path. */
-export interface AllOptions<I, Paths extends ReadonlyArray<Step.Any>, O, EP, RP, EM, RM, S>
+export interface AllOptions<I, Paths extends ReadonlyArray<Step.Takes<never>>, O, EP, RP, EM, RM, S>
   extends ForkOptions<I, Paths, EP, RP, S>
 {
   readonly mode: "all"
@@ -38,7 +38,7 @@ export interface AllOptions<I, Paths extends ReadonlyArray<Step.Any>, O, EP, RP,
 }
 
 /** The fields of a fork that settles every path. */
-export interface SettleOptions<I, Paths extends ReadonlyArray<Step.Any>, O, EP, RP, EM, RM, S>
+export interface SettleOptions<I, Paths extends ReadonlyArray<Step.Takes<never>>, O, EP, RP, EM, RM, S>
   extends ForkOptions<I, Paths, EP, RP, S>
 {
   readonly mode: "settle"
@@ -59,7 +59,7 @@ const concurrencyOf = (stepId: string, concurrency: number | undefined): Effect.
     : Effect.fail(new InvalidStep({ stepId, message: `concurrency must be a positive integer, not ${concurrency}` }))
 
 /** The paths, and how many may run at once. */
-const start = <I, Paths extends ReadonlyArray<Step.Any>, EP, RP, S, RT>(
+const start = <I, Paths extends ReadonlyArray<Step.Takes<never>>, EP, RP, S, RT>(
   options: ForkOptions<I, Paths, EP, RP, S>,
   input: I,
   scope: Scope<S, RT>
@@ -122,7 +122,7 @@ export function make<
   RP | RM | Step.Services<Paths[number]>,
   S & Step.StateOf<Paths[number]>
 >
-export function make<I, Paths extends ReadonlyArray<Path<I>>, O, EP, RP, EM, RM, S>(
+export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, EM, RM, S>(
   options:
     | RaceOptions<I, Paths, EP, RP, S>
     | AllOptions<I, Paths, O, EP, RP, EM, RM, S>

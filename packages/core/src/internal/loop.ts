@@ -13,26 +13,38 @@ import { InvalidStep, MaxIterations } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import * as Until from "../Until.ts"
 import type { Verdict } from "../Verdict.ts"
-import { attempt, emit, Frame, nonNegative, runChild, runFrame, Runner, TypeId, userMessage, variance } from "./runtime.ts"
+import {
+  attempt,
+  emit,
+  Frame,
+  nonNegative,
+  runFrame,
+  Runner,
+  runSequence,
+  TypeId,
+  userMessage,
+  variance
+} from "./runtime.ts"
+import type { Last } from "./runtime.ts"
 
 /**
  * Checks that each step of a loop takes what it is given: the first, what the
  * loop is given (and, without `prepareNext`, what an iteration outputs: it is
  * the next iteration's input); each next, the output of the one before.
  */
-export type Chain<Steps extends ReadonlyArray<Step.Any>, Given> = Steps extends
-  readonly [infer Head extends Step.Any, ...infer Tail extends ReadonlyArray<Step.Any>]
-  ? readonly [Step.Step<Given, unknown, unknown, unknown, never>, ...Chain<Tail, Step.Output<Head>>]
-  : ReadonlyArray<Step.Step<Given, unknown, unknown, unknown, never>>
+export type Chain<Steps extends ReadonlyArray<Step.Takes<never>>, Given> = Steps extends
+  readonly [infer Head extends Step.Takes<never>, ...infer Tail extends ReadonlyArray<Step.Takes<never>>]
+  ? readonly [Step.Takes<Given>, ...Chain<Tail, Step.Output<Head>>]
+  : ReadonlyArray<Step.Takes<Given>>
 
 /** A loop's steps: at least one. */
-export type Steps = readonly [Step.Any, ...ReadonlyArray<Step.Any>]
+export type Steps = readonly [Step.Takes<never>, ...ReadonlyArray<Step.Takes<never>>]
 
 /** The input of a loop of `Steps`: its first step's. */
 export type LoopInput<S extends Steps> = Step.Input<S[0]>
 
-/** The output of a loop of `Steps`: its last step's (typed as any of its steps' outputs). */
-export type LoopOutput<S extends Steps> = Step.Output<S[number]>
+/** The output of a loop of `Steps`: its last step's. */
+export type LoopOutput<S extends Steps> = Step.Output<Last<S>>
 
 /** The fields of a `loop` step. */
 export interface LoopOptions<S extends Steps, EU, RU, EO, RO, St> {
@@ -160,20 +172,14 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
         yield* positiveInteger(id, "maxIterations", maxIterations)
         yield* nonNegative(id, "maxHistorySize", maxHistorySize)
         yield* nonNegative(id, "parkTimeout", parkTimeout)
-        const [first, ...rest]: ReadonlyArray<S[number]> = steps
-        if (first === undefined) return yield* new InvalidStep({ stepId: id, message: "a loop needs at least one step" })
+        if (steps.length === 0) return yield* new InvalidStep({ stepId: id, message: "a loop needs at least one step" })
         const { execution, context } = scope
         const frame = new Frame()
         const inner = { ...scope, frame }
         const header = { stepId: id, kind: "loop" as const, contextId: execution.id }
         const runId = `${execution.id}/${id}`
 
-        const iterate = (given: unknown) =>
-          Effect.gen(function*() {
-            let output = yield* runChild(first, given, inner)
-            for (const next of rest) output = yield* runChild(next, output, inner)
-            return output
-          })
+        const iterate = (given: unknown) => runSequence(steps, given, inner)
         const nextInput = (output: LoopOutput<S>, verdict: Verdict) =>
           prepareNext === undefined
             ? Effect.succeed<unknown>(output)

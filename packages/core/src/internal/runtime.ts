@@ -397,7 +397,7 @@ type Erased = Step.Step<unknown, unknown, unknown, unknown, unknown>
  * the composite then runs each child with the types the child's own type
  * records. This is the one place a step's types are set aside and taken back.
  */
-export const runChild = <T extends Step.Any, RT>(
+export const runChild = <T extends Step.Takes<never>, RT>(
   step: T,
   input: unknown,
   runtime: Runtime<unknown, RT>
@@ -407,6 +407,26 @@ export const runChild = <T extends Step.Any, RT>(
     Step.Error<T>,
     Exclude<Step.Services<T> | RT, ExecutionContext>
   >
+
+/** The last of a non-empty tuple of steps. */
+export type Last<S extends ReadonlyArray<Step.Takes<never>>> = S extends
+  readonly [...ReadonlyArray<Step.Takes<never>>, infer L] ? L : S[number]
+
+/**
+ * Runs `steps` in sequence, each output the next input (see {@link runChild}:
+ * the composite's constructor checked that each step takes what the one
+ * before gives); the output is the last step's.
+ */
+export const runSequence = <S extends readonly [Step.Takes<never>, ...ReadonlyArray<Step.Takes<never>>], RT>(
+  steps: S,
+  input: unknown,
+  runtime: Runtime<unknown, RT>
+): Effect.Effect<Step.Output<Last<S>>, Step.Error<S[number]>, Exclude<Step.Services<S[number]> | RT, ExecutionContext>> =>
+  Effect.gen(function*() {
+    let value = input
+    for (const step of steps) value = yield* runChild(step, value, runtime)
+    return value
+  }) as Effect.Effect<Step.Output<Last<S>>, Step.Error<S[number]>, Exclude<Step.Services<S[number]> | RT, ExecutionContext>>
 
 /**
  * Runs a step function, which may answer with a value, a Promise or an
