@@ -93,13 +93,13 @@ export interface StepTool<in I, out O, out E, out R, in S> extends Proto<I, O, E
 /** Runs the step its `route` picks, with the same input; `null` skips it, and the input is the output. */
 export interface StepBranch<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "branch"
-  readonly route: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<Takes<never> | null, E, R>
+  readonly route: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<Some | null, E, R>
 }
 
 /** What every fork has: the paths it runs on its input, and how many at once. */
 interface ForkProto<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "fork"
-  readonly paths: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<ReadonlyArray<Takes<never>>, E, R>
+  readonly paths: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<ReadonlyArray<Some>, E, R>
   /** Paths running at once at most (default: all of them). */
   readonly concurrency?: number | undefined
 }
@@ -154,7 +154,7 @@ export type OnError = "retry" | "skip" | "abort"
 /** Runs steps in sequence, again and again, until a predicate says stop. */
 export interface StepLoop<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "loop"
-  readonly steps: ReadonlyArray<Takes<never>>
+  readonly steps: ReadonlyArray<Some>
   readonly until: Until<unknown, unknown>
   readonly maxIterations?: number | undefined
   readonly maxHistorySize?: number | undefined
@@ -196,8 +196,17 @@ export type Any = Step<never, unknown, unknown, unknown, never>
  * their children. It says nothing of a child's output, errors or services, so
  * a step written inline (`steps: [Step.run({ … })]`) infers its own.
  */
-export interface Takes<in I> {
+export interface Takes<in I> extends Some {
   readonly [TypeId]: { readonly _I: (_: I) => void }
+}
+
+/**
+ * Some step: what a composite's type parameters for its children extend. It
+ * says nothing of a child's types (its input is checked with {@link Takes}
+ * separately), so a step written inline infers its own.
+ */
+export interface Some {
+  readonly [TypeId]: unknown
   readonly kind: StepEvent.Kind
   readonly id: string
 }

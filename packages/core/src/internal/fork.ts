@@ -29,7 +29,7 @@ export interface RaceOptions<I, Paths, EP, RP, S> extends ForkOptions<I, Paths, 
 }
 
 /** The fields of a fork that needs every path. */
-export interface AllOptions<I, Paths extends ReadonlyArray<Step.Takes<never>>, O, EP, RP, EM, RM, S>
+export interface AllOptions<I, Paths extends ReadonlyArray<Step.Some>, O, EP, RP, EM, RM, S>
   extends ForkOptions<I, Paths, EP, RP, S>
 {
   readonly mode: "all"
@@ -38,7 +38,7 @@ export interface AllOptions<I, Paths extends ReadonlyArray<Step.Takes<never>>, O
 }
 
 /** The fields of a fork that settles every path. */
-export interface SettleOptions<I, Paths extends ReadonlyArray<Step.Takes<never>>, O, EP, RP, EM, RM, S>
+export interface SettleOptions<I, Paths extends ReadonlyArray<Step.Some>, O, EP, RP, EM, RM, S>
   extends ForkOptions<I, Paths, EP, RP, S>
 {
   readonly mode: "settle"
@@ -59,7 +59,7 @@ const concurrencyOf = (stepId: string, concurrency: number | undefined): Effect.
     : Effect.fail(new InvalidStep({ stepId, message: `concurrency must be a positive integer, not ${concurrency}` }))
 
 /** The paths, and how many may run at once. */
-const start = <I, Paths extends ReadonlyArray<Step.Takes<never>>, EP, RP, S, RT>(
+const start = <I, Paths extends ReadonlyArray<Step.Some>, EP, RP, S, RT>(
   options: ForkOptions<I, Paths, EP, RP, S>,
   input: I,
   scope: Scope<S, RT>

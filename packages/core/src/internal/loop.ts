@@ -32,13 +32,16 @@ import type { Last } from "./runtime.ts"
  * loop is given (and, without `prepareNext`, what an iteration outputs: it is
  * the next iteration's input); each next, the output of the one before.
  */
-export type Chain<Steps extends ReadonlyArray<Step.Takes<never>>, Given> = Steps extends
-  readonly [infer Head extends Step.Takes<never>, ...infer Tail extends ReadonlyArray<Step.Takes<never>>]
-  ? readonly [Step.Takes<Given>, ...Chain<Tail, Step.Output<Head>>]
-  : ReadonlyArray<Step.Takes<Given>>
+export type Chain<Steps extends ReadonlyArray<Step.Some>, Given> = Steps extends
+  readonly [infer Head extends Step.Some, ...infer Tail extends ReadonlyArray<Step.Some>]
+  ? readonly [Taking<Given>, ...Chain<Tail, Step.Output<Head>>]
+  : ReadonlyArray<Taking<Given>>
+
+/** A step that takes `Given`; any step when `Given` is `never` (nothing to check). */
+type Taking<Given> = [Given] extends [never] ? Step.Some : Step.Takes<Given>
 
 /** A loop's steps: at least one. */
-export type Steps = readonly [Step.Takes<never>, ...ReadonlyArray<Step.Takes<never>>]
+export type Steps = readonly [Step.Some, ...ReadonlyArray<Step.Some>]
 
 /** The input of a loop of `Steps`: its first step's. */
 export type LoopInput<S extends Steps> = Step.Input<S[0]>

@@ -397,7 +397,7 @@ type Erased = Step.Step<unknown, unknown, unknown, unknown, unknown>
  * the composite then runs each child with the types the child's own type
  * records. This is the one place a step's types are set aside and taken back.
  */
-export const runChild = <T extends Step.Takes<never>, RT>(
+export const runChild = <T extends Step.Some, RT>(
   step: T,
   input: unknown,
   runtime: Runtime<unknown, RT>
@@ -409,15 +409,15 @@ export const runChild = <T extends Step.Takes<never>, RT>(
   >
 
 /** The last of a non-empty tuple of steps. */
-export type Last<S extends ReadonlyArray<Step.Takes<never>>> = S extends
-  readonly [...ReadonlyArray<Step.Takes<never>>, infer L] ? L : S[number]
+export type Last<S extends ReadonlyArray<Step.Some>> = S extends
+  readonly [...ReadonlyArray<Step.Some>, infer L] ? L : S[number]
 
 /**
  * Runs `steps` in sequence, each output the next input (see {@link runChild}:
  * the composite's constructor checked that each step takes what the one
  * before gives); the output is the last step's.
  */
-export const runSequence = <S extends readonly [Step.Takes<never>, ...ReadonlyArray<Step.Takes<never>>], RT>(
+export const runSequence = <S extends readonly [Step.Some, ...ReadonlyArray<Step.Some>], RT>(
   steps: S,
   input: unknown,
   runtime: Runtime<unknown, RT>
