@@ -379,6 +379,10 @@ export const runStep = <I, O, E, R, S, RT>(
           if (Cause.hasInterruptsOnly(exit.cause)) return Effect.void
           return emit(runtime, step, { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) })
         }),
+        // A step that completed its loop or aborted its execution (or ran inside one that did) waits
+        // here to be interrupted, so nothing after it runs before the frame's race notices.
+        Effect.exit,
+        Effect.flatMap((exit) => runtime.frame.completed || execution.aborted ? Effect.never : exit),
         Effect.withParentSpan(span),
         Effect.provideService(ExecutionContext, context)
       )
