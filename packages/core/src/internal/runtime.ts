@@ -365,24 +365,29 @@ export const runStep = <I, O, E, R, S, RT>(
         }
       }
       const body = step[Runner](input, scope).pipe(
-        Effect.onExit((exit) => {
+        Effect.ensuring(Effect.sync(() => {
           execution.stepCount++
-          if (runtime.sink === undefined) return Effect.void
-          if (Exit.isSuccess(exit)) {
-            return emit(runtime, step, {
+        })),
+        Effect.exit,
+        Effect.flatMap((exit) => {
+          // A step that completed its loop or aborted its execution (or ran inside one that did)
+          // waits here to be interrupted, so nothing after it runs before the frame's race notices.
+          const then = runtime.frame.completed || execution.aborted ? Effect.never : exit
+          if (runtime.sink === undefined) return then
+          // Sent here, not in a finalizer: a consumer that stops pulling must be able to interrupt a
+          // step waiting to send its event.
+          const event: StepEvent.StepEvent | undefined = Exit.isSuccess(exit)
+            ? {
               _tag: "Completed",
               ...header,
               output: exit.value,
               ...(meta !== undefined && withMeta(step.kind) ? { meta } : {})
-            })
-          }
-          if (Cause.hasInterruptsOnly(exit.cause)) return Effect.void
-          return emit(runtime, step, { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) })
+            }
+            : Cause.hasInterruptsOnly(exit.cause)
+            ? undefined
+            : { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) }
+          return event === undefined ? then : Effect.andThen(emit(runtime, step, event), then)
         }),
-        // A step that completed its loop or aborted its execution (or ran inside one that did) waits
-        // here to be interrupted, so nothing after it runs before the frame's race notices.
-        Effect.exit,
-        Effect.flatMap((exit) => runtime.frame.completed || execution.aborted ? Effect.never : exit),
         Effect.withParentSpan(span),
         Effect.provideService(ExecutionContext, context)
       )
