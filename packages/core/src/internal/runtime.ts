@@ -6,8 +6,8 @@
  *
  * @internal
  */
-import { Cause, Deferred, Effect, Exit, Predicate } from "effect"
-import type { Clock, Tracer } from "effect"
+import { Cause, Deferred, Effect, Exit, Predicate, Tracer } from "effect"
+import type { Clock } from "effect"
 import * as Channel from "../Channel.ts"
 import * as Cost from "../Cost.ts"
 import { ExecutionContext } from "../ExecutionContext.ts"
@@ -343,6 +343,8 @@ export const runStep = <I, O, E, R, S, RT>(
 ): Effect.Effect<O, E, Exclude<R | RT, ExecutionContext>> => {
   const execution = runtime.execution
   const header = { stepId: step.id, kind: step.kind, contextId: execution.id }
+  // No stack traces on step spans: the interpreter's stack says nothing about a step (its span's name
+  // and attributes do), and capturing one costs more than the rest of the step.
   return Effect.useSpan(
     `step.${step.kind} ${step.id}`,
     {
@@ -388,7 +390,8 @@ export const runStep = <I, O, E, R, S, RT>(
             : { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) }
           return event === undefined ? then : Effect.andThen(emit(runtime, step, event), then)
         }),
-        Effect.withParentSpan(span),
+        // The span is the parent of the step's own (`withParentSpan` without its stack frame).
+        Effect.provideService(Tracer.ParentSpan, span),
         Effect.provideService(ExecutionContext, context)
       )
       return runtime.sink === undefined ? body : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
