@@ -55,7 +55,7 @@ const plainFork = Effect.all(
 const fork = Step.fork({
   id: "three",
   mode: "all",
-  paths: () => [runStep, Step.run({ id: "b", execute: work }), Step.run({ id: "c", execute: work })],
+  paths: (_: number) => [runStep, Step.run({ id: "b", execute: work }), Step.run({ id: "c", execute: work })],
   merge: (results) => results.reduce((a, b) => a + b, 0)
 })
 
