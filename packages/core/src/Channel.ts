@@ -76,7 +76,11 @@ export const send = <T>(channel: Channel<T>, value: T): Effect.Effect<void, Inva
 
 /** How long {@link recv} waits. */
 export interface RecvOptions {
-  /** Wait at most this long (a number is milliseconds), then fail with `RecvTimeout`; forever when absent. */
+  /**
+   * Wait at most this long (a number is milliseconds), then fail with
+   * `RecvTimeout`; forever when absent. Zero or less waits for nothing: only a
+   * value already sent is received.
+   */
   readonly timeout?: Duration.Input | undefined
 }
 
@@ -87,7 +91,7 @@ export interface RecvOptions {
 export const recv = <T>(channel: Channel<T>, options?: RecvOptions): Effect.Effect<T, RecvTimeout> => {
   const take = Queue.take(channel.queue)
   if (options?.timeout === undefined) return take
-  const timeout = Duration.fromInputUnsafe(options.timeout)
+  const timeout = Duration.max(Duration.fromInputUnsafe(options.timeout), Duration.zero)
   return Effect.timeoutOrElse(take, {
     duration: timeout,
     orElse: () => Effect.fail(new RecvTimeout({ channel: channel.name, timeoutMs: Duration.toMillis(timeout) }))

@@ -226,10 +226,14 @@ export type Services<T> = T extends unknown ? VarianceOf<T> extends Variance<nev
 export type State<T> = T extends unknown ? VarianceOf<T> extends Variance<never, unknown, unknown, unknown, infer S> ? S : never
   : never
 
-type UnionToIntersection<U> = (U extends unknown ? (_: U) => void : never) extends (_: infer I) => void ? I : never
-
-/** The state a union of steps reads: what every one of them reads. */
-export type StateOf<T> = [T] extends [never] ? unknown : UnionToIntersection<State<T>>
+/**
+ * The state a union of steps reads: what every one of them reads (the
+ * intersection of their states, taken step by step, so a step that reads any
+ * state adds nothing).
+ */
+export type StateOf<T> = [T] extends [never] ? unknown
+  : (T extends unknown ? (_: State<T>) => void : never) extends (_: infer S) => void ? S
+  : never
 
 export type {
   /** The fields of a `branch` step. */

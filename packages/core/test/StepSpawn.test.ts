@@ -181,5 +181,11 @@ describe("Channel", () => {
       const fiber = yield* Effect.forkChild(Effect.flip(Channel.recv(quiet, { timeout: "2 seconds" })))
       yield* TestClock.adjust(Duration.seconds(2))
       expect(yield* Fiber.join(fiber)).toStrictEqual(new StepError.RecvTimeout({ channel: "quiet", timeoutMs: 2000 }))
+      // Zero or less waits for nothing: a value already sent, or the timeout at once.
+      yield* Channel.send(quiet, "waiting")
+      expect(yield* Channel.recv(quiet, { timeout: -5 })).toBe("waiting")
+      expect(yield* Effect.flip(Channel.recv(quiet, { timeout: -5 }))).toStrictEqual(
+        new StepError.RecvTimeout({ channel: "quiet", timeoutMs: 0 })
+      )
     }))
 })
