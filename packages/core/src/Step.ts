@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Queue, Random, Stream } from "effect"
+import { Effect, Queue, Stream } from "effect"
 import type { Layer, Schema } from "effect"
 import type { ExecutionContext } from "./ExecutionContext.ts"
 import type * as Item from "./Item.ts"
@@ -36,8 +36,8 @@ import * as Fork from "./internal/fork.ts"
 import * as Llm from "./internal/llm.ts"
 import * as Loops from "./internal/loop.ts"
 import * as Run_ from "./internal/run.ts"
-import { makeExecution, runChild, runFrame } from "./internal/runtime.ts"
-import type { Run, Runner, Sink, TypeId, Variance } from "./internal/runtime.ts"
+import { program } from "./internal/execute.ts"
+import type { Run, Runner, TypeId, Variance } from "./internal/runtime.ts"
 import * as Spawn from "./internal/spawn.ts"
 import * as ToolStep from "./internal/tool.ts"
 
@@ -363,32 +363,6 @@ export interface StateOptions<S> {
 
 /** What a program's execution needs: its steps' services and its tools', the context aside (each step has its own). */
 export type ExecutionServices<R, RT> = Exclude<R | RT, ExecutionContext>
-
-const program = (
-  step: Any,
-  input: unknown,
-  options: (Options<unknown> & { readonly state?: unknown }) | undefined,
-  sink: Sink | undefined
-): Effect.Effect<unknown, unknown, unknown> =>
-  Effect.gen(function*() {
-    const clock = yield* Clock.Clock
-    const id = options?.id ??
-      `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
-    const execution = makeExecution({
-      id,
-      threadId: options?.threadId ?? id,
-      resourceId: options?.resourceId,
-      parent: undefined,
-      parentContext: null,
-      clock,
-      input,
-      state: options?.state
-    })
-    return yield* runFrame(
-      execution.frame,
-      runChild(step, input, { execution, toolkit: options?.toolkit, sink, frame: execution.frame })
-    )
-  })
 
 /**
  * Runs a program on `input` and returns its output. A text input starts the
