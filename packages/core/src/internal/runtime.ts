@@ -111,8 +111,6 @@ export const runStep = <I, O, E, R, S, RT>(
 ): Effect.Effect<O, E, Exclude<R | RT, ExecutionContext>> => {
   const execution = runtime.execution
   const header = { stepId: step.id, kind: step.kind, contextId: execution.id }
-  // No stack traces on step spans: the interpreter's stack says nothing about a step (its span's name
-  // and attributes do), and capturing one costs more than the rest of the step.
   return Effect.useSpan(
     `step.${step.kind} ${step.id}`,
     {
@@ -158,7 +156,8 @@ export const runStep = <I, O, E, R, S, RT>(
             : { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) }
           return event === undefined ? then : Effect.andThen(emit(runtime, step, event), then)
         }),
-        // The span is the parent of the step's own (`withParentSpan` without its stack frame).
+        // The span is the parent of the spans inside the step: `withParentSpan`, less the stack trace
+        // it captures, which says nothing about a step and costs more than the rest of the step.
         Effect.provideService(Tracer.ParentSpan, span),
         Effect.provideService(ExecutionContext, context)
       )
@@ -175,7 +174,8 @@ type Erased = Step.Step<unknown, unknown, unknown, unknown, unknown>
  * once (the steps of a loop, the paths of a fork), and its constructor computes
  * its own types from theirs and checks that each child takes what it is given;
  * the composite then runs each child with the types the child's own type
- * records. This is the one place a step's types are set aside and taken back.
+ * records. This and {@link runSequence} are the only places a step's types
+ * are set aside and taken back.
  */
 export const runChild = <T extends Step.Some, RT>(
   step: T,
