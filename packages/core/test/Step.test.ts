@@ -4,6 +4,7 @@ import { TestClock } from "effect/testing"
 import * as Approval from "../src/Approval.ts"
 import { ExecutionContext } from "../src/ExecutionContext.ts"
 import { Halt } from "../src/Halt.ts"
+import * as RetryPolicy from "../src/RetryPolicy.ts"
 import * as Step from "../src/Step.ts"
 import * as StepError from "../src/StepError.ts"
 import { SpanRecorder } from "../src/testing/index.ts"
@@ -100,6 +101,34 @@ describe("Step.run", () => {
       expect(error).toMatchObject({ _tag: "InvalidStep", stepId: "bad-retry" })
       expect(error.message).toContain("initialDelay")
       expect(ran).toBe(false)
+    }))
+})
+
+describe("RetryPolicy", () => {
+  it("waits initialDelay, then the same, more each time, or twice as long, capped at maxDelay", () => {
+    const waits = (backoff: RetryPolicy.RetryPolicy["backoff"], maxDelay?: number) =>
+      [1, 2, 3, 4].map((retry) =>
+        RetryPolicy.delay({ maxAttempts: 5, backoff, initialDelay: 100, ...(maxDelay === undefined ? {} : { maxDelay }) }, retry)
+      )
+    expect(waits("fixed")).toStrictEqual([100, 100, 100, 100])
+    expect(waits("linear")).toStrictEqual([100, 200, 300, 400])
+    expect(waits("exponential")).toStrictEqual([100, 200, 400, 800])
+    expect(waits("linear", 250)).toStrictEqual([100, 200, 250, 250])
+  })
+
+  it.effect("runs as a Schedule of maxAttempts - 1 retries", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const fiber = yield* Effect.forkChild(Effect.exit(
+        Effect.suspend(() => (attempts++, Effect.fail("no"))).pipe(
+          Effect.retry(RetryPolicy.schedule({ maxAttempts: 3, backoff: "linear", initialDelay: 10 }))
+        )
+      ))
+      yield* TestClock.adjust(Duration.millis(29))
+      expect(attempts).toBe(2)
+      yield* TestClock.adjust(Duration.millis(1))
+      expect(Exit.isFailure(yield* Fiber.join(fiber))).toBe(true)
+      expect(attempts).toBe(3)
     }))
 })
 
