@@ -388,14 +388,19 @@ export function execute(
   return program(step, input, options, undefined)
 }
 
-/** Events `stream` may hold for a consumer that has not pulled them yet; a step waits to send more. */
-export const streamBuffer = 16
+/**
+ * Events `stream` holds for a consumer that has not pulled them yet: one. A
+ * step waits at its next event until the consumer takes the one before, so a
+ * program never runs more than an event ahead of its consumer.
+ */
+export const streamBuffer = 1
 
 /**
  * Runs a program as a stream of its `StepEvent`s, ending with an `Output`
  * event carrying its output (or failing as `execute` would). The program runs
- * as the consumer pulls: it waits at its next event while {@link streamBuffer}
- * events are unread. A consumer that stops pulling interrupts every step.
+ * as the consumer pulls: a step waits at its next event until the consumer
+ * has taken the one before ({@link streamBuffer}). A consumer that stops
+ * pulling interrupts every step.
  */
 export function stream<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
