@@ -8,7 +8,8 @@ import type { Termination } from "@agentloop/core"
 import * as Render from "./render.ts"
 import { toolkit } from "./tools.ts"
 
-const instructions = "You are a careful assistant. Use the tools for every calculation and unit conversion, " +
+/** What the demo agent is told to do. */
+export const instructions = "You are a careful assistant. Use the tools for every calculation and unit conversion, " +
   "then answer briefly."
 
 /**

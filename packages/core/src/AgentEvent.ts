@@ -18,7 +18,7 @@ import * as AiError from "./AiError.ts"
 import { Cost } from "./Cost.ts"
 import * as Item from "./Item.ts"
 import * as Termination from "./Termination.ts"
-import { Outcome } from "./Toolkit.ts"
+import { ToolRecord } from "./ToolRecord.ts"
 import { Turn } from "./Turn.ts"
 import * as TurnDelta from "./TurnDelta.ts"
 import * as Verdicts from "./Verdict.ts"
@@ -66,13 +66,7 @@ export type ToolProgress = typeof ToolProgress.Type
  * A tool call ended: its `outcome`, and the output item the model will read
  * (the tool's encoded output, or `{"error": …}`); `reason` says what went wrong.
  */
-export const ToolResult = Schema.TaggedStruct("ToolResult", {
-  step: Step,
-  outcome: Outcome,
-  call: Item.FunctionCall,
-  output: Item.FunctionCallOutput,
-  reason: Schema.optionalKey(Schema.String)
-})
+export const ToolResult = Schema.TaggedStruct("ToolResult", { step: Step, ...ToolRecord.fields })
 export type ToolResult = typeof ToolResult.Type
 
 /** The stop predicate's verdict on the turn. */

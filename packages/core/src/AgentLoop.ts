@@ -2,36 +2,35 @@
  * The agent service: a model, tools, a stop predicate and limits, run as one
  * pull-based stream that ends with exactly one typed termination.
  *
- * A run is a small state machine on `Loop.loop`. Each iteration is one
- * `AgentTurn` (the request with reactive compaction, the accounted turn, the
- * tool calls); then the `AgentRules`, the `afterTurn` hook, the stop predicate
- * and the structured output decide whether to go on. Nothing runs ahead of the
- * consumer: a consumer that stops pulling stops the run, and its HTTP request.
+ * A run is a small state machine (`AgentMachine`) driven on `Loop.loop`: each
+ * iteration is one `AgentTurn` (the request with reactive compaction, the
+ * accounted turn, the tool calls), and the machine's `decide` (the
+ * `AgentRules`, the `afterTurn` hook, the stop predicate, the structured
+ * output) says whether to go on. Nothing runs ahead of the consumer: a
+ * consumer that stops pulling stops the run, and its HTTP request.
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Random, Schema, Stream } from "effect"
-import type { Accounting } from "./Accounting.ts"
+import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import type { Duration } from "effect"
+import * as AgentCheckpoint from "./AgentCheckpoint.ts"
 import type * as Events from "./AgentEvent.ts"
+import * as AgentMachine from "./AgentMachine.ts"
 import * as AgentRules from "./AgentRules.ts"
 import * as AgentTurn from "./AgentTurn.ts"
-import * as Cost from "./Cost.ts"
+import { Checkpointer } from "./Checkpointer.ts"
+import type { CheckpointError } from "./Checkpointer.ts"
 import type { Halt } from "./Halt.ts"
-import * as Item from "./Item.ts"
+import type * as Item from "./Item.ts"
 import { LanguageModel } from "./LanguageModel.ts"
-import type { ModelParams, ToolChoice, TurnOptions } from "./LanguageModel.ts"
+import type { ModelParams, ToolChoice } from "./LanguageModel.ts"
 import * as Loop from "./Loop.ts"
-import * as Pricing from "./Pricing.ts"
 import type { Snapshot } from "./Snapshot.ts"
-import * as StepMeta from "./StepMeta.ts"
-import { StopPolicy } from "./StopPolicy.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as Termination from "./Termination.ts"
-import * as TokenUsage from "./TokenUsage.ts"
-import * as Tool from "./Tool.ts"
-import * as Toolkit from "./Toolkit.ts"
-import * as Turn from "./Turn.ts"
-import * as Until from "./Until.ts"
+import type * as Toolkit from "./Toolkit.ts"
+import type * as Turn from "./Turn.ts"
+import type * as Until from "./Until.ts"
 
 export {
   /** What a run streams, as a `Schema` union a client decodes by `_tag` (see the `AgentEvent` module). */
@@ -113,30 +112,11 @@ export class AgentLoop extends Context.Service<AgentLoop, {
   ): Effect.Effect<RunResult<O>, Termination.Error, R | RU>
 }>()("@agentloop/core/AgentLoop") {}
 
-/** Where a run stands between turns. */
-interface State {
-  readonly history: ReadonlyArray<Item.Item>
-  readonly steps: number
-  readonly usage: TokenUsage.TokenUsage
-  readonly cost: Cost.Cost
-  /** The text of every turn so far: the outputs a predicate's snapshot lists. */
-  readonly outputs: ReadonlyArray<string>
-  readonly mistakes: ReadonlyArray<string>
-  readonly progress: AgentRules.Progress
-  readonly repairs: number
-}
-
-const defaults = {
-  maxTurns: 50,
-  maxConsecutiveMistakes: 3,
-  maxNoProgress: 3,
-  maxStructuredOutputRetries: 2
-}
-
-/** How many of the last items a termination carries. */
-const lastItemsKept = 10
-
-const feedbackMessage = (text: string, step: number): Item.Message => Item.userMessage(text, `feedback_${step}`)
+/** Whether a run's recovery failed for its checkpoint's sake (rather than ending on a recovered budget). */
+const isRecoveryFailure = (
+  error: CheckpointError | AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
+): error is CheckpointError | AgentCheckpoint.RecoveryError =>
+  error._tag === "CheckpointError" || error._tag === "RestoreFailed" || error._tag === "SchemaError"
 
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(
@@ -144,249 +124,83 @@ export const stream = <O = string, R = never, E = never, RU = never>(
 ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
   Stream.unwrap(Effect.gen(function*() {
     const model = yield* LanguageModel
-    const startedAt = yield* Clock.currentTimeMillis
-    const runId = options.runId ?? `run_${(yield* Random.nextInt).toString(36)}_${startedAt.toString(36)}`
-    const until: Until.Until<unknown, RU> = options.until ?? (yield* StopPolicy)
-    const limits = {
-      maxTurns: options.limits?.maxTurns ?? defaults.maxTurns,
-      maxBudgetUsd: options.limits?.maxBudgetUsd,
-      maxConsecutiveMistakes: options.limits?.maxConsecutiveMistakes ?? defaults.maxConsecutiveMistakes,
-      maxNoProgress: options.limits?.maxNoProgress ?? defaults.maxNoProgress,
-      maxStructuredOutputRetries: options.limits?.maxStructuredOutputRetries ?? defaults.maxStructuredOutputRetries
-    }
-    const tools = { concurrency: options.limits?.toolConcurrency, timeout: options.limits?.toolTimeout }
-    const output = options.output
-    const decodeOutput = output === undefined
-      ? undefined
-      : Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(output)))
-    const turnOptions: TurnOptions = {
-      model: options.model,
-      instructions: options.instructions,
-      tools: options.toolkit === undefined ? undefined : Toolkit.definitions(options.toolkit),
-      toolChoice: options.toolChoice,
-      params: options.params,
-      output: output === undefined ? undefined : { name: "output", schema: Tool.toParameters(output) }
-    }
+    const machine = yield* AgentMachine.make(options)
     yield* Effect.annotateCurrentSpan({
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.provider.name": Telemetry.providerName(model.provider),
-      "agentloop.run.id": runId,
+      "agentloop.run.id": machine.runId,
       ...(options.model === undefined ? {} : { "gen_ai.request.model": options.model }),
       ...(options.name === undefined ? {} : { "gen_ai.agent.name": options.name })
     })
-
-    const initial: State = {
-      history: typeof options.input === "string" ? [Item.userMessage(options.input)] : options.input,
-      steps: 0,
-      usage: TokenUsage.empty,
-      cost: Cost.zero,
-      outputs: [],
-      mistakes: [],
-      progress: AgentRules.progressing,
-      repairs: 0
-    }
+    const start = yield* machine.start
     /** The run as last accounted: what a deadline or a failed turn reports. */
-    let latest = initial
+    let latest = start
+    const checkpointFailed = (error: CheckpointError | AgentCheckpoint.RecoveryError) =>
+      Effect.flatMap(machine.accounting(latest), (accounting) =>
+        Effect.fail(new Termination.CheckpointFailed({ message: `the run's checkpoint failed: ${error.message}`, cause: error, accounting })))
 
-    const accounting = (state: State, history: ReadonlyArray<Item.Item> = state.history) =>
-      Effect.map(Clock.currentTimeMillis, (now): Accounting => ({
-        usage: state.usage,
-        cost: state.cost,
-        elapsedMs: now - startedAt,
-        steps: state.steps,
-        lastItems: history.slice(-lastItemsKept)
-      }))
-
-    if (
-      limits.maxBudgetUsd !== undefined && options.model !== undefined && !(yield* Pricing.isPriced(options.model))
-    ) {
-      return yield* new Termination.UnpricedModel({
-        model: options.model,
-        maxBudgetUsd: limits.maxBudgetUsd,
-        accounting: yield* accounting(initial)
-      })
+    const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
+    const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
+      runId: machine.runId,
+      machine,
+      // Without a structured output, O is the text (its default).
+      output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
+      toolkit: options.toolkit
+    }).pipe(Effect.provideService(Checkpointer, checkpointer.value))
+    const position = recorder === undefined
+      ? { _tag: "Between" as const, state: start }
+      : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))
+    if (position._tag === "Finished") {
+      yield* Telemetry.annotateTermination(position.result.termination)
+      return Stream.succeed<AgentEvent<O>>({ _tag: "Finished", result: position.result })
     }
 
-    /** Adds a completed turn to the books, and keeps the budget. */
-    const account = (state: State, completed: AgentTurn.Completed) =>
-      Effect.gen(function*() {
-        const accounted: State = {
-          ...state,
-          history: completed.history,
-          steps: state.steps + 1,
-          usage: TokenUsage.add(state.usage, completed.turn.usage),
-          cost: Cost.add(state.cost, completed.cost),
-          outputs: [...state.outputs, Turn.text(completed.turn)]
-        }
-        latest = accounted
-        const books = yield* accounting(accounted)
-        const budget = AgentRules.budget(accounted.cost, limits.maxBudgetUsd)
-        if (limits.maxBudgetUsd !== undefined && budget === "unpriced") {
-          return yield* new Termination.UnpricedModel({
-            ...(completed.turn.model === undefined ? {} : { model: completed.turn.model }),
-            maxBudgetUsd: limits.maxBudgetUsd,
-            accounting: books
-          })
-        }
-        if (limits.maxBudgetUsd !== undefined && budget === "reached") {
-          return yield* new Termination.MaxBudgetUsd({ maxBudgetUsd: limits.maxBudgetUsd, accounting: books })
-        }
-        return { state: accounted, accounting: books }
-      })
-
-    /** Ends the run with its result, after the verdict that stopped it. */
-    const finish = (verdict: Events.Verdict | undefined, result: RunResult<O>) =>
-      Effect.as(
-        Telemetry.annotateTermination(result.termination),
-        Loop.stopAfter(Stream.fromIterable<AgentEvent<O>>(
-          verdict === undefined ? [{ _tag: "Finished", result }] : [verdict, { _tag: "Finished", result }]
-        ))
-      )
-
-    /** Goes on to the next turn, telling the model `feedback` first when there is some. */
-    const proceed = (state: State, events: ReadonlyArray<AgentEvent<O>>, feedback: string | undefined) =>
-      feedback === undefined
-        ? Loop.nextAfter(Stream.fromIterable(events), state)
-        : Loop.nextAfter(
-          Stream.fromIterable<AgentEvent<O>>([...events, { _tag: "Feedback", step: state.steps, text: feedback }]),
-          { ...state, history: [...state.history, feedbackMessage(feedback, state.steps)] }
-        )
-
-    const fail = <T extends Termination.Error>(make: (accounting: Accounting) => T, state: State) =>
-      Effect.flatMap(accounting(state), (books) => Effect.fail(make(books)))
-
-    /** After the turn and its tools: the rules, the hook, the predicate, the structured output. */
-    const decide = Effect.fnUntraced(function*(accounted: State, outcome: AgentTurn.Outcome) {
-      const { turn, results } = outcome
-      const step = accounted.steps
-      const mistakes = AgentRules.mistakes(accounted.mistakes, results)
-      const progress = AgentRules.progress(accounted.progress, turn, results)
-      const state: State = { ...accounted, history: outcome.history, mistakes, progress }
-
-      const halting = AgentRules.halting(results)
-      if (halting !== undefined) {
-        const source = `tool ${halting.call.name}`
-        return yield* fail((books) => new Termination.Halted({ reason: halting.reason, source, accounting: books }), state)
-      }
-      const submission = AgentRules.submission(results, options.finish)
-      if (submission !== undefined) {
-        const termination = Termination.submitted({
-          tool: submission.call.name,
-          value: submission.value,
-          accounting: yield* accounting(state)
-        })
-        return yield* finish(undefined, { _tag: "Submitted", termination, history: state.history })
-      }
-      if (mistakes.length >= limits.maxConsecutiveMistakes) {
-        const max = limits.maxConsecutiveMistakes
-        return yield* fail(
-          (books) => new Termination.ConsecutiveMistakes({ maxConsecutiveMistakes: max, mistakes, accounting: books }),
-          state
-        )
-      }
-      if (progress.stuck.length >= limits.maxNoProgress) {
-        const stuck = progress.stuck.flat()
-        const iterations = progress.stuck.length
-        return yield* fail((books) => new Termination.NoProgress({ iterations, stuck, accounting: books }), state)
-      }
-
-      const text = Turn.text(turn)
-      const snapshot: Snapshot = {
-        runId,
-        stepCount: step,
-        tokens: state.usage,
-        elapsed: (yield* Clock.currentTimeMillis) - startedAt,
-        cost: state.cost,
-        lastOutput: text,
-        lastText: text,
-        history: state.outputs,
-        depth: options.depth ?? 0,
-        lastStepMeta: StepMeta.fromTurn(turn, outcome.cost)
-      }
-      if (options.afterTurn !== undefined) {
-        const hooked = yield* Effect.result(options.afterTurn(turn, snapshot))
-        if (hooked._tag === "Failure") {
-          const reason = hooked.failure.reason
-          return yield* fail(
-            (books) => new Termination.Halted({ reason, source: "the afterTurn hook", accounting: books }),
-            state
-          )
-        }
-      }
-      const verdict = yield* Until.evaluate(until, snapshot).pipe(
-        Effect.catch((error) =>
-          fail(
-            (books) =>
-              new Termination.DuringExecution({
-                message: `the stop predicate failed: ${error.message}`,
-                cause: error,
-                accounting: books
-              }),
-            state
-          )
-        )
-      )
-      const verdictEvent: Events.Verdict = { _tag: "Verdict", step, verdict }
-      if (!verdict.stop) return proceed(state, [verdictEvent], verdict.feedback)
-
-      const reason = verdict.reason ?? "the stop predicate said stop"
-      const stop = Termination.stop({ reason, accounting: yield* accounting(state) })
-      if (decodeOutput === undefined) {
-        // Without a structured output, O is the text (its default).
-        const stopped: Events.Stopped<string> = { _tag: "Stopped", termination: stop, output: text, history: state.history }
-        return yield* finish(verdictEvent, stopped as Events.Stopped<never>)
-      }
-      const decoded = yield* Effect.result(decodeOutput(text))
-      if (decoded._tag === "Success") {
-        return yield* finish(verdictEvent, { _tag: "Stopped", termination: stop, output: decoded.success, history: state.history })
-      }
-      const diagnostic = Termination.diagnose({ target: "structured_output", error: decoded.failure, raw: text })
-      const maxRetries = limits.maxStructuredOutputRetries
-      if (state.repairs >= maxRetries) {
-        return yield* fail(
-          (books) =>
-            maxRetries === 0
-              ? new Termination.SchemaValidation({ diagnostic, accounting: books })
-              : new Termination.MaxStructuredOutputRetries({ maxRetries, diagnostic, accounting: books }),
-          state
-        )
-      }
-      return proceed({ ...state, repairs: state.repairs + 1 }, [verdictEvent], AgentRules.repairRequest(diagnostic))
-    })
-
-    const body = (state: State): ReturnType<Loop.Body<State, AgentEvent<O>, Termination.Error | AgentTurn.Failure, R | RU | LanguageModel>> => {
+    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
+      const state = at.state
       latest = state
-      if (state.steps >= limits.maxTurns) {
-        const maxTurns = limits.maxTurns
-        return fail((books) => new Termination.MaxTurns({ maxTurns, accounting: books }), state)
-      }
-      const step = state.steps + 1
       let accounted = state
+      const step = at._tag === "Answered" ? state.steps : state.steps + 1
+      const request: AgentTurn.Request<Termination.Error | CheckpointError, R> = {
+        step,
+        history: state.history,
+        options: machine.turnOptions,
+        toolkit: options.toolkit,
+        tools: machine.tools,
+        account: (completed) =>
+          Effect.gen(function*() {
+            if (recorder !== undefined) yield* recorder.answered(state, completed)
+            const books = yield* machine.account(state, completed)
+            latest = accounted = books.state
+            return books.accounting
+          }),
+        onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result)
+      }
+      const then = (outcome: AgentTurn.Outcome) =>
+        Effect.gen(function*() {
+          const transition = yield* machine.decide(accounted, outcome)
+          if (recorder !== undefined) yield* Effect.uninterruptible(recorder.decided(outcome, transition))
+          if (transition._tag === "Continue") {
+            return Loop.nextAfter(Stream.fromIterable(transition.events), { _tag: "Between" as const, state: transition.state })
+          }
+          yield* Telemetry.annotateTermination(transition.result.termination)
+          return Loop.stopAfter(Stream.fromIterable(transition.events))
+        })
+      if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
-      return Loop.decideAfter(Stream.make(started), () =>
-        AgentTurn.stream({
-          step,
-          history: state.history,
-          options: turnOptions,
-          toolkit: options.toolkit,
-          tools,
-          account: (completed) =>
-            Effect.map(account(state, completed), (books) => {
-              accounted = books.state
-              return books.accounting
-            })
-        }, (outcome) => decide(accounted, outcome)))
+      return Effect.as(
+        machine.beforeTurn(state),
+        Loop.decideAfter(Stream.make(started), () => AgentTurn.stream(request, then))
+      )
     }
 
-    const run = Loop.loop(initial, body).pipe(
-      Stream.catchIf(AgentRules.isTurnFailure, (failure) =>
-        Stream.fromEffect(fail((books) => AgentRules.turnFailure(failure, books), latest)))
+    const run = Loop.loop(position, body).pipe(
+      Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
+      Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
     )
-    const deadline = options.limits?.maxDuration
+    const deadline = machine.maxDurationMs
     if (deadline === undefined) return run
-    const maxDurationMs = Duration.toMillis(Duration.fromInputUnsafe(deadline))
     return run.pipe(Stream.interruptWhen(Effect.sleep(deadline).pipe(
-      Effect.andThen(Effect.suspend(() => fail((books) => new Termination.MaxDuration({ maxDurationMs, accounting: books }), latest)))
+      Effect.andThen(Effect.suspend(() => machine.deadlinePassed(latest)))
     )))
   })).pipe(
     Stream.tapError((termination: Termination.Error) => Telemetry.annotateTermination(termination)),

@@ -13,7 +13,7 @@ import type { Accounting } from "./Accounting.ts"
 import * as AgentTurn from "./AgentTurn.ts"
 import * as AiError from "./AiError.ts"
 import * as Cost from "./Cost.ts"
-import type * as Item from "./Item.ts"
+import * as Item from "./Item.ts"
 import * as Termination from "./Termination.ts"
 import * as Toolkit from "./Toolkit.ts"
 import * as Turn from "./Turn.ts"
@@ -47,16 +47,17 @@ export const mistakes = (
 
 /**
  * Where a run stands on progress: the signature of the previous turn's calls
- * and results, and the calls and outputs of each turn in a row that repeated
- * its predecessor's.
+ * and results (`null` after a turn without calls), and the calls and outputs
+ * of each turn in a row that repeated its predecessor's.
  */
-export interface Progress {
-  readonly signature: string | undefined
-  readonly stuck: ReadonlyArray<ReadonlyArray<Item.Item>>
-}
+export const Progress = Schema.Struct({
+  signature: Schema.NullOr(Schema.String),
+  stuck: Schema.Array(Item.History)
+})
+export type Progress = typeof Progress.Type
 
 /** A run that has not repeated itself. */
-export const progressing: Progress = { signature: undefined, stuck: [] }
+export const progressing: Progress = { signature: null, stuck: [] }
 
 /**
  * Progress after a turn. A turn that makes the same calls as the previous one,

@@ -28,6 +28,7 @@ import * as Loop from "./Loop.ts"
 import * as Pricing from "./Pricing.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as Toolkit from "./Toolkit.ts"
+import * as ToolRecord from "./ToolRecord.ts"
 import * as Turn from "./Turn.ts"
 import type { TurnDelta } from "./TurnDelta.ts"
 
@@ -43,6 +44,8 @@ export interface Request<E, R> {
   readonly tools?: Omit<Toolkit.Options, "onProgress"> | undefined
   /** Accounts for the completed turn; its failure ends the turn before the tools run. */
   readonly account: (completed: Completed) => Effect.Effect<Accounting, E, R>
+  /** Called with each call's result (and its index in the turn) as soon as it ends, to record it; its failure ends the turn. */
+  readonly onToolResult?: ((index: number, result: Toolkit.Result) => Effect.Effect<void, E, R>) | undefined
 }
 
 /** A turn the model completed, and its cost (`null` when its model has no price). */
@@ -133,30 +136,67 @@ export const stream = <E, R, A, S, E2, R2>(
         step,
         turn: finished,
         cost: completed.cost,
-        accounting: yield* request.account(completed)
+        // The turn is complete: accounting for it (and recording it) is not cut off halfway.
+        accounting: yield* Effect.uninterruptible(request.account(completed))
       }
-      const calls = Turn.functionCalls(finished)
-      if (calls.length === 0) return Loop.decideAfter(Stream.make(event), () => then({ ...completed, results: [] }))
-      const results: Array<Toolkit.Result> = []
-      const tools = Toolkit.streamAll(request.toolkit ?? Toolkit.make(), calls, request.tools).pipe(
-        Stream.map((event): AgentEvent.ToolProgress | AgentEvent.ToolResult => {
-          if (event._tag === "Progress") return { _tag: "ToolProgress", step, call: event.call, value: event.value }
-          results[event.index] = event.result
-          return toolResult(step, event.result)
-        })
-      )
-      return Loop.decideAfter(Stream.concat(Stream.make(event), tools), () =>
-        then({ ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results }))
+      return Loop.decideAfter(Stream.make(event), () => runTools(request, completed, new Map(), then))
     }))
+}
+
+/** A turn the model answered before (in a run that is resuming), and the results of the calls that already ran, by index. */
+export interface Answered {
+  readonly completed: Completed
+  readonly done: ReadonlyMap<number, Toolkit.Result>
+}
+
+/**
+ * Finishes a turn that was answered before: runs the calls that have no result
+ * yet (none is run twice), then streams the events of `then(outcome)`. The
+ * model is not asked, and `request.account` is not called: the turn was
+ * accounted when it was answered.
+ */
+export const resume = <E, R, A, S, E2, R2>(
+  request: Request<E, R>,
+  answered: Answered,
+  then: (
+    outcome: Outcome
+  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, E | E2, R | R2> =>
+  runTools(request, answered.completed, answered.done, then)
+
+/** Runs the turn's calls that have no result in `done`, then `then` with every result in call order. */
+const runTools = <E, R, A, S, E2, R2>(
+  request: Request<E, R>,
+  completed: Completed,
+  done: ReadonlyMap<number, Toolkit.Result>,
+  then: (
+    outcome: Outcome
+  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, E | E2, R | R2> => {
+  const { step } = request
+  const calls = Turn.functionCalls(completed.turn)
+  const results: Array<Toolkit.Result> = []
+  for (const [index, result] of done) results[index] = result
+  const pending = calls.flatMap((call, index) => done.has(index) ? [] : [{ call, index }])
+  const onResult = request.onToolResult
+  const tools = Toolkit.streamAll(request.toolkit ?? Toolkit.make(), pending.map(({ call }) => call), {
+    ...request.tools,
+    onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result)
+  }).pipe(
+    Stream.map((event): AgentEvent.ToolProgress | AgentEvent.ToolResult => {
+      if (event._tag === "Progress") return { _tag: "ToolProgress", step, call: event.call, value: event.value }
+      results[pending[event.index]!.index] = event.result
+      return toolResult(step, event.result)
+    })
+  )
+  return Loop.decideAfter(tools, () =>
+    then({ ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results }))
 }
 
 const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult => ({
   _tag: "ToolResult",
   step,
-  outcome: result.outcome,
-  call: result.call,
-  output: result.output,
-  ...(result.outcome === "success" ? {} : { reason: result.reason })
+  ...ToolRecord.fromResult(result)
 })
 
 /** One request to the model, in its `chat` span: its deltas as `Delta` events, up to its `turn_complete`. */

@@ -232,6 +232,16 @@ export class SchemaValidation extends Schema.TaggedError<SchemaValidation>()("Sc
   }
 }
 
+/**
+ * The run's checkpoint could not be written, or read back on resume (see
+ * `Checkpointer`): the run stops rather than go on without being durable.
+ */
+export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("CheckpointFailed", {
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect()),
+  accounting: Accounting
+}) {}
+
 /** The provider rejected the credentials (HTTP 401 or 403). */
 export class ProviderAuth extends Schema.TaggedError<ProviderAuth>()("ProviderAuth", {
   cause: AiError.AuthFailed,
@@ -257,6 +267,7 @@ export type Error =
   | NoProgress
   | SchemaValidation
   | ProviderAuth
+  | CheckpointFailed
 
 /** Schema of every error {@link Error}. */
 export const Error = Schema.Union([
@@ -272,7 +283,8 @@ export const Error = Schema.Union([
   PromptTooLong,
   NoProgress,
   SchemaValidation,
-  ProviderAuth
+  ProviderAuth,
+  CheckpointFailed
 ])
 
 /** How a run ended; `A` is the value a finish tool submits. */
@@ -306,7 +318,8 @@ const categories: { readonly [T in Tag]: Category } = {
   PromptTooLong: "capacity",
   NoProgress: "capacity",
   SchemaValidation: "retryable",
-  ProviderAuth: "fatal"
+  ProviderAuth: "fatal",
+  CheckpointFailed: "retryable"
 }
 
 /** Every termination tag, successes first. */
@@ -325,7 +338,8 @@ export const all: ReadonlyArray<Tag> = [
   "PromptTooLong",
   "NoProgress",
   "SchemaValidation",
-  "ProviderAuth"
+  "ProviderAuth",
+  "CheckpointFailed"
 ]
 
 /** The category of a termination (or of a tag), for retry decisions. */

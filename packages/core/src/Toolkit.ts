@@ -158,21 +158,31 @@ export type Event =
  * Like {@link executeAllSafe}, as a stream for a UI: progress events, and each
  * result as its call ends (so in completion order; `index` is the call's
  * position). Ending the stream early interrupts the running tools.
+ *
+ * `onResult` runs as soon as a call ends, before its result is emitted and
+ * whether or not anyone pulls it, and is not interrupted once started (to
+ * record the result durably); its failure fails the stream.
  */
-export const streamAll = <R>(
+export const streamAll = <R, E = never, R2 = never>(
   toolkit: Toolkit<R>,
   calls: Iterable<Item.FunctionCall>,
-  options?: Omit<Options, "onProgress">
-): Stream.Stream<Event, never, R> =>
-  Stream.callback<Event, never, R>((queue) => {
+  options?: Omit<Options, "onProgress"> & {
+    readonly onResult?: ((index: number, result: Result) => Effect.Effect<void, E, R2>) | undefined
+  }
+): Stream.Stream<Event, E, R | R2> =>
+  Stream.callback<Event, E, R | R2>((queue) => {
     const emit = (event: Event) => Effect.asVoid(Queue.offer(queue, event))
+    const onResult = options?.onResult
     return Effect.forEach(
       calls,
       (call, index) =>
-        executeOne(toolkit, call, index, {
-          ...options,
-          onProgress: (event) => emit({ _tag: "Progress", ...event })
-        }).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
+        // Once a call has ended, its result is recorded even if the stream is being interrupted.
+        Effect.uninterruptibleMask((restore) =>
+          restore(executeOne(toolkit, call, index, {
+            ...options,
+            onProgress: (event) => emit({ _tag: "Progress", ...event })
+          })).pipe(Effect.tap((result) => onResult === undefined ? Effect.void : onResult(index, result)))
+        ).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
       { concurrency: options?.concurrency ?? defaultConcurrency, discard: true }
     ).pipe(Effect.andThen(Queue.end(queue)))
   })

@@ -68,16 +68,7 @@ export const Incremental = Schema.Union([
 export type Incremental = typeof Incremental.Type
 
 /** Any delta of a streaming turn. */
-export const TurnDelta = Schema.Union([
-  TextDelta,
-  ReasoningDelta,
-  RefusalDelta,
-  FunctionCallStart,
-  FunctionCallArgumentsDelta,
-  FunctionCallDone,
-  Usage,
-  TurnComplete
-])
+export const TurnDelta = Schema.Union([...Incremental.members, TurnComplete])
 export type TurnDelta = typeof TurnDelta.Type
 
 /** Whether a delta is the terminal `turn_complete`. */

@@ -72,7 +72,8 @@ const samples: ReadonlyArray<Termination.Termination<typeof Answer.Type>> = [
   new Termination.ProviderAuth({
     cause: new AiError.AuthFailed({ provider: "gemini", status: 403, message: "forbidden" }),
     accounting
-  })
+  }),
+  new Termination.CheckpointFailed({ message: "the run's checkpoint failed: disk full", accounting })
 ]
 
 const TerminationOfAnswer = Termination.schema(Answer)
@@ -80,7 +81,7 @@ const TerminationOfAnswer = Termination.schema(Answer)
 describe("Termination", () => {
   it("all lists every termination, one each", () => {
     expect(Termination.all).toStrictEqual(samples.map((t) => t._tag))
-    expect(new Set(Termination.all).size).toBe(15)
+    expect(new Set(Termination.all).size).toBe(16)
   })
 
   it("categorises every termination as in the design table", () => {
@@ -99,14 +100,15 @@ describe("Termination", () => {
       PromptTooLong: "capacity",
       NoProgress: "capacity",
       SchemaValidation: "retryable",
-      ProviderAuth: "fatal"
+      ProviderAuth: "fatal",
+      CheckpointFailed: "retryable"
     })
     expect(Termination.all.map(Termination.category)).toStrictEqual(samples.map(Termination.category))
   })
 
   it("tells successes from errors", () => {
     expect(samples.filter(Termination.isSuccess).map((t) => t._tag)).toStrictEqual(["Stop", "Submitted"])
-    expect(samples.filter(Termination.isError)).toHaveLength(13)
+    expect(samples.filter(Termination.isError)).toHaveLength(14)
     for (const t of samples.filter(Termination.isError)) expect(t).toBeInstanceOf(Error)
   })
 
@@ -160,7 +162,8 @@ describe("Termination", () => {
       "prompt too long: context is 128k tokens",
       "no progress in 3 iterations",
       `invalid structured output: ${diagnostic.message}`,
-      "provider gemini rejected the credentials (HTTP 403)"
+      "provider gemini rejected the credentials (HTTP 403)",
+      "the run's checkpoint failed: disk full"
     ])
   })
 

@@ -504,6 +504,25 @@ describe("Toolkit.executeAllSafe", () => {
       expect(yield* Ref.get(interrupted)).toBe(1)
     }))
 
+  it.effect("records a call that ended even when the stream is interrupted while it records", () =>
+    Effect.gen(function*() {
+      const recording = yield* Deferred.make<void>()
+      const recorded: Array<number> = []
+      const fiber = yield* Toolkit.streamAll(Toolkit.make(add), [call("add", "{\"a\":1,\"b\":2}")], {
+        onResult: (index) =>
+          Deferred.succeed(recording, undefined).pipe(
+            Effect.andThen(Effect.sleep("1 second")),
+            Effect.andThen(Effect.sync(() => recorded.push(index)))
+          )
+      }).pipe(Stream.runDrain, Effect.forkChild)
+      yield* Deferred.await(recording)
+      const interrupting = yield* Effect.forkChild(Fiber.interrupt(fiber))
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(interrupting)
+      expect(recorded).toStrictEqual([0])
+    }))
+
   it.effect("counts mistakes and collects output items in order", () =>
     Effect.gen(function*() {
       const results = yield* Toolkit.executeAllSafe(toolkit, [

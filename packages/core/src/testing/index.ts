@@ -5,4 +5,5 @@
  */
 export * as MockLanguageModel from "./MockLanguageModel.ts"
 export * as ProviderServer from "./ProviderServer.ts"
+export * as Reachable from "./Reachable.ts"
 export * as SpanRecorder from "./SpanRecorder.ts"

@@ -1,0 +1,24 @@
+/**
+ * The page's script: `client.ts` and what it imports (agentloop's event-stream
+ * client, Effect), bundled for the browser with esbuild when the server starts.
+ */
+import * as esbuild from "esbuild"
+import { Effect } from "effect"
+import { fileURLToPath } from "node:url"
+
+/** The bundled script, or a defect when `client.ts` does not build (a bug of this example). */
+export const bundle: Effect.Effect<string> = Effect.promise(async () => {
+  const built = await esbuild.build({
+    entryPoints: [fileURLToPath(new URL("./client.ts", import.meta.url))],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    target: "es2022",
+    write: false,
+    minify: true,
+    logLevel: "silent"
+  })
+  const [output] = built.outputFiles
+  if (output === undefined) throw new Error("esbuild produced no output for client.ts")
+  return output.text
+})

@@ -1,0 +1,119 @@
+/**
+ * The page's script, run in the browser: posts the message to `/chat`, reads
+ * the run back as typed `AgentEvent`s with `EventStream.fetch`, and shows them
+ * as they arrive. Stop interrupts the read, which aborts the request; the
+ * server then interrupts the run.
+ */
+import { Cause, Effect, Exit, Fiber, Stream } from "effect"
+import type { AgentLoop, Cost } from "@agentloop/core"
+import * as EventStream from "@agentloop/core/EventStream"
+
+const element = <E extends HTMLElement>(id: string): E => {
+  const found = document.getElementById(id)
+  if (found === null) throw new Error(`the page has no #${id}`)
+  return found as E
+}
+
+const log = element<HTMLElement>("log")
+const form = element<HTMLFormElement>("ask")
+const input = element<HTMLInputElement>("message")
+const send = element<HTMLButtonElement>("send")
+const stop = element<HTMLButtonElement>("stop")
+const status = element<HTMLElement>("status")
+
+const add = (parent: HTMLElement, className: string, text = ""): HTMLElement => {
+  const child = document.createElement("div")
+  child.className = className
+  child.textContent = text
+  parent.append(child)
+  return child
+}
+
+const usd = (cost: Cost.Cost) => cost === null ? "cost unknown" : `$${cost.toFixed(6)}`
+
+const setStatus = (state: "idle" | "running" | "finished" | "failed" | "stopped", text: string) => {
+  status.dataset["state"] = state
+  status.textContent = text
+  send.disabled = state === "running"
+  stop.disabled = state !== "running"
+}
+
+/** Shows one run's events in its assistant bubble. */
+const renderer = (bubble: HTMLElement) => {
+  let turn = add(bubble, "turn")
+  let text = add(turn, "text")
+  return (event: AgentLoop.AgentEvent): void => {
+    switch (event._tag) {
+      case "TurnStarted":
+        if (event.step > 1) {
+          turn = add(bubble, "turn")
+          text = add(turn, "text")
+        }
+        return
+      case "Delta":
+        if (event.delta.type === "text_delta") text.textContent += event.delta.delta
+        if (event.delta.type === "function_call_done") add(turn, "call", `→ ${event.delta.name} ${event.delta.arguments}`)
+        return
+      case "AttemptDiscarded":
+        // The text so far belongs to a lost attempt: the next one starts afresh.
+        text.textContent = ""
+        return
+      case "ToolResult":
+        add(
+          turn,
+          `result ${event.outcome === "success" ? "success" : "mistake"}`,
+          event.outcome === "success"
+            ? `← ${event.call.name} ${event.output.output}`
+            : `✗ ${event.call.name} ${event.outcome}: ${event.reason ?? ""}`
+        )
+        return
+      case "TurnCompleted":
+        add(turn, "meta", `turn ${event.step} · ${event.turn.usage.input} in / ${event.turn.usage.output} out · ${usd(event.cost)}`)
+        return
+      case "Finished": {
+        const ended = event.result.termination
+        add(bubble, "ending", `✓ ${ended._tag}: ${ended._tag === "Stop" ? ended.reason : `submitted through ${ended.tool}`} · ${usd(ended.accounting.cost)}`)
+        return
+      }
+      default:
+        return
+    }
+  }
+}
+
+let running: Fiber.Fiber<void, unknown> | undefined
+
+form.addEventListener("submit", (submitted) => {
+  submitted.preventDefault()
+  const message = input.value.trim()
+  if (message === "" || running !== undefined) return
+  add(log, "user", message)
+  const bubble = add(log, "assistant")
+  const render = renderer(bubble)
+  setStatus("running", "running…")
+  const run = EventStream.fetch(EventStream.agent, "/chat", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ message })
+  }).pipe(Stream.runForEach((event) => Effect.sync(() => render(event))))
+  const fiber = Effect.runFork(run)
+  running = fiber
+  fiber.addObserver((exit) => {
+    running = undefined
+    if (Exit.isSuccess(exit)) return setStatus("finished", "finished")
+    if (Cause.hasInterruptsOnly(exit.cause)) {
+      add(bubble, "ending failed", "■ stopped")
+      return setStatus("stopped", "stopped")
+    }
+    const error = Cause.squash(exit.cause)
+    const text = error instanceof Error ? `${"_tag" in error ? String(error._tag) : error.name}: ${error.message}` : String(error)
+    add(bubble, "ending failed", `✗ ${text}`)
+    setStatus("failed", "failed")
+  })
+})
+
+stop.addEventListener("click", () => {
+  if (running !== undefined) Effect.runFork(Fiber.interrupt(running))
+})
+
+setStatus("idle", "idle")

@@ -1,0 +1,112 @@
+/**
+ * The chat page in a real headless Chromium (Debian's `chromium`, driven by
+ * `playwright-core`; never a browser download). `.ci/run` installs Chromium;
+ * elsewhere these tests skip, saying so, when it is missing.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Redacted, Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import type { LanguageModel } from "@agentloop/core"
+import { ProviderServer } from "@agentloop/core/testing"
+import * as Provider from "@agentloop/example-terminal/Provider"
+import { Responses } from "@agentloop/responses"
+import { existsSync, mkdirSync } from "node:fs"
+import * as Http from "node:http"
+import { fileURLToPath } from "node:url"
+import { chromium } from "playwright-core"
+import type { Page } from "playwright-core"
+import * as Server from "../src/Server.ts"
+
+const executablePath = "/usr/bin/chromium"
+const hasChromium = existsSync(executablePath)
+if (!hasChromium) {
+  console.warn(`examples/web: SKIPPING the browser tests: no Chromium at ${executablePath} (apt-get install chromium)`)
+}
+
+const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
+
+/** Serves the chat routes on a random local port for the scope; returns the page's URL. */
+const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>) =>
+  Effect.gen(function*() {
+    const nodeServer = Http.createServer()
+    yield* Layer.build(
+      HttpRouter.serve(Server.routes({ provider, model }), { disableLogger: true, disableListenLog: true }).pipe(
+        Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" }))
+      )
+    )
+    yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
+    const address = nodeServer.address()
+    return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`
+  })
+
+/** A fresh page in a headless Chromium, closed with the scope. */
+const browserPage = Effect.gen(function*() {
+  const browser = yield* Effect.acquireRelease(
+    Effect.promise(() =>
+      chromium.launch({
+        executablePath,
+        args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update"]
+      })
+    ),
+    (browser) => Effect.promise(() => browser.close())
+  )
+  return yield* Effect.promise(() => browser.newPage({ viewport: { width: 900, height: 900 } }))
+})
+
+const state = (page: Page) => page.locator("#status").getAttribute("data-state")
+
+describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
+  it.live("shows the answer as it streams, the tool calls and results, and the turn's cost", () =>
+    Effect.gen(function*() {
+      const url = yield* serve("mock", Provider.mock)
+      const page = yield* browserPage
+      yield* Effect.promise(() => page.goto(url))
+      yield* Effect.promise(() => page.click("#send"))
+
+      // Text arrives while the run is still going, and keeps growing: it streams.
+      const firstText = page.locator(".turn .text").first()
+      yield* Effect.promise(() => page.waitForFunction(() => (document.querySelector(".turn .text")?.textContent ?? "") !== ""))
+      const early = (yield* Effect.promise(() => firstText.textContent())) ?? ""
+      expect(yield* Effect.promise(() => state(page))).toBe("running")
+      yield* Effect.promise(() =>
+        page.waitForFunction(
+          (length) =>
+            (document.querySelector(".turn .text")?.textContent ?? "").length > length &&
+            document.getElementById("status")?.dataset["state"] === "running",
+          early.length
+        )
+      )
+
+      yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
+      const results = yield* Effect.promise(() => page.locator(".result.success").allTextContents())
+      expect(results.some((result) => result.startsWith("← convert_units"))).toBe(true)
+      expect(yield* Effect.promise(() => page.locator(".result.mistake").allTextContents())).toHaveLength(1)
+      const costs = yield* Effect.promise(() => page.locator(".meta").allTextContents())
+      expect(costs).toHaveLength(3)
+      expect(costs[2]).toMatch(/^turn 3 · 671 in \/ 58 out · \$0\.000284$/)
+      expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toContain("✓ Stop")
+
+      mkdirSync(screenshots, { recursive: true })
+      yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat.png`, fullPage: true }))
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("Stop ends the run, and the provider sees its request closed", () =>
+    Effect.gen(function*() {
+      const provider = yield* ProviderServer.ProviderServer
+      // The model never answers: the run waits on its HTTP request until Stop.
+      yield* provider.reply(ProviderServer.hang)
+      const model = Responses.layer({ apiKey: Redacted.make("test-key"), baseUrl: provider.url, model: "gpt-5-mini" })
+      const url = yield* serve("responses", model)
+      const page = yield* browserPage
+      yield* Effect.promise(() => page.goto(url))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* provider.awaitRequests(1)
+      expect(yield* Effect.promise(() => state(page))).toBe("running")
+      yield* Effect.promise(() => page.click("#stop"))
+      yield* Effect.promise(() => page.waitForSelector("#status[data-state=stopped]"))
+      yield* provider.awaitClientAbort.pipe(Effect.timeout("10 seconds"))
+      expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toBe("■ stopped")
+      expect(yield* Effect.promise(() => page.locator("#send").isEnabled())).toBe(true)
+    }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 60_000)
+})

@@ -1,0 +1,59 @@
+/**
+ * A tool call's result as data: what a checkpoint stores and an event carries.
+ *
+ * A `Toolkit.Result` holds the tool's output as a value, which may not be
+ * JSON; its record keeps the output item the model reads (the value encoded by
+ * the tool's output schema), from which the value decodes back.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Schema } from "effect"
+import * as Item from "./Item.ts"
+import * as Toolkit from "./Toolkit.ts"
+
+/** How a call ended, the call, the output item the model reads, and what went wrong when it did. */
+export const ToolRecord = Schema.Struct({
+  outcome: Toolkit.Outcome,
+  call: Item.FunctionCall,
+  output: Item.FunctionCallOutput,
+  reason: Schema.optionalKey(Schema.String)
+})
+export type ToolRecord = typeof ToolRecord.Type
+
+/** The record of a result. */
+export const fromResult = (result: Toolkit.Result): ToolRecord => ({
+  outcome: result.outcome,
+  call: result.call,
+  output: result.output,
+  ...(result.outcome === "success" ? {} : { reason: result.reason })
+})
+
+/** A record's result could not be restored: its tool is gone, or no longer reads the output it recorded. */
+export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreFailed", {
+  tool: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * The result a record was made from. A success's value is decoded from its
+ * output item with the tool's output schema.
+ */
+export const toResult = <R>(
+  toolkit: Toolkit.Toolkit<R>,
+  record: ToolRecord
+): Effect.Effect<Toolkit.Result, RestoreFailed> => {
+  if (record.outcome !== "success") {
+    return Effect.succeed({ outcome: record.outcome, call: record.call, output: record.output, reason: record.reason ?? "" })
+  }
+  const name = record.call.name
+  const tool = toolkit.byName.get(name)
+  if (tool === undefined) {
+    return Effect.fail(new RestoreFailed({ tool: name, message: `the toolkit has no tool "${name}" any more` }))
+  }
+  return Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(tool.output)))(record.output.output).pipe(
+    Effect.mapError((error) =>
+      new RestoreFailed({ tool: name, message: `the recorded output no longer decodes: ${error.message}` })
+    ),
+    Effect.map((value): Toolkit.Result => ({ outcome: "success", call: record.call, output: record.output, value }))
+  )
+}

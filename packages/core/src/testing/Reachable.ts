@@ -1,0 +1,22 @@
+/**
+ * Whether a local service (PostgreSQL, Redis…) is there, so tests and
+ * benchmarks that need one can skip, saying so, rather than fail or hang.
+ *
+ * @since 0.1.0
+ */
+import { Socket } from "node:net"
+
+/** Whether something accepts TCP connections on `host:port` within `timeoutMs` (default one second). */
+export const listening = (port: number, host = "127.0.0.1", timeoutMs = 1000): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = new Socket()
+    const done = (reachable: boolean) => {
+      socket.destroy()
+      resolve(reachable)
+    }
+    socket.setTimeout(timeoutMs)
+    socket.once("connect", () => done(true))
+    socket.once("error", () => done(false))
+    socket.once("timeout", () => done(false))
+    socket.connect(port, host)
+  })

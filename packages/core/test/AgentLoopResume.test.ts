@@ -1,0 +1,166 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import * as AgentCheckpoint from "../src/AgentCheckpoint.ts"
+import * as AgentLoop from "../src/AgentLoop.ts"
+import * as Checkpointer from "../src/Checkpointer.ts"
+import { MockLanguageModel } from "../src/testing/index.ts"
+import * as Tool from "../src/Tool.ts"
+import * as Toolkit from "../src/Toolkit.ts"
+import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
+
+/** A counting `add` tool, and one that waits until released (so a test can interrupt a run mid-tool). */
+const tools = Effect.gen(function*() {
+  const ran: Array<string> = []
+  const started = yield* Deferred.make<void>()
+  const add = Tool.make({
+    name: "add",
+    description: "Adds two numbers",
+    input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+    output: Schema.Finite,
+    execute: ({ a, b }) => Effect.sync(() => (ran.push(`add ${a} ${b}`), a + b))
+  })
+  const slow = Tool.make({
+    name: "slow",
+    description: "Takes forever the first time",
+    input: Schema.Struct({ id: Schema.String }),
+    output: Schema.String,
+    execute: ({ id }) =>
+      Effect.suspend(() => {
+        ran.push(`slow ${id}`)
+        return ran.filter((entry) => entry === `slow ${id}`).length === 1
+          ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never)
+          : Effect.succeed(`done ${id}`)
+      })
+  })
+  return { ran, started, toolkit: Toolkit.make(add, slow) }
+})
+
+/** Runs `options` on a fresh mock answering `script`, against the checkpointer in context; returns the exit and the requests. */
+const execute = <O>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<O>) =>
+  Effect.gen(function*() {
+    const agent = yield* AgentLoop.AgentLoop
+    const exit = yield* Effect.exit(agent.run(options))
+    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+    return { exit, requests }
+  }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))))
+
+
+describe("AgentLoop with a Checkpointer", () => {
+  it.effect("a run interrupted mid-tool resumes from its last turn: no turn asked twice, no finished call run again", () =>
+    Effect.gen(function*() {
+      const { ran, started, toolkit } = yield* tools
+      const options = { input: "Work", toolkit, model, runId: "run-interrupted" }
+      // Turn 1 adds; turn 2 calls add and slow together; slow never returns the first time.
+      const twoCalls = MockLanguageModel.callsTurn([
+        { name: "add", arguments: { a: 1, b: 2 }, callId: "call_add" },
+        { name: "slow", arguments: { id: "x" }, callId: "call_slow" }
+      ], { model, usage })
+      const first = yield* Effect.forkChild(execute([addCall(2, 2), twoCalls, answer("never")], options))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(first)
+      expect(ran).toStrictEqual(["add 2 2", "add 1 2", "slow x"])
+
+      const { exit, requests } = yield* execute([answer("all done")], options)
+      expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe("all done")
+      // The resumed run asked the model once: for the third turn. The second turn's add was not run again;
+      // slow, interrupted before it ended, ran again (a call is at-least-once until it ends).
+      expect(requests).toHaveLength(1)
+      expect(ran).toStrictEqual(["add 2 2", "add 1 2", "slow x", "slow x"])
+      expect(requests[0]!.history.filter((item) => item.type === "function_call_output").map((item) => item.output))
+        .toStrictEqual(["4", "3", "\"done x\""])
+      if (exit._tag !== "Success") return expect.unreachable()
+      expect(exit.value.termination.accounting.steps).toBe(3)
+      expect(exit.value.termination.accounting.usage.total).toBe(usage.total * 3)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a finished run executed again returns its result at once, asking nothing", () =>
+    Effect.gen(function*() {
+      const options = { input: "Hi", model, runId: "run-finished" }
+      const first = yield* execute([answer("hello")], options)
+      const again = yield* execute([], options)
+      expect(again.requests).toHaveLength(0)
+      expect(again.exit).toStrictEqual(first.exit)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a run that hit its turn limit continues from its last turn when run again with a higher one", () =>
+    Effect.gen(function*() {
+      const { toolkit } = yield* tools
+      const options = { input: "Add", toolkit, model, runId: "run-limited" }
+      const limited = yield* execute([addCall(1, 1), addCall(1, 2)], { ...options, limits: { maxTurns: 2 } })
+      expect(limited.exit._tag === "Failure" && limited.exit.cause.reasons[0]).toMatchObject({ error: { _tag: "MaxTurns" } })
+      const { exit, requests } = yield* execute([answer("2 and 3")], { ...options, limits: { maxTurns: 5 } })
+      expect(exit._tag === "Success" && exit.value.termination.accounting.steps).toBe(3)
+      expect(requests).toHaveLength(1)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("each turn appends what changed, not the history again", () =>
+    Effect.gen(function*() {
+      const { toolkit } = yield* tools
+      const long = "a long question ".repeat(200)
+      yield* execute([addCall(1, 1), addCall(1, 2), addCall(1, 3), answer("done")], {
+        input: long,
+        toolkit,
+        model,
+        runId: "run-sizes"
+      })
+      const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-sizes"))
+      expect(entries.map((entry) => JSON.parse(entry)._tag)).toStrictEqual([
+        ...["Answered", "ToolDone", "Decided"],
+        ...["Answered", "ToolDone", "Decided"],
+        ...["Answered", "ToolDone", "Decided"],
+        ...["Answered", "Finished"]
+      ])
+      // The input comes with the options when the run is executed again, so no turn's entry repeats it: each
+      // is as small as its turn. (The Finished entry holds the result, whole history included, once.)
+      for (const entry of entries.slice(0, -1)) {
+        expect(entry).not.toContain("a long question")
+        expect(entry.length).toBeLessThan(1000)
+      }
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a checkpoint that cannot be written ends the run with CheckpointFailed, before anything more runs", () =>
+    Effect.gen(function*() {
+      const { ran, toolkit } = yield* tools
+      const full = Layer.succeed(Checkpointer.Checkpointer, {
+        read: () => Effect.succeed([]),
+        append: (id) => Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" })),
+        clear: () => Effect.void
+      })
+      const { exit } = yield* execute([addCall(1, 1), answer("never")], { input: "Add", toolkit, model, runId: "run-full" }).pipe(
+        Effect.provide(full)
+      )
+      expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
+        error: { _tag: "CheckpointFailed", message: "the run's checkpoint failed: disk full" }
+      })
+      expect(ran).toStrictEqual([])
+    }))
+
+  it.effect("a checkpoint that does not decode ends the run with CheckpointFailed instead of guessing", () =>
+    Effect.gen(function*() {
+      yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("run-corrupt", ["{\"_tag\":\"Answered\",\"step\":-1}"]))
+      const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId: "run-corrupt" })
+      expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({ error: { _tag: "CheckpointFailed" } })
+      expect(requests).toHaveLength(0)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("without a runId nothing is written: the run cannot be resumed, so it is not recorded", () =>
+    Effect.gen(function*() {
+      const written: Array<string> = []
+      const spy = Layer.succeed(Checkpointer.Checkpointer, {
+        read: () => Effect.succeed([]),
+        append: (id) => Effect.sync(() => written.push(id)),
+        clear: () => Effect.void
+      })
+      yield* execute([answer("hi")], { input: "Hi", model }).pipe(Effect.provide(spy))
+      expect(written).toStrictEqual([])
+    }))
+
+  it("HistoryChange keeps the common prefix by identity and carries the rest", () => {
+    const [a, b, c, d] = [1, 2, 3, 4].map((n) => ({ ...answer(String(n)).items[0]! }))
+    expect(AgentCheckpoint.change([a!, b!], [a!, b!, c!])).toStrictEqual({ keep: 2, append: [c] })
+    expect(AgentCheckpoint.change([a!, b!, c!], [a!, c!, d!])).toStrictEqual({ keep: 1, append: [c, d] })
+    expect(AgentCheckpoint.apply([a!, b!, c!], { keep: 1, append: [c!, d!] })).toStrictEqual([a, c, d])
+  })
+})
+
+
