@@ -27,19 +27,25 @@ const apiKey = (provider: string, variable: string) =>
     () => new MissingApiKey({ message: `AGENTLOOP_PROVIDER=${provider} needs ${variable} in the environment` })
   )
 
-/** The `LanguageModel` the environment asks for. */
-export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey> = Layer.unwrap(
-  Effect.gen(function*() {
-    const provider = yield* name
-    const baseUrl = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_BASE_URL")))
-    const model = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_MODEL")))
-    switch (provider) {
-      case "mock":
-        return mock
-      case "responses":
-        return Responses.layer({ apiKey: yield* apiKey(provider, "OPENAI_API_KEY"), baseUrl, model })
-      case "gemini":
-        return Gemini.layer({ apiKey: yield* apiKey(provider, "GEMINI_API_KEY"), baseUrl, model })
-    }
-  })
-)
+/** The `LanguageModel` the environment asks for, with `scripted` as the mock. */
+export const layerWith = (
+  scripted: Layer.Layer<LanguageModel.LanguageModel>
+): Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const provider = yield* name
+      const baseUrl = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_BASE_URL")))
+      const model = Option.getOrUndefined(yield* Config.option(Config.String("AGENTLOOP_MODEL")))
+      switch (provider) {
+        case "mock":
+          return scripted
+        case "responses":
+          return Responses.layer({ apiKey: yield* apiKey(provider, "OPENAI_API_KEY"), baseUrl, model })
+        case "gemini":
+          return Gemini.layer({ apiKey: yield* apiKey(provider, "GEMINI_API_KEY"), baseUrl, model })
+      }
+    })
+  )
+
+/** The `LanguageModel` the environment asks for; the mock is the calculator agent's script. */
+export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey> = layerWith(mock)

@@ -14,6 +14,22 @@ const streamTurn = Effect.fnUntraced(function*(history: ReadonlyArray<Item.Item>
 })
 
 describe("MockLanguageModel", () => {
+  it.effect("answers each request from what it asks when given a function instead of a script", () =>
+    Effect.gen(function*() {
+      const echo = MockLanguageModel.layer(({ history }, index) => {
+        const last = history.at(-1)
+        const asked = last?.type === "message" ? Item.partText(last.content[0]!) : "?"
+        return MockLanguageModel.textTurn(`#${index}: ${asked}`)
+      })
+      const [first, second, remaining] = yield* Effect.all([
+        streamTurn([Item.userMessage("ping")]),
+        streamTurn([Item.userMessage("pong")]),
+        Effect.flatMap(MockLanguageModel.MockLanguageModel, (recorder) => recorder.remaining)
+      ]).pipe(Effect.provide(echo))
+      const text = (deltas: ReadonlyArray<TurnDelta>) => deltas.flatMap((delta) => delta.type === "text_delta" ? [delta.delta] : []).join("")
+      expect([text(first), text(second), remaining]).toStrictEqual(["#0: ping", "#1: pong", Number.POSITIVE_INFINITY])
+    }))
+
   it.effect("replays a text turn as small text deltas, then usage and turn_complete", () =>
     Effect.gen(function*() {
       const turn = MockLanguageModel.textTurn("Hello, wörld! 👋🏽 bye")

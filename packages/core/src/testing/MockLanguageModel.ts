@@ -53,7 +53,7 @@ export interface Options {
   readonly delay?: Duration.Input | undefined
 }
 
-/** The recorder of a running mock: the requests it saw, and how many replies it has left. */
+/** The recorder of a running mock: the requests it saw, and how many replies it has left (unbounded for a `Respond` function). */
 export class MockLanguageModel extends Context.Service<MockLanguageModel, {
   readonly requests: Effect.Effect<ReadonlyArray<Request>>
   readonly remaining: Effect.Effect<number>
@@ -107,8 +107,18 @@ export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
   return out
 }
 
-/** A mock `LanguageModel` answering with `script`, one entry per request, plus its recorder. */
-export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply>, options: Options = {}) {
+/**
+ * Answers a request from what it asks (its history and options) and its number
+ * (0 for the first): for programs whose requests come in no fixed order, such
+ * as agents running at once in a fork.
+ */
+export type Respond = (request: Request, index: number) => Reply
+
+/**
+ * A mock `LanguageModel` answering with `script`, one entry per request, or
+ * with what a {@link Respond} function says, plus its recorder.
+ */
+export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply> | Respond, options: Options = {}) {
   const requests = yield* Ref.make<ReadonlyArray<Request>>([])
   const chunkSize = Math.max(1, options.chunkSize ?? 8)
   const delay = options.delay === undefined ? undefined : Duration.fromInputUnsafe(options.delay)
@@ -119,7 +129,7 @@ export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply>, op
     Stream.unwrap(
       Ref.modify(requests, (seen) => [seen.length, [...seen, { history, options: turnOptions }]]).pipe(
         Effect.map((index): Stream.Stream<TurnDelta, AiError.AiError> => {
-          const reply = script[index]
+          const reply = typeof script === "function" ? script({ history, options: turnOptions }, index) : script[index]
           if (reply === undefined) {
             return Stream.fail(
               new AiError.InvalidRequest({
@@ -143,14 +153,17 @@ export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply>, op
   const model = LanguageModel.of({ provider, streamTurn })
   const recorder = MockLanguageModel.of({
     requests: Ref.get(requests),
-    remaining: Effect.map(Ref.get(requests), (seen) => Math.max(0, script.length - seen.length))
+    remaining: Effect.map(
+      Ref.get(requests),
+      (seen) => typeof script === "function" ? Number.POSITIVE_INFINITY : Math.max(0, script.length - seen.length)
+    )
   })
   return { model, recorder }
 })
 
-/** Provides `LanguageModel` from `script`, and the `MockLanguageModel` recorder. */
+/** Provides `LanguageModel` from `script` (or a {@link Respond} function), and the `MockLanguageModel` recorder. */
 export const layer = (
-  script: ReadonlyArray<Reply>,
+  script: ReadonlyArray<Reply> | Respond,
   options?: Options
 ): Layer.Layer<LanguageModel | MockLanguageModel> =>
   Layer.effectContext(

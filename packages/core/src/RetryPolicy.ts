@@ -1,0 +1,42 @@
+/**
+ * How a `run` step retries: a policy as plain data, run as an Effect `Schedule`.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, Schedule, Schema } from "effect"
+
+const Millis = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
+
+/**
+ * At most `maxAttempts` attempts in all (the first included), waiting between
+ * them `initialDelay` ms, then: the same (`fixed`), `initialDelay` more each
+ * time (`linear`), or twice as long each time (`exponential`); never longer
+ * than `maxDelay` ms when it is set.
+ */
+export const RetryPolicy = Schema.Struct({
+  maxAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
+  backoff: Schema.Literals(["fixed", "linear", "exponential"]),
+  initialDelay: Millis,
+  maxDelay: Schema.optionalKey(Millis)
+})
+export type RetryPolicy = typeof RetryPolicy.Type
+
+/** The wait in ms before retry number `retry` (1 for the first retry). */
+export const delay = (policy: RetryPolicy, retry: number): number => {
+  const base = policy.backoff === "fixed"
+    ? policy.initialDelay
+    : policy.backoff === "linear"
+    ? policy.initialDelay * retry
+    : policy.initialDelay * 2 ** (retry - 1)
+  return policy.maxDelay === undefined ? base : Math.min(base, policy.maxDelay)
+}
+
+/**
+ * The policy as a `Schedule` for `Effect.retry`: it recurs `maxAttempts - 1`
+ * times, waiting {@link delay} before each. The policy is not checked here:
+ * decode it with {@link RetryPolicy} first when it comes from outside.
+ */
+export const schedule = (policy: RetryPolicy): Schedule.Schedule<number> =>
+  Schedule.recurs(policy.maxAttempts - 1).pipe(
+    Schedule.modifyDelay(({ attempt }) => Effect.succeed(Duration.millis(delay(policy, attempt))))
+  )

@@ -1,0 +1,252 @@
+/**
+ * What every kind of step runs on: a step's types and runner, where it runs
+ * (its execution, the toolkit, the event sink), the step wrapper (span,
+ * events, step count, context service), and the normalisation of a step
+ * function's answer (a value, a Promise or an Effect).
+ *
+ * @internal
+ */
+import { Cause, Effect, Exit, Predicate, Tracer } from "effect"
+import { ExecutionContext } from "../ExecutionContext.ts"
+import type * as Step from "../Step.ts"
+import { StepFailed } from "../StepError.ts"
+import * as StepErrors from "../StepError.ts"
+import * as StepEvent from "../StepEvent.ts"
+import type { StepMeta } from "../StepMeta.ts"
+import type { Toolkit } from "../Toolkit.ts"
+import { View } from "./context.ts"
+import type { Completion, Execution } from "./execution.ts"
+
+export {
+  /** What a context's `complete` ends. */
+  type Completion,
+  /** An execution context's own record. */
+  type Execution,
+  /** A loop's or an execution's frame. */
+  Frame,
+  /** Makes an execution. */
+  makeExecution,
+  /** Runs a body in a frame. */
+  runFrame,
+  /** A completed user message. */
+  userMessage
+} from "./execution.ts"
+
+/** Marks a value as a step and carries its types. */
+export const TypeId = "~@agentloop/core/Step" as const
+
+/** The key of a step's runner: the compiled form of its fields, built by its constructor. */
+export const Runner: unique symbol = Symbol.for("@agentloop/core/Step/Runner")
+
+/** The types of a step: `I` in, `O` out, errors `E`, services `R`, user state `S`. */
+export interface Variance<in I, out O, out E, out R, in S> {
+  readonly _I: (_: I) => void
+  readonly _O: (_: never) => O
+  readonly _E: (_: never) => E
+  readonly _R: (_: never) => R
+  readonly _S: (_: S) => void
+}
+
+const absurd = (never: never): never => never
+const ignore = (_: unknown): void => undefined
+
+/** The one variance value every step carries: its types live in its interface only. */
+export const variance: Variance<unknown, never, never, never, unknown> = {
+  _I: ignore,
+  _O: absurd,
+  _E: absurd,
+  _R: absurd,
+  _S: ignore
+}
+
+/** Runs a step on `input` in `scope`; `RT` is what the toolkit's tools need. */
+export type Run<in I, out O, out E, out R, in S> = <RT>(input: I, scope: Scope<S, RT>) => Effect.Effect<O, E, R | RT>
+
+/** Where step events go; `Step.execute` has none, `Step.stream` a bounded queue. */
+export interface Sink {
+  readonly emit: (event: StepEvent.StepEvent) => Effect.Effect<void>
+}
+
+/** Where a step runs: its execution, the toolkit, the event sink, and the frame `complete` ends. */
+export interface Runtime<out S, out RT> {
+  readonly execution: Execution<S>
+  readonly toolkit: Toolkit<RT> | undefined
+  readonly sink: Sink | undefined
+  readonly frame: Completion
+}
+
+/** A runtime inside one step: the context its functions get, and how it reports its meta. */
+export interface Scope<out S, out RT> extends Runtime<S, RT> {
+  readonly context: ExecutionContext<S>
+  /** Sets the context's `lastStepMeta` and the meta of the step's `Completed` event. */
+  readonly report: (meta: StepMeta) => void
+}
+
+const withMeta = (kind: StepEvent.Kind) => kind === "llm" || kind === "tool"
+
+/** Whether an `llm` step's `emit` lets `event` through; every other step's events always go. */
+const allows = (step: Step.Any, event: StepEvent.StepEvent): boolean => {
+  if (step.kind !== "llm" || step.emit === undefined || step.emit === true) return true
+  if (step.emit === false) return false
+  return step.emit(StepEvent.eventType(event), event)
+}
+
+/** Sends a step's event to the sink, when there is one and the step's `emit` allows it. */
+export const emit = (
+  runtime: Runtime<unknown, unknown>,
+  step: Step.Any,
+  event: StepEvent.StepEvent
+): Effect.Effect<void> => runtime.sink === undefined || !allows(step, event) ? Effect.void : runtime.sink.emit(event)
+
+/**
+ * Runs one step: in its span (`step.{kind} {id}`, a child of the enclosing
+ * step's), with its context provided as the `ExecutionContext` service, its
+ * `Started` and `Completed`/`Failed` events sent, and the context's step count
+ * raised when it ends.
+ */
+export const runStep = <I, O, E, R, S, RT>(
+  step: Step.Step<I, O, E, R, S>,
+  input: I,
+  runtime: Runtime<S, RT>
+): Effect.Effect<O, E, Exclude<R | RT, ExecutionContext>> => {
+  const execution = runtime.execution
+  const header = { stepId: step.id, kind: step.kind, contextId: execution.id }
+  return Effect.useSpan(
+    `step.${step.kind} ${step.id}`,
+    {
+      attributes: {
+        "agentloop.step.id": step.id,
+        "agentloop.step.kind": step.kind,
+        "agentloop.context.id": execution.id,
+        "agentloop.context.depth": execution.depth
+      }
+    },
+    (span) => {
+      const context = new View(execution, runtime.frame, span, step.id)
+      let meta: StepMeta | undefined
+      const scope: Scope<S, RT> = {
+        ...runtime,
+        context,
+        report: (reported) => {
+          meta = reported
+          execution.lastStepMeta = reported
+        }
+      }
+      const body = step[Runner](input, scope).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          execution.stepCount++
+        })),
+        Effect.exit,
+        Effect.flatMap((exit) => {
+          // A step that completed its loop or aborted its execution (or ran inside one that did)
+          // waits here to be interrupted, so nothing after it runs before the frame's race notices.
+          const then = runtime.frame.completed || execution.aborted ? Effect.never : exit
+          if (runtime.sink === undefined) return then
+          // Sent here, not in a finalizer: a consumer that stops pulling must be able to interrupt a
+          // step waiting to send its event.
+          const event: StepEvent.StepEvent | undefined = Exit.isSuccess(exit)
+            ? {
+              _tag: "Completed",
+              ...header,
+              output: exit.value,
+              ...(meta !== undefined && withMeta(step.kind) ? { meta } : {})
+            }
+            : Cause.hasInterruptsOnly(exit.cause)
+            ? undefined
+            : { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) }
+          return event === undefined ? then : Effect.andThen(emit(runtime, step, event), then)
+        }),
+        // The span is the parent of the spans inside the step: `withParentSpan`, less the stack trace
+        // it captures, which says nothing about a step and costs more than the rest of the step.
+        Effect.provideService(Tracer.ParentSpan, span),
+        Effect.provideService(ExecutionContext, context)
+      )
+      return runtime.sink === undefined ? body : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
+    }
+  )
+}
+
+/** Any step, with its types forgotten. */
+type Erased = Step.Step<unknown, unknown, unknown, unknown, unknown>
+
+/**
+ * Runs a child of a composite step. A composite's children have many types at
+ * once (the steps of a loop, the paths of a fork), and its constructor computes
+ * its own types from theirs and checks that each child takes what it is given;
+ * the composite then runs each child with the types the child's own type
+ * records. This and {@link runSequence} are the only places a step's types
+ * are set aside and taken back.
+ */
+export const runChild = <T extends Step.Some, RT>(
+  step: T,
+  input: unknown,
+  runtime: Runtime<unknown, RT>
+): Effect.Effect<Step.Output<T>, Step.Error<T>, Exclude<Step.Services<T> | RT, ExecutionContext>> =>
+  runStep(step as unknown as Erased, input, runtime) as Effect.Effect<
+    Step.Output<T>,
+    Step.Error<T>,
+    Exclude<Step.Services<T> | RT, ExecutionContext>
+  >
+
+/** The last of a non-empty tuple of steps. */
+export type Last<S extends ReadonlyArray<Step.Some>> = S extends
+  readonly [...ReadonlyArray<Step.Some>, infer L] ? L : S[number]
+
+/**
+ * Runs `steps` in sequence, each output the next input (see {@link runChild}:
+ * the composite's constructor checked that each step takes what the one
+ * before gives); the output is the last step's.
+ */
+export const runSequence = <S extends readonly [Step.Some, ...ReadonlyArray<Step.Some>], RT>(
+  steps: S,
+  input: unknown,
+  runtime: Runtime<unknown, RT>
+): Effect.Effect<Step.Output<Last<S>>, Step.Error<S[number]>, Exclude<Step.Services<S[number]> | RT, ExecutionContext>> =>
+  Effect.gen(function*() {
+    let value = input
+    for (const step of steps) value = yield* runChild(step, value, runtime)
+    return value
+  }) as Effect.Effect<Step.Output<Last<S>>, Step.Error<S[number]>, Exclude<Step.Services<S[number]> | RT, ExecutionContext>>
+
+/**
+ * Runs a step function, which may answer with a value, a Promise or an
+ * Effect. A throw or a rejection fails with `StepFailed`; an Effect keeps its
+ * own error (and its defects stay defects).
+ */
+export function attempt<A, E, R>(
+  stepId: string,
+  what: string,
+  evaluate: () => A | PromiseLike<A> | Effect.Effect<A, E, R>
+): Effect.Effect<A, E | StepFailed, R>
+export function attempt(stepId: string, what: string, evaluate: () => unknown): Effect.Effect<unknown, unknown, unknown> {
+  return Effect.suspend(() => {
+    let out: unknown
+    try {
+      out = evaluate()
+    } catch (cause) {
+      return Effect.fail(failed(stepId, `${what} threw`, cause))
+    }
+    if (Effect.isEffect(out)) return out
+    if (Predicate.isPromiseLike(out)) {
+      const promise = out
+      return Effect.tryPromise({
+        try: () => Promise.resolve(promise),
+        catch: (cause) => failed(stepId, `${what} rejected`, cause)
+      })
+    }
+    return Effect.succeed(out)
+  })
+}
+
+const failed = (stepId: string, what: string, cause: unknown): StepFailed =>
+  new StepFailed({ stepId, message: `step ${stepId}: ${what}: ${StepErrors.info(cause).message}`, cause })
+
+/** Fails with `InvalidStep` unless `value` is a finite number of at least 0 (a duration in ms, a count). */
+export const nonNegative = (
+  stepId: string,
+  field: string,
+  value: number | undefined
+): Effect.Effect<void, StepErrors.InvalidStep> =>
+  value === undefined || (Number.isFinite(value) && value >= 0)
+    ? Effect.void
+    : Effect.fail(new StepErrors.InvalidStep({ stepId, message: `${field} must be a finite number of at least 0, not ${value}` }))
