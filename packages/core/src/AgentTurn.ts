@@ -74,19 +74,28 @@ export class CompactionFailure extends Schema.TaggedError<CompactionFailure>()("
  */
 export type Failure = AiError.AiError | CompactionFailure
 
+/** What the model part of a turn needs: the turn's number, the history to send, and the request options. */
+export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "options">
+
 /**
- * Streams one turn: the model's deltas, then `TurnCompleted`, then the tools'
- * progress and results, then the events of `then(outcome)`. When the request
- * fails with `ContextLengthExceeded`, the `Compactor` in context shortens the
- * history once and the request is sent again, after an `AttemptDiscarded` and a
- * `Compacted` event (the deltas already streamed belong to the lost attempt).
+ * Streams the model part of one turn: the model's deltas, then the events of
+ * `then(completed)` with the completed turn and its cost; no accounting and no
+ * tools. When the request fails with `ContextLengthExceeded`, the `Compactor`
+ * in context shortens the history once and the request is sent again, after an
+ * `AttemptDiscarded` and a `Compacted` event (the deltas already streamed
+ * belong to the lost attempt). {@link stream} is built on it; a durable engine
+ * runs it alone, as one recorded step.
  */
-export const stream = <E, R, A, S, E2, R2>(
-  request: Request<E, R>,
+export const complete = <A, S, E2, R2>(
+  request: ModelRequest,
   then: (
-    outcome: Outcome
+    completed: Completed
   ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
-): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
+): Stream.Stream<
+  Loop.Event<AgentEvent.Delta | AgentEvent.AttemptDiscarded | AgentEvent.Compacted | A, S>,
+  Failure | E2,
+  R2 | LanguageModel
+> => {
   const { step } = request
   let turn: Turn.Turn | undefined
   let asked = request.history
@@ -122,20 +131,34 @@ export const stream = <E, R, A, S, E2, R2>(
           message: "The model's stream ended before its turn_complete: the turn is lost"
         })
       }
-      const finished = turn
-      const completed: Completed = {
-        turn: finished,
-        cost: yield* Pricing.turnCost(finished),
-        history: [...asked, ...finished.items]
-      }
+      const cost = yield* Pricing.turnCost(turn)
+      const next = then({ turn, cost, history: [...asked, ...turn.items] })
+      return Effect.isEffect(next) ? yield* next : next
+    }))
+}
+
+/**
+ * Streams one turn: the model's deltas (see {@link complete}), then
+ * `TurnCompleted`, then the tools' progress and results, then the events of
+ * `then(outcome)`.
+ */
+export const stream = <E, R, A, S, E2, R2>(
+  request: Request<E, R>,
+  then: (
+    outcome: Outcome
+  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
+  const { step } = request
+  const rest = (completed: Completed) =>
+    Effect.gen(function*() {
       const event: AgentEvent.TurnCompleted = {
         _tag: "TurnCompleted",
         step,
-        turn: finished,
+        turn: completed.turn,
         cost: completed.cost,
         accounting: yield* request.account(completed)
       }
-      const calls = Turn.functionCalls(finished)
+      const calls = Turn.functionCalls(completed.turn)
       if (calls.length === 0) return Loop.decideAfter(Stream.make(event), () => then({ ...completed, results: [] }))
       const results: Array<Toolkit.Result> = []
       const tools = Toolkit.streamAll(request.toolkit ?? Toolkit.make(), calls, request.tools).pipe(
@@ -147,7 +170,11 @@ export const stream = <E, R, A, S, E2, R2>(
       )
       return Loop.decideAfter(Stream.concat(Stream.make(event), tools), () =>
         then({ ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results }))
-    }))
+    })
+  return complete<AgentEvent.TurnCompleted | AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S, E | E2, R | R2>(
+    request,
+    rest
+  )
 }
 
 const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult => ({
