@@ -1,0 +1,245 @@
+/**
+ * Durable agent runs: an agent defined once, whose runs are `effect/workflow`
+ * workflows on the `ClusterWorkflowEngine` of a `DurableRunner`.
+ *
+ * A run is driven by the same `AgentMachine` as `AgentLoop`, with each model
+ * turn, each tool call and each decision a recorded activity (see
+ * `RunSteps`): a run that a crash, a deploy or a shutdown stopped resumes on a
+ * runner from its last recorded step, without asking the model again for a
+ * turn it answered or running a finished tool call again. A call of a tool
+ * that `needsApproval` waits on a durable decision (`approve`), which may come
+ * hours later, from another process. Every run logs its events (see
+ * `DurableEvent`), which `events` streams to a UI, again from any turn on.
+ *
+ * @since 0.1.0
+ */
+import { AgentEvent, AgentLoop, AgentMachine, Item, LanguageModel, Termination, Toolkit, Turn } from "@agentloop/core"
+import type { Approval } from "@agentloop/core"
+import { Clock, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import * as DurableDeferred from "effect/workflow/DurableDeferred"
+import * as Workflow from "effect/workflow/Workflow"
+import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
+import * as DurableApproval from "./DurableApproval.ts"
+import * as DurableEvent from "./DurableEvent.ts"
+import { RunStore, RunStoreError } from "./RunStore.ts"
+import type { Entry, RunKey } from "./RunStore.ts"
+import * as RunSteps from "./RunSteps.ts"
+
+/** The definition of a durable agent: `AgentLoop.Options` without a run's own `input` and `runId`. */
+export type Options<O = string, R = never, E = never, RU = never> = Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+
+/** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
+export const Start = Schema.Struct({
+  runId: Schema.String,
+  input: Schema.Union([Schema.String, Item.History])
+})
+export type Start = typeof Start.Type
+
+/** Where `events` starts: at turn `fromStep`, and how often it looks for more. */
+export interface EventsOptions {
+  /** The first turn whose events are streamed (default: the last turn the run completed). */
+  readonly fromStep?: number | undefined
+  /** How long to wait before looking again when the log has nothing new (default 100 ms). */
+  readonly pollInterval?: Duration.Input | undefined
+}
+
+/** A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate. */
+export interface DurableAgent<O, R, RU> {
+  readonly name: string
+  /** The workflow of its runs (its tag is the agent's name). */
+  readonly workflow: Workflow.Workflow<string, typeof Start, Schema.Codec<AgentEvent.RunResult<O>, unknown>, typeof Termination.Error>
+  /**
+   * Registers the agent with the runner's engine, so that the runner executes
+   * (and resumes) its runs. Provide it on every runner, with the model and the
+   * services of the tools and predicate.
+   */
+  readonly layer: Layer.Layer<never, never, WorkflowEngine | RunStore | LanguageModel.LanguageModel | R | RU>
+  /**
+   * Runs `start.runId` and waits for its result (a run that exists already is
+   * joined, and a finished one answers at once); fails with the run's
+   * termination. Any process of the group may call it, a client included.
+   */
+  readonly run: (start: Start) => Effect.Effect<AgentEvent.RunResult<O>, Termination.Error, WorkflowEngine>
+  /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
+  readonly start: (start: Start) => Effect.Effect<void, never, WorkflowEngine>
+  /** The result of `runId`, once it has one; `None` while it runs, waits for a decision, or never started. */
+  readonly result: (
+    runId: string
+  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, Termination.Error, WorkflowEngine>
+  /** Records a decision for the call whose `ApprovalRequested` event carried `token`. */
+  readonly approve: (
+    token: string,
+    decision: Approval.Decision
+  ) => Effect.Effect<void, DurableApproval.InvalidToken, WorkflowEngine>
+  /**
+   * The events of `runId` from its log: those logged so far from turn
+   * `fromStep` on, then the rest as they are logged, up to `Finished`; the
+   * stream fails with the run's termination when the run fails. A run that has
+   * not started yet is waited for.
+   */
+  readonly events: (
+    runId: string,
+    options?: EventsOptions
+  ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError, RunStore>
+}
+
+const storeRetry = { times: 5, schedule: Schedule.exponential("50 millis") }
+
+/** The same clock, whose current time is `millis` for the code run with it. */
+const clockAt = (clock: Clock.Clock, millis: number): Clock.Clock => ({
+  currentTimeMillisUnsafe: () => millis,
+  currentTimeMillis: Effect.succeed(millis),
+  currentTimeNanosUnsafe: () => BigInt(millis) * 1_000_000n,
+  currentTimeNanos: Effect.succeed(BigInt(millis) * 1_000_000n),
+  monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+  monotonicTimeNanos: clock.monotonicTimeNanos,
+  sleep: (duration) => clock.sleep(duration)
+})
+
+/**
+ * Defines the durable agent `name` (unique among the agents of a database: it
+ * names the workflow and keys the runs). Its definition is code: every runner
+ * must provide the same one with `layer`.
+ */
+export const make = <O = string, R = never, E = never, RU = never>(
+  name: string,
+  options: Options<O, R, E, RU>
+): DurableAgent<O, R, RU> => {
+  // Without a structured output, O is the text (its default), as in `AgentMachine`.
+  const output: Schema.Codec<O, unknown> = options.output ?? (Schema.String as Schema.Codec<never, unknown>)
+  const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, Schema.Unknown)
+  const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, Schema.Unknown)
+  const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(eventSchema)))
+  const decodeEvent = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(eventSchema)))
+  const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(Termination.Error)))
+  const decodeFailure = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(Termination.Error)))
+  const decisionSchema = RunSteps.decisionRecord(output)
+  const toolkit = options.toolkit
+
+  const workflow = Workflow.make(name, {
+    payload: Start,
+    success: resultSchema,
+    error: Termination.Error,
+    idempotencyKey: (start) => start.runId
+  })
+
+  const execute = (start: Start, executionId: string) =>
+    Effect.gen(function*() {
+      const store = yield* RunStore
+      const run: RunKey = { agent: name, runId: start.runId }
+      // Positions follow the run's (deterministic) course, so a replay writes the same entries again, and nothing.
+      let seq = 0
+      let step = 0
+      const append = (kind: Entry["kind"], bodies: ReadonlyArray<string>) => {
+        const entries = bodies.map((body) => ({ seq: seq++, step, kind, body }))
+        return store.append(run, entries).pipe(Effect.retry(storeRetry), Effect.orDie)
+      }
+      const log = (events: ReadonlyArray<DurableEvent.DurableEvent<O>>) =>
+        Effect.flatMap(Effect.orDie(Effect.forEach(events, (event) => encodeEvent(event))), (bodies) => append("event", bodies))
+
+      const startedAt = yield* RunSteps.start
+      const clock = yield* Clock.Clock
+      const machine = yield* AgentMachine.make<O, R, E, RU>({ ...options, input: start.input, runId: start.runId }).pipe(
+        Effect.provideService(Clock.Clock, clockAt(clock, startedAt))
+      )
+      const body = Effect.gen(function*() {
+        let state = yield* machine.start
+        while (true) {
+          yield* machine.beforeTurn(state)
+          step = state.steps + 1
+          const record = yield* RunSteps.turn(machine, state)
+          const completed = RunSteps.completed(record, state.history)
+          const books = yield* machine.account(state, completed)
+          yield* log([
+            { _tag: "TurnStarted", step },
+            ...record.notes,
+            { _tag: "TurnCompleted", step, turn: completed.turn, cost: completed.cost, accounting: books.accounting }
+          ])
+
+          const calls = Turn.functionCalls(completed.turn)
+          const waits = calls.map((call, index) =>
+            DurableApproval.isNeeded(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
+          )
+          yield* log(calls.flatMap((call, index) => {
+            const wait = waits[index]
+            if (wait === undefined) return []
+            const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
+            return [{ _tag: "ApprovalRequested", step, call, token }]
+          }))
+          const records = yield* Effect.forEach(calls, (call, index) =>
+            Effect.gen(function*() {
+              const wait = waits[index]
+              const decision = wait === undefined ? undefined : yield* DurableDeferred.await(wait)
+              return yield* RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision })
+            }), { concurrency: machine.tools.concurrency ?? 4 })
+          yield* log(records.map((call) => ({ _tag: "ToolResult", step, ...call })))
+
+          const results = records.map((call) => RunSteps.result(toolkit, call))
+          const outcome = { ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results }
+          const transition = RunSteps.transition(yield* RunSteps.decide(machine, decisionSchema, books.state, outcome), outcome)
+          yield* log(transition.events)
+          if (transition._tag === "Finish") return transition.result
+          state = transition.state
+        }
+      })
+      return yield* body.pipe(
+        Effect.tapError((termination) =>
+          Effect.flatMap(Effect.orDie(encodeFailure(termination)), (body) => append("failure", [body]))
+        )
+      )
+    })
+
+  const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
+
+  const events = (runId: string, eventsOptions: EventsOptions = {}) =>
+    Stream.unwrap(Effect.gen(function*() {
+      const store = yield* RunStore
+      const run: RunKey = { agent: name, runId }
+      const fromStep = eventsOptions.fromStep ?? (yield* store.lastStep(run))
+      const pause = Duration.fromInputUnsafe(eventsOptions.pollInterval ?? Duration.millis(100))
+      type Cursor = { readonly afterSeq: number; readonly failed: Termination.Error | undefined }
+      return Stream.paginate<Cursor, DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError>(
+        { afterSeq: -1, failed: undefined },
+        (cursor) =>
+          Effect.gen(function*() {
+            if (cursor.failed !== undefined) return yield* Effect.fail(cursor.failed)
+            const entries = yield* store.read(run, { afterSeq: cursor.afterSeq, fromStep, limit: 256 })
+            const last = entries.at(-1)
+            if (last === undefined) {
+              yield* Effect.sleep(pause)
+              return [[], Option.some(cursor)] as const
+            }
+            const out: Array<DurableEvent.DurableEvent<O>> = []
+            for (const entry of entries) {
+              if (entry.kind === "failure") {
+                const failed = yield* decodeFailure(entry.body).pipe(Effect.mapError(corrupt(entry)))
+                return [out, Option.some({ afterSeq: entry.seq, failed })] as const
+              }
+              const event = yield* decodeEvent(entry.body).pipe(Effect.mapError(corrupt(entry)))
+              out.push(event)
+              if (event._tag === "Finished") return [out, Option.none()] as const
+            }
+            return [out, Option.some({ afterSeq: last.seq, failed: undefined })] as const
+          })
+      )
+    }))
+
+  return {
+    name,
+    workflow,
+    layer: workflow.toLayer(execute),
+    run: (start) => workflow.execute(start),
+    start: (start) => Effect.asVoid(workflow.execute(start, { discard: true })),
+    result: (runId) =>
+      Effect.flatMap(executionId(runId), (id) =>
+        Effect.flatMap(workflow.poll(id), (polled) =>
+          Option.isNone(polled) || polled.value._tag === "Suspended"
+            ? Effect.succeed(Option.none())
+            : Effect.asSome(polled.value.exit))),
+    approve: (token, decision) => DurableApproval.approve(name, token, decision),
+    events
+  }
+}
+
+const corrupt = (entry: Entry) => (error: Schema.SchemaError) =>
+  new RunStoreError({ operation: "decode", message: `entry ${entry.seq}: ${error.message}` })
