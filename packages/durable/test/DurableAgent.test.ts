@@ -1,6 +1,7 @@
+import { Approval } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import * as Path from "node:path"
 import { DurableAgent } from "../src/index.ts"
 import { add, answer, call, embedded, model, ran, tempDir, toolkit } from "./fixtures.ts"
@@ -42,3 +43,32 @@ describe("DurableAgent on the embedded runner", () => {
   })
 })
 void add
+
+describe("DurableAgent approvals", () => {
+  it.live("waits on a durable decision, streams ApprovalRequested, and goes on when approved", () => {
+    const temp = tempDir()
+    const before = ran.remove
+    return Effect.gen(function*() {
+      yield* agent.start({ runId: "a1", input: "Remove /tmp/x" })
+      const requested = yield* agent.events("a1", { fromStep: 1 }).pipe(
+        Stream.filter((event) => event._tag === "ApprovalRequested"),
+        Stream.runHead
+      )
+      if (requested._tag === "None" || requested.value._tag !== "ApprovalRequested") return expect.unreachable()
+      expect(ran.remove).toBe(before)
+      expect(yield* agent.result("a1")).toStrictEqual(Option.none())
+      const invalid = yield* Effect.flip(agent.approve("not-a-token", Approval.approved))
+      expect(invalid._tag).toBe("InvalidToken")
+      yield* agent.approve(requested.value.token, Approval.approved)
+      const result = yield* agent.run({ runId: "a1", input: "Remove /tmp/x" })
+      expect(result._tag === "Stopped" && result.output).toBe("removed")
+      expect(ran.remove - before).toBe(1)
+      const events = yield* Stream.runCollect(agent.events("a1", { fromStep: 1 }))
+      const tool = events.find((event) => event._tag === "ToolResult")
+      expect(tool?._tag === "ToolResult" && tool.outcome).toBe("success")
+    }).pipe(
+      Effect.provide(agent.layer.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("remove", { path: "/tmp/x" }), answer("removed")])))),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  })
+})
