@@ -33,12 +33,15 @@ const say = (message: Record<string, unknown>) => Effect.sync(() => console.log(
 const main = (config: Config) => {
   /** Counts a start of `tool`; true when it is the first. */
   const started = (tool: string) =>
-    Effect.andThen(say({ toolStarted: tool, runner: config.runner }), Effect.sync(() => {
-      const file = Path.join(config.markers, `${tool}.log`)
-      const before = Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0
-      Fs.appendFileSync(file, `${config.runner}\n`)
-      return before === 0
-    }))
+    Effect.tap(
+      Effect.sync(() => {
+        const file = Path.join(config.markers, `${tool}.log`)
+        const before = Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0
+        Fs.appendFileSync(file, `${config.runner}\n`)
+        return before === 0
+      }),
+      () => say({ toolStarted: tool, runner: config.runner })
+    )
   const hangFirst = <A>(tool: string, value: A) =>
     Effect.flatMap(started(tool), (first) => first ? Effect.never : Effect.succeed(value))
 
