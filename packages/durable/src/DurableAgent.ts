@@ -107,14 +107,17 @@ export const make = <O = string, R = never, E = never, RU = never>(
 ): DurableAgent<O, R, RU> => {
   // Without a structured output, O is the text (its default), as in `AgentMachine`.
   const output: Schema.Codec<O, unknown> = options.output ?? (Schema.String as Schema.Codec<never, unknown>)
-  const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, Schema.Unknown)
-  const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, Schema.Unknown)
+  const toolkit = options.toolkit
+  // What the finish tool submits keeps its type through storage: it is encoded with the tool's output Schema.
+  const finish = options.finish === undefined ? undefined : toolkit?.byName.get(options.finish)
+  const submitted: Schema.Codec<unknown, unknown> = finish?.output ?? Schema.Unknown
+  const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, submitted)
+  const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, submitted)
   const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(eventSchema)))
   const decodeEvent = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(eventSchema)))
   const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(Termination.Error)))
   const decodeFailure = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(Termination.Error)))
-  const decisionSchema = RunSteps.decisionRecord(output)
-  const toolkit = options.toolkit
+  const decisionSchema = RunSteps.decisionRecord(output, submitted)
 
   const workflow = Workflow.make(name, {
     payload: Start,

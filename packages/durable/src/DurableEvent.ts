@@ -10,8 +10,10 @@
  *
  * @since 0.1.0
  */
-import { AgentEvent, Item } from "@agentloop/core"
+import { AgentEvent, Item, Termination } from "@agentloop/core"
+import type { EventStream } from "@agentloop/core"
 import { Schema } from "effect"
+import { RunStoreError } from "./RunStore.ts"
 
 /**
  * Call `call` of turn `step` waits for a decision: pass `token` to the durable
@@ -34,3 +36,14 @@ export const schema = <O extends Schema.Top, A extends Schema.Top>(output: O, su
 
 /** The events of a durable run whose output is text. */
 export const DurableEvent = schema(Schema.String, Schema.Unknown)
+
+/**
+ * The `EventStream` codec of a durable run's events whose output is text:
+ * serve `DurableAgent.events` as Server-Sent Events with it, and read them back
+ * in a browser or in Node; the stream's failure is the run's termination, or
+ * the store's error.
+ */
+export const codec: EventStream.Codec<DurableEvent, Termination.Error | RunStoreError> = {
+  events: DurableEvent,
+  failure: Schema.Union([Termination.Error, RunStoreError])
+}

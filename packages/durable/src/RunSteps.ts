@@ -198,9 +198,12 @@ export type DecisionRecord<O> =
     readonly events: ReadonlyArray<AgentEvent.AgentEvent<O>>
   }
 
-/** The schema of the decisions of a run whose output `output` describes. */
-export const decisionRecord = <O>(output: Schema.Codec<O, unknown>): Schema.Codec<DecisionRecord<O>, unknown> => {
-  const events = Schema.Array(AgentEvent.schema(output, Schema.Unknown))
+/** The schema of the decisions of a run whose output `output` describes, and whose finish tool submits `submitted`. */
+export const decisionRecord = <O>(
+  output: Schema.Codec<O, unknown>,
+  submitted: Schema.Codec<unknown, unknown>
+): Schema.Codec<DecisionRecord<O>, unknown> => {
+  const events = Schema.Array(AgentEvent.schema(output, submitted))
   return Schema.Union([
     Schema.TaggedStruct("Continue", {
       state: StateWithoutHistory,
@@ -208,7 +211,7 @@ export const decisionRecord = <O>(output: Schema.Codec<O, unknown>): Schema.Code
       history: Schema.optionalKey(Item.History),
       events
     }),
-    Schema.TaggedStruct("Finish", { result: AgentEvent.RunResult(output, Schema.Unknown), events })
+    Schema.TaggedStruct("Finish", { result: AgentEvent.RunResult(output, submitted), events })
   ])
 }
 

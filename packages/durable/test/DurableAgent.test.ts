@@ -1,10 +1,10 @@
-import { Approval } from "@agentloop/core"
+import { Approval, EventStream, Tool, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as Path from "node:path"
-import { DurableAgent } from "../src/index.ts"
-import { add, answer, call, embedded, model, ran, tempDir, toolkit } from "./fixtures.ts"
+import { DurableAgent, DurableEvent, type DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { answer, call, embedded, model, ran, tempDir, toolkit } from "./fixtures.ts"
 
 const agent = DurableAgent.make("calculator", { model, instructions: "Use the tools.", toolkit })
 
@@ -42,7 +42,6 @@ describe("DurableAgent on the embedded runner", () => {
     )
   })
 })
-void add
 
 describe("DurableAgent approvals", () => {
   it.live("waits on a durable decision, streams ApprovalRequested, and goes on when approved", () => {
@@ -70,5 +69,159 @@ describe("DurableAgent approvals", () => {
       Effect.provide(agent.layer.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("remove", { path: "/tmp/x" }), answer("removed")])))),
       Effect.ensuring(Effect.sync(temp.remove))
     )
+  })
+})
+
+/** Runs `body` with `agents` registered on an embedded runner over a fresh file, the mock answering `script`. */
+const withRunner = <A, E, R>(
+  agents: Layer.Layer<never, never, R>,
+  script: ReadonlyArray<MockLanguageModel.Reply>,
+  body: Effect.Effect<A, E, R | DurableRunner.Services | MockLanguageModel.MockLanguageModel>
+) => {
+  const temp = tempDir()
+  return body.pipe(
+    Effect.provide(agents.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), script)))),
+    Effect.ensuring(Effect.sync(temp.remove))
+  )
+}
+
+const submit = Tool.make({
+  name: "submit",
+  description: "Submits the answer",
+  input: Schema.Struct({ sum: Schema.Finite, at: Schema.Date }),
+  output: Schema.Struct({ sum: Schema.Finite, at: Schema.Date }),
+  idempotent: true,
+  execute: (input) => Effect.succeed(input)
+})
+
+describe("DurableAgent results and terminations", () => {
+  it.live("a finish tool's value and a structured output keep their types through storage", () => {
+    const submitter = DurableAgent.make("submitter", { model, toolkit: Toolkit.make(submit), finish: "submit" })
+    const structured = DurableAgent.make("structured", { model, output: Schema.Struct({ sum: Schema.Finite }) })
+    return withRunner(
+      Layer.mergeAll(submitter.layer, structured.layer),
+      [call("submit", { sum: 5, at: "2025-01-02T03:04:05.000Z" }), answer("{\"sum\":7}")],
+      Effect.gen(function*() {
+        const submitted = yield* submitter.run({ runId: "s1", input: "Submit 5" })
+        if (submitted._tag !== "Submitted") return expect.unreachable()
+        expect(submitted.termination.value).toStrictEqual({ sum: 5, at: new Date("2025-01-02T03:04:05.000Z") })
+        const again = yield* submitter.run({ runId: "s1", input: "Submit 5" })
+        expect(again._tag === "Submitted" && again.termination.value).toStrictEqual(submitted.termination.value)
+        const output = yield* structured.run({ runId: "o1", input: "Sum" })
+        expect(output._tag === "Stopped" && output.output).toStrictEqual({ sum: 7 })
+      })
+    )
+  })
+
+  it.live("a run that ends with a termination logs it: its events fail with it, and so does running it again", () => {
+    const limited = DurableAgent.make("limited", { model, toolkit, limits: { maxTurns: 1 } })
+    return withRunner(limited.layer, [call("add", { a: 1, b: 1 })], Effect.gen(function*() {
+      const failure = yield* Effect.flip(limited.run({ runId: "l1", input: "Add" }))
+      expect(failure._tag).toBe("MaxTurns")
+      expect(failure.accounting.steps).toBe(1)
+      const again = yield* Effect.flip(limited.run({ runId: "l1", input: "Add" }))
+      expect(again._tag).toBe("MaxTurns")
+      const tags: Array<string> = []
+      const streamed = yield* limited.events("l1", { fromStep: 1 }).pipe(
+        Stream.runForEach((event) => Effect.sync(() => tags.push(event._tag))),
+        Effect.flip
+      )
+      expect(streamed._tag).toBe("MaxTurns")
+      expect(tags).toStrictEqual(["TurnStarted", "TurnCompleted", "ToolResult", "Verdict"])
+      expect(yield* Effect.flip(limited.result("l1"))).toMatchObject({ _tag: "MaxTurns" })
+      const recorder = yield* MockLanguageModel.MockLanguageModel
+      expect((yield* recorder.requests).length).toBe(1)
+    }))
+  })
+
+  it.live("a denied call is not run, and a token of another agent or that does not decode is refused", () => {
+    const before = ran.remove
+    const other = DurableAgent.make("other", { model, toolkit })
+    return withRunner(
+      Layer.mergeAll(agent.layer, other.layer),
+      [call("remove", { path: "/etc" }), answer("not removed")],
+      Effect.gen(function*() {
+        yield* agent.start({ runId: "d1", input: "Remove /etc" })
+        const requested = yield* agent.events("d1").pipe(
+          Stream.filter((event) => event._tag === "ApprovalRequested"),
+          Stream.runHead
+        )
+        if (requested._tag === "None" || requested.value._tag !== "ApprovalRequested") return expect.unreachable()
+        const foreign = yield* Effect.flip(other.approve(requested.value.token, Approval.approved))
+        expect(foreign.message).toMatch(/names approval\/1\/0 of calculator/)
+        const cut = yield* Effect.flip(agent.approve(requested.value.token.slice(0, 10), Approval.approved))
+        expect(cut._tag).toBe("InvalidToken")
+        yield* agent.approve(requested.value.token, Approval.denied("not /etc"))
+        const result = yield* agent.run({ runId: "d1", input: "Remove /etc" })
+        expect(result._tag === "Stopped" && result.output).toBe("not removed")
+        expect(ran.remove).toBe(before)
+        const events = yield* Stream.runCollect(agent.events("d1", { fromStep: 1 }))
+        const denied = events.find((event) => event._tag === "ToolResult")
+        expect(denied?._tag === "ToolResult" && [denied.outcome, denied.reason]).toStrictEqual(["denied", "not /etc"])
+      })
+    )
+  })
+})
+
+describe("DurableAgent events for a UI", () => {
+  it.live("a UI that reconnects gets the events again from the last completed turn on, over Server-Sent Events", () =>
+    withRunner(agent.layer, [call("add", { a: 1, b: 2 }), call("remove", { path: "/a" }), answer("ok")], Effect.gen(function*() {
+      yield* agent.start({ runId: "ui1", input: "Add, then remove /a" })
+      // The first connection sees the run up to the approval it waits for, then goes away.
+      const first = yield* agent.events("ui1", { fromStep: 1 }).pipe(
+        Stream.takeUntil((event) => event._tag === "ApprovalRequested"),
+        Stream.runCollect
+      )
+      expect(first.map((event) => event._tag)).toStrictEqual([
+        "TurnStarted",
+        "TurnCompleted",
+        "ToolResult",
+        "Verdict",
+        "TurnStarted",
+        "TurnCompleted",
+        "ApprovalRequested"
+      ])
+      const approval = first.at(-1)
+      if (approval?._tag !== "ApprovalRequested") return expect.unreachable()
+      yield* agent.approve(approval.token, Approval.approved)
+      // The next connection starts at the last completed turn, and reads it as a browser would.
+      const sse = EventStream.encode(DurableEvent.codec, { keepAlive: Duration.infinity })(agent.events("ui1"))
+      const again = yield* Stream.runCollect(EventStream.decode(DurableEvent.codec)(Stream.encodeText(sse)))
+      expect(again.map((event) => event._tag)).toStrictEqual([
+        "TurnStarted",
+        "TurnCompleted",
+        "ApprovalRequested",
+        "ToolResult",
+        "Verdict",
+        "TurnStarted",
+        "TurnCompleted",
+        "Verdict",
+        "Finished"
+      ])
+      expect(again[0]).toStrictEqual({ _tag: "TurnStarted", step: 2 })
+    })))
+
+  it.live("a log entry that does not decode fails the stream with a RunStoreError", () =>
+    withRunner(agent.layer, [], Effect.gen(function*() {
+      const store = yield* RunStore.RunStore
+      yield* store.append({ agent: "calculator", runId: "broken" }, [{ seq: 0, step: 1, kind: "event", body: "{\"_tag\":\"Nope\"}" }])
+      const error = yield* Effect.flip(Stream.runDrain(agent.events("broken")))
+      expect(error._tag).toBe("RunStoreError")
+      expect(error.message).toMatch(/^entry 0:/)
+    })))
+})
+
+describe("the embedded runner's database", () => {
+  it.live("is refused to a second holder, and a path that cannot be opened fails with DatabaseUnavailable", () => {
+    const temp = tempDir()
+    const filename = Path.join(temp.dir, "held.db")
+    return Effect.gen(function*() {
+      yield* Layer.build(NodeSqliteClient.layer({ filename }))
+      const second = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename })))
+      expect(second).toStrictEqual(new NodeSqliteClient.DatabaseLocked({ filename }))
+      const missing = Path.join(temp.dir, "no", "such", "dir.db")
+      const unavailable = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename: missing })))
+      expect(unavailable._tag).toBe("DatabaseUnavailable")
+    }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
   })
 })

@@ -11,7 +11,7 @@ export const connection: PgClient.PgClientConfig = { host: "127.0.0.1", port: 54
 
 /** Whether the server accepts connections; the PostgreSQL tests are skipped, loudly, when it does not. */
 export const reachable = (): Promise<boolean> =>
-  new Promise((resolve) => {
+  new Promise<boolean>((resolve) => {
     const socket = Net.connect({ host: "127.0.0.1", port: 5432, timeout: 1000 })
     const done = (ok: boolean) => {
       socket.destroy()
