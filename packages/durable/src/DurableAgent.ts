@@ -169,12 +169,14 @@ export const make = <O = string, R = never, E = never, RU = never>(
             const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
             return [{ _tag: "ApprovalRequested", step, call, token }]
           }))
-          const records = yield* Effect.forEach(calls, (call, index) =>
-            Effect.gen(function*() {
-              const wait = waits[index]
-              const decision = wait === undefined ? undefined : yield* DurableDeferred.await(wait)
-              return yield* RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision })
-            }), { concurrency: machine.tools.concurrency ?? 4 })
+          // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
+          const decisions = yield* Effect.forEach(waits, (wait) => wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
+          const records = yield* Effect.forEach(
+            calls,
+            (call, index) =>
+              RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
+            { concurrency: machine.tools.concurrency ?? 4 }
+          )
           yield* log(records.map((call) => ({ _tag: "ToolResult", step, ...call })))
 
           const results = records.map((call) => RunSteps.result(toolkit, call))

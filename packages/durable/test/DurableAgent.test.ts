@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, type DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
-import { answer, call, embedded, model, ran, tempDir, toolkit } from "./fixtures.ts"
+import { answer, call, calls, embedded, model, ran, tempDir, toolkit } from "./fixtures.ts"
 
 const agent = DurableAgent.make("calculator", { model, instructions: "Use the tools.", toolkit })
 
@@ -44,29 +44,33 @@ describe("DurableAgent on the embedded runner", () => {
 })
 
 describe("DurableAgent approvals", () => {
-  it.live("waits on a durable decision, streams ApprovalRequested, and goes on when approved", () => {
+  it.live("runs a turn's calls once its decisions are recorded, each call once, and streams ApprovalRequested", () => {
     const temp = tempDir()
-    const before = ran.remove
+    const before = { ...ran }
     return Effect.gen(function*() {
-      yield* agent.start({ runId: "a1", input: "Remove /tmp/x" })
+      yield* agent.start({ runId: "a1", input: "Note it and remove /tmp/x" })
       const requested = yield* agent.events("a1", { fromStep: 1 }).pipe(
         Stream.filter((event) => event._tag === "ApprovalRequested"),
         Stream.runHead
       )
       if (requested._tag === "None" || requested.value._tag !== "ApprovalRequested") return expect.unreachable()
-      expect(ran.remove).toBe(before)
+      expect(requested.value.call.name).toBe("remove")
+      expect([ran.note - before.note, ran.remove - before.remove]).toStrictEqual([0, 0])
       expect(yield* agent.result("a1")).toStrictEqual(Option.none())
       const invalid = yield* Effect.flip(agent.approve("not-a-token", Approval.approved))
       expect(invalid._tag).toBe("InvalidToken")
       yield* agent.approve(requested.value.token, Approval.approved)
-      const result = yield* agent.run({ runId: "a1", input: "Remove /tmp/x" })
+      const result = yield* agent.run({ runId: "a1", input: "Note it and remove /tmp/x" })
       expect(result._tag === "Stopped" && result.output).toBe("removed")
-      expect(ran.remove - before).toBe(1)
+      expect([ran.note - before.note, ran.remove - before.remove]).toStrictEqual([1, 1])
       const events = yield* Stream.runCollect(agent.events("a1", { fromStep: 1 }))
-      const tool = events.find((event) => event._tag === "ToolResult")
-      expect(tool?._tag === "ToolResult" && tool.outcome).toBe("success")
+      const outcomes = events.flatMap((event) => event._tag === "ToolResult" ? [[event.call.name, event.outcome]] : [])
+      expect(outcomes).toStrictEqual([["note", "success"], ["remove", "success"]])
     }).pipe(
-      Effect.provide(agent.layer.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("remove", { path: "/tmp/x" }), answer("removed")])))),
+      Effect.provide(agent.layer.pipe(Layer.provideMerge(embedded(
+        Path.join(temp.dir, "runs.db"),
+        [calls({ name: "note", arguments: { text: "x" } }, { name: "remove", arguments: { path: "/tmp/x" } }), answer("removed")]
+      )))),
       Effect.ensuring(Effect.sync(temp.remove))
     )
   })

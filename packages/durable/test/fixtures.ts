@@ -15,10 +15,14 @@ export const usage = TokenUsage.make(20, 10)
 export const call = (name: string, args: unknown, callId = `call_${name}`) =>
   MockLanguageModel.callsTurn([{ name, arguments: args, callId }], { model, usage })
 
+/** Calls several tools in one turn. */
+export const calls = (...list: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>) =>
+  MockLanguageModel.callsTurn(list.map((entry) => ({ ...entry, callId: `call_${entry.name}` })), { model, usage })
+
 export const answer = (text: string) => MockLanguageModel.textTurn(text, { model, usage })
 
 /** How many times each tool ran in this process. */
-export const ran = { add: 0, charge: 0, remove: 0 }
+export const ran = { add: 0, note: 0, remove: 0 }
 
 export const add = Tool.make({
   name: "add",
@@ -38,7 +42,15 @@ export const remove = Tool.make({
   execute: ({ path }) => Effect.sync(() => (ran.remove++, { removed: path }))
 })
 
-export const toolkit = Toolkit.make(add, remove)
+export const note = Tool.make({
+  name: "note",
+  description: "Writes a note",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: ({ text }) => Effect.sync(() => (ran.note++, `noted ${text}`))
+})
+
+export const toolkit = Toolkit.make(add, note, remove)
 
 /** A fresh directory under the system's temporary one, removed by the returned function. */
 export const tempDir = (): { readonly dir: string; readonly remove: () => void } => {
