@@ -13,17 +13,18 @@
  *
  * @since 0.1.0
  */
-import { AgentEvent, AgentLoop, AgentMachine, Item, LanguageModel, Termination, Toolkit, Turn } from "@agentloop/core"
-import type { Approval } from "@agentloop/core"
-import { Clock, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { AgentEvent, AgentMachine, Item, Termination, Toolkit, Turn } from "@agentloop/core"
+import type { AgentLoop, AgentTurn, Approval, LanguageModel } from "@agentloop/core"
+import { Clock, Effect, Option, Schema } from "effect"
+import type { Layer, Stream } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
-import { RunStore, RunStoreError } from "./RunStore.ts"
-import type { Entry, RunKey } from "./RunStore.ts"
+import * as RunLog from "./RunLog.ts"
 import * as RunSteps from "./RunSteps.ts"
+import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
 /** The definition of a durable agent: `AgentLoop.Options` without a run's own `input` and `runId`. */
 export type Options<O = string, R = never, E = never, RU = never> = Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
@@ -34,14 +35,6 @@ export const Start = Schema.Struct({
   input: Schema.Union([Schema.String, Item.History])
 })
 export type Start = typeof Start.Type
-
-/** Where `events` starts: at turn `fromStep`, and how often it looks for more. */
-export interface EventsOptions {
-  /** The first turn whose events are streamed (default: the last turn the run completed). */
-  readonly fromStep?: number | undefined
-  /** How long to wait before looking again when the log has nothing new (default 100 ms). */
-  readonly pollInterval?: Duration.Input | undefined
-}
 
 /** A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate. */
 export interface DurableAgent<O, R, RU> {
@@ -79,11 +72,9 @@ export interface DurableAgent<O, R, RU> {
    */
   readonly events: (
     runId: string,
-    options?: EventsOptions
+    options?: RunLog.ReadOptions
   ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError, RunStore>
 }
-
-const storeRetry = { times: 5, schedule: Schedule.exponential("50 millis") }
 
 /** The same clock, whose current time is `millis` for the code run with it. */
 const clockAt = (clock: Clock.Clock, millis: number): Clock.Clock => ({
@@ -113,10 +104,6 @@ export const make = <O = string, R = never, E = never, RU = never>(
   const submitted: Schema.Codec<unknown, unknown> = finish?.output ?? Schema.Unknown
   const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, submitted)
   const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, submitted)
-  const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(eventSchema)))
-  const decodeEvent = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(eventSchema)))
-  const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(Termination.Error)))
-  const decodeFailure = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(Termination.Error)))
   const decisionSchema = RunSteps.decisionRecord(output, submitted)
 
   const workflow = Workflow.make(name, {
@@ -128,24 +115,47 @@ export const make = <O = string, R = never, E = never, RU = never>(
 
   const execute = (start: Start, executionId: string) =>
     Effect.gen(function*() {
-      const store = yield* RunStore
       const run: RunKey = { agent: name, runId: start.runId }
-      // Positions follow the run's (deterministic) course, so a replay writes the same entries again, and nothing.
-      let seq = 0
-      let step = 0
-      const append = (kind: Entry["kind"], bodies: ReadonlyArray<string>) => {
-        const entries = bodies.map((body) => ({ seq: seq++, step, kind, body }))
-        return store.append(run, entries).pipe(Effect.retry(storeRetry), Effect.orDie)
-      }
-      const log = (events: ReadonlyArray<DurableEvent.DurableEvent<O>>) =>
-        Effect.flatMap(Effect.orDie(Effect.forEach(events, (event) => encodeEvent(event))), (bodies) => append("event", bodies))
-
+      const log = yield* RunLog.writer(run, eventSchema)
       const startedAt = yield* RunSteps.start
       const clock = yield* Clock.Clock
       const machine = yield* AgentMachine.make<O, R, E, RU>({ ...options, input: start.input, runId: start.runId }).pipe(
         Effect.provideService(Clock.Clock, clockAt(clock, startedAt))
       )
-      const body = Effect.gen(function*() {
+
+      /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
+      const runCalls = (step: number, completed: AgentTurn.Completed, calls: ReadonlyArray<Item.FunctionCall>) =>
+        Effect.gen(function*() {
+          const waits = calls.map((call, index) =>
+            DurableApproval.isNeeded(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
+          )
+          log.add(step, calls.flatMap((call, index) => {
+            const wait = waits[index]
+            if (wait === undefined) return []
+            const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
+            return [{ _tag: "ApprovalRequested", step, call, token }]
+          }))
+          // A UI sees the turn before its calls run, however long they take.
+          yield* log.flush
+          // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
+          const decisions = yield* Effect.forEach(waits, (wait) => wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
+          const records = yield* Effect.forEach(
+            calls,
+            (call, index) => RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
+            { concurrency: machine.tools.concurrency ?? 4 }
+          )
+          log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
+          const results = records.map((call) => RunSteps.result(toolkit, call))
+          const outcome: AgentTurn.Outcome = {
+            ...completed,
+            history: [...completed.history, ...Toolkit.outputs(results)],
+            results
+          }
+          return outcome
+        })
+
+      let step = 0
+      const turns = Effect.gen(function*() {
         let state = yield* machine.start
         while (true) {
           yield* machine.beforeTurn(state)
@@ -153,81 +163,25 @@ export const make = <O = string, R = never, E = never, RU = never>(
           const record = yield* RunSteps.turn(machine, state)
           const completed = RunSteps.completed(record, state.history)
           const books = yield* machine.account(state, completed)
-          yield* log([
+          log.add(step, [
             { _tag: "TurnStarted", step },
             ...record.notes,
             { _tag: "TurnCompleted", step, turn: completed.turn, cost: completed.cost, accounting: books.accounting }
           ])
-
           const calls = Turn.functionCalls(completed.turn)
-          const waits = calls.map((call, index) =>
-            DurableApproval.isNeeded(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
-          )
-          yield* log(calls.flatMap((call, index) => {
-            const wait = waits[index]
-            if (wait === undefined) return []
-            const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
-            return [{ _tag: "ApprovalRequested", step, call, token }]
-          }))
-          // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
-          const decisions = yield* Effect.forEach(waits, (wait) => wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
-          const records = yield* Effect.forEach(
-            calls,
-            (call, index) =>
-              RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
-            { concurrency: machine.tools.concurrency ?? 4 }
-          )
-          yield* log(records.map((call) => ({ _tag: "ToolResult", step, ...call })))
-
-          const results = records.map((call) => RunSteps.result(toolkit, call))
-          const outcome = { ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results }
-          const transition = RunSteps.transition(yield* RunSteps.decide(machine, decisionSchema, books.state, outcome), outcome)
-          yield* log(transition.events)
+          const outcome = calls.length === 0 ? { ...completed, results: [] } : yield* runCalls(step, completed, calls)
+          const decision = yield* RunSteps.decide(machine, decisionSchema, books.state, outcome)
+          const transition = RunSteps.transition(decision, outcome)
+          log.add(step, transition.events)
+          yield* log.flush
           if (transition._tag === "Finish") return transition.result
           state = transition.state
         }
       })
-      return yield* body.pipe(
-        Effect.tapError((termination) =>
-          Effect.flatMap(Effect.orDie(encodeFailure(termination)), (body) => append("failure", [body]))
-        )
-      )
+      return yield* Effect.tapError(turns, (termination) => log.fail(step, termination))
     })
 
   const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
-
-  const events = (runId: string, eventsOptions: EventsOptions = {}) =>
-    Stream.unwrap(Effect.gen(function*() {
-      const store = yield* RunStore
-      const run: RunKey = { agent: name, runId }
-      const fromStep = eventsOptions.fromStep ?? (yield* store.lastStep(run))
-      const pause = Duration.fromInputUnsafe(eventsOptions.pollInterval ?? Duration.millis(100))
-      type Cursor = { readonly afterSeq: number; readonly failed: Termination.Error | undefined }
-      return Stream.paginate<Cursor, DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError>(
-        { afterSeq: -1, failed: undefined },
-        (cursor) =>
-          Effect.gen(function*() {
-            if (cursor.failed !== undefined) return yield* Effect.fail(cursor.failed)
-            const entries = yield* store.read(run, { afterSeq: cursor.afterSeq, fromStep, limit: 256 })
-            const last = entries.at(-1)
-            if (last === undefined) {
-              yield* Effect.sleep(pause)
-              return [[], Option.some(cursor)] as const
-            }
-            const out: Array<DurableEvent.DurableEvent<O>> = []
-            for (const entry of entries) {
-              if (entry.kind === "failure") {
-                const failed = yield* decodeFailure(entry.body).pipe(Effect.mapError(corrupt(entry)))
-                return [out, Option.some({ afterSeq: entry.seq, failed })] as const
-              }
-              const event = yield* decodeEvent(entry.body).pipe(Effect.mapError(corrupt(entry)))
-              out.push(event)
-              if (event._tag === "Finished") return [out, Option.none()] as const
-            }
-            return [out, Option.some({ afterSeq: last.seq, failed: undefined })] as const
-          })
-      )
-    }))
 
   return {
     name,
@@ -242,9 +196,6 @@ export const make = <O = string, R = never, E = never, RU = never>(
             ? Effect.succeed(Option.none())
             : Effect.asSome(polled.value.exit))),
     approve: (token, decision) => DurableApproval.approve(name, token, decision),
-    events
+    events: (runId, readOptions) => RunLog.read({ agent: name, runId }, eventSchema, readOptions)
   }
 }
-
-const corrupt = (entry: Entry) => (error: Schema.SchemaError) =>
-  new RunStoreError({ operation: "decode", message: `entry ${entry.seq}: ${error.message}` })
