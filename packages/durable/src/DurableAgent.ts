@@ -90,14 +90,32 @@ const clockAt = (clock: Clock.Clock, millis: number): Clock.Clock => ({
 /**
  * Defines the durable agent `name` (unique among the agents of a database: it
  * names the workflow and keys the runs). Its definition is code: every runner
- * must provide the same one with `layer`.
+ * must provide the same one with `layer`. Its output is the last turn's text,
+ * or what `output` decodes.
  */
-export const make = <O = string, R = never, E = never, RU = never>(
+export function make<R = never, E = never, RU = never>(
+  name: string,
+  options: Options<string, R, E, RU> & { readonly output?: undefined }
+): DurableAgent<string, R, RU>
+export function make<O, R = never, E = never, RU = never>(
+  name: string,
+  options: Options<O, R, E, RU> & { readonly output: Schema.Codec<O, unknown> }
+): DurableAgent<O, R, RU>
+export function make<O, R, E, RU>(
   name: string,
   options: Options<O, R, E, RU>
+): DurableAgent<O, R, RU> | DurableAgent<string, R, RU> {
+  const output = options.output
+  return output === undefined
+    ? build<string, R, E, RU>(name, { ...options, output: undefined }, Schema.String)
+    : build(name, { ...options, output }, output)
+}
+
+const build = <O, R, E, RU>(
+  name: string,
+  options: Options<O, R, E, RU>,
+  output: Schema.Codec<O, unknown>
 ): DurableAgent<O, R, RU> => {
-  // Without a structured output, O is the text (its default), as in `AgentMachine`.
-  const output: Schema.Codec<O, unknown> = options.output ?? (Schema.String as Schema.Codec<never, unknown>)
   const toolkit = options.toolkit
   // What the finish tool submits keeps its type through storage: it is encoded with the tool's output Schema.
   const finish = options.finish === undefined ? undefined : toolkit?.byName.get(options.finish)
