@@ -13,8 +13,16 @@
  *
  * @since 0.1.0
  */
-import { AgentEvent, AgentMachine, Item, Termination, Toolkit, Turn } from "@agentloop/core"
-import type { AgentLoop, AgentTurn, Approval, LanguageModel } from "@agentloop/core"
+import * as AgentEvent from "@agentloop/core/AgentEvent"
+import * as AgentMachine from "@agentloop/core/AgentMachine"
+import * as Item from "@agentloop/core/Item"
+import * as Termination from "@agentloop/core/Termination"
+import * as Toolkit from "@agentloop/core/Toolkit"
+import * as Turn from "@agentloop/core/Turn"
+import type * as AgentLoop from "@agentloop/core/AgentLoop"
+import type * as AgentTurn from "@agentloop/core/AgentTurn"
+import type * as Approval from "@agentloop/core/Approval"
+import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { Layer, Stream } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"

@@ -6,7 +6,9 @@
  *
  * @since 0.1.0
  */
-import { Approval, Item, Toolkit } from "@agentloop/core"
+import * as Approval from "@agentloop/core/Approval"
+import * as Item from "@agentloop/core/Item"
+import * as Toolkit from "@agentloop/core/Toolkit"
 import { Effect, Exit, Schema } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"

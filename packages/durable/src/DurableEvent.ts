@@ -10,8 +10,10 @@
  *
  * @since 0.1.0
  */
-import { AgentEvent, Item, Termination } from "@agentloop/core"
-import type { EventStream } from "@agentloop/core"
+import * as AgentEvent from "@agentloop/core/AgentEvent"
+import * as Item from "@agentloop/core/Item"
+import * as Termination from "@agentloop/core/Termination"
+import type * as EventStream from "@agentloop/core/EventStream"
 import { Schema } from "effect"
 import { RunStoreError } from "./RunStore.ts"
 

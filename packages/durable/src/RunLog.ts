@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Termination } from "@agentloop/core"
+import * as Termination from "@agentloop/core/Termination"
 import { Duration, Effect, Option, Schedule, Schema, Stream } from "effect"
 import type * as DurableEvent from "./DurableEvent.ts"
 import { RunStore, RunStoreError } from "./RunStore.ts"

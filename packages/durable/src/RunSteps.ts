@@ -13,7 +13,17 @@
  *
  * @since 0.1.0
  */
-import { AgentEvent, AgentMachine, AgentTurn, Approval, Cost, Item, Loop, Termination, Tool, Toolkit, Turn } from "@agentloop/core"
+import * as AgentEvent from "@agentloop/core/AgentEvent"
+import * as AgentMachine from "@agentloop/core/AgentMachine"
+import * as AgentTurn from "@agentloop/core/AgentTurn"
+import * as Approval from "@agentloop/core/Approval"
+import * as Cost from "@agentloop/core/Cost"
+import * as Item from "@agentloop/core/Item"
+import * as Loop from "@agentloop/core/Loop"
+import * as Termination from "@agentloop/core/Termination"
+import * as Tool from "@agentloop/core/Tool"
+import * as Toolkit from "@agentloop/core/Toolkit"
+import * as Turn from "@agentloop/core/Turn"
 import { Clock, Effect, Exit, Option, Schema, Stream, Struct } from "effect"
 import * as Activity from "effect/workflow/Activity"
 import * as DurableApproval from "./DurableApproval.ts"

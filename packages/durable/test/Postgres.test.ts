@@ -11,8 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
 import type { Config } from "./child.ts"
-import { tempDir } from "./fixtures.ts"
-import * as Loopback from "./loopback.ts"
+import { tempDir, turnReply } from "./fixtures.ts"
 import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
 import { has, spawn } from "./processes.ts"
 
@@ -44,8 +43,8 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
 
       // A decision from this process reaches the run on whichever runner holds it.
       yield* server.reply(
-        Loopback.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])),
-        Loopback.reply(MockLanguageModel.textTurn("removed"))
+        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])),
+        turnReply(MockLanguageModel.textTurn("removed"))
       )
       yield* agent.start({ runId: "pg-approve", input: "Remove /x" })
       const requested = yield* agent.events("pg-approve", { fromStep: 1 }).pipe(
@@ -60,11 +59,11 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
 
       // The runner that runs the tools is killed mid-call; the other finishes the run.
       yield* server.reply(
-        Loopback.reply(MockLanguageModel.callsTurn([
+        turnReply(MockLanguageModel.callsTurn([
           { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
           { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
         ])),
-        Loopback.reply(MockLanguageModel.textTurn("done"))
+        turnReply(MockLanguageModel.textTurn("done"))
       )
       yield* agent.start({ runId: "pg-crash", input: "Add and charge" })
       const started = yield* Effect.raceFirst(

@@ -9,8 +9,7 @@ import { Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Config } from "./child.ts"
-import { tempDir } from "./fixtures.ts"
-import * as Loopback from "./loopback.ts"
+import { tempDir, turnReply } from "./fixtures.ts"
 import { has, spawn } from "./processes.ts"
 
 const lines = (file: string): ReadonlyArray<string> =>
@@ -37,11 +36,11 @@ describe("the embedded runner across processes", () => {
     Effect.gen(function*() {
       const { server, config, marker } = yield* setup
       yield* server.reply(
-        Loopback.reply(MockLanguageModel.callsTurn([
+        turnReply(MockLanguageModel.callsTurn([
           { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
           { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
         ])),
-        Loopback.reply(MockLanguageModel.textTurn("done"))
+        turnReply(MockLanguageModel.textTurn("done"))
       )
       const first = yield* spawn(config("one", "run", "crash-1", "Add and charge"))
       yield* first.waitFor((message) => message["toolStarted"] === "add")
@@ -69,8 +68,8 @@ describe("the embedded runner across processes", () => {
     Effect.gen(function*() {
       const { server, config, marker } = yield* setup
       yield* server.reply(
-        Loopback.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
-        Loopback.reply(MockLanguageModel.textTurn("removed"))
+        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
+        turnReply(MockLanguageModel.textTurn("removed"))
       )
       const first = yield* spawn(config("one", "run", "approve-1", "Remove /tmp/x"))
       yield* first.waitFor(has("approval"))

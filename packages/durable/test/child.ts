@@ -5,7 +5,9 @@
  * `error`. Tools append a line to `<markers>/<tool>.log` each time they start,
  * and the first run of `add` and `charge` never ends (so the test can kill it).
  */
-import { Approval, Tool, Toolkit } from "@agentloop/core"
+import * as Approval from "@agentloop/core/Approval"
+import * as Tool from "@agentloop/core/Tool"
+import * as Toolkit from "@agentloop/core/Toolkit"
 import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"

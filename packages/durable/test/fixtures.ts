@@ -1,6 +1,6 @@
 /** The durable tests' agent: tools, a model script, and a temporary SQLite runner. */
-import { Pricing, TokenUsage, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { Pricing, TokenUsage, Tool, Toolkit, Turn } from "@agentloop/core"
+import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
 import { Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -63,3 +63,7 @@ export const embedded = (filename: string, script: ReadonlyArray<MockLanguageMod
   Layer.mergeAll(MockLanguageModel.layer(script), pricing).pipe(
     Layer.provideMerge(DurableRunner.layerSqlite({ filename, synchronous: "NORMAL" }))
   )
+
+/** The loopback server's reply with `turn`, for `loopback.ts`'s model. */
+export const turnReply = (turn: Turn.Turn): ProviderServer.Reply =>
+  ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))

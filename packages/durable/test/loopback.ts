@@ -1,11 +1,13 @@
 /**
  * A `LanguageModel` that asks the test's loopback `ProviderServer` for each
- * turn over HTTP: the server answers with the turn as JSON, so the test can
- * count (and read) every request any process made.
+ * turn over HTTP: the server answers with the turn as JSON (see `turnReply`
+ * in `fixtures.ts`), so the test can count (and read) every request any
+ * process made. The child processes load it: it imports no more than it needs.
  */
-import { AiError, LanguageModel, Turn } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
-import { ProviderServer } from "@agentloop/core/testing"
+import * as AiError from "@agentloop/core/AiError"
+import * as LanguageModel from "@agentloop/core/LanguageModel"
+import * as MockLanguageModel from "@agentloop/core/testing/MockLanguageModel"
+import * as Turn from "@agentloop/core/Turn"
 import { Effect, Layer, Schema, Stream } from "effect"
 
 const provider = "loopback"
@@ -37,7 +39,3 @@ export const layer = (url: string, runner: string): Layer.Layer<LanguageModel.La
         return Stream.fromIterable(MockLanguageModel.deltas(turn))
       }))
   })
-
-/** The server's reply with `turn`. */
-export const reply = (turn: Turn.Turn): ProviderServer.Reply =>
-  ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))
