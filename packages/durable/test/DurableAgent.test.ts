@@ -3,8 +3,8 @@ import { MockLanguageModel } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as Path from "node:path"
-import { DurableAgent, DurableEvent, type DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
-import { answer, call, calls, embedded, model, ran, tempDir, toolkit } from "./fixtures.ts"
+import { DurableAgent, DurableEvent, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { answer, call, calls, embedded, model, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
 
 const agent = DurableAgent.make("calculator", { model, instructions: "Use the tools.", toolkit })
 
@@ -227,5 +227,42 @@ describe("the embedded runner's database", () => {
       const unavailable = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename: missing })))
       expect(unavailable._tag).toBe("DatabaseUnavailable")
     }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
+  })
+})
+
+describe("a runner shut down with a run in flight", () => {
+  it.live("stops within its termination timeout, and the next runner on the file resumes the run", () => {
+    const temp = tempDir()
+    const filename = Path.join(temp.dir, "runs.db")
+    let started = 0
+    const slow = Tool.make({
+      name: "slow",
+      description: "Slow the first time",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      idempotent: true,
+      execute: () => Effect.suspend(() => ++started === 1 ? Effect.never : Effect.succeed("finally"))
+    })
+    const patient = DurableAgent.make("patient", { model, toolkit: Toolkit.make(slow) })
+    const runner = patient.layer.pipe(
+      Layer.provideMerge(DurableRunner.layerSqlite({ filename, sharding: { entityTerminationTimeout: "1 second" } }))
+    )
+    return Effect.gen(function*() {
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* Layer.build(runner).pipe(Effect.flatMap((context) => Effect.provideContext(patient.start({ runId: "p1", input: "Wait" }), context)))
+        while (started === 0) yield* Effect.sleep("20 millis")
+      })).pipe(
+        Effect.timed,
+        Effect.map(([took]) => expect(Duration.toMillis(took)).toBeLessThan(4_000))
+      )
+      const result = yield* patient.run({ runId: "p1", input: "Wait" }).pipe(Effect.provide(runner))
+      expect(result._tag === "Stopped" && result.output).toBe("done waiting")
+      expect(started).toBe(2)
+      const recorder = yield* MockLanguageModel.MockLanguageModel
+      expect((yield* recorder.requests).length).toBe(2)
+    }).pipe(
+      Effect.provide(Layer.mergeAll(MockLanguageModel.layer([call("slow", {}), answer("done waiting")]), pricing)),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
   })
 })
