@@ -47,8 +47,8 @@ export interface Options {
    * Runners share runs exactly when they share a database and a prefix.
    */
   readonly prefix?: string | undefined
-  /** Cluster settings over this module's {@link defaults}. */
-  readonly sharding?: Partial<ShardingConfig.ShardingConfig["Service"]> | undefined
+  /** Cluster settings over this module's {@link defaults}; the runner's address is its role's. */
+  readonly sharding?: Partial<Omit<ShardingConfig.ShardingConfig["Service"], "runnerAddress">> | undefined
 }
 
 /** What a process of a PostgreSQL group is. */

@@ -216,6 +216,23 @@ describe("DurableAgent events for a UI", () => {
 })
 
 describe("the embedded runner's database", () => {
+  it.live("reads no cluster setting from the environment, where an application's own PORT would break it", () => {
+    const saved = { PORT: process.env["PORT"], SHARDS_PER_GROUP: process.env["SHARDS_PER_GROUP"] }
+    process.env["PORT"] = "web"
+    process.env["SHARDS_PER_GROUP"] = "many"
+    const restore = Effect.sync(() => {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key]
+        else process.env[key] = value
+      }
+    })
+    return withRunner(agent.layer, [answer("fine")], agent.run({ runId: "env1", input: "Hi" })).pipe(
+      Effect.map((result) => expect(result._tag === "Stopped" && result.output).toBe("fine")),
+      Effect.ensuring(restore)
+    )
+  })
+
+
   it.live("is refused to a second holder, and a path that cannot be opened fails with DatabaseUnavailable", () => {
     const temp = tempDir()
     const filename = Path.join(temp.dir, "held.db")
