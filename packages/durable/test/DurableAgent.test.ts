@@ -1,7 +1,7 @@
 import { Approval, EventStream, Tool, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
 import { answer, call, calls, embedded, model, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
@@ -187,10 +187,18 @@ describe("DurableAgent events for a UI", () => {
       ])
       const approval = first.at(-1)
       if (approval?._tag !== "ApprovalRequested") return expect.unreachable()
-      yield* agent.approve(approval.token, Approval.approved)
-      // The next connection starts at the last completed turn, and reads it as a browser would.
+      // The next connection starts at the last completed turn, and reads it as a browser would; the
+      // decision is recorded once it is connected.
+      const connected = yield* Deferred.make<void>()
       const sse = EventStream.encode(DurableEvent.codec, { keepAlive: Duration.infinity })(agent.events("ui1"))
-      const again = yield* Stream.runCollect(EventStream.decode(DurableEvent.codec)(Stream.encodeText(sse)))
+      const reading = yield* EventStream.decode(DurableEvent.codec)(Stream.encodeText(sse)).pipe(
+        Stream.tap(() => Deferred.succeed(connected, undefined)),
+        Stream.runCollect,
+        Effect.forkChild
+      )
+      yield* Deferred.await(connected)
+      yield* agent.approve(approval.token, Approval.approved)
+      const again = yield* Fiber.join(reading)
       expect(again.map((event) => event._tag)).toStrictEqual([
         "TurnStarted",
         "TurnCompleted",
