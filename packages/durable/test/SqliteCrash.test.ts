@@ -5,7 +5,7 @@
  */
 import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Config } from "./child.ts"
@@ -32,7 +32,7 @@ const setup = Effect.gen(function*() {
 })
 
 describe("the embedded runner across processes", () => {
-  it.live("resumes a killed run in a new process: no turn asked twice, an idempotent call run again, another not", () =>
+  it.live("resumes a killed run in a new process (no turn asked twice, an idempotent call run again, another not), and a decision requested before a crash is granted by a later process", () =>
     Effect.gen(function*() {
       const { server, config, marker } = yield* setup
       yield* server.reply(
@@ -40,48 +40,39 @@ describe("the embedded runner across processes", () => {
           { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
           { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
         ])),
+        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
         turnReply(MockLanguageModel.textTurn("done"))
       )
-      const first = yield* spawn(config("one", "run", "crash-1", "Add and charge"))
-      yield* first.waitFor((message) => message["toolStarted"] === "add")
-      yield* first.waitFor((message) => message["toolStarted"] === "charge")
+      const start = (runner: string, action: Config["action"]) => spawn(config(runner, action, "crash-1", "Add, charge, remove"))
 
+      // Process one is killed while both calls of the first turn run.
+      const one = yield* start("one", "run")
+      yield* one.waitFor((message) => message["toolStarted"] === "add")
+      yield* one.waitFor((message) => message["toolStarted"] === "charge")
       // A second process on the same file is refused while the first holds it.
-      const probe = yield* spawn(config("probe", "run", "crash-1", "Add and charge"))
+      const probe = yield* start("probe", "run")
       expect(yield* probe.waitFor(has("error"))).toStrictEqual({ error: "DatabaseLocked" })
+      yield* one.kill
 
-      yield* first.kill
-      const second = yield* spawn(config("two", "run", "crash-1", "Add and charge"))
-      const done = yield* second.waitFor((message) => has("result")(message) || has("error")(message))
-      expect(done, second.stderr()).toStrictEqual({ result: "done" })
+      // Process two resumes the run, and is killed while the second turn's call waits for a decision.
+      const two = yield* start("two", "run")
+      yield* two.waitFor(has("approval"))
+      yield* two.kill
+      expect(marker("remove")).toStrictEqual([])
+
+      // Process three grants the decision, and finishes the run.
+      const three = yield* start("three", "approve")
+      const done = yield* three.waitFor((message) => has("result")(message) || has("error")(message))
+      expect(done, three.stderr()).toStrictEqual({ result: "done" })
 
       const requests = yield* server.requests
-      expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two"])
+      expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two", "three"])
       expect(marker("add")).toStrictEqual(["one", "two"])
       expect(marker("charge")).toStrictEqual(["one"])
+      expect(marker("remove")).toStrictEqual(["three"])
       const told = JSON.stringify(requests[1]?.body)
       expect(told).toContain("was cut short by a crash and, as it is not idempotent, was not run again")
       expect(told).toContain("fco_call_add")
-    }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 30_000)
-
-  it.live("an approval requested before a crash is granted later by another process, which finishes the run", () =>
-    Effect.gen(function*() {
-      const { server, config, marker } = yield* setup
-      yield* server.reply(
-        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
-        turnReply(MockLanguageModel.textTurn("removed"))
-      )
-      const first = yield* spawn(config("one", "run", "approve-1", "Remove /tmp/x"))
-      yield* first.waitFor(has("approval"))
-      yield* first.kill
-      expect(marker("remove")).toStrictEqual([])
-
-      const approver = yield* spawn(config("two", "approve", "approve-1", "Remove /tmp/x"))
-      const done = yield* approver.waitFor((message) => has("result")(message) || has("error")(message))
-      expect(done, approver.stderr()).toStrictEqual({ result: "removed" })
-      expect(marker("remove")).toStrictEqual(["two"])
-      expect((yield* server.requests).map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two"])
-    }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 30_000)
+      expect(JSON.stringify(requests[2]?.body)).toContain("removed /tmp/x")
+    }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 40_000)
 })
-
-void Layer
