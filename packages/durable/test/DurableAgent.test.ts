@@ -3,7 +3,7 @@ import { MockLanguageModel } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import * as Path from "node:path"
-import { DurableAgent, DurableEvent, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { DurableAgent, DurableEvent, DurableRunner, RunStore } from "../src/index.ts"
 import { answer, call, calls, embedded, model, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
 
 const agent = DurableAgent.make("calculator", { model, instructions: "Use the tools.", toolkit })
@@ -223,7 +223,7 @@ describe("DurableAgent events for a UI", () => {
     })))
 })
 
-describe("the embedded runner's database", () => {
+describe("the embedded runner", () => {
   it.live("reads no cluster setting from the environment, where an application's own PORT would break it", () => {
     const saved = { PORT: process.env["PORT"], SHARDS_PER_GROUP: process.env["SHARDS_PER_GROUP"] }
     process.env["PORT"] = "web"
@@ -238,20 +238,6 @@ describe("the embedded runner's database", () => {
       Effect.map((result) => expect(result._tag === "Stopped" && result.output).toBe("fine")),
       Effect.ensuring(restore)
     )
-  })
-
-
-  it.live("is refused to a second holder, and a path that cannot be opened fails with DatabaseUnavailable", () => {
-    const temp = tempDir()
-    const filename = Path.join(temp.dir, "held.db")
-    return Effect.gen(function*() {
-      yield* Layer.build(NodeSqliteClient.layer({ filename }))
-      const second = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename })))
-      expect(second).toStrictEqual(new NodeSqliteClient.DatabaseLocked({ filename }))
-      const missing = Path.join(temp.dir, "no", "such", "dir.db")
-      const unavailable = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename: missing })))
-      expect(unavailable._tag).toBe("DatabaseUnavailable")
-    }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
   })
 })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { NodeSqliteClient } from "../src/index.ts"
@@ -68,4 +68,20 @@ describe("NodeSqliteClient", () => {
       const unsupported = yield* Effect.flip(sql`INSERT INTO t (name) VALUES (${{ not: "a value" }})`)
       expect(unsupported.message).toMatch(/cannot be \[object Object\]/)
     })))
+
+  it.live("is refused to a second holder until the first lets go, and a path that cannot be opened fails with DatabaseUnavailable", () => {
+    const temp = tempDir()
+    const filename = Path.join(temp.dir, "held.db")
+    return Effect.gen(function*() {
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* Layer.build(NodeSqliteClient.layer({ filename }))
+        const second = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename })))
+        expect(second).toStrictEqual(new NodeSqliteClient.DatabaseLocked({ filename }))
+      }))
+      yield* Layer.build(NodeSqliteClient.layer({ filename }))
+      const missing = Path.join(temp.dir, "no", "such", "dir.db")
+      const unavailable = yield* Effect.flip(Layer.build(NodeSqliteClient.layer({ filename: missing })))
+      expect(unavailable._tag).toBe("DatabaseUnavailable")
+    }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
+  })
 })
