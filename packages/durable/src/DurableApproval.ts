@@ -6,9 +6,9 @@
  *
  * @since 0.1.0
  */
-import * as Approval from "@agentloop/core/Approval"
-import * as Item from "@agentloop/core/Item"
-import * as Toolkit from "@agentloop/core/Toolkit"
+import type * as Approval from "@agentloop/core/Approval"
+import type * as Item from "@agentloop/core/Item"
+import type * as Toolkit from "@agentloop/core/Toolkit"
 import { Effect, Exit, Schema } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
@@ -51,6 +51,7 @@ export const approve = (
     if (parsed.workflowName !== workflow || !parsed.deferredName.startsWith("approval/")) {
       return yield* new InvalidToken({ token, reason: `it names ${parsed.deferredName} of ${parsed.workflowName}` })
     }
+    // The token names the wait point; the deferred given here only lends its schemas.
     yield* DurableDeferred.done(deferred(0, 0), { token: parsed.asToken, exit: Exit.succeed(decision) })
   })
 
