@@ -77,19 +77,28 @@ export class CompactionFailure extends Schema.TaggedError<CompactionFailure>()("
  */
 export type Failure = AiError.AiError | CompactionFailure
 
+/** What the model part of a turn needs: the turn's number, the history to send, and the request options. */
+export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "options">
+
 /**
- * Streams one turn: the model's deltas, then `TurnCompleted`, then the tools'
- * progress and results, then the events of `then(outcome)`. When the request
- * fails with `ContextLengthExceeded`, the `Compactor` in context shortens the
- * history once and the request is sent again, after an `AttemptDiscarded` and a
- * `Compacted` event (the deltas already streamed belong to the lost attempt).
+ * Streams the model part of one turn: the model's deltas, then the events of
+ * `then(completed)` with the completed turn and its cost; no accounting and no
+ * tools. When the request fails with `ContextLengthExceeded`, the `Compactor`
+ * in context shortens the history once and the request is sent again, after an
+ * `AttemptDiscarded` and a `Compacted` event (the deltas already streamed
+ * belong to the lost attempt). {@link stream} is built on it; a durable engine
+ * runs it alone, as one recorded step.
  */
-export const stream = <E, R, A, S, E2, R2>(
-  request: Request<E, R>,
+export const complete = <A, S, E2, R2>(
+  request: ModelRequest,
   then: (
-    outcome: Outcome
+    completed: Completed
   ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
-): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
+): Stream.Stream<
+  Loop.Event<AgentEvent.Delta | AgentEvent.AttemptDiscarded | AgentEvent.Compacted | A, S>,
+  Failure | E2,
+  R2 | LanguageModel
+> => {
   const { step } = request
   let turn: Turn.Turn | undefined
   let asked = request.history
@@ -125,22 +134,40 @@ export const stream = <E, R, A, S, E2, R2>(
           message: "The model's stream ended before its turn_complete: the turn is lost"
         })
       }
-      const finished = turn
-      const completed: Completed = {
-        turn: finished,
-        cost: yield* Pricing.turnCost(finished),
-        history: [...asked, ...finished.items]
-      }
+      const cost = yield* Pricing.turnCost(turn)
+      const next = then({ turn, cost, history: [...asked, ...turn.items] })
+      return Effect.isEffect(next) ? yield* next : next
+    }))
+}
+
+/**
+ * Streams one turn: the model's deltas (see {@link complete}), then
+ * `TurnCompleted`, then the tools' progress and results, then the events of
+ * `then(outcome)`.
+ */
+export const stream = <E, R, A, S, E2, R2>(
+  request: Request<E, R>,
+  then: (
+    outcome: Outcome
+  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
+  const { step } = request
+  const rest = (completed: Completed) =>
+    Effect.gen(function*() {
       const event: AgentEvent.TurnCompleted = {
         _tag: "TurnCompleted",
         step,
-        turn: finished,
+        turn: completed.turn,
         cost: completed.cost,
         // The turn is complete: accounting for it (and recording it) is not cut off halfway.
         accounting: yield* Effect.uninterruptible(request.account(completed))
       }
       return Loop.decideAfter(Stream.make(event), () => runTools(request, completed, new Map(), then))
-    }))
+    })
+  return complete<AgentEvent.TurnCompleted | AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S, E | E2, R | R2>(
+    request,
+    rest
+  )
 }
 
 /** A turn the model answered before (in a run that is resuming), and the results of the calls that already ran, by index. */
@@ -161,7 +188,7 @@ export const resume = <E, R, A, S, E2, R2>(
   then: (
     outcome: Outcome
   ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
-): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, E | E2, R | R2> =>
+): Stream.Stream<Loop.Event<AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S>, E | E2, R | R2> =>
   runTools(request, answered.completed, answered.done, then)
 
 /** Runs the turn's calls that have no result in `done`, then `then` with every result in call order. */
@@ -172,7 +199,7 @@ const runTools = <E, R, A, S, E2, R2>(
   then: (
     outcome: Outcome
   ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
-): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, E | E2, R | R2> => {
+): Stream.Stream<Loop.Event<AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S>, E | E2, R | R2> => {
   const { step } = request
   const calls = Turn.functionCalls(completed.turn)
   const results: Array<Toolkit.Result> = []

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, JsonPointer, Predicate, Schema } from "effect"
+import { Context, Duration, JsonPointer, Predicate, Schema } from "effect"
 import type { Effect, JsonSchema, Stream } from "effect"
 import type { Halt } from "./Halt.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
@@ -57,6 +57,8 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   readonly timeout: Duration.Duration | undefined
   /** The JSON Schema of the arguments, as sent to the model. */
   readonly parameters: JsonSchema.JsonSchema
+  /** Whether running a call again is safe; see the `idempotent` option of {@link make}. */
+  readonly idempotent: boolean
   needsApproval(input: Input): boolean
   execute(
     input: Input
@@ -73,6 +75,7 @@ export interface Any<out R = unknown> {
   readonly failure: Schema.Codec<unknown, unknown> | undefined
   readonly timeout: Duration.Duration | undefined
   readonly parameters: JsonSchema.JsonSchema
+  readonly idempotent: boolean
   needsApproval(input: unknown): boolean
   execute(input: unknown): Effect.Effect<unknown, unknown, R> | Stream.Stream<StreamEvent<unknown, unknown>, unknown, R>
 }
@@ -91,6 +94,12 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * `"NaN"` and `"Infinity"` and the model is told so. Schemas must not need services.
  * `needsApproval` may be a function of the decoded input (ask only for
  * destructive arguments).
+ *
+ * `idempotent` (default `false`) says that running a call again is safe: the
+ * tool only reads, or its writes are deduplicated by the {@link IdempotencyKey}
+ * it passes on. A durable engine runs such a call again when a crash cut it
+ * short; a call of any other tool is not run again, and the model is told that
+ * its outcome is unknown.
  */
 export const make = <
   const Name extends string,
@@ -107,6 +116,7 @@ export const make = <
   readonly failure?: Schema.Codec<Failure, unknown> | undefined
   readonly timeout?: Duration.Input | undefined
   readonly needsApproval?: boolean | ((input: Input) => boolean) | undefined
+  readonly idempotent?: boolean | undefined
   readonly execute: (
     input: Input
   ) =>
@@ -124,10 +134,23 @@ export const make = <
     failure: options.failure,
     timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
     parameters: toParameters(options.input),
+    idempotent: options.idempotent ?? false,
     needsApproval: (input) => typeof approval === "function" ? approval(input) : approval === true,
     execute: (input) => execute(input)
   }
 }
+
+/**
+ * The key of the call a tool is running, when the engine running it can run
+ * it again (a durable run after a crash): the same key every time the same call
+ * runs, a different key for every other call. Pass it to a service that
+ * deduplicates writes (an `Idempotency-Key` header, a unique column), and
+ * declare the tool `idempotent`. `undefined` where calls are never run again.
+ */
+export const IdempotencyKey: Context.Reference<string | undefined> = Context.Reference<string | undefined>(
+  "@agentloop/core/Tool/IdempotencyKey",
+  { defaultValue: () => undefined }
+)
 
 /** The tool as a model request carries it: name, description and the JSON Schema of its arguments. */
 export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => ({

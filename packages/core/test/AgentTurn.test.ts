@@ -54,6 +54,19 @@ describe("AgentTurn", () => {
       expect(accounted[0]!.history).toStrictEqual(last.outcome.history.slice(0, 2))
     }).pipe(Effect.provide(environment([addCall(2, 3)]))))
 
+  it.effect("complete runs the model part alone: deltas, then the priced turn, and no tool", () =>
+    Effect.gen(function*() {
+      const history = [Item.userMessage("Add 2 and 3")]
+      const events = yield* Stream.runCollect(Loop.loop(0, () =>
+        AgentTurn.complete({ step: 1, history, options: { model } }, (completed) =>
+          Loop.stopAfter(Stream.make({ _tag: "Completed" as const, completed })))))
+      const last = events.at(-1)
+      if (last?._tag !== "Completed") return expect.unreachable()
+      expect(events.slice(0, -1).every((event) => event._tag === "Delta")).toBe(true)
+      expect(last.completed.cost).toBeCloseTo(0.00004, 12)
+      expect(last.completed.history.map((item) => item.type)).toStrictEqual(["message", "function_call"])
+    }).pipe(Effect.provide(environment([addCall(2, 3)]))))
+
   it.effect("a failing account stops the turn before its tools run", () =>
     Effect.gen(function*() {
       let ran = false

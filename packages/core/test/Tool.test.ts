@@ -135,6 +135,37 @@ describe("Tool", () => {
     expect(ship.timeout).toBeUndefined()
   })
 
+  it("is not idempotent unless it says so, and has an idempotency key only where an engine provides one", () =>
+    Effect.gen(function*() {
+      const charge = Tool.make({
+        name: "charge",
+        description: "Charges a card",
+        input: Schema.Struct({ cents: Schema.Int }),
+        output: Schema.String,
+        idempotent: true,
+        execute: () =>
+          Effect.gen(function*() {
+            return (yield* Tool.IdempotencyKey) ?? "none"
+          })
+      })
+      expect(charge.idempotent).toBe(true)
+      expect(ship.idempotent).toBe(false)
+      const call = {
+        type: "function_call",
+        id: "fc_1",
+        status: "completed",
+        call_id: "call_1",
+        name: "charge",
+        arguments: "{\"cents\":100}"
+      } as const
+      const outputs = (results: ReadonlyArray<Toolkit.Result>) => results.map((result) => result.output.output)
+      expect(outputs(yield* Toolkit.executeAllSafe(Toolkit.make(charge), [call]))).toStrictEqual(["\"none\""])
+      const keyed = yield* Toolkit.executeAllSafe(Toolkit.make(charge), [call]).pipe(
+        Effect.provideService(Tool.IdempotencyKey, "run-1/call_1")
+      )
+      expect(outputs(keyed)).toStrictEqual(["\"run-1/call_1\""])
+    }).pipe(Effect.runPromise))
+
   it("lists a toolkit's definitions in order and rejects duplicate names", () => {
     const echo = Tool.make({
       name: "echo",

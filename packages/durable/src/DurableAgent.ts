@@ -1,0 +1,227 @@
+/**
+ * Durable agent runs: an agent defined once, whose runs are `effect/workflow`
+ * workflows on the `ClusterWorkflowEngine` of a `DurableRunner`.
+ *
+ * A run is driven by the same `AgentMachine` as `AgentLoop`, with each model
+ * turn, each tool call and each decision a recorded activity (see
+ * `RunSteps`): a run that a crash, a deploy or a shutdown stopped resumes on a
+ * runner from its last recorded step, without asking the model again for a
+ * turn it answered or running a finished tool call again. A call of a tool
+ * that `needsApproval` waits on a durable decision (`approve`), which may come
+ * hours later, from another process. Every run logs its events (see
+ * `DurableEvent`), which `events` streams to a UI, again from any turn on.
+ *
+ * @since 0.1.0
+ */
+import * as AgentEvent from "@agentloop/core/AgentEvent"
+import * as AgentMachine from "@agentloop/core/AgentMachine"
+import * as Item from "@agentloop/core/Item"
+import * as Termination from "@agentloop/core/Termination"
+import * as Toolkit from "@agentloop/core/Toolkit"
+import * as Turn from "@agentloop/core/Turn"
+import type * as AgentLoop from "@agentloop/core/AgentLoop"
+import type * as AgentTurn from "@agentloop/core/AgentTurn"
+import type * as Approval from "@agentloop/core/Approval"
+import type * as LanguageModel from "@agentloop/core/LanguageModel"
+import { Clock, Effect, Option, Schema } from "effect"
+import type { Layer, Stream } from "effect"
+import * as DurableDeferred from "effect/workflow/DurableDeferred"
+import * as Workflow from "effect/workflow/Workflow"
+import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
+import * as DurableApproval from "./DurableApproval.ts"
+import * as DurableEvent from "./DurableEvent.ts"
+import * as RunLog from "./RunLog.ts"
+import * as RunSteps from "./RunSteps.ts"
+import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
+
+/** The definition of a durable agent: `AgentLoop.Options` without a run's own `input` and `runId`. */
+export type Options<O = string, R = never, E = never, RU = never> = Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+
+/** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
+export const Start = Schema.Struct({
+  runId: Schema.String,
+  input: Schema.Union([Schema.String, Item.History])
+})
+export type Start = typeof Start.Type
+
+/** A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate. */
+export interface DurableAgent<O, R, RU> {
+  readonly name: string
+  /** The workflow of its runs (its tag is the agent's name). */
+  readonly workflow: Workflow.Workflow<string, typeof Start, Schema.Codec<AgentEvent.RunResult<O>, unknown>, typeof Termination.Error>
+  /**
+   * Registers the agent with the runner's engine, so that the runner executes
+   * (and resumes) its runs. Provide it on every runner, with the model and the
+   * services of the tools and predicate.
+   */
+  readonly layer: Layer.Layer<never, never, WorkflowEngine | RunStore | LanguageModel.LanguageModel | R | RU>
+  /**
+   * Runs `start.runId` and waits for its result (a run that exists already is
+   * joined, and a finished one answers at once); fails with the run's
+   * termination. Any process of the group may call it, a client included.
+   */
+  readonly run: (start: Start) => Effect.Effect<AgentEvent.RunResult<O>, Termination.Error, WorkflowEngine>
+  /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
+  readonly start: (start: Start) => Effect.Effect<void, never, WorkflowEngine>
+  /** The result of `runId`, once it has one; `None` while it runs, waits for a decision, or never started. */
+  readonly result: (
+    runId: string
+  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, Termination.Error, WorkflowEngine>
+  /** Records a decision for the call whose `ApprovalRequested` event carried `token`. */
+  readonly approve: (
+    token: string,
+    decision: Approval.Decision
+  ) => Effect.Effect<void, DurableApproval.InvalidToken, WorkflowEngine>
+  /**
+   * The events of `runId` from its log: those logged so far from turn
+   * `fromStep` on, then the rest as they are logged, up to `Finished`; the
+   * stream fails with the run's termination when the run fails. A run that has
+   * not started yet is waited for.
+   */
+  readonly events: (
+    runId: string,
+    options?: RunLog.ReadOptions
+  ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError, RunStore>
+}
+
+/** The same clock, whose current time is `millis` for the code run with it. */
+const clockAt = (clock: Clock.Clock, millis: number): Clock.Clock => ({
+  currentTimeMillisUnsafe: () => millis,
+  currentTimeMillis: Effect.succeed(millis),
+  currentTimeNanosUnsafe: () => BigInt(millis) * 1_000_000n,
+  currentTimeNanos: Effect.succeed(BigInt(millis) * 1_000_000n),
+  monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+  monotonicTimeNanos: clock.monotonicTimeNanos,
+  sleep: (duration) => clock.sleep(duration)
+})
+
+/**
+ * Defines the durable agent `name` (unique among the agents of a database: it
+ * names the workflow and keys the runs). Its definition is code: every runner
+ * must provide the same one with `layer`. Its output is the last turn's text,
+ * or what `output` decodes.
+ */
+export function make<R = never, E = never, RU = never>(
+  name: string,
+  options: Options<string, R, E, RU> & { readonly output?: undefined }
+): DurableAgent<string, R, RU>
+export function make<O, R = never, E = never, RU = never>(
+  name: string,
+  options: Options<O, R, E, RU> & { readonly output: Schema.Codec<O, unknown> }
+): DurableAgent<O, R, RU>
+export function make<O, R, E, RU>(
+  name: string,
+  options: Options<O, R, E, RU>
+): DurableAgent<O, R, RU> | DurableAgent<string, R, RU> {
+  const output = options.output
+  return output === undefined
+    ? build<string, R, E, RU>(name, { ...options, output: undefined }, Schema.String)
+    : build(name, { ...options, output }, output)
+}
+
+const build = <O, R, E, RU>(
+  name: string,
+  options: Options<O, R, E, RU>,
+  output: Schema.Codec<O, unknown>
+): DurableAgent<O, R, RU> => {
+  const toolkit = options.toolkit
+  // What the finish tool submits keeps its type through storage: it is encoded with the tool's output Schema.
+  const finish = options.finish === undefined ? undefined : toolkit?.byName.get(options.finish)
+  const submitted: Schema.Codec<unknown, unknown> = finish?.output ?? Schema.Unknown
+  const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, submitted)
+  const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, submitted)
+  const decisionSchema = RunSteps.decisionRecord(output, submitted)
+
+  const workflow = Workflow.make(name, {
+    payload: Start,
+    success: resultSchema,
+    error: Termination.Error,
+    idempotencyKey: (start) => start.runId
+  })
+
+  const execute = (start: Start, executionId: string) =>
+    Effect.gen(function*() {
+      const run: RunKey = { agent: name, runId: start.runId }
+      const log = yield* RunLog.writer(run, eventSchema)
+      const startedAt = yield* RunSteps.start
+      const clock = yield* Clock.Clock
+      const machine = yield* AgentMachine.make<O, R, E, RU>({ ...options, input: start.input, runId: start.runId }).pipe(
+        Effect.provideService(Clock.Clock, clockAt(clock, startedAt))
+      )
+
+      /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
+      const runCalls = (step: number, completed: AgentTurn.Completed, calls: ReadonlyArray<Item.FunctionCall>) =>
+        Effect.gen(function*() {
+          const waits = calls.map((call, index) =>
+            DurableApproval.isNeeded(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
+          )
+          log.add(step, calls.flatMap((call, index) => {
+            const wait = waits[index]
+            if (wait === undefined) return []
+            const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
+            return [{ _tag: "ApprovalRequested", step, call, token }]
+          }))
+          // A UI sees the turn before its calls run, however long they take.
+          yield* log.flush
+          // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
+          const decisions = yield* Effect.forEach(waits, (wait) => wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
+          const records = yield* Effect.forEach(
+            calls,
+            (call, index) => RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
+            { concurrency: machine.tools.concurrency ?? 4 }
+          )
+          log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
+          const results = records.map((call) => RunSteps.result(toolkit, call))
+          const outcome: AgentTurn.Outcome = {
+            ...completed,
+            history: [...completed.history, ...Toolkit.outputs(results)],
+            results
+          }
+          return outcome
+        })
+
+      let step = 0
+      const turns = Effect.gen(function*() {
+        let state = yield* machine.start
+        while (true) {
+          yield* machine.beforeTurn(state)
+          step = state.steps + 1
+          const record = yield* RunSteps.turn(machine, state)
+          const completed = RunSteps.completed(record, state.history)
+          const books = yield* machine.account(state, completed)
+          log.add(step, [
+            { _tag: "TurnStarted", step },
+            ...record.notes,
+            { _tag: "TurnCompleted", step, turn: completed.turn, cost: completed.cost, accounting: books.accounting }
+          ])
+          const calls = Turn.functionCalls(completed.turn)
+          const outcome = calls.length === 0 ? { ...completed, results: [] } : yield* runCalls(step, completed, calls)
+          const decision = yield* RunSteps.decide(machine, decisionSchema, books.state, outcome)
+          const transition = RunSteps.transition(decision, outcome)
+          log.add(step, transition.events)
+          yield* log.flush
+          if (transition._tag === "Finish") return transition.result
+          state = transition.state
+        }
+      })
+      return yield* Effect.tapError(turns, (termination) => log.fail(step, termination))
+    })
+
+  const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
+
+  return {
+    name,
+    workflow,
+    layer: workflow.toLayer(execute),
+    run: (start) => workflow.execute(start),
+    start: (start) => Effect.asVoid(workflow.execute(start, { discard: true })),
+    result: (runId) =>
+      Effect.flatMap(executionId(runId), (id) =>
+        Effect.flatMap(workflow.poll(id), (polled) =>
+          Option.isNone(polled) || polled.value._tag === "Suspended"
+            ? Effect.succeed(Option.none())
+            : Effect.asSome(polled.value.exit))),
+    approve: (token, decision) => DurableApproval.approve(name, token, decision),
+    events: (runId, readOptions) => RunLog.read({ agent: name, runId }, eventSchema, readOptions)
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * An `effect/sql` `SqlClient` over Node's built-in `node:sqlite` (Node ≥ 22,
+ * no native build): the storage of the embedded durable runner.
+ *
+ * One connection serves every statement, one at a time. The database is opened
+ * in SQLite's exclusive locking mode and locked at once: a second process that
+ * opens the same file fails with {@link DatabaseLocked} instead of acting as a
+ * second owner of the same runs (two owners would run the same tool twice).
+ * The operating system releases the lock when the process ends, however it
+ * ends, so a process started after a crash takes the file over.
+ *
+ * @since 0.1.0
+ */
+import { Cache, Context, Duration, Effect, Layer, Schema, Scope, Semaphore, Stream } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, SqlError, Statement } from "effect/sql"
+import type { SqlConnection } from "effect/sql"
+import { DatabaseSync } from "node:sqlite"
+import type { SQLInputValue, StatementSync } from "node:sqlite"
+
+/** How to open the database. */
+export interface Options {
+  /** The database file; created when missing. */
+  readonly filename: string
+  /**
+   * `"FULL"` (the default) syncs every commit to disk, so a committed step
+   * survives a power cut; `"NORMAL"` survives a crashed process only, and
+   * writes faster.
+   */
+  readonly synchronous?: "FULL" | "NORMAL" | undefined
+  /** How many prepared statements to keep (default 200). */
+  readonly statementCacheSize?: number | undefined
+}
+
+/** Another process holds the database: the embedded runner is single-process (share PostgreSQL to run several). */
+export class DatabaseLocked extends Schema.TaggedError<DatabaseLocked>()("DatabaseLocked", {
+  filename: Schema.String
+}) {
+  override get message() {
+    return `another process holds the SQLite database ${this.filename}: one process at a time may run durable work on it`
+  }
+}
+
+/** The database could not be opened or prepared (a bad path, a file that is not a database…). */
+export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
+  filename: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `cannot open the SQLite database ${this.filename}: ${this.reason}`
+  }
+}
+
+const sqliteCode = (cause: unknown): number | undefined =>
+  typeof cause === "object" && cause !== null && "errcode" in cause && typeof cause.errcode === "number"
+    ? cause.errcode
+    : undefined
+
+const describe = (cause: unknown): string => cause instanceof Error ? cause.message : String(cause)
+
+/** SQLite reports the numeric result code as `errcode`; effect's classifier reads `errno`. */
+const sqlError = (cause: unknown, operation: string) => {
+  const errno = sqliteCode(cause)
+  return new SqlError.SqlError({
+    reason: SqlError.classifySqliteError(errno === undefined ? cause : { cause, errno, message: describe(cause) }, {
+      message: `SQLite ${operation} failed: ${describe(cause)}`,
+      operation
+    })
+  })
+}
+
+const SQLITE_BUSY = 5
+
+/** A statement parameter as SQLite stores it. */
+const toSqlite = (value: unknown): SQLInputValue => {
+  if (value === null || value === undefined) return null
+  switch (typeof value) {
+    case "string":
+    case "number":
+    case "bigint":
+      return value
+    case "boolean":
+      return value ? 1 : 0
+    default:
+      if (value instanceof Uint8Array) return value
+      if (value instanceof Date) return value.toISOString()
+      throw new TypeError(`a SQLite parameter cannot be ${Object.prototype.toString.call(value)}`)
+  }
+}
+
+/** Opens `options.filename`, takes its lock, and builds the client; the database closes with the scope. */
+export const make = (
+  options: Options
+): Effect.Effect<SqlClient.SqlClient, DatabaseLocked | DatabaseUnavailable, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const { filename } = options
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => new DatabaseSync(filename),
+        catch: (cause) => new DatabaseUnavailable({ filename, reason: describe(cause) })
+      }),
+      (db) => Effect.sync(() => db.isOpen && db.close())
+    )
+    yield* Effect.try({
+      try: () => {
+        // Exclusive locking mode before WAL: no shared-memory index, and the lock is held until close.
+        db.exec("PRAGMA busy_timeout = 0")
+        db.exec("PRAGMA locking_mode = EXCLUSIVE")
+        db.exec("PRAGMA journal_mode = WAL")
+        db.exec("BEGIN EXCLUSIVE; COMMIT")
+        db.exec(`PRAGMA synchronous = ${options.synchronous ?? "FULL"}`)
+      },
+      catch: (cause) =>
+        sqliteCode(cause) === SQLITE_BUSY
+          ? new DatabaseLocked({ filename })
+          : new DatabaseUnavailable({ filename, reason: describe(cause) })
+    })
+
+    const statements = yield* Cache.make({
+      capacity: options.statementCacheSize ?? 200,
+      timeToLive: Duration.minutes(10),
+      lookup: (sql: string) =>
+        Effect.try({ try: () => db.prepare(sql), catch: (cause) => sqlError(cause, "prepare") })
+    })
+
+    const runWith = (
+      statement: StatementSync,
+      params: ReadonlyArray<unknown>,
+      arrays: boolean
+    ): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> =>
+      Effect.withFiber((fiber) => {
+        const safeIntegers = Context.get(fiber.context, SqlClient.SafeIntegers)
+        return Effect.try({
+          try: () => {
+            const values = params.map(toSqlite)
+            statement.setReadBigInts(safeIntegers)
+            statement.setReturnArrays(arrays)
+            if (statement.columns().length === 0) {
+              statement.run(...values)
+              return []
+            }
+            const rows = statement.all(...values)
+            // node:sqlite returns null-prototype objects; callers expect plain ones.
+            return arrays ? rows : rows.map((row) => ({ ...row }))
+          },
+          catch: (cause) => sqlError(cause, "execute")
+        })
+      })
+
+    const prepared = (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) =>
+      Effect.flatMap(Cache.get(statements, sql), (statement) => runWith(statement, params, arrays))
+
+    const unprepared = (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) =>
+      Effect.flatMap(
+        Effect.try({ try: () => db.prepare(sql), catch: (cause) => sqlError(cause, "prepare") }),
+        (statement) => runWith(statement, params, arrays)
+      )
+
+    const rows = (effect: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>) =>
+      Effect.map(effect, (rows) => rows.filter((row): row is object => typeof row === "object" && row !== null))
+
+    const arrays = (effect: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>) =>
+      Effect.map(effect, (rows) => rows.filter((row): row is ReadonlyArray<unknown> => Array.isArray(row)))
+
+    const connection: SqlConnection.Connection = {
+      execute: (sql, params, transformRows) => {
+        const result = rows(prepared(sql, params, false))
+        return transformRows === undefined ? result : Effect.map(result, transformRows)
+      },
+      executeRaw: (sql, params) => prepared(sql, params, false),
+      executeStream: (sql, params, transformRows) =>
+        Stream.fromIterableEffect(
+          transformRows === undefined ? rows(prepared(sql, params, false)) : Effect.map(rows(prepared(sql, params, false)), transformRows)
+        ),
+      executeValues: (sql, params) => arrays(prepared(sql, params, true)),
+      executeValuesUnprepared: (sql, params) => arrays(unprepared(sql, params, true)),
+      executeUnprepared: (sql, params, transformRows) => {
+        const result = rows(unprepared(sql, params, false))
+        return transformRows === undefined ? result : Effect.map(result, transformRows)
+      }
+    }
+
+    const acquirers = SqlClient.makeSqliteAcquirers({
+      connection: Effect.succeed(connection),
+      semaphore: yield* Semaphore.make(1),
+      isTransaction: () => db.isTransaction
+    })
+    return yield* SqlClient.make({
+      acquirer: acquirers.acquirer,
+      borrower: acquirers.borrower,
+      transactionAcquirer: acquirers.transactionAcquirer,
+      onCommitFailure: acquirers.onCommitFailure,
+      isTransaction: acquirers.isTransaction,
+      compiler: Statement.makeCompilerSqlite(),
+      driver: "sqlite",
+      beginTransaction: "BEGIN IMMEDIATE",
+      releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
+      spanAttributes: [["db.system.name", "sqlite"]]
+    })
+  })
+
+/** The `SqlClient` of the database at `options.filename`, held by this process while the layer lives. */
+export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient, DatabaseLocked | DatabaseUnavailable> =>
+  Layer.effect(SqlClient.SqlClient)(make(options)).pipe(Layer.provide(Reactivity.layer))

@@ -1,0 +1,259 @@
+/**
+ * The recorded steps of a durable run, as `effect/workflow` activities: the
+ * start of the run, each model turn, each tool call, and the decision after
+ * each turn. An activity that completed is never run again: a run that
+ * resumes reads its result from storage. One that a crash cut short runs
+ * again, except the call of a tool that is not idempotent (see `tool`).
+ *
+ * Each step drives the run's `AgentMachine`, as `AgentLoop` does: a turn is
+ * `AgentTurn.complete` (the request, with compaction), a call is
+ * `Toolkit.executeAllSafe`, a decision is the machine's `decide` (the rules,
+ * the `afterTurn` hook, the stop predicate, the structured output), recorded
+ * because a predicate may ask a model or read the clock.
+ *
+ * @since 0.1.0
+ */
+import * as AgentEvent from "@agentloop/core/AgentEvent"
+import * as AgentMachine from "@agentloop/core/AgentMachine"
+import * as AgentTurn from "@agentloop/core/AgentTurn"
+import * as Approval from "@agentloop/core/Approval"
+import * as Cost from "@agentloop/core/Cost"
+import * as Item from "@agentloop/core/Item"
+import * as Loop from "@agentloop/core/Loop"
+import * as Termination from "@agentloop/core/Termination"
+import * as Tool from "@agentloop/core/Tool"
+import * as Toolkit from "@agentloop/core/Toolkit"
+import * as Turn from "@agentloop/core/Turn"
+import { Clock, Effect, Exit, Option, Schema, Stream, Struct } from "effect"
+import * as Activity from "effect/workflow/Activity"
+import * as DurableApproval from "./DurableApproval.ts"
+import type { RunKey } from "./RunStore.ts"
+import { RunStore } from "./RunStore.ts"
+
+/** The time the run started, recorded once, so its deadline and elapsed time survive a resume. */
+export const start = Activity.make({ name: "start", success: Schema.Number, execute: Clock.currentTimeMillis })
+
+/** Compaction's events of a turn. */
+const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
+
+/** A completed turn as the run records it; the history it answered is recorded only when compaction changed it. */
+export const TurnRecord = Schema.Struct({
+  turn: Turn.Turn,
+  cost: Cost.Cost,
+  compacted: Schema.optionalKey(Item.History),
+  notes: Schema.Array(Note)
+})
+export type TurnRecord = typeof TurnRecord.Type
+
+/** The completed turn of a record, for the turn that started from `history`. */
+export const completed = (record: TurnRecord, history: ReadonlyArray<Item.Item>): AgentTurn.Completed => ({
+  turn: record.turn,
+  cost: record.cost,
+  history: [...(record.compacted ?? history), ...record.turn.items]
+})
+
+/**
+ * Turn `state.steps + 1`: the model request (compacted once on a context
+ * overflow), bounded by what is left of the run's deadline. Fails with the
+ * run's termination when the request fails or the deadline passes.
+ */
+export const turn = <O, R, RU>(machine: AgentMachine.Machine<O, R, RU>, state: AgentMachine.State) => {
+  const step = state.steps + 1
+  return Activity.make({
+    name: `turn/${step}`,
+    success: TurnRecord,
+    error: Termination.Error,
+    execute: Effect.gen(function*() {
+      const notes: Array<typeof Note.Type> = []
+      let done: AgentTurn.Completed | undefined
+      const request = Stream.runForEach(
+        Loop.loop(undefined, () =>
+          AgentTurn.complete({ step, history: state.history, options: machine.turnOptions }, (completed) => {
+            done = completed
+            return Loop.stop
+          })),
+        (event) => event._tag === "Delta" ? Effect.void : Effect.sync(() => notes.push(event))
+      ).pipe(Effect.catch((failure) => machine.turnFailed(failure, state)))
+      const deadline = machine.maxDurationMs
+      if (deadline !== undefined) {
+        const left = machine.startedAt + deadline - (yield* Clock.currentTimeMillis)
+        const finished = left > 0 && Option.isSome(yield* Effect.timeoutOption(request, left))
+        if (!finished) return yield* machine.deadlinePassed(state)
+      } else {
+        yield* request
+      }
+      if (done === undefined) return yield* Effect.die(new Error(`turn ${step} ended without its completed turn`))
+      const asked = done.history.slice(0, done.history.length - done.turn.items.length)
+      const record: TurnRecord = { turn: done.turn, cost: done.cost, notes }
+      return notes.some((note) => note._tag === "Compacted") ? { ...record, compacted: asked } : record
+    })
+  })
+}
+
+/** A tool call's result as the run records it: `Toolkit.Result` without the decoded `value`, which its output holds. */
+export const CallRecord = Schema.Struct({
+  outcome: Toolkit.Outcome,
+  call: Item.FunctionCall,
+  output: Item.FunctionCallOutput,
+  reason: Schema.optionalKey(Schema.String)
+})
+export type CallRecord = typeof CallRecord.Type
+
+const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
+  outcome: "failure",
+  call,
+  reason,
+  output: {
+    type: "function_call_output",
+    id: `fco_${call.call_id}`,
+    status: "incomplete",
+    call_id: call.call_id,
+    output: JSON.stringify({ error: reason })
+  }
+})
+
+const record = (result: Toolkit.Result): CallRecord =>
+  result.outcome === "success"
+    ? { outcome: result.outcome, call: result.call, output: result.output }
+    : { outcome: result.outcome, call: result.call, output: result.output, reason: result.reason }
+
+/** What a call needs to run as a recorded step. */
+export interface Call<R> {
+  readonly run: RunKey
+  readonly step: number
+  /** The call's position in its turn. */
+  readonly index: number
+  readonly call: Item.FunctionCall
+  readonly toolkit: Toolkit.Toolkit<R> | undefined
+  readonly tools: Omit<Toolkit.Options, "onProgress">
+  /** The recorded decision, for a call that needed one. */
+  readonly decision: DurableApproval.Decision | undefined
+}
+
+/**
+ * A tool call, run by `Toolkit.executeAllSafe` with the call's
+ * `Tool.IdempotencyKey` (stable across runs of the same call). A call of a tool
+ * that is not `idempotent` is recorded as started first: when a crash cut it
+ * short, it is not run again, and the model reads that its outcome is unknown.
+ */
+export const tool = <R>(options: Call<R>) => {
+  const { call, toolkit } = options
+  const name = `tool/${options.step}/${options.index}`
+  return Activity.make({
+    name,
+    success: CallRecord,
+    execute: Effect.gen(function*() {
+      const spec = toolkit?.byName.get(call.name)
+      if (spec !== undefined && !spec.idempotent) {
+        const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
+        if (first._tag === "Failure") {
+          return record(notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`))
+        }
+        if (!first.success) {
+          return record(notRun(
+            call,
+            `Tool "${call.name}" was cut short by a crash and, as it is not idempotent, was not run again: whether it took effect is unknown.`
+          ))
+        }
+      }
+      const decision = options.decision
+      const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
+        Effect.provideService(Tool.IdempotencyKey, yield* Activity.idempotencyKey(name)),
+        (run) => decision === undefined ? run : Effect.provideService(run, Approval.Approval, DurableApproval.recorded(decision))
+      )
+      const result = results[0]
+      return result === undefined ? yield* Effect.die(new Error(`${name} has no result`)) : record(result)
+    })
+  })
+}
+
+/**
+ * The `Toolkit.Result` of a record: a success gets its `value` back by decoding
+ * its output with the tool's output Schema (what the finish tool submits).
+ */
+export const result = <R>(toolkit: Toolkit.Toolkit<R> | undefined, call: CallRecord): Toolkit.Result => {
+  if (call.outcome !== "success") {
+    return { outcome: call.outcome, call: call.call, output: call.output, reason: call.reason ?? call.outcome }
+  }
+  const spec = toolkit?.byName.get(call.call.name)
+  const decoded = spec === undefined
+    ? undefined
+    : Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(spec.output)))(call.output.output)
+  if (decoded === undefined || Exit.isFailure(decoded)) {
+    return notRun(call.call, `Tool "${call.call.name}" returned an output that no longer decodes.`)
+  }
+  return { outcome: "success", call: call.call, output: call.output, value: decoded.value }
+}
+
+/** The next state of a run without its history: what a `Continue` decision records. */
+const StateWithoutHistory = Schema.Struct(Struct.omit(AgentMachine.State.fields, ["history"]))
+
+/**
+ * A decision as the run records it. `Continue` keeps the next state without
+ * its history, which is the outcome's plus `appended` (a feedback message), so
+ * the record grows with the turn, not with the run; a history that is not the
+ * outcome's plus items is recorded whole, as `history`.
+ */
+export type DecisionRecord<O> =
+  | {
+    readonly _tag: "Continue"
+    readonly state: typeof StateWithoutHistory.Type
+    readonly appended: Item.History
+    readonly history?: Item.History
+    readonly events: ReadonlyArray<AgentEvent.AgentEvent<O>>
+  }
+  | {
+    readonly _tag: "Finish"
+    readonly result: AgentEvent.RunResult<O>
+    readonly events: ReadonlyArray<AgentEvent.AgentEvent<O>>
+  }
+
+/** The schema of the decisions of a run whose output `output` describes, and whose finish tool submits `submitted`. */
+export const decisionRecord = <O>(
+  output: Schema.Codec<O, unknown>,
+  submitted: Schema.Codec<unknown, unknown>
+): Schema.Codec<DecisionRecord<O>, unknown> => {
+  const events = Schema.Array(AgentEvent.schema(output, submitted))
+  return Schema.Union([
+    Schema.TaggedStruct("Continue", {
+      state: StateWithoutHistory,
+      appended: Item.History,
+      history: Schema.optionalKey(Item.History),
+      events
+    }),
+    Schema.TaggedStruct("Finish", { result: AgentEvent.RunResult(output, submitted), events })
+  ])
+}
+
+const recordDecision = <O>(transition: AgentMachine.Transition<O>, outcome: AgentTurn.Outcome): DecisionRecord<O> => {
+  if (transition._tag === "Finish") return transition
+  const { history, ...state } = transition.state
+  const before = outcome.history
+  return history.length >= before.length && before.every((item, i) => history[i] === item)
+    ? { _tag: "Continue", state, appended: history.slice(before.length), events: transition.events }
+    : { _tag: "Continue", state, appended: [], history, events: transition.events }
+}
+
+/** The transition of a record, for the turn whose outcome is `outcome`. */
+export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Outcome): AgentMachine.Transition<O> =>
+  decision._tag === "Finish"
+    ? decision
+    : {
+      _tag: "Continue",
+      state: { ...decision.state, history: decision.history ?? [...outcome.history, ...decision.appended] },
+      events: decision.events
+    }
+
+/** The decision after turn `accounted.steps` and its tools, from `machine.decide`. */
+export const decide = <O, R, RU>(
+  machine: AgentMachine.Machine<O, R, RU>,
+  schema: Schema.Codec<DecisionRecord<O>, unknown>,
+  accounted: AgentMachine.State,
+  outcome: AgentTurn.Outcome
+) =>
+  Activity.make({
+    name: `decide/${accounted.steps}`,
+    success: schema,
+    error: Termination.Error,
+    execute: Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
+  })

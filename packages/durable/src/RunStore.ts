@@ -1,0 +1,128 @@
+/**
+ * What a durable run records beside the engine's own storage, in the same SQL
+ * database: its event log, which a UI reads (again) from any turn on, and the
+ * tool calls it started, so a call of a tool that is not idempotent runs at
+ * most once even when a crash cut it short.
+ *
+ * Two tables, `<prefix>_agent_events` and `<prefix>_agent_calls`, created when
+ * the layer starts. Entries are keyed by run and position, and written with
+ * "insert unless present", so a replaying run writes nothing twice.
+ *
+ * @since 0.1.0
+ */
+import { Array as Arr, Context, Effect, Layer, Schedule, Schema } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+
+/** A run: the durable agent's name and the run's id. */
+export interface RunKey {
+  readonly agent: string
+  readonly runId: string
+}
+
+/** What an entry of the log holds: an event, or the termination a run failed with. */
+export const Kind = Schema.Literals(["event", "failure"])
+export type Kind = typeof Kind.Type
+
+/** An entry of a run's log: its position `seq`, the turn it belongs to, and its JSON `body`. */
+export const Entry = Schema.Struct({
+  seq: Schema.Int,
+  step: Schema.Int,
+  kind: Kind,
+  body: Schema.String
+})
+export type Entry = typeof Entry.Type
+
+/** The store could not be read or written. */
+export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStoreError", {
+  operation: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The run store; {@link layer} builds it on the `SqlClient` in context. */
+export class RunStore extends Context.Service<RunStore, {
+  /** Writes `entries` of `run`; an entry whose position is taken is left as it is. */
+  readonly append: (run: RunKey, entries: ReadonlyArray<Entry>) => Effect.Effect<void, RunStoreError>
+  /** The entries of `run` after position `afterSeq` that belong to turn `fromStep` or later, in order, at most `limit`. */
+  readonly read: (
+    run: RunKey,
+    options: { readonly afterSeq: number; readonly fromStep: number; readonly limit: number }
+  ) => Effect.Effect<ReadonlyArray<Entry>, RunStoreError>
+  /** The last turn `run` logged anything for (its last completed turn, as a turn is logged once completed); 0 when none. */
+  readonly lastStep: (run: RunKey) => Effect.Effect<number, RunStoreError>
+  /** Records that `call` of `run` starts; `false` when it was recorded before (it started, and may not have ended). */
+  readonly claim: (run: RunKey, call: string) => Effect.Effect<boolean, RunStoreError>
+}>()("@agentloop/durable/RunStore") {}
+
+const Entries = Schema.Array(Entry)
+const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
+const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
+
+/** Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing. */
+export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient
+    const events = sql(`${prefix}_agent_events`)
+    const calls = sql(`${prefix}_agent_calls`)
+    const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
+      new RunStoreError({ operation, message: error.message })
+
+    // Runners starting together may race to create the tables: the loser tries again and finds them.
+    yield* Effect.all([
+      sql`CREATE TABLE IF NOT EXISTS ${events} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        step INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (agent, run_id, seq)
+      )`,
+      sql`CREATE TABLE IF NOT EXISTS ${calls} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        call TEXT NOT NULL,
+        PRIMARY KEY (agent, run_id, call)
+      )`
+    ], { discard: true }).pipe(
+      Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
+      Effect.mapError(fail("migrate"))
+    )
+
+    return RunStore.of({
+      append: (run, entries) => {
+        const rows = entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
+        return Arr.isReadonlyArrayNonEmpty(rows)
+          ? sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`.pipe(
+            Effect.asVoid,
+            Effect.mapError(fail("append"))
+          )
+          : Effect.void
+      },
+      read: (run, { afterSeq, fromStep, limit }) =>
+        sql`SELECT seq, step, kind, body FROM ${events}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND seq > ${afterSeq} AND step >= ${fromStep}
+          ORDER BY seq LIMIT ${limit}`.pipe(
+            Effect.flatMap(Schema.decodeUnknownEffect(Entries)),
+            Effect.mapError(fail("read"))
+          ),
+      lastStep: (run) =>
+        sql`SELECT MAX(step) AS step FROM ${events}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+            Effect.flatMap(Schema.decodeUnknownEffect(Steps)),
+            Effect.map((rows) => rows[0]?.step ?? 0),
+            Effect.mapError(fail("read"))
+          ),
+      claim: (run, call) =>
+        sql`INSERT INTO ${calls} (agent, run_id, call) VALUES (${run.agent}, ${run.runId}, ${call})
+          ON CONFLICT DO NOTHING RETURNING call`.pipe(
+            Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
+            Effect.map((rows) => rows.length > 0),
+            Effect.mapError(fail("claim"))
+          )
+    })
+  })
+
+/** The store of the runs in the `SqlClient`'s database, under the tables' `prefix` (default `"agentloop"`). */
+export const layer = (prefix = "agentloop"): Layer.Layer<RunStore, RunStoreError, SqlClient> =>
+  Layer.effect(RunStore)(make(prefix))

@@ -1,0 +1,14 @@
+/**
+ * Durable agent runs for agentloop, on effect's own durable engine
+ * (`effect/workflow` on `effect/cluster`): SQLite embedded, PostgreSQL at scale.
+ *
+ * @since 0.1.0
+ */
+export * as DurableAgent from "./DurableAgent.ts"
+export * as DurableApproval from "./DurableApproval.ts"
+export * as DurableEvent from "./DurableEvent.ts"
+export * as DurableRunner from "./DurableRunner.ts"
+export * as NodeSqliteClient from "./NodeSqliteClient.ts"
+export * as RunLog from "./RunLog.ts"
+export * as RunSteps from "./RunSteps.ts"
+export * as RunStore from "./RunStore.ts"

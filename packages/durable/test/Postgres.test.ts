@@ -1,0 +1,95 @@
+/**
+ * Runners sharing PostgreSQL, as real processes: two runners and this test
+ * as a client. An approval is granted from the client to a run on a runner,
+ * and a run whose runner is killed (`SIGKILL`) finishes on the other one.
+ */
+import { Approval } from "@agentloop/core"
+import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Layer, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { DurableAgent, DurableRunner } from "../src/index.ts"
+import type { Config } from "./child.ts"
+import { tempDir, turnReply } from "./fixtures.ts"
+import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
+import { has, spawn } from "./processes.ts"
+
+const available = await reachable()
+
+const lines = (file: string): ReadonlyArray<string> =>
+  Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
+
+/** The agent as a client sees it: its name and output; the runners hold its tools. */
+const agent = DurableAgent.make("crash-test", {})
+
+describe.skipIf(!available)("runners sharing PostgreSQL", () => {
+  it.live("a decision granted from a client process, and a killed runner's run finished by the other", () => {
+    const prefix = uniquePrefix("runners")
+    const temp = tempDir()
+    return Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const config = (runner: string): Config => ({
+        store: { _tag: "pg", prefix, client: false },
+        runner,
+        provider: server.url,
+        markers: temp.dir,
+        action: "serve",
+        runId: "",
+        input: ""
+      })
+      const runners = { A: yield* spawn(config("A")), B: yield* spawn(config("B")) }
+      yield* Effect.all([runners.A.waitFor(has("ready")), runners.B.waitFor(has("ready"))])
+
+      // A decision from this process reaches the run on whichever runner holds it.
+      yield* server.reply(
+        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])),
+        turnReply(MockLanguageModel.textTurn("removed"))
+      )
+      yield* agent.start({ runId: "pg-approve", input: "Remove /x" })
+      const requested = yield* agent.events("pg-approve", { fromStep: 1 }).pipe(
+        Stream.filter((event) => event._tag === "ApprovalRequested"),
+        Stream.runHead
+      )
+      if (requested._tag === "None" || requested.value._tag !== "ApprovalRequested") return expect.unreachable()
+      yield* agent.approve(requested.value.token, Approval.approved)
+      const approved = yield* agent.run({ runId: "pg-approve", input: "Remove /x" })
+      expect(approved._tag === "Stopped" && approved.output).toBe("removed")
+      expect(lines(Path.join(temp.dir, "remove.log"))).toHaveLength(1)
+
+      // The runner that runs the tools is killed mid-call; the other finishes the run.
+      yield* server.reply(
+        turnReply(MockLanguageModel.callsTurn([
+          { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
+          { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
+        ])),
+        turnReply(MockLanguageModel.textTurn("done"))
+      )
+      yield* agent.start({ runId: "pg-crash", input: "Add and charge" })
+      const started = yield* Effect.raceFirst(
+        runners.A.waitFor((message) => message["toolStarted"] === "charge"),
+        runners.B.waitFor((message) => message["toolStarted"] === "charge")
+      )
+      const killed = started["runner"] === "A" ? "A" : "B"
+      const survivor = killed === "A" ? "B" : "A"
+      yield* runners[killed].kill
+      const done = yield* agent.run({ runId: "pg-crash", input: "Add and charge" }).pipe(Effect.timeout("20 seconds"))
+      expect(done._tag === "Stopped" && done.output).toBe("done")
+
+      const requests = (yield* server.requests).slice(2)
+      expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual([killed, survivor])
+      expect(lines(Path.join(temp.dir, "add.log"))).toStrictEqual([killed, survivor])
+      expect(lines(Path.join(temp.dir, "charge.log"))).toStrictEqual([killed])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.mergeAll(
+        ProviderServer.layer,
+        DurableRunner.layerPg("client", connection, {
+          prefix,
+          sharding: { shardLockExpiration: Duration.seconds(3), shardsPerGroup: 16 }
+        })
+      )),
+      Effect.ensuring(Effect.andThen(dropTables(prefix), Effect.sync(temp.remove)))
+    )
+  }, 60_000)
+})

@@ -1,0 +1,69 @@
+/** The durable tests' agent: tools, a model script, and a temporary SQLite runner. */
+import { Pricing, TokenUsage, Tool, Toolkit, Turn } from "@agentloop/core"
+import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
+import { Effect, Layer, Schema } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { DurableRunner } from "../src/index.ts"
+
+export const model = "test-model"
+export const pricing = Pricing.layer({ [model]: { input: 1, cachedInput: 0.5, output: 2 } })
+export const usage = TokenUsage.make(20, 10)
+
+/** Calls `tool` with `args`, as the model's turn. */
+export const call = (name: string, args: unknown, callId = `call_${name}`) =>
+  MockLanguageModel.callsTurn([{ name, arguments: args, callId }], { model, usage })
+
+/** Calls several tools in one turn. */
+export const calls = (...list: ReadonlyArray<{ readonly name: string; readonly arguments: unknown }>) =>
+  MockLanguageModel.callsTurn(list.map((entry) => ({ ...entry, callId: `call_${entry.name}` })), { model, usage })
+
+export const answer = (text: string) => MockLanguageModel.textTurn(text, { model, usage })
+
+/** How many times each tool ran in this process. */
+export const ran = { add: 0, note: 0, remove: 0 }
+
+export const add = Tool.make({
+  name: "add",
+  description: "Adds two numbers",
+  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+  output: Schema.Finite,
+  idempotent: true,
+  execute: ({ a, b }) => Effect.sync(() => (ran.add++, a + b))
+})
+
+export const remove = Tool.make({
+  name: "remove",
+  description: "Removes a file",
+  input: Schema.Struct({ path: Schema.String }),
+  output: Schema.Struct({ removed: Schema.String }),
+  needsApproval: ({ path }) => path.startsWith("/"),
+  execute: ({ path }) => Effect.sync(() => (ran.remove++, { removed: path }))
+})
+
+export const note = Tool.make({
+  name: "note",
+  description: "Writes a note",
+  input: Schema.Struct({ text: Schema.String }),
+  output: Schema.String,
+  execute: ({ text }) => Effect.sync(() => (ran.note++, `noted ${text}`))
+})
+
+export const toolkit = Toolkit.make(add, note, remove)
+
+/** A fresh directory under the system's temporary one, removed by the returned function. */
+export const tempDir = (): { readonly dir: string; readonly remove: () => void } => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-durable-"))
+  return { dir, remove: () => Fs.rmSync(dir, { recursive: true, force: true }) }
+}
+
+/** An embedded runner over `filename`, with the mock model answering `script`. */
+export const embedded = (filename: string, script: ReadonlyArray<MockLanguageModel.Reply>) =>
+  Layer.mergeAll(MockLanguageModel.layer(script), pricing).pipe(
+    Layer.provideMerge(DurableRunner.layerSqlite({ filename, synchronous: "NORMAL" }))
+  )
+
+/** The loopback server's reply with `turn`, for `loopback.ts`'s model. */
+export const turnReply = (turn: Turn.Turn): ProviderServer.Reply =>
+  ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))

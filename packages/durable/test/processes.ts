@@ -1,0 +1,69 @@
+/** Child processes of the crash tests (see `child.ts`): spawned, read line by line, killed. */
+import { Deferred, Effect, Schema } from "effect"
+import type { Scope } from "effect"
+import * as ChildProcess from "node:child_process"
+import * as Readline from "node:readline"
+import type { Config } from "./child.ts"
+
+const Message = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
+export type Message = typeof Message.Type
+
+/** A running child. */
+export interface Child {
+  /** Every line it printed so far, decoded. */
+  readonly messages: ReadonlyArray<Message>
+  /** Waits for the first message (printed so far or later) that `predicate` accepts. */
+  readonly waitFor: (predicate: (message: Message) => boolean) => Effect.Effect<Message>
+  /** Its exit code, once it has exited (`null` when killed by a signal). */
+  readonly exit: Effect.Effect<number | null>
+  /** Kills it with `SIGKILL`, and waits until it is gone. */
+  readonly kill: Effect.Effect<void>
+  /** What it wrote to standard error, for failure messages. */
+  readonly stderr: () => string
+}
+
+const script = new URL("./child.ts", import.meta.url).pathname
+
+/** Starts a child with `config`; it is killed when the scope closes, if still running. */
+export const spawn = (config: Config): Effect.Effect<Child, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      const exited = yield* Deferred.make<number | null>()
+      const process = ChildProcess.spawn(globalThis.process.execPath, ["--no-warnings", script, JSON.stringify(config)], {
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      const messages: Array<Message> = []
+      const waiters: Array<{ readonly predicate: (message: Message) => boolean; readonly found: Deferred.Deferred<Message> }> = []
+      let stderr = ""
+      process.stderr.on("data", (chunk) => (stderr += String(chunk)))
+      Readline.createInterface({ input: process.stdout }).on("line", (line) => {
+        const decoded = Schema.decodeUnknownOption(Message)(line)
+        if (decoded._tag === "None") return
+        messages.push(decoded.value)
+        for (const waiter of waiters) if (waiter.predicate(decoded.value)) Deferred.doneUnsafe(waiter.found, Effect.succeed(decoded.value))
+      })
+      process.on("exit", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code)))
+      const child: Child = {
+        messages,
+        waitFor: (predicate) =>
+          Effect.suspend(() => {
+            const seen = messages.find(predicate)
+            if (seen !== undefined) return Effect.succeed(seen)
+            const found = Deferred.makeUnsafe<Message>()
+            waiters.push({ predicate, found })
+            return Deferred.await(found)
+          }),
+        exit: Deferred.await(exited),
+        kill: Effect.suspend(() => {
+          if (process.exitCode === null && process.signalCode === null) process.kill("SIGKILL")
+          return Effect.asVoid(Deferred.await(exited))
+        }),
+        stderr: () => stderr
+      }
+      return child
+    }),
+    (child) => child.kill
+  )
+
+/** A message that has `key`. */
+export const has = (key: string) => (message: Message): boolean => key in message

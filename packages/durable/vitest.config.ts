@@ -1,0 +1,6 @@
+import { defineProject } from "vitest/config"
+
+export default defineProject({
+  // Every test runs a durable runner on a real database, some in other processes: allow for a busy machine.
+  test: { name: "durable", include: ["test/**/*.test.ts"], testTimeout: 30_000 }
+})
