@@ -50,8 +50,9 @@ describe("docs", () => {
     expect(result).toBe("")
   }, 120_000)
 
+  // Each snippet runs in its own process, a few at a time.
   for (const snippet of snippets) {
-    it(`runs ${snippet.name}`, async () => {
+    it.concurrent(`runs ${snippet.name}`, async () => {
       await run(process.execPath, [join(out, `${snippet.name}.ts`)], { cwd: out, timeout: 60_000 })
     }, 60_000)
   }

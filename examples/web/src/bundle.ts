@@ -6,8 +6,7 @@ import * as esbuild from "esbuild"
 import { Effect } from "effect"
 import { fileURLToPath } from "node:url"
 
-/** The bundled script, or a defect when `client.ts` does not build (a bug of this example). */
-export const bundle: Effect.Effect<string> = Effect.promise(async () => {
+const build = async (): Promise<string> => {
   const built = await esbuild.build({
     entryPoints: [fileURLToPath(new URL("./client.ts", import.meta.url))],
     bundle: true,
@@ -21,4 +20,12 @@ export const bundle: Effect.Effect<string> = Effect.promise(async () => {
   const [output] = built.outputFiles
   if (output === undefined) throw new Error("esbuild produced no output for client.ts")
   return output.text
-})
+}
+
+let built: Promise<string> | undefined
+
+/**
+ * The bundled script, built once per process and then served from memory; a
+ * defect when `client.ts` does not build (a bug of this example).
+ */
+export const bundle: Effect.Effect<string> = Effect.promise(() => built ??= build())

@@ -102,13 +102,16 @@ export const isTurnFailure: (u: unknown) => u is AgentTurn.Failure = Schema.is(
 
 /**
  * The termination of a run whose turn could not complete: rejected credentials
- * are `ProviderAuth`, a history still too long after compaction `PromptTooLong`,
+ * are `ProviderAuth`, no quota left `ProviderQuota`, a history still too long
+ * after compaction `PromptTooLong`,
  * a compactor that failed `CompactionFailed`, anything else `DuringExecution`.
  */
 export const turnFailure = (failure: AgentTurn.Failure, accounting: Accounting): Termination.Error => {
   switch (failure._tag) {
     case "AuthFailed":
       return new Termination.ProviderAuth({ cause: failure, accounting })
+    case "QuotaExceeded":
+      return new Termination.ProviderQuota({ cause: failure, accounting })
     case "ContextLengthExceeded":
       return new Termination.PromptTooLong({ cause: failure, accounting })
     case "CompactionFailure":

@@ -233,6 +233,19 @@ export class SchemaValidation extends Schema.TaggedError<SchemaValidation>()("Sc
 }
 
 /**
+ * The provider refused the request for lack of quota or credit (OpenAI's
+ * `insufficient_quota`): no retry can help until an operator adds some.
+ */
+export class ProviderQuota extends Schema.TaggedError<ProviderQuota>()("ProviderQuota", {
+  cause: AiError.QuotaExceeded,
+  accounting: Accounting
+}) {
+  override get message() {
+    return `provider ${this.cause.provider} has no quota left: ${this.cause.message}`
+  }
+}
+
+/**
  * The run's checkpoint could not be written, or read back on resume (see
  * `Checkpointer`): the run stops rather than go on without being durable.
  */
@@ -267,6 +280,7 @@ export type Error =
   | NoProgress
   | SchemaValidation
   | ProviderAuth
+  | ProviderQuota
   | CheckpointFailed
 
 /** Schema of every error {@link Error}. */
@@ -284,6 +298,7 @@ export const Error = Schema.Union([
   NoProgress,
   SchemaValidation,
   ProviderAuth,
+  ProviderQuota,
   CheckpointFailed
 ])
 
@@ -319,6 +334,7 @@ const categories: { readonly [T in Tag]: Category } = {
   NoProgress: "capacity",
   SchemaValidation: "retryable",
   ProviderAuth: "fatal",
+  ProviderQuota: "fatal",
   CheckpointFailed: "retryable"
 }
 
@@ -339,6 +355,7 @@ export const all: ReadonlyArray<Tag> = [
   "NoProgress",
   "SchemaValidation",
   "ProviderAuth",
+  "ProviderQuota",
   "CheckpointFailed"
 ]
 

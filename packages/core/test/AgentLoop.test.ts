@@ -215,6 +215,15 @@ describe("AgentLoop", () => {
       expect(Termination.category(error)).toBe("fatal")
     }))
 
+  it.effect("ProviderQuota: the provider has no quota left, which no retry cures", () =>
+    Effect.gen(function*() {
+      const error = yield* failureOf([
+        new AiError.QuotaExceeded({ provider: "openai", status: 429, message: "You exceeded your current quota" })
+      ], { input: "Hi", model })
+      expectTermination(error, "ProviderQuota", 0)
+      expect(Termination.category(error)).toBe("fatal")
+    }))
+
   it.effect("DuringExecution: a provider error the retries did not cure, and a failing predicate", () =>
     Effect.gen(function*() {
       const unavailable = yield* failureOf([new AiError.Unavailable({ provider: "mock", message: "down" })], {

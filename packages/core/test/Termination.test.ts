@@ -73,6 +73,10 @@ const samples: ReadonlyArray<Termination.Termination<typeof Answer.Type>> = [
     cause: new AiError.AuthFailed({ provider: "gemini", status: 403, message: "forbidden" }),
     accounting
   }),
+  new Termination.ProviderQuota({
+    cause: new AiError.QuotaExceeded({ provider: "openai", status: 429, message: "You exceeded your current quota" }),
+    accounting
+  }),
   new Termination.CheckpointFailed({ message: "the run's checkpoint failed: disk full", accounting })
 ]
 
@@ -81,7 +85,7 @@ const TerminationOfAnswer = Termination.schema(Answer)
 describe("Termination", () => {
   it("all lists every termination, one each", () => {
     expect(Termination.all).toStrictEqual(samples.map((t) => t._tag))
-    expect(new Set(Termination.all).size).toBe(16)
+    expect(new Set(Termination.all).size).toBe(17)
   })
 
   it("categorises every termination as in the design table", () => {
@@ -101,6 +105,7 @@ describe("Termination", () => {
       NoProgress: "capacity",
       SchemaValidation: "retryable",
       ProviderAuth: "fatal",
+      ProviderQuota: "fatal",
       CheckpointFailed: "retryable"
     })
     expect(Termination.all.map(Termination.category)).toStrictEqual(samples.map(Termination.category))
@@ -108,7 +113,7 @@ describe("Termination", () => {
 
   it("tells successes from errors", () => {
     expect(samples.filter(Termination.isSuccess).map((t) => t._tag)).toStrictEqual(["Stop", "Submitted"])
-    expect(samples.filter(Termination.isError)).toHaveLength(14)
+    expect(samples.filter(Termination.isError)).toHaveLength(15)
     for (const t of samples.filter(Termination.isError)) expect(t).toBeInstanceOf(Error)
   })
 
@@ -163,6 +168,7 @@ describe("Termination", () => {
       "no progress in 3 iterations",
       `invalid structured output: ${diagnostic.message}`,
       "provider gemini rejected the credentials (HTTP 403)",
+      "provider openai has no quota left: You exceeded your current quota",
       "the run's checkpoint failed: disk full"
     ])
   })
