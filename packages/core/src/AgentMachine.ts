@@ -97,12 +97,17 @@ const lastItemsKept = 10
 
 const feedbackMessage = (text: string, step: number): Item.Message => Item.userMessage(text, `feedback_${step}`)
 
-/** Builds the machine of a run: its id, its start time, and the stop predicate (the `StopPolicy` when none is given). */
+/**
+ * Builds the machine of a run: its id, its start time (now, unless `startedAt`
+ * says when a resumed run first started, in epoch milliseconds), and the stop
+ * predicate (the `StopPolicy` when none is given).
+ */
 export const make = <O, R, E, RU>(
-  options: AgentLoop.Options<O, R, E, RU>
+  options: AgentLoop.Options<O, R, E, RU>,
+  resumed: { readonly startedAt?: number | undefined } = {}
 ): Effect.Effect<Machine<O, R, RU>> =>
   Effect.gen(function*() {
-    const startedAt = yield* Clock.currentTimeMillis
+    const startedAt = resumed.startedAt ?? (yield* Clock.currentTimeMillis)
     const runId = options.runId ?? `run_${(yield* Random.nextInt).toString(36)}_${startedAt.toString(36)}`
     const until: Until.Until<unknown, RU> = options.until ?? (yield* StopPolicy)
     const limits = {

@@ -149,6 +149,28 @@ export const executeAllSafe: <R>(
   )
 })
 
+/**
+ * Whether running `call` would wait for the `Approval` service: its tool exists,
+ * its arguments decode, and the tool's `needsApproval` says so for them.
+ * Exactly the calls {@link executeAllSafe} asks about (a call that cannot get
+ * that far is a mistake, not a question), for engines that wait for decisions
+ * before running calls.
+ */
+export const needsApproval = <R>(toolkit: Toolkit<R> | undefined, call: Item.FunctionCall): boolean => {
+  const tool = toolkit?.byName.get(call.name)
+  if (tool === undefined) return false
+  const json = parseJson(call.arguments)
+  if (json._tag === "Invalid") return false
+  const decoded = Schema.decodeUnknownExit(Schema.toCodecJson(tool.input))(json.value)
+  if (Exit.isFailure(decoded)) return false
+  try {
+    return tool.needsApproval(decoded.value)
+  } catch {
+    // executeAllSafe turns a throwing needsApproval into a defect the model reads: nothing to wait for.
+    return false
+  }
+}
+
 /** What {@link streamAll} emits: progress while calls run, and each result as soon as its call ends. */
 export type Event =
   | { readonly _tag: "Progress"; readonly index: number; readonly call: Item.FunctionCall; readonly value: unknown }

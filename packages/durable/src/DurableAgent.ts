@@ -23,7 +23,7 @@ import type * as AgentLoop from "@agentloop/core/AgentLoop"
 import type * as AgentTurn from "@agentloop/core/AgentTurn"
 import type * as Approval from "@agentloop/core/Approval"
 import type * as LanguageModel from "@agentloop/core/LanguageModel"
-import { Clock, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { Layer, Stream } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
@@ -84,17 +84,6 @@ export interface DurableAgent<O, R, RU> {
   ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError, RunStore>
 }
 
-/** The same clock, whose current time is `millis` for the code run with it. */
-const clockAt = (clock: Clock.Clock, millis: number): Clock.Clock => ({
-  currentTimeMillisUnsafe: () => millis,
-  currentTimeMillis: Effect.succeed(millis),
-  currentTimeNanosUnsafe: () => BigInt(millis) * 1_000_000n,
-  currentTimeNanos: Effect.succeed(BigInt(millis) * 1_000_000n),
-  monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
-  monotonicTimeNanos: clock.monotonicTimeNanos,
-  sleep: (duration) => clock.sleep(duration)
-})
-
 /**
  * Defines the durable agent `name` (unique among the agents of a database: it
  * names the workflow and keys the runs). Its definition is code: every runner
@@ -144,16 +133,16 @@ const build = <O, R, E, RU>(
       const run: RunKey = { agent: name, runId: start.runId }
       const log = yield* RunLog.writer(run, eventSchema)
       const startedAt = yield* RunSteps.start
-      const clock = yield* Clock.Clock
-      const machine = yield* AgentMachine.make<O, R, E, RU>({ ...options, input: start.input, runId: start.runId }).pipe(
-        Effect.provideService(Clock.Clock, clockAt(clock, startedAt))
+      const machine = yield* AgentMachine.make<O, R, E, RU>(
+        { ...options, input: start.input, runId: start.runId },
+        { startedAt }
       )
 
       /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
       const runCalls = (step: number, completed: AgentTurn.Completed, calls: ReadonlyArray<Item.FunctionCall>) =>
         Effect.gen(function*() {
           const waits = calls.map((call, index) =>
-            DurableApproval.isNeeded(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
+            Toolkit.needsApproval(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
           )
           log.add(step, calls.flatMap((call, index) => {
             const wait = waits[index]

@@ -7,8 +7,6 @@
  * @since 0.1.0
  */
 import type * as Approval from "@agentloop/core/Approval"
-import type * as Item from "@agentloop/core/Item"
-import type * as Toolkit from "@agentloop/core/Toolkit"
 import { Effect, Exit, Schema } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
@@ -57,33 +55,3 @@ export const approve = (
 
 /** The approval service that answers a call's tool with the decision the run recorded for it. */
 export const recorded = (decision: Decision): Approval.Service => ({ decide: () => Effect.succeed(decision) })
-
-/**
- * Whether `call` needs a decision before it runs: its tool exists, its
- * arguments decode, and the tool's `needsApproval` says so for them. Exactly
- * the calls `Toolkit.executeAllSafe` would ask the `Approval` service about.
- */
-export const isNeeded = <R>(toolkit: Toolkit.Toolkit<R> | undefined, call: Item.FunctionCall): boolean => {
-  const tool = toolkit?.byName.get(call.name)
-  if (tool === undefined) return false
-  const json = parse(call.arguments)
-  if (json === undefined) return false
-  const decoded = Schema.decodeUnknownExit(Schema.toCodecJson(tool.input))(json.value)
-  if (Exit.isFailure(decoded)) return false
-  try {
-    return tool.needsApproval(decoded.value)
-  } catch {
-    // Toolkit turns a throwing needsApproval into a defect the model reads; nothing to wait for.
-    return false
-  }
-}
-
-// Some providers send an empty string for a call without arguments (as Toolkit reads them).
-const parse = (text: string): { readonly value: unknown } | undefined => {
-  if (text.trim() === "") return { value: {} }
-  try {
-    return { value: JSON.parse(text) }
-  } catch {
-    return undefined
-  }
-}
