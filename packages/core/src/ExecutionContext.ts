@@ -18,7 +18,7 @@ import type { Cost } from "./Cost.ts"
 import type { ItemLog } from "./ItemLog.ts"
 import type { StepMeta } from "./StepMeta.ts"
 import { Info } from "./StepError.ts"
-import type { InvalidChannelValue, RecvTimeout } from "./StepError.ts"
+import type { CheckpointFailed, InvalidChannelValue, RecvTimeout } from "./StepError.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 
 /** An error an `every` step recorded and went on after: which step, what, and when (ms since the context started). */
@@ -95,6 +95,14 @@ export interface ExecutionContext<out S = unknown> {
    * sub-agent, its `spawn` step fails with it.
    */
   abort(reason?: string): void
+  /**
+   * Records the context as it is now (state, item log, usage and cost,
+   * counters) with the execution's `Checkpointer`, so that an execution that
+   * dies inside this step resumes it from this context: a long step saves its
+   * progress in the state, and reads it back when it runs again. Does nothing
+   * without a `Checkpointer` (or an execution `id`). The state must be JSON.
+   */
+  checkpoint(): Effect.Effect<void, CheckpointFailed>
   /** Whether `abort` was called. */
   readonly aborted: boolean
   /** The reason given to `abort`. */

@@ -24,7 +24,7 @@ import type { ModelParams } from "./LanguageModel.ts"
 import type { Memory } from "./Memory.ts"
 import type * as Channel from "./Channel.ts"
 import type { RetryPolicy } from "./RetryPolicy.ts"
-import type { Aborted } from "./StepError.ts"
+import type { Aborted, CheckpointFailed } from "./StepError.ts"
 import type * as StepEvent from "./StepEvent.ts"
 import type * as Tool from "./Tool.ts"
 import type { Toolkit } from "./Toolkit.ts"
@@ -352,7 +352,11 @@ export interface Options<RT = never> {
   readonly threadId?: string | undefined
   /** Who owns the conversation, for memory. */
   readonly resourceId?: string | undefined
-  /** The execution's id: its context's `id`, the prefix of its sub-agents' (default: a random one). */
+  /**
+   * The execution's id: its context's `id`, the prefix of its sub-agents'
+   * (default: a random one). With a `Checkpointer` in context, it is also the
+   * key of the execution's record: executing again with the same id resumes it.
+   */
   readonly id?: string | undefined
 }
 
@@ -369,17 +373,25 @@ export type ExecutionServices<R, RT> = Exclude<R | RT, ExecutionContext>
  * program's item log as a user message, so `execute(agent, "question")` asks
  * the question. The program fails with its steps' errors, or `Aborted` when a
  * step aborts it; interrupting it interrupts every step, finalizers included.
+ *
+ * With a `Checkpointer` in context and an `id`, every step that completes is
+ * recorded (its output and the context then; outputs and the state must be
+ * JSON, or have a schema: an `llm` step's `output`, a tool step's tool), and
+ * executing again with the same id skips the recorded steps (their outputs are
+ * used and their contexts restored) and runs the rest; a program that ended
+ * returns its recorded output at once. A record that cannot be written fails
+ * the program with `CheckpointFailed`.
  */
 export function execute<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Effect.Effect<O, E | Aborted, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
 export function execute<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Effect.Effect<O, E | Aborted, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
 export function execute(
   step: Any,
   input: unknown,
@@ -406,12 +418,12 @@ export function stream<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Stream.Stream<StepEvent.Event<O>, E | Aborted, ExecutionServices<R, RT>>
+): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
 export function stream<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Stream.Stream<StepEvent.Event<O>, E | Aborted, ExecutionServices<R, RT>>
+): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
 export function stream(
   step: Any,
   input: unknown,

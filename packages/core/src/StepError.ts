@@ -112,6 +112,17 @@ export class ToolDenied extends Schema.TaggedError<ToolDenied>()("ToolDenied", {
   }
 }
 
+/**
+ * With a `Checkpointer`, the execution's progress could not be recorded (or
+ * read back): a step output or the state that is not JSON, a store that fails.
+ * The execution stops rather than go on without being durable.
+ */
+export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("CheckpointFailed", {
+  executionId: Schema.String,
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect())
+}) {}
+
 /** Any error of this module. */
 export type StepError =
   | StepFailed
@@ -124,6 +135,7 @@ export type StepError =
   | InvalidOutput
   | InvalidToolInput
   | ToolDenied
+  | CheckpointFailed
 
 /** The schema of {@link StepError}: decodes any of them by `_tag`. */
 export const StepError = Schema.Union([
@@ -136,7 +148,8 @@ export const StepError = Schema.Union([
   InvalidChannelValue,
   InvalidOutput,
   InvalidToolInput,
-  ToolDenied
+  ToolDenied,
+  CheckpointFailed
 ])
 
 /**

@@ -63,7 +63,12 @@ describe("step types", () => {
     const usesContext = Step.run({ id: "ctx", execute: () => Effect.map(Effect.service(ExecutionContext), (ctx) => ctx.id) })
     const running = Step.execute(usesContext, undefined)
     expect(same<Effect.Services<typeof running>, never>(true)).toBe(true)
-    expect(same<Effect.Error<typeof running>, StepError.StepFailed | StepError.InvalidStep | StepError.Aborted>(true)).toBe(true)
+    expect(
+      same<
+        Effect.Error<typeof running>,
+        StepError.StepFailed | StepError.InvalidStep | StepError.Aborted | StepError.CheckpointFailed
+      >(true)
+    ).toBe(true)
   })
 
   it("a program whose steps read a typed state must be given one", () => {

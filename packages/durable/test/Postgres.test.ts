@@ -4,16 +4,15 @@
  * and a run whose runner is killed (`SIGKILL`) finishes on the other one.
  */
 import { Approval } from "@agentloop/core"
-import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
+import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
 import type { Config } from "./child.ts"
-import { tempDir, turnReply } from "./fixtures.ts"
+import { childScript, tempDir } from "./fixtures.ts"
 import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
-import { has, spawn } from "./processes.ts"
 
 const available = await reachable()
 
@@ -38,13 +37,13 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
         runId: "",
         input: ""
       })
-      const runners = { A: yield* spawn(config("A")), B: yield* spawn(config("B")) }
-      yield* Effect.all([runners.A.waitFor(has("ready")), runners.B.waitFor(has("ready"))])
+      const runners = { A: yield* TestProcess.spawn(childScript, config("A")), B: yield* TestProcess.spawn(childScript, config("B")) }
+      yield* Effect.all([runners.A.waitFor(TestProcess.has("ready")), runners.B.waitFor(TestProcess.has("ready"))])
 
       // A decision from this process reaches the run on whichever runner holds it.
       yield* server.reply(
-        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])),
-        turnReply(MockLanguageModel.textTurn("removed"))
+        LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])),
+        LoopbackModel.reply(MockLanguageModel.textTurn("removed"))
       )
       yield* agent.start({ runId: "pg-approve", input: "Remove /x" })
       const requested = yield* agent.events("pg-approve", { fromStep: 1 }).pipe(
@@ -59,11 +58,11 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
 
       // The runner that runs the tools is killed mid-call; the other finishes the run.
       yield* server.reply(
-        turnReply(MockLanguageModel.callsTurn([
+        LoopbackModel.reply(MockLanguageModel.callsTurn([
           { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
           { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
         ])),
-        turnReply(MockLanguageModel.textTurn("done"))
+        LoopbackModel.reply(MockLanguageModel.textTurn("done"))
       )
       yield* agent.start({ runId: "pg-crash", input: "Add and charge" })
       const started = yield* Effect.raceFirst(

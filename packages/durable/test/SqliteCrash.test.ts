@@ -3,14 +3,13 @@
  * in the middle of a run and a new process resumes it from the same SQLite
  * file; the loopback server counts the model requests of every process.
  */
-import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
+import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/core/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Config } from "./child.ts"
-import { tempDir, turnReply } from "./fixtures.ts"
-import { has, spawn } from "./processes.ts"
+import { childScript, tempDir } from "./fixtures.ts"
 
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
@@ -36,14 +35,14 @@ describe("the embedded runner across processes", () => {
     Effect.gen(function*() {
       const { server, config, marker } = yield* setup
       yield* server.reply(
-        turnReply(MockLanguageModel.callsTurn([
+        LoopbackModel.reply(MockLanguageModel.callsTurn([
           { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
           { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
         ])),
-        turnReply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
-        turnReply(MockLanguageModel.textTurn("done"))
+        LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
+        LoopbackModel.reply(MockLanguageModel.textTurn("done"))
       )
-      const start = (runner: string, action: Config["action"]) => spawn(config(runner, action, "crash-1", "Add, charge, remove"))
+      const start = (runner: string, action: Config["action"]) => TestProcess.spawn(childScript, config(runner, action, "crash-1", "Add, charge, remove"))
 
       // Process one is killed while both calls of the first turn run.
       const one = yield* start("one", "run")
@@ -51,18 +50,18 @@ describe("the embedded runner across processes", () => {
       yield* one.waitFor((message) => message["toolStarted"] === "charge")
       // A second process on the same file is refused while the first holds it.
       const probe = yield* start("probe", "run")
-      expect(yield* probe.waitFor(has("error"))).toStrictEqual({ error: "DatabaseLocked" })
+      expect(yield* probe.waitFor(TestProcess.has("error"))).toStrictEqual({ error: "DatabaseLocked" })
       yield* one.kill
 
       // Process two resumes the run, and is killed while the second turn's call waits for a decision.
       const two = yield* start("two", "run")
-      yield* two.waitFor(has("approval"))
+      yield* two.waitFor(TestProcess.has("approval"))
       yield* two.kill
       expect(marker("remove")).toStrictEqual([])
 
       // Process three grants the decision, and finishes the run.
       const three = yield* start("three", "approve")
-      const done = yield* three.waitFor((message) => has("result")(message) || has("error")(message))
+      const done = yield* three.waitFor((message) => TestProcess.has("result")(message) || TestProcess.has("error")(message))
       expect(done, three.stderr()).toStrictEqual({ result: "done" })
 
       const requests = yield* server.requests

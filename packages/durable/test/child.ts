@@ -12,7 +12,7 @@ import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
-import * as Loopback from "./loopback.ts"
+import * as LoopbackModel from "@agentloop/core/testing/LoopbackModel"
 
 const Store = Schema.Union([
   Schema.TaggedStruct("sqlite", { filename: Schema.String }),
@@ -110,7 +110,7 @@ const main = (config: Config) => {
 
   return program.pipe(
     Effect.scoped,
-    Effect.provide(agent.layer.pipe(Layer.provideMerge(engine), Layer.provide(Loopback.layer(config.provider, config.runner)))),
+    Effect.provide(agent.layer.pipe(Layer.provideMerge(engine), Layer.provide(LoopbackModel.layer(config.provider, config.runner)))),
     Effect.catchCause((cause) => Effect.andThen(say({ error: tagOf(Cause.squash(cause)) }), Effect.sync(() => process.exit(1))))
   )
 }

@@ -1,6 +1,6 @@
 /** The durable tests' agent: tools, a model script, and a temporary SQLite runner. */
-import { Pricing, TokenUsage, Tool, Toolkit, Turn } from "@agentloop/core"
-import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
+import { Pricing, TokenUsage, Tool, Toolkit } from "@agentloop/core"
+import { MockLanguageModel } from "@agentloop/core/testing"
 import { Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -64,6 +64,5 @@ export const embedded = (filename: string, script: ReadonlyArray<MockLanguageMod
     Layer.provideMerge(DurableRunner.layerSqlite({ filename, synchronous: "NORMAL" }))
   )
 
-/** The loopback server's reply with `turn`, for `loopback.ts`'s model. */
-export const turnReply = (turn: Turn.Turn): ProviderServer.Reply =>
-  ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))
+/** The script of the crash tests' child processes. */
+export const childScript = new URL("./child.ts", import.meta.url).pathname

@@ -5,22 +5,13 @@
  */
 import { Effect } from "effect"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as Net from "node:net"
+import * as Reachable from "@agentloop/core/testing/Reachable"
 
 export const connection: PgClient.PgClientConfig = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
 
 /** Whether the server accepts connections; the PostgreSQL tests are skipped, loudly, when it does not. */
 export const reachable = (): Promise<boolean> =>
-  new Promise<boolean>((resolve) => {
-    const socket = Net.connect({ host: "127.0.0.1", port: 5432, timeout: 1000 })
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
-    socket.once("timeout", () => done(false))
-  }).then((ok) => {
+  Reachable.listening(5432).then((ok) => {
     if (!ok) {
       console.warn(
         "\n⚠ PostgreSQL is unreachable at 127.0.0.1:5432: the PostgreSQL tests of @agentloop/durable are SKIPPED.\n"

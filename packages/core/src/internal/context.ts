@@ -4,10 +4,11 @@
  *
  * @internal
  */
-import type { Tracer } from "effect"
+import type { Effect, Tracer } from "effect"
 import * as Channel from "../Channel.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type { ItemLog } from "../ItemLog.ts"
+import type { CheckpointFailed } from "../StepError.ts"
 import type { Completion, Execution } from "./execution.ts"
 
 /** The context of one step of `execution`, whose `complete` ends `frame`. */
@@ -16,11 +17,19 @@ export class View<S> implements ExecutionContext<S> {
   readonly #frame: Completion
   readonly span: Tracer.Span
   readonly stepId: string
-  constructor(execution: Execution<S>, frame: Completion, span: Tracer.Span, stepId: string) {
+  readonly checkpoint: () => Effect.Effect<void, CheckpointFailed>
+  constructor(
+    execution: Execution<S>,
+    frame: Completion,
+    span: Tracer.Span,
+    stepId: string,
+    checkpoint: Effect.Effect<void, CheckpointFailed>
+  ) {
     this.#execution = execution
     this.#frame = frame
     this.span = span
     this.stepId = stepId
+    this.checkpoint = () => checkpoint
   }
   get id() {
     return this.#execution.id

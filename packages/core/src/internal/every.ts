@@ -8,7 +8,7 @@ import type * as Channel from "../Channel.ts"
 import type * as Step from "../Step.ts"
 import type { InvalidStep } from "../StepError.ts"
 import * as StepErrors from "../StepError.ts"
-import { emit, nonNegative, Runner, runStep, TypeId, variance } from "./runtime.ts"
+import { emit, nonNegative, Runner, runStep, TypeId, variance, within } from "./runtime.ts"
 
 /** The fields of an `every` step. */
 export interface EveryOptions<I, O, E, R, S, W> {
@@ -59,8 +59,8 @@ export const make = <I, O, E, R, S, W = never>(
         const timer = Effect.orDie(sleep(undefined))
         const park = wakeOn === undefined ? timer : Effect.raceFirst(timer, Queue.take(wakeOn.queue))
         const { execution } = scope
-        while (true) {
-          const result = yield* Effect.result(runStep(child, input, scope))
+        for (let iteration = 0;; iteration++) {
+          const result = yield* Effect.result(runStep(child, input, within(scope, iteration)))
           if (Result.isFailure(result)) {
             if (onError === "fail") return yield* Effect.fail(result.failure)
             const error = StepErrors.info(result.failure)

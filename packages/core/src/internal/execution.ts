@@ -53,9 +53,10 @@ export class Frame<E = never> implements Completion {
 export const runFrame = <A, E, R, FE>(frame: Frame<FE>, body: Effect.Effect<A, E, R>): Effect.Effect<A, E | FE, R> =>
   Effect.raceFirst(body, Deferred.await(frame.signal) as Effect.Effect<A, FE>)
 
-/** The item log of an execution: the public log, plus the trimming a `loop`'s `maxHistorySize` does. */
+/** The item log of an execution: the public log, plus the trimming a `loop`'s `maxHistorySize` does and a resume's restore. */
 export interface Log extends ItemLog {
   keepNewest(max: number): void
+  replace(items: ReadonlyArray<Item.Item>): void
 }
 
 const makeLog = (items: ReadonlyArray<Item.Item>): Log => {
@@ -69,6 +70,9 @@ const makeLog = (items: ReadonlyArray<Item.Item>): Log => {
     },
     keepNewest: (max) => {
       current = ItemLogs.newest(current, max)
+    },
+    replace: (items) => {
+      current = items
     }
   }
 }
@@ -90,6 +94,8 @@ export interface Execution<out S> {
   readonly remembered: WeakSet<Item.Item>
   /** How many times each spawn step has run here, for the ids of its sub-agents. */
   readonly spawns: Map<string, number>
+  /** How many steps of each id have started below each step: the last part of a step's key. */
+  readonly occurrences: Map<string, number>
   stepCount: number
   tokens: TokenUsage.TokenUsage
   cost: Cost.Cost
@@ -133,6 +139,7 @@ export const makeExecution = <S>(options: {
     frame,
     remembered: new WeakSet(),
     spawns: new Map(),
+    occurrences: new Map(),
     stepCount: 0,
     tokens: TokenUsage.empty,
     cost: Cost.zero,

@@ -8,7 +8,7 @@ import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../Step.ts"
 import { InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
-import { attempt, runChild, Runner, TypeId, variance } from "./runtime.ts"
+import { attempt, runChild, Runner, TypeId, variance, within } from "./runtime.ts"
 import type { Scope } from "./runtime.ts"
 
 /** A path of a fork on input `I`. */
@@ -146,8 +146,8 @@ export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, E
             const [limit, chosen] = yield* start(options, input, scope)
             if (chosen.length === 0) return yield* new InvalidStep({ stepId: id, message: "a race needs at least one path" })
             const permits = limit === "unbounded" ? undefined : Semaphore.makeUnsafe(limit)
-            const racers = chosen.map((path) => {
-              const running = runChild(path, input, scope)
+            const racers = chosen.map((path, index) => {
+              const running = runChild(path, input, within(scope, index))
               return permits === undefined ? running : permits.withPermits(1)(running)
             })
             return yield* Effect.raceAll(racers)
@@ -162,7 +162,9 @@ export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, E
         [Runner]: (input, scope) =>
           Effect.gen(function*() {
             const [limit, chosen] = yield* start(options, input, scope)
-            const results = yield* Effect.forEach(chosen, (path) => runChild(path, input, scope), { concurrency: limit })
+            const results = yield* Effect.forEach(chosen, (path, index) => runChild(path, input, within(scope, index)), {
+              concurrency: limit
+            })
             return yield* attempt(id, "merge", () => merge(results, scope.context))
           })
       }
@@ -178,9 +180,9 @@ export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, E
             const [limit, chosen] = yield* start(options, input, scope)
             const results = yield* Effect.forEach(
               chosen,
-              (path) =>
+              (path, index) =>
                 Effect.map(
-                  Effect.result(runChild(path, input, scope)),
+                  Effect.result(runChild(path, input, within(scope, index))),
                   (result): Step.SettleResult<Step.Output<Paths[number]>, Step.Error<Paths[number]>> =>
                     Result.isSuccess(result)
                       ? { stepId: path.id, status: "fulfilled", value: result.success }

@@ -23,7 +23,8 @@ import {
   runSequence,
   TypeId,
   userMessage,
-  variance
+  variance,
+  within
 } from "./runtime.ts"
 import type { Last } from "./runtime.ts"
 
@@ -182,7 +183,8 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
         const header = { stepId: id, kind: "loop" as const, contextId: execution.id }
         const runId = `${execution.id}/${id}`
 
-        const iterate = (given: unknown) => runSequence(steps, given, inner)
+        // An iteration's steps are keyed by the iterations completed before it, so a retried one reuses its keys.
+        const iterate = (given: unknown, completed: number) => runSequence(steps, given, within(inner, completed))
         const nextInput = (output: LoopOutput<S>, verdict: Verdict) =>
           prepareNext === undefined
             ? Effect.succeed<unknown>(output)
@@ -199,7 +201,7 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
             }
             started++
             if (maxHistorySize !== undefined) execution.itemLog.keepNewest(maxHistorySize)
-            const result = yield* Effect.result(iterate(given))
+            const result = yield* Effect.result(iterate(given, completed))
             if (Result.isFailure(result)) {
               const error = result.failure
               const decision = onError === undefined ? "abort" : yield* attempt(id, "onError", () => onError(error, context))

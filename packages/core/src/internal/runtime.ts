@@ -7,6 +7,7 @@
  * @internal
  */
 import { Cause, Effect, Exit, Predicate, Tracer } from "effect"
+import type { Schema } from "effect"
 import { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../Step.ts"
 import { StepFailed } from "../StepError.ts"
@@ -16,6 +17,7 @@ import type { StepMeta } from "../StepMeta.ts"
 import type { Toolkit } from "../Toolkit.ts"
 import { View } from "./context.ts"
 import type { Completion, Execution } from "./execution.ts"
+import * as Ledger from "./ledger.ts"
 
 export {
   /** What a context's `complete` ends. */
@@ -67,13 +69,25 @@ export interface Sink {
   readonly emit: (event: StepEvent.StepEvent) => Effect.Effect<void>
 }
 
-/** Where a step runs: its execution, the toolkit, the event sink, and the frame `complete` ends. */
+/**
+ * Where a step runs: its execution, the toolkit, the event sink, the frame
+ * `complete` ends, the key of the step around it (its children's keys start
+ * with it), and the execution's ledger when a `Checkpointer` records it.
+ */
 export interface Runtime<out S, out RT> {
   readonly execution: Execution<S>
   readonly toolkit: Toolkit<RT> | undefined
   readonly sink: Sink | undefined
   readonly frame: Completion
+  readonly path: string
+  readonly ledger: Ledger.Ledger | undefined
 }
+
+/** The runtime of the children a composite step runs side by side or again and again: its `part` (a fork's path, a loop's iteration) has keys of its own. */
+export const within = <S, RT>(runtime: Runtime<S, RT>, part: number): Runtime<S, RT> => ({
+  ...runtime,
+  path: `${runtime.path}[${part}]`
+})
 
 /** A runtime inside one step: the context its functions get, and how it reports its meta. */
 export interface Scope<out S, out RT> extends Runtime<S, RT> {
@@ -111,6 +125,10 @@ export const runStep = <I, O, E, R, S, RT>(
 ): Effect.Effect<O, E, Exclude<R | RT, ExecutionContext>> => {
   const execution = runtime.execution
   const header = { stepId: step.id, kind: step.kind, contextId: execution.id }
+  const key = keyOf(runtime, step.id)
+  const ledger = runtime.ledger
+  const recorded = ledger?.completed(execution.id, key)
+  if (recorded !== undefined) return replay(step, runtime, recorded)
   return Effect.useSpan(
     `step.${step.kind} ${step.id}`,
     {
@@ -122,10 +140,14 @@ export const runStep = <I, O, E, R, S, RT>(
       }
     },
     (span) => {
-      const context = new View(execution, runtime.frame, span, step.id)
+      const saved = ledger?.saved(execution.id, key)
+      if (saved !== undefined) Ledger.restore(execution, saved)
+      const checkpoint = ledger === undefined ? Effect.void : ledger.save(execution, key)
+      const context = new View(execution, runtime.frame, span, step.id, checkpoint)
       let meta: StepMeta | undefined
       const scope: Scope<S, RT> = {
         ...runtime,
+        path: key,
         context,
         report: (reported) => {
           meta = reported
@@ -136,6 +158,14 @@ export const runStep = <I, O, E, R, S, RT>(
         Effect.ensuring(Effect.sync(() => {
           execution.stepCount++
         })),
+        // A completed step is recorded before anything sees its output; a record that fails ends the
+        // program (see `program`) rather than let it go on without being durable.
+        Effect.tap((output) =>
+          ledger === undefined ? Effect.void : Effect.orDie(Effect.flatMap(
+            Ledger.encodeOutput(execution.id, step, output),
+            (encoded) => ledger.complete(execution, key, encoded)
+          ))
+        ),
         Effect.exit,
         Effect.flatMap((exit) => {
           // A step that completed its loop or aborted its execution (or ran inside one that did)
@@ -164,6 +194,39 @@ export const runStep = <I, O, E, R, S, RT>(
       return runtime.sink === undefined ? body : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
     }
   )
+}
+
+/**
+ * The key of the next step of id `stepId` to start below the step of
+ * `runtime`: that step's key, the id, and how many steps of that id started
+ * there before. An execution run again reaches its steps in the same order, so
+ * a step's key is the same each time.
+ */
+const keyOf = (runtime: Runtime<unknown, unknown>, stepId: string): string => {
+  const base = `${runtime.path}/${stepId}`
+  const started = runtime.execution.occurrences.get(base) ?? 0
+  runtime.execution.occurrences.set(base, started + 1)
+  return `${base}#${started}`
+}
+
+/** A step an earlier execution completed: its context put back, its `Completed` event sent again, its output read back. */
+const replay = <I, O, E, R, S, RT>(
+  step: Step.Step<I, O, E, R, S>,
+  runtime: Runtime<S, RT>,
+  recorded: { readonly output: Schema.Json; readonly context: Ledger.Restorable }
+): Effect.Effect<O, E, never> => {
+  const execution = runtime.execution
+  return Effect.suspend(() => {
+    Ledger.restore(execution, recorded.context)
+    return Ledger.decodeOutput(execution.id, step, recorded.output).pipe(
+      Effect.orDie,
+      // The output was `O` when it was recorded; the step's schema (or JSON) read it back.
+      Effect.map((output) => output as O),
+      Effect.tap((output) =>
+        emit(runtime, step, { _tag: "Completed", stepId: step.id, kind: step.kind, contextId: execution.id, output })
+      )
+    )
+  })
 }
 
 /** Any step, with its types forgotten. */

@@ -75,7 +75,14 @@ export const spawn = <I, O, E, R, S, ME = never, MR = never>(
         const program = withMemory(
           runFrame(
             execution.frame,
-            runStep(child, input, { execution, toolkit: scope.toolkit, sink: scope.sink, frame: execution.frame })
+            runStep(child, input, {
+              execution,
+              toolkit: scope.toolkit,
+              sink: scope.sink,
+              frame: execution.frame,
+              path: "",
+              ledger: scope.ledger
+            })
           ),
           memory
         )

@@ -1,13 +1,16 @@
 /**
- * Test support: a scripted model, a loopback provider server and the provider conformance suite.
+ * Test support: a scripted model, a loopback provider server and model, the provider
+ * conformance suite, and child processes for crash tests.
  *
  * @since 0.1.0
  */
 export * as HostileServer from "./HostileServer.ts"
+export * as LoopbackModel from "./LoopbackModel.ts"
 export * as MockLanguageModel from "./MockLanguageModel.ts"
 export * as ProviderConformance from "./ProviderConformance.ts"
 export * as ProviderHarness from "./ProviderHarness.ts"
 export * as ProviderServer from "./ProviderServer.ts"
 export * as Reachable from "./Reachable.ts"
 export * as SpanRecorder from "./SpanRecorder.ts"
+export * as TestProcess from "./TestProcess.ts"
 export * as WireTurn from "./WireTurn.ts"

@@ -1,14 +1,19 @@
 /**
- * A `LanguageModel` that asks the test's loopback `ProviderServer` for each
- * turn over HTTP: the server answers with the turn as JSON (see `turnReply`
- * in `fixtures.ts`), so the test can count (and read) every request any
- * process made. The child processes load it: it imports no more than it needs.
+ * A `LanguageModel` that asks a loopback `ProviderServer` for each turn over
+ * HTTP, in no vendor's format: the server answers with the turn as JSON
+ * ({@link reply}), and the model replays it as the mock would. Tests across
+ * processes use it: every process's requests reach the one server, which
+ * counts (and records) them all, so a crash test can prove no turn was asked
+ * twice. It imports no more than it needs, for child processes.
+ *
+ * @since 0.1.0
  */
-import * as AiError from "@agentloop/core/AiError"
-import * as LanguageModel from "@agentloop/core/LanguageModel"
-import * as MockLanguageModel from "@agentloop/core/testing/MockLanguageModel"
-import * as Turn from "@agentloop/core/Turn"
 import { Effect, Layer, Schema, Stream } from "effect"
+import * as AiError from "../AiError.ts"
+import * as LanguageModel from "../LanguageModel.ts"
+import * as Turn from "../Turn.ts"
+import * as MockLanguageModel from "./MockLanguageModel.ts"
+import * as ProviderServer from "./ProviderServer.ts"
 
 const provider = "loopback"
 
@@ -39,3 +44,7 @@ export const layer = (url: string, runner: string): Layer.Layer<LanguageModel.La
         return Stream.fromIterable(MockLanguageModel.deltas(turn))
       }))
   })
+
+/** The server's reply that answers a request of this model with `turn`. */
+export const reply = (turn: Turn.Turn): ProviderServer.Reply =>
+  ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))

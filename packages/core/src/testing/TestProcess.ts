@@ -1,9 +1,15 @@
-/** Child processes of the crash tests (see `child.ts`): spawned, read line by line, killed. */
+/**
+ * Child processes for crash tests: a Node script started with a JSON config
+ * as its argument, which reports what it does as one JSON object per line of
+ * its standard output; the test waits for those lines and kills it with
+ * `SIGKILL` in the middle of its work.
+ *
+ * @since 0.1.0
+ */
 import { Deferred, Effect, Schema } from "effect"
 import type { Scope } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Readline from "node:readline"
-import type { Config } from "./child.ts"
 
 const Message = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 export type Message = typeof Message.Type
@@ -22,10 +28,8 @@ export interface Child {
   readonly stderr: () => string
 }
 
-const script = new URL("./child.ts", import.meta.url).pathname
-
-/** Starts a child with `config`; it is killed when the scope closes, if still running. */
-export const spawn = (config: Config): Effect.Effect<Child, never, Scope.Scope> =>
+/** Starts `script` (a path) with `config` as its JSON argument; it is killed when the scope closes, if still running. */
+export const spawn = (script: string, config: unknown): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function*() {
       const exited = yield* Deferred.make<number | null>()

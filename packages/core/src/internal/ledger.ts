@@ -1,0 +1,184 @@
+/**
+ * The ledger of a step program's execution in a `Checkpointer`: every step
+ * that completed (its output and its context then), the context a step's
+ * `checkpoint()` saved, and the program's output once it ended.
+ *
+ * A step is known by its key: its position in the program (the keys of the
+ * steps around it, a loop's iteration, a fork's path, and how many times a
+ * step of its id ran there before), which is the same when the program is
+ * executed again with the same id. The context is written as what changed:
+ * the item log as a change from the one written before, the rest (state,
+ * books, counters) as they are.
+ *
+ * @internal
+ */
+import { Effect, Exit, Schema } from "effect"
+import * as AgentCheckpoint from "../AgentCheckpoint.ts"
+import type { Checkpointer } from "../Checkpointer.ts"
+import { Cost } from "../Cost.ts"
+import { RecordedError } from "../ExecutionContext.ts"
+import type * as Item from "../Item.ts"
+import type * as Step from "../Step.ts"
+import { CheckpointFailed } from "../StepError.ts"
+import { StepMeta } from "../StepMeta.ts"
+import { TokenUsage } from "../TokenUsage.ts"
+import type { Execution } from "./execution.ts"
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** An execution's context, as the ledger writes it. */
+const Context = Schema.Struct({
+  log: AgentCheckpoint.HistoryChange,
+  state: Schema.optionalKey(Schema.Json),
+  tokens: TokenUsage,
+  cost: Cost,
+  stepCount: Count,
+  turns: Count,
+  spawns: Schema.Record(Schema.String, Count),
+  lastStepMeta: Schema.NullOr(StepMeta),
+  errors: Schema.Array(RecordedError)
+})
+type Context = typeof Context.Type
+
+const Entry = Schema.fromJsonString(Schema.Union([
+  Schema.TaggedStruct("Completed", { execution: Schema.String, key: Schema.String, output: Schema.Json, context: Context }),
+  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
+  Schema.TaggedStruct("Finished", { output: Schema.Json })
+]))
+type Entry = typeof Entry.Type
+
+/** A context to write: its state is checked to be JSON when it is written. */
+type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
+
+/** A context as it was, item log whole, ready to be put back. */
+export interface Restorable extends Omit<Context, "log"> {
+  readonly items: ReadonlyArray<Item.Item>
+}
+
+/** The ledger of one execution id. */
+export interface Ledger {
+  /** The output recorded for the step `key` of `execution` (as JSON), with the context it left, if it completed. */
+  readonly completed: (execution: string, key: string) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
+  /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
+  readonly saved: (execution: string, key: string) => Restorable | undefined
+  /** The program's output (as JSON), when it ended. */
+  readonly finished: Schema.Json | undefined
+  readonly complete: (execution: Execution<unknown>, key: string, output: unknown) => Effect.Effect<void, CheckpointFailed>
+  readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, CheckpointFailed>
+  readonly finish: (output: unknown) => Effect.Effect<void, CheckpointFailed>
+}
+
+const failed = (id: string, message: string, cause?: unknown) =>
+  new CheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
+
+/** Reads the ledger of execution `id`: what its earlier executions recorded. */
+export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.Effect<Ledger, CheckpointFailed> =>
+  Effect.gen(function*() {
+    const texts = yield* checkpointer.read(id).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+    const completed = new Map<string, { readonly output: Schema.Json; readonly context: Restorable }>()
+    const saved = new Map<string, Restorable>()
+    const logs = new Map<string, ReadonlyArray<Item.Item>>()
+    let finished: Schema.Json | undefined
+    const restorable = (execution: string, context: Context): Restorable => {
+      const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
+      logs.set(execution, items)
+      const { log: _, ...rest } = context
+      return { ...rest, items }
+    }
+    for (const text of texts) {
+      const entry = yield* Schema.decodeUnknownEffect(Entry)(text).pipe(
+        Effect.mapError((error) => failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error))
+      )
+      switch (entry._tag) {
+        case "Completed":
+          completed.set(`${entry.execution}|${entry.key}`, { output: entry.output, context: restorable(entry.execution, entry.context) })
+          break
+        case "Saved":
+          saved.set(`${entry.execution}|${entry.key}`, restorable(entry.execution, entry.context))
+          break
+        case "Finished":
+          finished = entry.output
+          break
+      }
+    }
+
+    // What the item log of each execution was when last written: the base of the next change.
+    const written = new Map(logs)
+    const context = (execution: Execution<unknown>): Unchecked => {
+      const items = execution.itemLog.items
+      const state = execution.getState()
+      const context: Unchecked = {
+        log: AgentCheckpoint.change(written.get(execution.id) ?? [], items),
+        ...(state === undefined ? {} : { state }),
+        tokens: execution.tokens,
+        cost: execution.cost,
+        stepCount: execution.stepCount,
+        turns: execution.turns,
+        spawns: Object.fromEntries(execution.spawns),
+        lastStepMeta: execution.lastStepMeta,
+        errors: execution.errors
+      }
+      written.set(execution.id, items)
+      return context
+    }
+    // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
+    const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
+      Schema.encodeUnknownEffect(Entry)(entry).pipe(
+        Effect.mapError((error) =>
+          failed(id, `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`, error)
+        ),
+        Effect.flatMap((text) => checkpointer.append(id, [text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))),
+        Effect.uninterruptible
+      )
+
+    return {
+      completed: (execution, key) => completed.get(`${execution}|${key}`),
+      saved: (execution, key) => saved.get(`${execution}|${key}`),
+      finished,
+      complete: (execution, key, output) =>
+        Effect.suspend(() => write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })),
+      save: (execution, key) =>
+        Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
+      finish: (output) => write({ _tag: "Finished", output })
+    }
+  })
+
+/** Puts a recorded context back into `execution`. */
+export const restore = (execution: Execution<unknown>, context: Restorable): void => {
+  execution.itemLog.replace(context.items)
+  execution.setState(context.state)
+  execution.tokens = context.tokens
+  execution.cost = context.cost
+  execution.stepCount = context.stepCount
+  execution.turns = context.turns
+  execution.spawns.clear()
+  for (const [id, runs] of Object.entries(context.spawns)) execution.spawns.set(id, runs)
+  execution.lastStepMeta = context.lastStepMeta
+  execution.errors.splice(0, execution.errors.length, ...context.errors)
+}
+
+/** How a step's output is written: with its schema when it has one (an `llm` step's `output`, a tool step's tool), else as it is. */
+const codecOf = (step: Step.Any): Schema.Codec<unknown, unknown> | undefined => {
+  const schema = step.kind === "llm" ? step.output : step.kind === "tool" ? step.tool.output : undefined
+  // An llm step's output schema is a `Codec<O, unknown>` and a tool's needs no services (see `Tool.make`):
+  // the step's type keeps it as `Schema.Top` only because the step is data.
+  return schema === undefined ? undefined : Schema.toCodecJson(schema as Schema.Codec<unknown, unknown>)
+}
+
+/** A step's output as the ledger writes it (the entry then checks that it is JSON). */
+export const encodeOutput = (executionId: string, step: Step.Any, output: unknown): Effect.Effect<unknown, CheckpointFailed> => {
+  const codec = codecOf(step)
+  return codec === undefined ? Effect.succeed(output) : Schema.encodeUnknownEffect(codec)(output).pipe(
+    Effect.mapError((error) => failed(executionId, `the output of step ${step.id} does not encode: ${error.message}`, error))
+  )
+}
+
+/** A recorded output, read back with the step's schema. */
+export const decodeOutput = (executionId: string, step: Step.Any, output: Schema.Json): Effect.Effect<unknown, CheckpointFailed> => {
+  const codec = codecOf(step)
+  if (codec === undefined) return Effect.succeed(output)
+  const decoded = Schema.decodeUnknownExit(codec)(output)
+  return Exit.isSuccess(decoded)
+    ? Effect.succeed(decoded.value)
+    : Effect.fail(failed(executionId, `the recorded output of step ${step.id} no longer decodes`))
+}
