@@ -1,0 +1,199 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import * as Checkpointer from "../src/Checkpointer.ts"
+import type { ExecutionContext } from "../src/ExecutionContext.ts"
+import * as Step from "../src/Step.ts"
+import { MockLanguageModel } from "../src/testing/index.ts"
+import * as Until from "../src/Until.ts"
+import { addCall, answer, model, pricing, toolkit, usage } from "./agentFixtures.ts"
+
+/** Runs `program` on a fresh mock answering `script`, against the checkpointer in context; returns the exit and the requests. */
+const execute = <A, E, R>(program: Effect.Effect<A, E, R>, script: ReadonlyArray<MockLanguageModel.Reply>) =>
+  Effect.gen(function*() {
+    const exit = yield* Effect.exit(program)
+    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+    return { exit, requests }
+  }).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer(script), pricing)))
+
+/** A pipeline: research (an agent loop), then a step that counts its runs and waits the first time, then a summary. */
+const pipeline = Effect.gen(function*() {
+  const ran: Array<string> = []
+  const waiting = yield* Deferred.make<void>()
+  const research = Step.loop({
+    id: "research",
+    steps: [Step.llm({ id: "turn", model })],
+    until: Until.noToolCalls()
+  })
+  const review = Step.run({
+    id: "review",
+    execute: (notes: string, ctx: ExecutionContext<{ readonly reviews: number }>) =>
+      Effect.suspend(() => {
+        ran.push("review")
+        ctx.updateState((state) => ({ reviews: state.reviews + 1 }))
+        return ran.length === 1 ? Effect.andThen(Deferred.succeed(waiting, undefined), Effect.never) : Effect.succeed(`reviewed: ${notes}`)
+      })
+  })
+  const summary = Step.run({
+    id: "summary",
+    execute: (reviewed: string, ctx: ExecutionContext<{ readonly reviews: number }>) => (
+      ran.push(`summary after ${ctx.state.reviews} review`), reviewed.toUpperCase()
+    )
+  })
+  const program = Step.loop({
+    id: "pipeline",
+    steps: [research, review, summary],
+    until: Until.maxSteps(1)
+  })
+  return { program, ran, waiting }
+})
+
+describe("Step.execute with a Checkpointer", () => {
+  it.effect("an execution cut off mid-step resumes there: no model turn asked again, no completed step run again", () =>
+    Effect.gen(function*() {
+      const { program, ran, waiting } = yield* pipeline
+      const options = { id: "exec-1", toolkit, state: { reviews: 0 } }
+      const first = yield* Effect.forkChild(execute(Step.execute(program, "Add 2 and 3", options), [addCall(2, 3), answer("5")]))
+      yield* Deferred.await(waiting)
+      yield* Fiber.interrupt(first)
+
+      const { exit, requests } = yield* execute(Step.execute(program, "Add 2 and 3", options), [])
+      expect(exit).toStrictEqual(Effect.runSync(Effect.exit(Effect.succeed("REVIEWED: 5"))))
+      // The research turns were recorded: nothing was asked. The review ran again (it had not completed), from
+      // the state before it: one review is counted, not two.
+      expect(requests).toHaveLength(0)
+      expect(ran).toStrictEqual(["review", "review", "summary after 1 review"])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a program that ended returns its recorded output at once, running nothing", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const once = Step.run({ id: "once", execute: (n: number) => (runs++, { doubled: n * 2, at: "2026-11-23" }) })
+      const first = yield* Step.execute(once, 21, { id: "exec-2" })
+      const again = yield* Step.execute(once, 21, { id: "exec-2" })
+      expect(again).toStrictEqual(first)
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a step's context is restored with it: item log, usage, cost, step count and state", () =>
+    Effect.gen(function*() {
+      const seen: Array<unknown> = []
+      const inspect = Step.run({
+        id: "inspect",
+        execute: (_: string, ctx: ExecutionContext) => {
+          seen.push({
+            items: ctx.itemLog.items.length,
+            tokens: ctx.tokens.total,
+            steps: ctx.stepCount,
+            state: ctx.state,
+            meta: ctx.lastStepMeta?.toolCalls?.length
+          })
+          return "seen"
+        }
+      })
+      const count = Step.run({
+        id: "count",
+        execute: (text: string, ctx: ExecutionContext) => (ctx.setState({ counted: text.length }), text)
+      })
+      const program = Step.loop({
+        id: "program",
+        steps: [Step.llm({ id: "turn", model }), count, inspect],
+        until: Until.maxSteps(1)
+      })
+      const whole = yield* execute(Step.execute(program, "Say hi", { id: "exec-3", state: {} }), [answer("hi")])
+      expect(whole.exit._tag).toBe("Success")
+      // Forget the last two records, as if the process died after the turn: `count` and `inspect` run again
+      // with the context the turn left.
+      const checkpoints = yield* Checkpointer.Checkpointer
+      const entries = yield* checkpoints.read("exec-3")
+      yield* checkpoints.clear("exec-3")
+      const turnDone = entries.findIndex((entry) => entry.includes("/turn#0"))
+      yield* checkpoints.append("exec-3", entries.slice(0, turnDone + 1))
+      yield* execute(Step.execute(program, "Say hi", { id: "exec-3", state: {} }), [])
+      expect(seen).toHaveLength(2)
+      expect(seen[1]).toStrictEqual(seen[0])
+      expect(seen[0]).toMatchObject({ items: 2, tokens: usage.total, steps: 2, state: { counted: 2 }, meta: 0 })
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("checkpoint() saves a long step's progress, which it reads back when it runs again", () =>
+    Effect.gen(function*() {
+      const processed: Array<number> = []
+      const halfway = yield* Deferred.make<void>()
+      const batch = Step.run({
+        id: "batch",
+        execute: (items: ReadonlyArray<number>, ctx: ExecutionContext<{ readonly done: number }>) =>
+          Effect.gen(function*() {
+            for (let i = ctx.state.done; i < items.length; i++) {
+              processed.push(items[i]!)
+              ctx.setState({ done: i + 1 })
+              yield* ctx.checkpoint()
+              if (processed.length === 2) yield* Effect.andThen(Deferred.succeed(halfway, undefined), Effect.never)
+            }
+            return processed.length
+          })
+      })
+      const options = { id: "exec-4", state: { done: 0 } }
+      const first = yield* Effect.forkChild(Step.execute(batch, [1, 2, 3, 4], options))
+      yield* Deferred.await(halfway)
+      yield* Fiber.interrupt(first)
+      const total = yield* Step.execute(batch, [1, 2, 3, 4], options)
+      expect(processed).toStrictEqual([1, 2, 3, 4])
+      expect(total).toBe(4)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("fork paths and sub-agents that completed are not run again", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const stuck = yield* Deferred.make<void>()
+      const path = (name: string, hangs: boolean) =>
+        Step.run({
+          id: name,
+          execute: () =>
+            Effect.suspend(() => {
+              ran.push(name)
+              const first = ran.filter((entry) => entry === name).length === 1
+              return hangs && first ? Effect.andThen(Deferred.succeed(stuck, undefined), Effect.never) : Effect.succeed(name)
+            })
+        })
+      const program = Step.fork({
+        id: "fork",
+        mode: "all",
+        paths: () => [path("a", false), Step.spawn({ id: "helper", child: path("b", false) }), path("c", true)],
+        merge: (results: ReadonlyArray<string>) => results.join("+")
+      })
+      const first = yield* Effect.forkChild(Step.execute(program, undefined, { id: "exec-5" }))
+      yield* Deferred.await(stuck)
+      yield* Fiber.interrupt(first)
+      const merged = yield* Step.execute(program, undefined, { id: "exec-5" })
+      expect(merged).toBe("a+b+c")
+      expect(ran.sort()).toStrictEqual(["a", "b", "c", "c"])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("an output that is not JSON ends the execution with CheckpointFailed (and is fine without a Checkpointer)", () =>
+    Effect.gen(function*() {
+      const dated = Step.run({ id: "dated", execute: () => new Date(0) })
+      expect(yield* Step.execute(dated, undefined, { id: "exec-6" })).toStrictEqual(new Date(0))
+      const error = yield* Effect.flip(Step.execute(dated, undefined, { id: "exec-6" }).pipe(Effect.provide(Checkpointer.layerMemory)))
+      expect(error).toMatchObject({ _tag: "CheckpointFailed", executionId: "exec-6" })
+      expect(error.message).toContain("must be JSON")
+      // An llm step's output schema writes its output: a Date survives.
+      const At = Schema.Struct({ at: Schema.Date })
+      const when = Step.llm({ id: "when", model, output: At })
+      const { exit } = yield* execute(
+        Step.execute(when, "When?", { id: "exec-7" }),
+        [answer("{\"at\": \"2026-11-23T00:00:00.000Z\"}")]
+      ).pipe(Effect.provide(Checkpointer.layerMemory))
+      expect(exit._tag === "Success" && exit.value.at).toBeInstanceOf(Date)
+    }))
+
+  it.effect("entries carry what changed: no entry repeats the item log", () =>
+    Effect.gen(function*() {
+      const agentOnly = Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model })], until: Until.noToolCalls() })
+      const question = "a long question ".repeat(100)
+      yield* execute(
+        Step.execute(agentOnly, question, { id: "exec-8", toolkit }),
+        [addCall(1, 1), addCall(1, 2), addCall(1, 3), answer("done")]
+      )
+      const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("exec-8"))
+      expect(entries.filter((entry) => entry.includes("a long question"))).toHaveLength(1)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+})
