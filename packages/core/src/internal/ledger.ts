@@ -3,6 +3,10 @@
  * that completed (its output and its context then), the context a step's
  * `checkpoint()` saved, and the program's output once it ended.
  *
+ * An `llm` step also records its turn once the model answered it, and each of
+ * its tool calls as it ends, so one cut off in the middle of its tools runs
+ * only the calls that had not ended, without asking the model again.
+ *
  * A step is known by its key: its position in the program (the keys of the
  * steps around it, a loop's iteration, a fork's path, and how many times a
  * step of its id ran there before), which is the same when the program is
@@ -22,6 +26,9 @@ import type * as Step from "../Step.ts"
 import { CheckpointFailed } from "../StepError.ts"
 import { StepMeta } from "../StepMeta.ts"
 import { TokenUsage } from "../TokenUsage.ts"
+import type * as Toolkit from "../Toolkit.ts"
+import * as ToolRecord from "../ToolRecord.ts"
+import * as Turn from "../Turn.ts"
 import type { Execution } from "./execution.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -43,6 +50,14 @@ type Context = typeof Context.Type
 const Entry = Schema.fromJsonString(Schema.Union([
   Schema.TaggedStruct("Completed", { execution: Schema.String, key: Schema.String, output: Schema.Json, context: Context }),
   Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
+  // An `llm` step's turn, once the model answered it, and each of its calls as it ended.
+  Schema.TaggedStruct("Answered", { execution: Schema.String, key: Schema.String, turn: Turn.Turn, cost: Cost }),
+  Schema.TaggedStruct("ToolDone", {
+    execution: Schema.String,
+    key: Schema.String,
+    index: Count,
+    record: ToolRecord.ToolRecord
+  }),
   Schema.TaggedStruct("Finished", { output: Schema.Json })
 ]))
 type Entry = typeof Entry.Type
@@ -55,14 +70,25 @@ export interface Restorable extends Omit<Context, "log"> {
   readonly items: ReadonlyArray<Item.Item>
 }
 
+/** The turn an `llm` step's model answered, and the calls of it that ended, by index. */
+export interface Answered {
+  readonly turn: Turn.Turn
+  readonly cost: Cost
+  readonly done: ReadonlyMap<number, ToolRecord.ToolRecord>
+}
+
 /** The ledger of one execution id. */
 export interface Ledger {
   /** The output recorded for the step `key` of `execution` (as JSON), with the context it left, if it completed. */
   readonly completed: (execution: string, key: string) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
   readonly saved: (execution: string, key: string) => Restorable | undefined
+  /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
+  readonly answered: (execution: string, key: string) => Answered | undefined
   /** The program's output (as JSON), when it ended. */
   readonly finished: Schema.Json | undefined
+  readonly answer: (execution: string, key: string, turn: Turn.Turn, cost: Cost) => Effect.Effect<void, CheckpointFailed>
+  readonly toolDone: (execution: string, key: string, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointFailed>
   readonly complete: (execution: Execution<unknown>, key: string, output: unknown) => Effect.Effect<void, CheckpointFailed>
   readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, CheckpointFailed>
   readonly finish: (output: unknown) => Effect.Effect<void, CheckpointFailed>
@@ -77,6 +103,7 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
     const texts = yield* checkpointer.read(id).pipe(Effect.mapError((error) => failed(id, error.message, error)))
     const completed = new Map<string, { readonly output: Schema.Json; readonly context: Restorable }>()
     const saved = new Map<string, Restorable>()
+    const answered = new Map<string, Answered>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
     let finished: Schema.Json | undefined
     const restorable = (execution: string, context: Context): Restorable => {
@@ -96,6 +123,16 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
         case "Saved":
           saved.set(`${entry.execution}|${entry.key}`, restorable(entry.execution, entry.context))
           break
+        case "Answered":
+          answered.set(`${entry.execution}|${entry.key}`, { turn: entry.turn, cost: entry.cost, done: new Map() })
+          break
+        case "ToolDone": {
+          const turn = answered.get(`${entry.execution}|${entry.key}`)
+          if (turn !== undefined) {
+            answered.set(`${entry.execution}|${entry.key}`, { ...turn, done: new Map(turn.done).set(entry.index, entry.record) })
+          }
+          break
+        }
         case "Finished":
           finished = entry.output
           break
@@ -134,7 +171,11 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
       saved: (execution, key) => saved.get(`${execution}|${key}`),
+      answered: (execution, key) => completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
+      answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
+      toolDone: (execution, key, index, result) =>
+        write({ _tag: "ToolDone", execution, key, index, record: ToolRecord.fromResult(result) }),
       complete: (execution, key, output) =>
         Effect.suspend(() => write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })),
       save: (execution, key) =>

@@ -12,14 +12,17 @@ import * as Loop from "../Loop.ts"
 import { Memory } from "../Memory.ts"
 import type { MemoryError } from "../Memory.ts"
 import type { EmitFilter, MaybeEffect, StepLLM } from "../Step.ts"
-import { InvalidOutput, InvalidStep } from "../StepError.ts"
+import { CheckpointFailed, InvalidOutput, InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import * as StepMeta from "../StepMeta.ts"
 import * as Termination from "../Termination.ts"
 import * as Tool from "../Tool.ts"
 import * as Toolkit from "../Toolkit.ts"
+import * as ToolRecord from "../ToolRecord.ts"
 import * as Turn from "../Turn.ts"
+import type * as Ledger from "./ledger.ts"
 import { attempt, emit, Runner, TypeId, userMessage, variance } from "./runtime.ts"
+import type { Execution } from "./runtime.ts"
 
 /** The fields of an `llm` step whose output is `O`. */
 export interface LlmOptions<I, O, E, R, S> {
@@ -115,20 +118,25 @@ const build = <I, O, E, R, S>(
         const turnNumber = ++execution.turns
 
         let outcome: AgentTurn.Outcome | undefined
-        const turn = Loop.loop(undefined, () =>
-          AgentTurn.stream({
-            step: turnNumber,
-            history: recalled.length === 0 ? logged : [...recalled, ...logged],
-            options: {
-              model: options.model,
-              instructions: options.instructions,
-              tools: toolkit === undefined ? undefined : Toolkit.definitions(toolkit),
-              params: options.params,
-              output: output === undefined ? undefined : { name: "output", schema: Tool.toParameters(output) }
-            },
-            toolkit,
-            account: (completed) =>
-              Effect.sync(() => {
+        const ledger = scope.ledger
+        const key = scope.path
+        const history = recalled.length === 0 ? logged : [...recalled, ...logged]
+        const request = {
+          step: turnNumber,
+          history,
+          options: {
+            model: options.model,
+            instructions: options.instructions,
+            tools: toolkit === undefined ? undefined : Toolkit.definitions(toolkit),
+            params: options.params,
+            output: output === undefined ? undefined : { name: "output", schema: Tool.toParameters(output) }
+          },
+          toolkit,
+          // A checkpointed step records its answered turn and each call that ends, so a resumed one asks nothing twice.
+          account: (completed: AgentTurn.Completed) =>
+            Effect.map(
+              ledger === undefined ? Effect.void : Effect.orDie(ledger.answer(execution.id, key, completed.turn, completed.cost)),
+              () => {
                 execution.account(completed.turn.usage, completed.cost)
                 return {
                   usage: execution.tokens,
@@ -137,11 +145,20 @@ const build = <I, O, E, R, S>(
                   steps: execution.turns,
                   lastItems: completed.history.slice(-lastItemsKept)
                 }
-              })
-          }, (done) => {
-            outcome = done
-            return Loop.stop
-          }))
+              }
+            ),
+          onToolResult: ledger === undefined
+            ? undefined
+            : (index: number, result: Toolkit.Result) => Effect.orDie(ledger.toolDone(execution.id, key, index, result))
+        }
+        const then = (done: AgentTurn.Outcome) => {
+          outcome = done
+          return Loop.stop
+        }
+        const answered = ledger?.answered(execution.id, key)
+        const resumed = answered === undefined ? undefined : yield* resumeTurn(id, execution, toolkit, history, answered)
+        const turn = Loop.loop(undefined, () =>
+          resumed === undefined ? AgentTurn.stream(request, then) : AgentTurn.resume(request, resumed, then))
         const header = { stepId: id, kind: "llm" as const, contextId: execution.id }
         yield* scope.sink === undefined
           ? Stream.runDrain(turn)
@@ -190,3 +207,30 @@ export function make<O, I, E, R, S>(
   }
   return build(options, decoder(options.id, output))
 }
+
+/**
+ * The turn a checkpointed `llm` step was answered before it was cut off: its
+ * usage and cost accounted again (the context it was restored to predates
+ * them), and the results of the calls that had ended.
+ */
+const resumeTurn = <RT>(
+  stepId: string,
+  execution: Execution<unknown>,
+  toolkit: Toolkit.Toolkit<RT> | undefined,
+  history: ReadonlyArray<Item.Item>,
+  answered: Ledger.Answered
+): Effect.Effect<AgentTurn.Answered> =>
+  Effect.gen(function*() {
+    execution.account(answered.turn.usage, answered.cost)
+    const done = new Map<number, Toolkit.Result>()
+    for (const [index, record] of answered.done) {
+      const result = yield* ToolRecord.toResult(toolkit ?? Toolkit.make(), record).pipe(
+        Effect.mapError((error) =>
+          new CheckpointFailed({ executionId: execution.id, message: `step ${stepId}: ${error.message}`, cause: error })
+        ),
+        Effect.orDie
+      )
+      done.set(index, result)
+    }
+    return { completed: { turn: answered.turn, cost: answered.cost, history: [...history, ...answered.turn.items] }, done }
+  })
