@@ -1,13 +1,14 @@
 /**
  * JSON Schemas for the API's own structured output (`output_config.format`),
  * which takes a subset of JSON Schema: every object closed
- * (`additionalProperties: false`), no recursion, and few constraints.
+ * (`additionalProperties: false`, which this module sets on every object: the
+ * application's `Schema` ignores extra keys anyway), no recursion, and few constraints.
  *
  * A constraint the API does not take (`minimum`, `maxLength`, `minItems` above
  * 1, a string format it does not know, …) is taken out of the schema and
  * written into its `description`, so the model still reads it; the
  * application's own `Schema` still checks it when it decodes the answer. A
- * schema the API cannot take at all (an open object such as a record, a
+ * schema the API cannot take at all (an object with a schema for its extra keys, such as a record, a
  * tuple, definitions, which `Tool.toParameters` keeps only for recursive
  * schemas) has no structured-output form: the request then asks for the
  * answer through a tool instead (see `AnthropicRequest`).
@@ -55,7 +56,8 @@ export const structuredOutput = (schema: JsonSchema.JsonSchema): JsonSchema.Json
     const out: Record<string, unknown> = {}
     const dropped: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(schema)) {
-      if (refused.has(key) || (key === "additionalProperties" && value !== false)) takes = false
+      // An object whose extra keys have a schema (a record) stays open, which the API does not take.
+      if (refused.has(key) || (key === "additionalProperties" && isObject(value))) takes = false
       else if (kept.has(key)) out[key] = value
       else if (key === "properties" && isObject(value)) {
         out.properties = Object.fromEntries(Object.entries(value).map(([name, property]) => [name, rewrite(property)]))
