@@ -278,6 +278,23 @@ describe("Anthropic", () => {
       })
     ))
 
+  it.effect("answers a structured output through a tool on a model without the API's own, as the answer's text", () =>
+    run((server) =>
+      Effect.gen(function*() {
+        yield* server.reply(ProviderServer.sse([
+          messageStart("msg_json"),
+          ...toolUseBlock(0, "toolu_out", "Answer", "{\"answer\":", " 42}"),
+          messageDelta("tool_use"),
+          messageStop
+        ], { chunkSize: 5 }))
+        const schema = { type: "object", properties: { answer: { type: "number" } }, required: ["answer"], additionalProperties: false }
+        const result = completed(yield* turn(hello, { output: { name: "Answer", schema } }))
+        expect(JSON.parse(Turn.text(result))).toStrictEqual({ answer: 42 })
+        expect([result.stopReason, Turn.functionCalls(result)]).toStrictEqual(["stop", []])
+        const body = yield* requestBody(server)
+        expect([body.tool_choice, body.output_config]).toStrictEqual([{ type: "tool", name: "Answer" }, undefined])
+      }), { model: "claude-sonnet-4-20250514" }))
+
   it.live("layerConfig reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
