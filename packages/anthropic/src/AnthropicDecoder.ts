@@ -140,12 +140,10 @@ class Decoder implements ProviderStream.Decoder {
     return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before message_stop` })
   }
 
-  /** The open block at `index`, or the error that names the event that wanted it. */
-  open(event: string, index: number): Result.Result<Block, AiError.MalformedEvent> {
-    const block = this.blocks.get(index)
-    if (block !== undefined && !block.stopped) return Result.succeed(block)
-    const state = block === undefined ? "was never started" : "has stopped"
-    return Result.fail(new AiError.MalformedEvent({ provider, event, message: `index: content block ${index} ${state}` }))
+  /** The error of an event that names a block that is not open. */
+  notOpen(event: string, index: number): AiError.MalformedEvent {
+    const state = this.blocks.has(index) ? "has stopped" : "was never started"
+    return new AiError.MalformedEvent({ provider, event, message: `index: content block ${index} ${state}` })
   }
 
   start(event: string, index: number, raw: unknown, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
@@ -164,41 +162,34 @@ class Decoder implements ProviderStream.Decoder {
     return undefined
   }
 
-  delta(event: string, index: number, delta: unknown, type: string, out: Array<TurnDelta.TurnDelta>) {
-    const open = this.open(event, index)
-    if (Result.isFailure(open)) return open.failure
-    const block = open.success
-    const mismatch = () =>
-      new AiError.MalformedEvent({ provider, event, message: `delta: a ${type} for a ${block.kind} block` })
-    switch (type) {
+  delta(event: string, index: number, delta: AnthropicEvent.Delta, out: Array<TurnDelta.TurnDelta>) {
+    const block = this.blocks.get(index)
+    if (block === undefined || block.stopped) return this.notOpen(event, index)
+    switch (delta.type) {
       case "text_delta": {
-        if (block.kind !== "text") return mismatch()
-        const decoded = decodeTextDelta(event, delta, "delta")
-        if (Result.isFailure(decoded)) return decoded.failure
-        block.pieces.push(decoded.success.text)
-        out.push({ type: "text_delta", delta: decoded.success.text })
+        if (block.kind !== "text") return mismatch(event, delta, block)
+        if (delta.text === undefined) return missing(event, delta, decodeTextDelta)
+        block.pieces.push(delta.text)
+        out.push({ type: "text_delta", delta: delta.text })
         return undefined
       }
       case "thinking_delta": {
-        if (block.kind !== "thinking") return mismatch()
-        const decoded = decodeThinkingDelta(event, delta, "delta")
-        if (Result.isFailure(decoded)) return decoded.failure
-        block.pieces.push(decoded.success.thinking)
-        out.push({ type: "reasoning_delta", delta: decoded.success.thinking })
+        if (block.kind !== "thinking") return mismatch(event, delta, block)
+        if (delta.thinking === undefined) return missing(event, delta, decodeThinkingDelta)
+        block.pieces.push(delta.thinking)
+        out.push({ type: "reasoning_delta", delta: delta.thinking })
         return undefined
       }
       case "signature_delta": {
-        if (block.kind !== "thinking") return mismatch()
-        const decoded = decodeSignatureDelta(event, delta, "delta")
-        if (Result.isFailure(decoded)) return decoded.failure
-        block.signature = (block.signature ?? "") + decoded.success.signature
+        if (block.kind !== "thinking") return mismatch(event, delta, block)
+        if (delta.signature === undefined) return missing(event, delta, decodeSignatureDelta)
+        block.signature = (block.signature ?? "") + delta.signature
         return undefined
       }
       case "input_json_delta": {
-        if (block.kind !== "call" && block.kind !== "output" && block.kind !== "other") return mismatch()
-        const decoded = decodeInputJsonDelta(event, delta, "delta")
-        if (Result.isFailure(decoded)) return decoded.failure
-        const piece = decoded.success.partial_json
+        if (block.kind !== "call" && block.kind !== "output" && block.kind !== "other") return mismatch(event, delta, block)
+        const piece = delta.partial_json
+        if (piece === undefined) return missing(event, delta, decodeInputJsonDelta)
         block.pieces.push(piece)
         if (piece === "") return undefined
         if (block.kind === "call") out.push({ type: "function_call_arguments_delta", call_id: block.id, delta: piece })
@@ -211,9 +202,8 @@ class Decoder implements ProviderStream.Decoder {
   }
 
   stop(event: string, index: number, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
-    const open = this.open(event, index)
-    if (Result.isFailure(open)) return open.failure
-    const block = open.success
+    const block = this.blocks.get(index)
+    if (block === undefined || block.stopped) return this.notOpen(event, index)
     block.stopped = true
     if (block.kind === "call") {
       const streamed = block.pieces.join("")
@@ -310,6 +300,21 @@ const decodeThinkingDelta = decoder(AnthropicEvent.ThinkingDelta)
 const decodeSignatureDelta = decoder(AnthropicEvent.SignatureDelta)
 const decodeInputJsonDelta = decoder(AnthropicEvent.InputJsonDelta)
 
+const mismatch = (event: string, delta: AnthropicEvent.Delta, block: Block) =>
+  new AiError.MalformedEvent({ provider, event, message: `delta: a ${delta.type} for a ${block.kind} block` })
+
+/** The error of a delta without the field its type carries its piece in: `decode` is that type's schema. */
+const missing = (
+  event: string,
+  delta: AnthropicEvent.Delta,
+  decode: (event: string, value: unknown, at: string) => Result.Result<unknown, AiError.MalformedEvent>
+): AiError.MalformedEvent => {
+  const decoded = decode(event, delta, "delta")
+  return Result.isFailure(decoded)
+    ? decoded.failure
+    : new AiError.MalformedEvent({ provider, event, message: `delta: a ${delta.type} without its piece` })
+}
+
 /** The block a `content_block_start` opens, decoded with the schema of its `type`. */
 const blockOf = (options: Options, event: string, type: string, raw: unknown): Result.Result<Block, AiError.MalformedEvent> => {
   const at = "content_block"
@@ -359,7 +364,7 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   ["content_block_start", on(AnthropicEvent.ContentBlockStart, (self, e, out, event) =>
     self.start(event, e.index, e.content_block, out))],
   ["content_block_delta", on(AnthropicEvent.ContentBlockDelta, (self, e, out, event) =>
-    self.delta(event, e.index, e.delta, e.delta.type, out))],
+    self.delta(event, e.index, e.delta, out))],
   ["content_block_stop", on(AnthropicEvent.ContentBlockStop, (self, e, out, event) => self.stop(event, e.index, out))],
   ["message_delta", on(AnthropicEvent.MessageDelta, (self, e) => {
     if (e.delta.stop_reason != null) self.stopReason = e.delta.stop_reason

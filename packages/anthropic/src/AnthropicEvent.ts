@@ -63,8 +63,24 @@ export const MessageStart = Schema.Struct({
 /** `content_block_start`: a block opens at `index`; its `type` then picks its schema. */
 export const ContentBlockStart = Schema.Struct({ index: Index, content_block: Typed })
 
-/** `content_block_delta`: a piece of the block at `index`; its `type` then picks its schema. */
-export const ContentBlockDelta = Schema.Struct({ index: Index, delta: Typed })
+/**
+ * A piece of a content block: its `type` says which field carries it
+ * (`text_delta` its `text`, `thinking_delta` its `thinking`, `signature_delta`
+ * its `signature`, `input_json_delta` its `partial_json`; see {@link TextDelta}
+ * and the others). One struct rather than a union: a long answer is a run of
+ * text deltas, and each should cost one check.
+ */
+export const Delta = Schema.Struct({
+  type: Schema.String,
+  text: Schema.optionalKey(Schema.String),
+  thinking: Schema.optionalKey(Schema.String),
+  signature: Schema.optionalKey(Schema.String),
+  partial_json: Schema.optionalKey(Schema.String)
+})
+export type Delta = typeof Delta.Type
+
+/** `content_block_delta`: a piece of the block at `index`. */
+export const ContentBlockDelta = Schema.Struct({ index: Index, delta: Delta })
 
 /** `content_block_stop`: the block at `index` is complete. */
 export const ContentBlockStop = Schema.Struct({ index: Index })
