@@ -94,7 +94,7 @@ type Block = { stopped: boolean } & (
   | { readonly kind: "redacted"; readonly data: string }
   | { readonly kind: "call"; readonly id: string; readonly name: string; readonly pieces: Array<string>; readonly input: unknown }
   /** The call of the tool that carries a structured output: its input is the answer's text. */
-  | { readonly kind: "output"; readonly pieces: Array<string> }
+  | { readonly kind: "output"; readonly pieces: Array<string>; readonly input: unknown }
   | { readonly kind: "other"; readonly data: AnthropicEvent.JsonObject; readonly pieces: Array<string> }
 )
 
@@ -205,12 +205,18 @@ class Decoder implements ProviderStream.Decoder {
     const block = this.blocks.get(index)
     if (block === undefined || block.stopped) return this.notOpen(event, index)
     block.stopped = true
-    if (block.kind === "call") {
-      const streamed = block.pieces.join("")
-      // A call whose input did not stream still gets its arguments as one delta.
-      const args = streamed === "" ? JSON.stringify(block.input ?? {}) : streamed
-      if (streamed === "") out.push({ type: "function_call_arguments_delta", call_id: block.id, delta: args })
-      out.push({ type: "function_call_done", call_id: block.id, name: block.name, arguments: args })
+    if (block.kind === "call" || block.kind === "output") {
+      // A call whose input did not stream still gets it, as one delta.
+      if (block.pieces.join("") === "") {
+        const input = JSON.stringify(block.input ?? {})
+        block.pieces.push(input)
+        out.push(block.kind === "call"
+          ? { type: "function_call_arguments_delta", call_id: block.id, delta: input }
+          : { type: "text_delta", delta: input })
+      }
+      if (block.kind === "call") {
+        out.push({ type: "function_call_done", call_id: block.id, name: block.name, arguments: block.pieces.join("") })
+      }
     } else if (block.kind === "other" && block.pieces.length > 0) {
       const input = ProviderStream.parseJson(provider, event, block.pieces.join(""))
       if (Result.isFailure(input)) return input.failure
@@ -255,7 +261,7 @@ class Decoder implements ProviderStream.Decoder {
           items.push({ type: "reasoning", id, status, content: [], encrypted_content: block.data })
           break
         case "call":
-          items.push({ type: "function_call", id, status, call_id: block.id, name: block.name, arguments: block.pieces.join("") || JSON.stringify(block.input ?? {}) })
+          items.push({ type: "function_call", id, status, call_id: block.id, name: block.name, arguments: block.pieces.join("") })
           break
         case "output":
           items.push({ type: "message", id, status, role: "assistant", content: [{ type: "output_text", text: block.pieces.join("") }] })
@@ -333,7 +339,7 @@ const blockOf = (options: Options, event: string, type: string, raw: unknown): R
     case "tool_use":
       return Result.map(decodeToolUseBlock(event, raw, at), ({ id, input, name }): Block =>
         name === options.outputTool
-          ? { kind: "output", pieces: [], stopped: false }
+          ? { kind: "output", pieces: [], input, stopped: false }
           : { kind: "call", id, name, pieces: [], input, stopped: false })
     default:
       return Result.map(decodeJsonObject(event, raw, at), (data): Block => ({ kind: "other", data, pieces: [], stopped: false }))
