@@ -18,7 +18,7 @@
  */
 import { AiError, Item } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import type { JsonSchema } from "effect"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"
@@ -123,6 +123,12 @@ const textBlocks = (parts: ReadonlyArray<Item.ContentPart>): Array<{ readonly ty
     return text === "" ? [] : [{ type: "text" as const, text }]
   })
 
+/** A schema without its `$schema` dialect, which the API has no use for. */
+const withoutDialect = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema => {
+  const { $schema: _, ...rest } = schema
+  return rest
+}
+
 const reasoningBlock = (item: Item.Reasoning): ContentBlock | undefined => {
   if (!item.id.startsWith(AnthropicDecoder.itemIdPrefix) || item.encrypted_content === undefined) return undefined
   return item.content.length === 0
@@ -185,25 +191,8 @@ const systemOf = (history: ReadonlyArray<Item.Item>, instructions: string | unde
   )
 ]
 
-/**
- * Builds the request. Fails with `AiError.InvalidRequest` when the history
- * cannot be expressed for the API: a result whose call is not in the history,
- * or a structured output named like one of the turn's tools.
- *
- * A structured output uses the API's own (`output_config.format`) when the
- * model has it and the schema fits it (see `AnthropicSchema`); otherwise it is
- * a tool named after the output that the model is made to call (`tool_choice`
- * `tool`, or `any` when the turn has tools of its own; `auto` with thinking on,
- * which the API does not let force a tool), whose call the decoder turns into
- * the answer's text.
- */
-export const make = Effect.fnUntraced(function*(
-  history: ReadonlyArray<Item.Item>,
-  options: LanguageModel.TurnOptions,
-  settings: Settings
-) {
-  const model = settings.model
-  const params = options.params ?? {}
+/** The messages of a history; fails for a result whose call is not in it. */
+const messagesOf = (history: ReadonlyArray<Item.Item>): Result.Result<Array<Message>, AiError.InvalidRequest> => {
   const calls = new Set<string>()
   for (const item of history) if (item.type === "function_call") calls.add(item.call_id)
   const builder = new MessagesBuilder()
@@ -223,7 +212,7 @@ export const make = Effect.fnUntraced(function*(
         break
       case "function_call_output":
         if (!calls.has(item.call_id)) {
-          return yield* invalid(`function_call_output ${item.call_id}: no function_call with this call_id in the history`)
+          return Result.fail(invalid(`function_call_output ${item.call_id}: no function_call with this call_id in the history`))
         }
         builder.push("user", [{
           type: "tool_result",
@@ -241,54 +230,100 @@ export const make = Effect.fnUntraced(function*(
         break
     }
   }
+  return Result.succeed(builder.build())
+}
 
+/** The tools and tool choice of a turn, and how it asks for its structured output. */
+interface Tooling {
+  readonly tools: ReadonlyArray<Tool>
+  readonly toolChoice: ToolChoice | undefined
+  readonly format: JsonSchema.JsonSchema | undefined
+  readonly outputTool: string | undefined
+}
+
+/**
+ * The tools of a turn with its structured output: the API's own when the model
+ * has it and the schema fits (`format`), else a tool named after the output
+ * that the model is made to call (`outputTool`).
+ */
+const toolingOf = (
+  options: LanguageModel.TurnOptions,
+  model: string,
+  thinks: boolean
+): Result.Result<Tooling, AiError.InvalidRequest> => {
   const tools: Array<Tool> = (options.tools ?? []).map((tool) => ({
     name: tool.name,
     description: tool.description,
     input_schema: withoutDialect(tool.parameters)
   }))
-  const explicitMax = params.maxOutputTokens ?? settings.maxTokens
-  const effort = params.reasoningEffort
-  const maxTokens = explicitMax ?? defaultMaxTokens + (effort === undefined ? 0 : thinkingBudgets[effort])
-  const thinking = effort === undefined
-    ? (settings.thinking === undefined ? {} : { thinking: settings.thinking })
-    : thinkingOf(effort, model, maxTokens)
-  const thinks = thinking.thinking !== undefined && thinking.thinking.type !== "disabled"
-
+  const toolChoice = options.toolChoice === undefined ? undefined : toolChoiceOf(options.toolChoice)
   const output = options.output
-  const nativeSchema = output !== undefined && AnthropicModels.structuredOutput(model)
-    ? AnthropicSchema.structuredOutput(output.schema)
-    : undefined
-  const outputTool = output !== undefined && nativeSchema === undefined ? output.name : undefined
-  let toolChoice = options.toolChoice === undefined ? undefined : toolChoiceOf(options.toolChoice)
-  if (output !== undefined && outputTool !== undefined) {
-    if (tools.some((tool) => tool.name === outputTool)) {
-      return yield* invalid(`the structured output ${outputTool} is named like one of the turn's tools`)
-    }
-    const ownTools = tools.length > 0 && toolChoice?.type !== "none"
-    tools.push({
-      name: outputTool,
+  if (output === undefined) return Result.succeed({ tools, toolChoice, format: undefined, outputTool: undefined })
+  const format = AnthropicModels.structuredOutput(model) ? AnthropicSchema.structuredOutput(output.schema) : undefined
+  if (format !== undefined) return Result.succeed({ tools, toolChoice, format, outputTool: undefined })
+  if (tools.some((tool) => tool.name === output.name)) {
+    return Result.fail(invalid(`the structured output ${output.name} is named like one of the turn's tools`))
+  }
+  const ownTools = tools.length > 0 && toolChoice?.type !== "none"
+  return Result.succeed({
+    tools: [...tools, {
+      name: output.name,
       description: "Give your final answer by calling this tool with it as the input.",
       input_schema: withoutDialect(output.schema)
-    })
-    toolChoice = thinks
+    }],
+    // The API does not let thinking run with a forced tool.
+    toolChoice: thinks
       ? { type: "auto" }
       : toolChoice?.type === "tool"
       ? toolChoice
       : ownTools
       ? { type: "any" }
-      : { type: "tool", name: outputTool }
-  }
-  if (toolChoice === undefined && settings.parallelToolCalls === false && tools.length > 0) toolChoice = { type: "auto" }
+      : { type: "tool", name: output.name },
+    format: undefined,
+    outputTool: output.name
+  })
+}
+
+/**
+ * Builds the request. Fails with `AiError.InvalidRequest` when the history
+ * cannot be expressed for the API: a result whose call is not in the history,
+ * or a structured output named like one of the turn's tools.
+ *
+ * A structured output uses the API's own (`output_config.format`) when the
+ * model has it and the schema fits it (see `AnthropicSchema`); otherwise it is
+ * a tool named after the output that the model is made to call (`tool_choice`
+ * `tool`, or `any` when the turn has tools of its own; `auto` with thinking on,
+ * which the API does not let force a tool), whose call the decoder turns into
+ * the answer's text.
+ */
+export const make = Effect.fnUntraced(function*(
+  history: ReadonlyArray<Item.Item>,
+  options: LanguageModel.TurnOptions,
+  settings: Settings
+) {
+  const model = settings.model
+  const params = options.params ?? {}
+  const messages = messagesOf(history)
+  if (Result.isFailure(messages)) return yield* messages.failure
+  const effort = params.reasoningEffort
+  const maxTokens = params.maxOutputTokens ?? settings.maxTokens ??
+    defaultMaxTokens + (effort === undefined ? 0 : thinkingBudgets[effort])
+  const thinking = effort === undefined
+    ? (settings.thinking === undefined ? {} : { thinking: settings.thinking })
+    : thinkingOf(effort, model, maxTokens)
+  const tooling = toolingOf(options, model, thinking.thinking !== undefined && thinking.thinking.type !== "disabled")
+  if (Result.isFailure(tooling)) return yield* tooling.failure
+  const { format, outputTool, tools } = tooling.success
+  const toolChoice = tooling.success.toolChoice ?? (settings.parallelToolCalls === false ? { type: "auto" } : undefined)
   const outputConfig = {
     ...thinking.output_config,
-    ...(nativeSchema === undefined ? {} : { format: { type: "json_schema" as const, schema: nativeSchema } })
+    ...(format === undefined ? {} : { format: { type: "json_schema" as const, schema: format } })
   }
   const system = systemOf(history, options.instructions)
   const body: Body = {
     model,
     max_tokens: maxTokens,
-    messages: builder.build(),
+    messages: messages.success,
     ...(system.length === 0 ? {} : { system }),
     ...(tools.length === 0 ? {} : { tools }),
     ...(toolChoice === undefined || tools.length === 0 ? {} : { tool_choice: withParallel(toolChoice, settings.parallelToolCalls) }),
@@ -301,8 +336,3 @@ export const make = Effect.fnUntraced(function*(
   }
   return { body, outputTool } satisfies Request
 })
-
-const withoutDialect = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema => {
-  const { $schema: _, ...rest } = schema
-  return rest
-}
