@@ -1,17 +1,19 @@
 /**
  * Which model the demo talks to. `AGENTLOOP_PROVIDER` chooses: `mock` (the
  * default, a scripted model that needs no key), `responses` (OpenAI, reads
- * `OPENAI_API_KEY`) or `gemini` (Google, reads `GEMINI_API_KEY`).
+ * `OPENAI_API_KEY`), `gemini` (Google, reads `GEMINI_API_KEY`) or `anthropic`
+ * (Claude, reads `ANTHROPIC_API_KEY`).
  * `AGENTLOOP_BASE_URL` and `AGENTLOOP_MODEL` override the endpoint and model.
  */
 import { Config, Effect, Layer, Option, Schema } from "effect"
+import { Anthropic } from "@agentloop/anthropic"
 import type { LanguageModel } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/core/testing"
 import { Gemini } from "@agentloop/gemini"
 import { Responses } from "@agentloop/responses"
 import { script } from "./script.ts"
 
-export const name = Config.Literals(["mock", "responses", "gemini"], "AGENTLOOP_PROVIDER").pipe(
+export const name = Config.Literals(["mock", "responses", "gemini", "anthropic"], "AGENTLOOP_PROVIDER").pipe(
   Config.withDefault("mock" as const)
 )
 
@@ -43,6 +45,8 @@ export const layerWith = (
           return Responses.layer({ apiKey: yield* apiKey(provider, "OPENAI_API_KEY"), baseUrl, model })
         case "gemini":
           return Gemini.layer({ apiKey: yield* apiKey(provider, "GEMINI_API_KEY"), baseUrl, model })
+        case "anthropic":
+          return Anthropic.layer({ apiKey: yield* apiKey(provider, "ANTHROPIC_API_KEY"), baseUrl, model })
       }
     })
   )

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Predicate, Result, Schema } from "effect"
 
 /** Text written by a user, the system or a developer. */
 export const InputText = Schema.Struct({
@@ -131,3 +131,22 @@ export const assistantMessage = (text: string, id: string = "assistant"): Messag
 
 /** The text of a content part, or `""` for a refusal. */
 export const partText = (part: ContentPart): string => part.type === "refusal" ? "" : part.text
+
+const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
+
+/**
+ * A call's arguments as a JSON object, for wire formats that take nothing else
+ * (Gemini's `args`, Anthropic's `input`): the arguments when they are an
+ * object, `{}` for empty text (which some providers send for a call without
+ * arguments, and `Toolkit` reads as `{}`), else `{ arguments }` with the value,
+ * or the text when it is not JSON. A model's bad call, which its tool
+ * rejected, must still be sendable in the next request.
+ */
+export const argumentsObject = (text: string): { readonly [key: string]: unknown } => {
+  if (text.trim() === "") return {}
+  const parsed = decodeJson(text)
+  if (Result.isFailure(parsed)) return { arguments: text }
+  return Predicate.isReadonlyObject(parsed.success) && !Array.isArray(parsed.success)
+    ? parsed.success
+    : { arguments: parsed.success }
+}

@@ -23,7 +23,8 @@ export interface Rates {
 
 /**
  * A model's price. `longContext`, when present, replaces the rates for a
- * request whose input is longer than `threshold` tokens (Gemini Pro models).
+ * request whose input is longer than `threshold` tokens (Gemini Pro models,
+ * Claude Sonnet 4 and 4.5, Claude Haiku 5.5).
  */
 export interface Price extends Rates {
   readonly longContext?: (Rates & { readonly threshold: number }) | undefined
@@ -42,9 +43,14 @@ const rates = (input: number, cachedInput: number, output: number): Rates => ({ 
  * gpt-5.2, gpt-5.4 and gpt-5.5 families as listed there in 2026. Gemini figures
  * are those of https://ai.google.dev/gemini-api/docs/pricing as published in
  * late 2025, with the over-200k-token tier of the Pro models. Collected
- * 2026-06 from those pages and secondary summaries of them; prices change, so
- * check them before billing anyone, and correct them with {@link layer}.
- * Models without a cache discount list their input rate as `cachedInput`.
+ * 2026-06 from those pages and secondary summaries of them. Claude figures are
+ * those of https://platform.claude.com/docs/en/about-claude/pricing and the
+ * models' overview pages, collected 2026-11, with the over-200k-token tier of
+ * Sonnet 4 and 4.5 and the over-100k-token tier of Haiku 5.5; `cachedInput` is
+ * the cache-read rate (cache writes are billed at the input rate here, below
+ * what Anthropic charges for them). Prices change, so check them before
+ * billing anyone, and correct them with {@link layer}. Models without a cache
+ * discount list their input rate as `cachedInput`.
  */
 export const builtIn: Table = {
   "gpt-5.5": rates(5, 0.5, 30),
@@ -79,7 +85,26 @@ export const builtIn: Table = {
   "gemini-2.5-flash": rates(0.3, 0.03, 2.5),
   "gemini-2.5-flash-lite": rates(0.1, 0.01, 0.4),
   "gemini-2.0-flash": rates(0.1, 0.025, 0.4),
-  "gemini-2.0-flash-lite": rates(0.075, 0.075, 0.3)
+  "gemini-2.0-flash-lite": rates(0.075, 0.075, 0.3),
+  "claude-fable-5-1": rates(10, 0.25, 50),
+  "claude-fable-5": rates(10, 1, 50),
+  "claude-opus-5-5": rates(4, 0.2, 20),
+  "claude-opus-5": rates(5, 0.5, 25),
+  "claude-opus-4-8": rates(5, 0.5, 25),
+  "claude-opus-4-7": rates(5, 0.5, 25),
+  "claude-opus-4-6": rates(5, 0.5, 25),
+  "claude-opus-4-5": rates(5, 0.5, 25),
+  "claude-opus-4-1": rates(15, 1.5, 75),
+  "claude-opus-4": rates(15, 1.5, 75),
+  "claude-opus-4-0": rates(15, 1.5, 75),
+  "claude-sonnet-5-5": rates(2, 0.1, 10),
+  "claude-sonnet-5": rates(2, 0.2, 10),
+  "claude-sonnet-4-6": rates(3, 0.3, 15),
+  "claude-sonnet-4-5": { ...rates(3, 0.3, 15), longContext: { threshold: 200_000, ...rates(6, 0.6, 22.5) } },
+  "claude-sonnet-4": { ...rates(3, 0.3, 15), longContext: { threshold: 200_000, ...rates(6, 0.6, 22.5) } },
+  "claude-sonnet-4-0": { ...rates(3, 0.3, 15), longContext: { threshold: 200_000, ...rates(6, 0.6, 22.5) } },
+  "claude-haiku-5-5": { ...rates(0.1, 0.01, 0.5), longContext: { threshold: 100_000, ...rates(0.5, 0.05, 2.5) } },
+  "claude-haiku-4-5": rates(1, 0.1, 5)
 }
 
 /** The price table in use. Its default is {@link builtIn}. */
@@ -94,13 +119,15 @@ export const layer = (prices: Table): Layer.Layer<never> => Layer.succeed(Pricin
 export const layerTable = (table: Table): Layer.Layer<never> => Layer.succeed(Pricing, table)
 
 // What may follow a model id in the id of one of its snapshots: a date
-// (2024-08-06), a version (001, 0125), "latest", or a preview/experimental tag.
-const snapshotSuffix = /^(\d{4}-\d{2}-\d{2}|\d{3,4}|latest|(preview|exp)(-\d{2}-\d{2}|-\d{2}-\d{4}|-\d{4})?)$/
+// (2024-08-06, or 20250514 as Anthropic writes it), a version (001, 0125),
+// "latest", or a preview/experimental tag.
+const snapshotSuffix = /^(\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4}|latest|(preview|exp)(-\d{2}-\d{2}|-\d{2}-\d{4}|-\d{4})?)$/
 
 /**
  * The price of a model: by exact id, else by the longest id in the table of
  * which `model` is a dated snapshot ("gpt-4o-2024-08-06" is priced as
- * "gpt-4o", "gemini-2.0-flash-001" as "gemini-2.0-flash"). A Gemini
+ * "gpt-4o", "gemini-2.0-flash-001" as "gemini-2.0-flash",
+ * "claude-sonnet-4-20250514" as "claude-sonnet-4"). A Gemini
  * `models/` prefix is ignored. Another variant ("gpt-4o-audio-preview") is not
  * a snapshot and has no price unless listed.
  */

@@ -54,10 +54,12 @@ export const defaults = {
   turnTimeout: Duration.minutes(10)
 } as const
 
-/** One request of a turn: where it goes (below the base URL) and its JSON body. */
+/** One request of a turn: where it goes (below the base URL), the headers its wire format requires, and its JSON body. */
 export interface Request {
   readonly path: string
   readonly urlParams?: Readonly<Record<string, string>> | undefined
+  /** Sent besides the credential (e.g. `anthropic-version`); see `ProviderHttp.RequestOptions.headers`. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
   readonly body: unknown
 }
 

@@ -91,6 +91,11 @@ export interface RequestOptions {
   /** Appended to the base URL's path, e.g. `/responses`. */
   readonly path: string
   readonly urlParams?: Readonly<Record<string, string>> | undefined
+  /**
+   * Headers the wire format requires besides the credential, e.g. an API
+   * version; they cannot replace the credential, `accept` or `content-type`.
+   */
+  readonly headers?: Readonly<Record<string, string>> | undefined
   /** Sent as JSON. */
   readonly body: unknown
   /** Longest wait for the response headers (and, on an error status, its body); then `AiError.Timeout`. */
@@ -280,6 +285,7 @@ export const stream = (
   url.search = ""
   const value = Redacted.value(credential.value)
   const initial = HttpClientRequest.post(url.href).pipe(
+    HttpClientRequest.setHeaders(options.headers ?? {}),
     HttpClientRequest.setUrlParams(UrlParams.make(params)),
     HttpClientRequest.setHeader(credential.header, credential.scheme === undefined ? value : `${credential.scheme} ${value}`),
     HttpClientRequest.accept("text/event-stream"),

@@ -34,3 +34,13 @@ describe("Item", () => {
     expect(decode({ type: "x-note", id: "x", status: "completed" })._tag).toBe("Failure")
   })
 })
+
+describe("Item.argumentsObject", () => {
+  it("is the arguments when they are an object, {} when empty, and wraps anything else", () => {
+    expect(Item.argumentsObject("{\"city\":\"Zürich\"}")).toStrictEqual({ city: "Zürich" })
+    expect(Item.argumentsObject("  ")).toStrictEqual({})
+    expect(Item.argumentsObject("[1,2]")).toStrictEqual({ arguments: [1, 2] })
+    expect(Item.argumentsObject("42")).toStrictEqual({ arguments: 42 })
+    expect(Item.argumentsObject("{\"cut")).toStrictEqual({ arguments: "{\"cut" })
+  })
+})

@@ -49,7 +49,19 @@ describe("Pricing", () => {
     expect(Pricing.lookup(table, "models/gemini-2.5-flash-lite")).toBe(table["gemini-2.5-flash-lite"])
     expect(Pricing.lookup(table, "gpt-4o-audio-preview")).toBeUndefined()
     expect(Pricing.lookup(table, "gpt-4o2024")).toBeUndefined()
-    expect(Pricing.lookup(table, "claude-sonnet-4")).toBeUndefined()
+    expect(Pricing.lookup(table, "claude-sonnet-4-20250514")).toBe(table["claude-sonnet-4"])
+    expect(Pricing.lookup(table, "claude-opus-4-1-20250805")).toBe(table["claude-opus-4-1"])
+    expect(Pricing.lookup(table, "claude-haiku-4-5-20251001")).toBe(table["claude-haiku-4-5"])
+    expect(Pricing.lookup(table, "claude-sonnet-4-9")).toBeUndefined()
+  })
+
+  it("prices a Claude turn's cache reads at the cache rate, and Haiku 5.5's long prompts at its higher tier", () => {
+    // 1M input of which 400k read from the cache, 100k output: Sonnet 4.6 at $3, $0.30 and $15.
+    const sonnet = Pricing.lookup(Pricing.builtIn, "claude-sonnet-4-6")!
+    expect(Pricing.costOf(sonnet, TokenUsage.make(1_000_000, 100_000, { cachedInput: 400_000 }))).toBeCloseTo(0.6 * 3 + 0.4 * 0.3 + 0.1 * 15, 10)
+    const haiku = Pricing.lookup(Pricing.builtIn, "claude-haiku-5-5")!
+    expect(Pricing.costOf(haiku, TokenUsage.make(100_000, 10_000))).toBeCloseTo(0.1 * 0.1 + 0.01 * 0.5, 10)
+    expect(Pricing.costOf(haiku, TokenUsage.make(100_001, 10_000))).toBeCloseTo(0.100001 * 0.5 + 0.01 * 2.5, 10)
   })
 
   it.effect("has no cost for an unknown model", () =>

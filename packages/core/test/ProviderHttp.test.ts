@@ -59,6 +59,21 @@ describe("ProviderHttp.stream", () => {
       expect(request?.body).toStrictEqual({ stream: true })
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("sends the wire format's headers, which cannot replace the credential, accept or content-type", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ ok: true })]))
+      yield* text(yield* body({
+        headers: { "anthropic-version": "2023-06-01", authorization: "Bearer stolen", accept: "text/html", "content-type": "text/plain" }
+      }))
+      const [request] = yield* server.requests
+      expect(request?.headers["anthropic-version"]).toBe("2023-06-01")
+      expect(request?.headers.authorization).toBe(`Bearer ${canary}`)
+      expect(request?.headers.accept).toBe("text/event-stream")
+      expect(request?.headers["content-type"]).toBe("application/json")
+      expect(request?.body).toStrictEqual({ stream: true })
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("fails a request to an unusable base URL with InvalidRequest, sending nothing", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer

@@ -90,20 +90,6 @@ export interface Body {
 
 const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
 
-/**
- * The `args` of a call: its arguments when they are a JSON object (empty text,
- * which some providers send for a call without arguments, is `{}`, as `Toolkit`
- * reads it), else `{ arguments }` with the value, or the text when it is not JSON.
- */
-export const callArguments = (text: string): JsonObject => {
-  if (text.trim() === "") return {}
-  const parsed = decodeJson(text)
-  if (Result.isFailure(parsed)) return { arguments: text }
-  return Predicate.isReadonlyObject(parsed.success) && !Array.isArray(parsed.success)
-    ? parsed.success
-    : { arguments: parsed.success }
-}
-
 /** Request settings that come from the layer rather than from the turn. */
 export interface Settings {
   /** Sent as `generationConfig.thinkingConfig`; `reasoningEffort` in the turn's params overrides its level. */
@@ -189,7 +175,7 @@ export const make = Effect.fnUntraced(function*(
           functionCall: {
             ...(GeminiDecoder.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
             name: item.name,
-            args: callArguments(item.arguments)
+            args: Item.argumentsObject(item.arguments)
           }
         })
         break

@@ -15,6 +15,7 @@ import * as Item from "../Item.ts"
 import * as LanguageModel from "../LanguageModel.ts"
 import type * as Provider from "../Provider.ts"
 import * as ProviderRetry from "../ProviderRetry.ts"
+import type * as TokenUsage from "../TokenUsage.ts"
 import type * as Turn from "../Turn.ts"
 import type * as TurnDelta from "../TurnDelta.ts"
 import * as ProviderServer from "./ProviderServer.ts"
@@ -32,7 +33,17 @@ export interface Fixture {
   readonly frames: (turn: WireTurn.WireTurn, options?: { readonly complete: boolean }) => ReadonlyArray<string>
   /** The frames of a stream that fails, before any delta, with a server error saying `message`. */
   readonly serverError: (message: string) => ReadonlyArray<string>
+  /**
+   * The usage the provider reports for a turn written with `usage`: `usage`
+   * less the counts its wire does not carry (Anthropic reports no reasoning
+   * tokens). Default: `usage` itself.
+   */
+  readonly reportedUsage?: ((usage: Required<TokenUsage.TokenUsage>) => TokenUsage.TokenUsage) | undefined
 }
+
+/** The usage `fixture`'s provider must report for a turn written with `usage`; see {@link Fixture.reportedUsage}. */
+export const reportedUsage = (fixture: Fixture, usage: Required<TokenUsage.TokenUsage>): TokenUsage.TokenUsage =>
+  fixture.reportedUsage?.(usage) ?? usage
 
 /** The API key the harness configures: a canary that must never show up in an error, a delta or a span. */
 export const canary = "sk-CANARY-7d1f00aa-DO-NOT-LEAK"

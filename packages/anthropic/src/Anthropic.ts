@@ -1,0 +1,95 @@
+/**
+ * The Anthropic Messages API as a `LanguageModel` layer:
+ * `POST {baseUrl}/v1/messages` with `stream: true`, the key in the `x-api-key`
+ * header and the API version in `anthropic-version`.
+ *
+ * ```ts
+ * const Claude = Anthropic.layerConfig()                       // reads ANTHROPIC_API_KEY
+ * const program = agent.pipe(Effect.provide(Claude))           // agent code only sees LanguageModel
+ * ```
+ *
+ * Swap it for `@agentloop/responses`, `@agentloop/gemini` or
+ * `MockLanguageModel` by swapping the layer; agent code does not change.
+ * Requests go through `effect/http`'s `HttpClient` (`FetchHttpClient` in
+ * {@link layer}, any client with {@link layerWithoutHttpClient}). Timeouts,
+ * retries, redaction and the span attributes are `Provider`'s, the same for
+ * every provider.
+ *
+ * @since 0.1.0
+ */
+import { type LanguageModel, Provider } from "@agentloop/core"
+import { Config as EffectConfig, Effect, type Layer, Random } from "effect"
+import type { HttpClient } from "effect/http"
+import * as AnthropicDecoder from "./AnthropicDecoder.ts"
+import * as AnthropicError from "./AnthropicError.ts"
+import * as AnthropicRequest from "./AnthropicRequest.ts"
+
+/** The provider's name in errors and on `LanguageModel.provider`. */
+export const provider = AnthropicError.provider
+
+/** Anthropic's public endpoint, as `ANTHROPIC_BASE_URL` is written: without `/v1`. */
+export const defaultBaseUrl = "https://api.anthropic.com"
+
+/** The model asked when neither the layer nor the turn names one. */
+export const defaultModel = "claude-haiku-4-5"
+
+/** The `anthropic-version` every request sends: the version of the API this layer reads. */
+export const apiVersion = "2023-06-01"
+
+/** Settings of an Anthropic layer: `Provider.Settings` (only `apiKey` is required) and Anthropic's own. */
+export interface Config extends Provider.Settings {
+  /** `max_tokens` when a turn sets no `params.maxOutputTokens`; default `AnthropicRequest.defaultMaxTokens` (8,192). */
+  readonly maxTokens?: number | undefined
+  /** How the model thinks when a turn sets no reasoning effort (which wins); unset sends none, the model's default. */
+  readonly thinking?: AnthropicRequest.Thinking | undefined
+  /** `false` asks for one tool call per turn at most; the API's default is parallel calls. */
+  readonly parallelToolCalls?: boolean | undefined
+}
+
+/** The Messages wire format, for `Provider`. */
+export const spec: Provider.Spec<Config> = {
+  name: provider,
+  defaultBaseUrl,
+  defaultModel,
+  credential: { header: "x-api-key" },
+  classifyError: AnthropicError.classify,
+  turn: (history, options, { config, model }) =>
+    Effect.gen(function*() {
+      const { body, outputTool } = yield* AnthropicRequest.make(history, options, {
+        model,
+        maxTokens: config.maxTokens,
+        thinking: config.thinking,
+        parallelToolCalls: config.parallelToolCalls
+      })
+      const fallbackKey = (yield* Random.nextIntBetween(0, Number.MAX_SAFE_INTEGER)).toString(36)
+      return {
+        request: { path: "/v1/messages", headers: { "anthropic-version": apiVersion }, body },
+        decoder: AnthropicDecoder.make({ model, fallbackKey, outputTool })
+      }
+    })
+}
+
+/** Builds the `LanguageModel` service on the `HttpClient` in context. */
+export const make = (config: Config) => Provider.make(spec, config)
+
+/** The Anthropic `LanguageModel` over whatever `HttpClient` the application provides. */
+export const layerWithoutHttpClient = (
+  config: Config
+): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> => Provider.layerWithoutHttpClient(spec, config)
+
+/** The Anthropic `LanguageModel` over `FetchHttpClient`. */
+export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> => Provider.layer(spec, config)
+
+/**
+ * The Anthropic `LanguageModel` over `FetchHttpClient`, configured by `Config`
+ * values: each setting from `options`, else `apiKey` from `ANTHROPIC_API_KEY`
+ * and `baseUrl` from `ANTHROPIC_BASE_URL` (when set). Fails with a
+ * `ConfigError` when no key is found.
+ */
+export const layerConfig = (
+  options?: Provider.ConfigOf<Config>
+): Layer.Layer<LanguageModel.LanguageModel, EffectConfig.ConfigError> =>
+  Provider.layerConfig(spec, {
+    apiKey: EffectConfig.Redacted("ANTHROPIC_API_KEY"),
+    baseUrl: EffectConfig.String("ANTHROPIC_BASE_URL").pipe(EffectConfig.withDefault(undefined))
+  }, options)

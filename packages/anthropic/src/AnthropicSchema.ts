@@ -1,0 +1,81 @@
+/**
+ * JSON Schemas for the API's own structured output (`output_config.format`),
+ * which takes a subset of JSON Schema: every object closed
+ * (`additionalProperties: false`, which this module sets on every object: the
+ * application's `Schema` ignores extra keys anyway), no recursion, and few constraints.
+ *
+ * A constraint the API does not take (`minimum`, `maxLength`, `minItems` above
+ * 1, a string format it does not know, …) is taken out of the schema and
+ * written into its `description`, so the model still reads it; the
+ * application's own `Schema` still checks it when it decodes the answer. A
+ * schema the API cannot take at all (an object with a schema for its extra keys, such as a record, a
+ * tuple, definitions, which `Tool.toParameters` keeps only for recursive
+ * schemas) has no structured-output form: the request then asks for the
+ * answer through a tool instead (see `AnthropicRequest`).
+ *
+ * @since 0.1.0
+ */
+import type { JsonSchema } from "effect"
+import { Predicate } from "effect"
+
+// What the API's structured output takes, besides the keywords that hold schemas (handled apart).
+const kept = new Set(["type", "title", "description", "enum", "const", "required", "pattern"])
+
+const formats = new Set(["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"])
+
+// Keywords whose schema the API cannot take with another shape: the schema goes through a tool.
+const refused = new Set([
+  "$ref",
+  "$defs",
+  "definitions",
+  "prefixItems",
+  "patternProperties",
+  "propertyNames",
+  "dependentSchemas",
+  "not",
+  "if",
+  "then",
+  "else",
+  "contains",
+  "unevaluatedProperties",
+  "unevaluatedItems"
+])
+
+type Json = Readonly<Record<string, unknown>>
+
+const isObject = (value: unknown): value is Json => Predicate.isReadonlyObject(value) && !Array.isArray(value)
+
+/**
+ * The form of `schema` the API's structured output takes, or `undefined` when
+ * there is none (an open object, a tuple, definitions or references, conditionals).
+ */
+export const structuredOutput = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema | undefined => {
+  let takes = true
+  const rewrite = (schema: unknown): unknown => {
+    if (!isObject(schema)) return schema
+    const out: Record<string, unknown> = {}
+    const dropped: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(schema)) {
+      // An object whose extra keys have a schema (a record) stays open, which the API does not take.
+      if (refused.has(key) || (key === "additionalProperties" && isObject(value))) takes = false
+      else if (kept.has(key)) out[key] = value
+      else if (key === "properties" && isObject(value)) {
+        out.properties = Object.fromEntries(Object.entries(value).map(([name, property]) => [name, rewrite(property)]))
+      } else if (key === "items" && isObject(value)) out.items = rewrite(value)
+      else if ((key === "anyOf" || key === "oneOf" || key === "allOf") && Array.isArray(value)) {
+        // The API has no `oneOf`; `anyOf` takes the same values, and the application's Schema tells them apart.
+        out[key === "oneOf" ? "anyOf" : key] = value.map(rewrite)
+      } else if (key === "format" && typeof value === "string" && formats.has(value)) out.format = value
+      else if (key === "minItems" && (value === 0 || value === 1)) out.minItems = value
+      else if (key !== "$schema" && key !== "additionalProperties") dropped[key] = value
+    }
+    if (out.type === "object" || "properties" in out) out.additionalProperties = false
+    if (Object.keys(dropped).length > 0) {
+      const note = `(${JSON.stringify(dropped)})`
+      out.description = typeof out.description === "string" ? `${out.description} ${note}` : note
+    }
+    return out
+  }
+  const result = rewrite(schema)
+  return takes && isObject(result) ? result : undefined
+}

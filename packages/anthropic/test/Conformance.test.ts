@@ -1,0 +1,7 @@
+import { ProviderConformance } from "@agentloop/core/testing"
+import { describe, it } from "@effect/vitest"
+import { conformance } from "./fixtures.ts"
+
+describe("Anthropic conformance", () => {
+  for (const c of ProviderConformance.cases(conformance)) (c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)
+})
