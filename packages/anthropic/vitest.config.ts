@@ -1,5 +1,6 @@
 import { defineProject } from "vitest/config"
 
 export default defineProject({
-  test: { name: "anthropic", include: ["test/**/*.test.ts"] }
+  // The test files share their workers: importing effect and the sources once per worker, not once per file.
+  test: { name: "anthropic", include: ["test/**/*.test.ts"], isolate: false }
 })

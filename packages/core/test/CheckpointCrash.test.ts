@@ -57,7 +57,8 @@ const scenario = (store: (dir: string) => Config["store"], program: Config["prog
     // The first two turns were asked once, by the killed process; the resumed one asked only for the third.
     const requests = yield* server.requests
     expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "one", "two"])
-    expect(JSON.stringify(requests[2]?.body)).toContain("finally")
+    const diagnostics = JSON.stringify({ one: one.messages, two: two.messages, store: Fs.readdirSync(dir, { recursive: true }) })
+    expect(JSON.stringify(requests[2]?.body), diagnostics).toContain("finally")
     // The first turn's `add` ended (and was recorded) long before the kill: not run again. `slow` was cut off: run
     // again. The second turn's `add` ran concurrently with `slow`: at most once more.
     const adds = lines(Path.join(dir, "add.log"))
