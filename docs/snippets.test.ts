@@ -31,7 +31,7 @@ writeFileSync(
   join(out, "tsconfig.json"),
   JSON.stringify({
     extends: "../../tsconfig.base.json",
-    compilerOptions: { composite: false, noEmit: true, emitDeclarationOnly: false, declaration: false },
+    compilerOptions: { composite: false, noEmit: true, emitDeclarationOnly: false, declaration: false, declarationMap: false },
     include: ["*.ts"]
   })
 )
@@ -53,7 +53,11 @@ describe("docs", () => {
   // Each snippet runs in its own process, a few at a time.
   for (const snippet of snippets) {
     it.concurrent(`runs ${snippet.name}`, async () => {
-      await run(process.execPath, [join(out, `${snippet.name}.ts`)], { cwd: out, timeout: 60_000 })
+      // The workspace's packages run from their sources, as in the tests (see vitest.shared.ts).
+      await run(process.execPath, ["--conditions=@agentloop/source", join(out, `${snippet.name}.ts`)], {
+        cwd: out,
+        timeout: 60_000
+      })
     }, 60_000)
   }
 })

@@ -7,7 +7,7 @@
  * - through `AgentLoop.stream` (events, accounting, the stop predicate).
  */
 import { AgentLoop, Item, LanguageModel, Loop } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { Effect, Layer, Stream } from "effect"
 import { compare } from "./measure.ts"
 

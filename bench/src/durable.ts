@@ -14,7 +14,7 @@
  */
 import { AgentLoop, LanguageModel, Tool, Toolkit } from "@agentloop/core"
 import type { AgentEvent, Item, TurnDelta } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Layer, ManagedRuntime, References, Schema, Stream } from "effect"

@@ -8,7 +8,7 @@
 import { Config, Effect, Layer, Option, Schema } from "effect"
 import { Anthropic } from "@agentloop/anthropic"
 import type { LanguageModel } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { Gemini } from "@agentloop/gemini"
 import { Responses } from "@agentloop/responses"
 import { script } from "./script.ts"

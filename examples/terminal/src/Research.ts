@@ -7,7 +7,7 @@
 import { Effect, Schema, Stream } from "effect"
 import { Item, Step, TokenUsage, Tool, Toolkit, Turn, Until } from "@agentloop/core"
 import type { Cost, LanguageModel, StepEvent } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 
 export const question = "How well do heat pumps heat homes in cold climates?"
 

@@ -3,7 +3,7 @@
  * fails on purpose, to show how a tool failure reaches the model) and answer.
  */
 import { TokenUsage } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 
 export const question =
   "A marathon is 26.2 miles: how many kilometres is that? What is (3.5 + 1.25) * 4? And is 100 °F a fever in °C?"

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { AgentLoop, AiError, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { evaluate } from "../src/Arithmetic.ts"
 import * as Demo from "../src/Demo.ts"
 import { plain } from "./plain.ts"

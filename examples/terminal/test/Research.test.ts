@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { parse } from "../src/Args.ts"
 import * as Research from "../src/Research.ts"
 import { plain } from "./plain.ts"

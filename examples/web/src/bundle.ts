@@ -15,6 +15,8 @@ const build = async (): Promise<string> => {
     target: "es2022",
     write: false,
     minify: true,
+    // In this repository, the packages' TypeScript sources (see the packages' `exports`).
+    conditions: ["@agentloop/source"],
     logLevel: "silent"
   })
   const [output] = built.outputFiles

@@ -1,6 +1,6 @@
 import { Item, LanguageModel, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer, Schema, Stream } from "effect"
 import { Anthropic } from "../src/index.ts"

@@ -1,5 +1,5 @@
 import { AiError, Item, ProviderRetry } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { AnthropicError } from "../src/index.ts"

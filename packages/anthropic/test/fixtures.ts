@@ -3,7 +3,7 @@
  * event with its `type`, sent as `event: <type>` + `data: <json>`), for the
  * loopback server.
  */
-import { type ProviderHarness, ProviderServer } from "@agentloop/core/testing"
+import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
 import { Anthropic } from "../src/index.ts"
 
 export const model = "claude-sonnet-4-5-20250929"

@@ -3,7 +3,7 @@
  */
 import type { Item, LanguageModel, Turn, TurnDelta } from "@agentloop/core"
 import { LanguageModel as Model } from "@agentloop/core"
-import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
+import { ProviderServer, SpanRecorder } from "@agentloop/testing"
 import { expect } from "@effect/vitest"
 import { Cause, Effect, Exit, Redacted, Schedule, Stream } from "effect"
 import { HttpClient } from "effect/http"

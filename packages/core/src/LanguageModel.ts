@@ -3,7 +3,7 @@
  *
  * Agent code asks `LanguageModel` for turns and never names a provider; the
  * provider is whatever `Layer` the application provides (`@agentloop/responses`,
- * `@agentloop/gemini`, or `MockLanguageModel` from `@agentloop/core/testing`).
+ * `@agentloop/gemini`, or `MockLanguageModel` from `@agentloop/testing`).
  *
  * @since 0.1.0
  */

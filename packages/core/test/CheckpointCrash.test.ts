@@ -12,8 +12,9 @@ import { PgClient } from "@effect/sql-pg"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { LoopbackModel, MockLanguageModel, ProviderServer, Reachable, TestProcess } from "../src/testing/index.ts"
+import { LoopbackModel, MockLanguageModel, ProviderServer, Reachable, TestProcess } from "@agentloop/testing"
 import type { Config } from "./crash/child.ts"
+import { sources } from "./fixtures.ts"
 
 const child = new URL("./crash/child.ts", import.meta.url).pathname
 const postgres = await Reachable.listening(5432)
@@ -46,11 +47,11 @@ const scenario = (store: (dir: string) => Config["store"], program: Config["prog
     })
 
     // Killed while the second turn's `slow` runs (its `add` may or may not have ended and been recorded).
-    const one = yield* TestProcess.spawn(child, config("one"))
+    const one = yield* TestProcess.spawn(child, config("one"), sources)
     yield* one.waitFor((message) => message["toolStarted"] === "slow")
     yield* one.kill
 
-    const two = yield* TestProcess.spawn(child, config("two"))
+    const two = yield* TestProcess.spawn(child, config("two"), sources)
     const ended = yield* two.waitFor((message) => TestProcess.has("result")(message) || TestProcess.has("error")(message))
     expect(ended, two.stderr()).toStrictEqual({ result: "done" })
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
-import { Reachable } from "../src/testing/index.ts"
+import { Reachable } from "@agentloop/testing"
 
 /** The behaviour every checkpointer layer must have. */
 const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, pipe, Stream } from "effect"
 import * as Loop from "../src/Loop.ts"
-import { textTurn } from "../src/testing/MockLanguageModel.ts"
+import { textTurn } from "@agentloop/testing/MockLanguageModel"
 import type { TurnDelta } from "../src/TurnDelta.ts"
 
 const counter = (limit: number) => (n: number) => n < limit ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop

@@ -4,8 +4,8 @@ import { FetchHttpClient, HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
 import * as ProviderHttp from "../src/ProviderHttp.ts"
-import * as ProviderServer from "../src/testing/ProviderServer.ts"
-import * as SpanRecorder from "../src/testing/SpanRecorder.ts"
+import * as ProviderServer from "@agentloop/testing/ProviderServer"
+import * as SpanRecorder from "@agentloop/testing/SpanRecorder"
 
 const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
 const canary = "sk-canary-0123456789-DO-NOT-LEAK"

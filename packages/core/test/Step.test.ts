@@ -7,7 +7,7 @@ import { Halt } from "../src/Halt.ts"
 import * as RetryPolicy from "../src/RetryPolicy.ts"
 import * as Step from "../src/Step.ts"
 import * as StepError from "../src/StepError.ts"
-import { SpanRecorder } from "../src/testing/index.ts"
+import { SpanRecorder } from "@agentloop/testing"
 import * as Tool from "../src/Tool.ts"
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { why: Schema.String }) {}

@@ -3,7 +3,7 @@ import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type { ExecutionContext } from "../src/ExecutionContext.ts"
 import * as Step from "../src/Step.ts"
-import { MockLanguageModel } from "../src/testing/index.ts"
+import { MockLanguageModel } from "@agentloop/testing"
 import * as Until from "../src/Until.ts"
 import { addCall, answer, model, pricing, toolkit, usage } from "./agentFixtures.ts"
 

@@ -3,7 +3,7 @@ import { Duration, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Step from "../src/Step.ts"
 import * as StepEvent from "../src/StepEvent.ts"
-import { MockLanguageModel } from "../src/testing/index.ts"
+import { MockLanguageModel } from "@agentloop/testing"
 import * as Until from "../src/Until.ts"
 import { addCall, answer, model, pricing, toolkit } from "./agentFixtures.ts"
 

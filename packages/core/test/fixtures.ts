@@ -10,3 +10,6 @@ export const add = Tool.make({
   output: Schema.Finite,
   execute: ({ a, b }) => Effect.succeed(a + b)
 })
+
+/** Node options for children started from this repository: import the packages from their sources. */
+export const sources = { execArgv: ["--conditions=@agentloop/source"] }

@@ -1,5 +1,5 @@
 import { Approval, EventStream, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import * as Path from "node:path"

@@ -4,14 +4,14 @@
  * and a run whose runner is killed (`SIGKILL`) finishes on the other one.
  */
 import { Approval } from "@agentloop/core"
-import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/core/testing"
+import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
 import type { Config } from "./child.ts"
-import { childScript, tempDir } from "./fixtures.ts"
+import { childScript, sources, tempDir } from "./fixtures.ts"
 import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
 
 const available = await reachable()
@@ -37,7 +37,7 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
         runId: "",
         input: ""
       })
-      const runners = { A: yield* TestProcess.spawn(childScript, config("A")), B: yield* TestProcess.spawn(childScript, config("B")) }
+      const runners = { A: yield* TestProcess.spawn(childScript, config("A"), sources), B: yield* TestProcess.spawn(childScript, config("B"), sources) }
       yield* Effect.all([runners.A.waitFor(TestProcess.has("ready")), runners.B.waitFor(TestProcess.has("ready"))])
 
       // A decision from this process reaches the run on whichever runner holds it.

@@ -3,13 +3,13 @@
  * in the middle of a run and a new process resumes it from the same SQLite
  * file; the loopback server counts the model requests of every process.
  */
-import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/core/testing"
+import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Config } from "./child.ts"
-import { childScript, tempDir } from "./fixtures.ts"
+import { childScript, sources, tempDir } from "./fixtures.ts"
 
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
@@ -42,7 +42,7 @@ describe("the embedded runner across processes", () => {
         LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
         LoopbackModel.reply(MockLanguageModel.textTurn("done"))
       )
-      const start = (runner: string, action: Config["action"]) => TestProcess.spawn(childScript, config(runner, action, "crash-1", "Add, charge, remove"))
+      const start = (runner: string, action: Config["action"]) => TestProcess.spawn(childScript, config(runner, action, "crash-1", "Add, charge, remove"), sources)
 
       // Process one is killed while both calls of the first turn run.
       const one = yield* start("one", "run")

@@ -12,7 +12,7 @@ import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
-import * as LoopbackModel from "@agentloop/core/testing/LoopbackModel"
+import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
 
 const Store = Schema.Union([
   Schema.TaggedStruct("sqlite", { filename: Schema.String }),

@@ -1,6 +1,6 @@
 /** The durable tests' agent: tools, a model script, and a temporary SQLite runner. */
 import { Pricing, TokenUsage, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/core/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -65,4 +65,7 @@ export const embedded = (filename: string, script: ReadonlyArray<MockLanguageMod
   )
 
 /** The script of the crash tests' child processes. */
+/** Node options for children started from this repository: import the packages from their sources. */
+export const sources = { execArgv: ["--conditions=@agentloop/source"] }
+
 export const childScript = new URL("./child.ts", import.meta.url).pathname

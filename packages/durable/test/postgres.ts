@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import * as Reachable from "@agentloop/core/testing/Reachable"
+import * as Reachable from "@agentloop/testing/Reachable"
 
 export const connection: PgClient.PgClientConfig = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
 

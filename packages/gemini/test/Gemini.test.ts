@@ -1,6 +1,6 @@
 import { AiError, Item, LanguageModel, Loop, Tool, Toolkit, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
-import { ProviderServer, SpanRecorder } from "@agentloop/core/testing"
+import { ProviderServer, SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Config, ConfigProvider, Effect, Exit, Layer, Redacted, Schedule, Schema, Stream } from "effect"
 import { HttpClient } from "effect/http"

@@ -1,6 +1,6 @@
 import { Item, ProviderStream, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import { GeminiDecoder, GeminiRequest } from "../src/index.ts"

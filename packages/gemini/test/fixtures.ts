@@ -2,7 +2,7 @@
  * Gemini `streamGenerateContent?alt=sse` chunks in the documented wire format,
  * for the loopback server.
  */
-import { type ProviderHarness, ProviderServer } from "@agentloop/core/testing"
+import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
 import { Gemini } from "../src/index.ts"
 
 /** One `GenerateContentResponse` chunk of candidate 0. */

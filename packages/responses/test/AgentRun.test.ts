@@ -1,5 +1,5 @@
 import { type Item, LanguageModel, Loop, Tool, Toolkit, Turn, type TurnDelta } from "@agentloop/core"
-import { MockLanguageModel, ProviderServer } from "@agentloop/core/testing"
+import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"

@@ -1,4 +1,4 @@
-import { ProviderConformance } from "@agentloop/core/testing"
+import { ProviderConformance } from "@agentloop/testing"
 import { describe, it } from "@effect/vitest"
 import { conformance } from "./fixtures.ts"
 

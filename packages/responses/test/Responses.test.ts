@@ -1,5 +1,5 @@
 import { AiError, type Item, LanguageModel, Turn } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Config, ConfigProvider, Effect, Layer, Schedule, Stream } from "effect"
 import { Responses } from "../src/index.ts"

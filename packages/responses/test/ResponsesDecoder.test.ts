@@ -1,5 +1,5 @@
 import { AiError, type Item, ProviderRetry, Turn } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schedule, Stream } from "effect"
 import { completeTurn, hello, provider, run, runFailing, Script, TestLayer, usage } from "./fixtures.ts"

@@ -1,5 +1,5 @@
 import { Tool, Toolkit, Turn } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/core/testing"
+import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { ResponsesStrict } from "../src/index.ts"

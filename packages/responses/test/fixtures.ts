@@ -4,7 +4,7 @@
  * `event: <type>` + `data: <json>`), for the loopback server.
  */
 import { type Item, type LanguageModel, ProviderRetry, type Turn, type TurnDelta } from "@agentloop/core"
-import { type ProviderHarness, ProviderServer } from "@agentloop/core/testing"
+import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
 import { expect } from "@effect/vitest"
 import { Effect, Layer, Redacted, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"

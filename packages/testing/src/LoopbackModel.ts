@@ -9,9 +9,9 @@
  * @since 0.1.0
  */
 import { Effect, Layer, Schema, Stream } from "effect"
-import * as AiError from "../AiError.ts"
-import * as LanguageModel from "../LanguageModel.ts"
-import * as Turn from "../Turn.ts"
+import * as AiError from "@agentloop/core/AiError"
+import * as LanguageModel from "@agentloop/core/LanguageModel"
+import * as Turn from "@agentloop/core/Turn"
 import * as MockLanguageModel from "./MockLanguageModel.ts"
 import * as ProviderServer from "./ProviderServer.ts"
 

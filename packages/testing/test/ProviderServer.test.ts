@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
-import * as ProviderServer from "../src/testing/ProviderServer.ts"
+import * as ProviderServer from "../src/ProviderServer.ts"
 
 const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
 

@@ -28,12 +28,25 @@ export interface Child {
   readonly stderr: () => string
 }
 
-/** Starts `script` (a path) with `config` as its JSON argument; it is killed when the scope closes, if still running. */
-export const spawn = (script: string, config: unknown): Effect.Effect<Child, never, Scope.Scope> =>
+/**
+ * Starts `script` (a path) with Node, `config` as its JSON argument and
+ * `execArgv` as Node's own options; it is killed when the scope closes, if
+ * still running.
+ */
+export const spawn = (
+  script: string,
+  config: unknown,
+  options: { readonly execArgv?: ReadonlyArray<string> | undefined } = {}
+): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function*() {
       const exited = yield* Deferred.make<number | null>()
-      const process = ChildProcess.spawn(globalThis.process.execPath, ["--no-warnings", script, JSON.stringify(config)], {
+      const process = ChildProcess.spawn(globalThis.process.execPath, [
+        "--no-warnings",
+        ...(options.execArgv ?? []),
+        script,
+        JSON.stringify(config)
+      ], {
         stdio: ["ignore", "pipe", "pipe"]
       })
       const messages: Array<Message> = []

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import type * as TokenUsage from "../TokenUsage.ts"
+import type * as TokenUsage from "@agentloop/core/TokenUsage"
 
 /** A function call of a turn; `id` is the call id the wire carries. */
 export interface Call {

@@ -20,8 +20,8 @@
  */
 import { Deferred, Duration, Effect, Exit, Fiber, Schedule, Stream } from "effect"
 import * as assert from "node:assert/strict"
-import type * as AiError from "../AiError.ts"
-import * as Turn from "../Turn.ts"
+import type * as AiError from "@agentloop/core/AiError"
+import * as Turn from "@agentloop/core/Turn"
 import * as HostileServer from "./HostileServer.ts"
 import * as ProviderHarness from "./ProviderHarness.ts"
 import * as ProviderServer from "./ProviderServer.ts"

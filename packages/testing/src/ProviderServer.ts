@@ -74,7 +74,7 @@ export class ProviderServer extends Context.Service<ProviderServer, {
   readonly awaitRequests: (count: number) => Effect.Effect<ReadonlyArray<RecordedRequest>>
   /** Completes once a client has closed a connection before its response body was finished. */
   readonly awaitClientAbort: Effect.Effect<void>
-}>()("@agentloop/core/testing/ProviderServer") {}
+}>()("@agentloop/testing/ProviderServer") {}
 
 const encoder = new TextEncoder()
 

@@ -9,13 +9,13 @@
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Layer, Ref, Stream } from "effect"
-import * as AiError from "../AiError.ts"
-import type * as Item from "../Item.ts"
-import { LanguageModel } from "../LanguageModel.ts"
-import type { TurnOptions } from "../LanguageModel.ts"
-import * as TokenUsage from "../TokenUsage.ts"
-import type { StopReason, Turn } from "../Turn.ts"
-import type { TurnDelta } from "../TurnDelta.ts"
+import * as AiError from "@agentloop/core/AiError"
+import type * as Item from "@agentloop/core/Item"
+import { LanguageModel } from "@agentloop/core/LanguageModel"
+import type { TurnOptions } from "@agentloop/core/LanguageModel"
+import * as TokenUsage from "@agentloop/core/TokenUsage"
+import type { StopReason, Turn } from "@agentloop/core/Turn"
+import type { TurnDelta } from "@agentloop/core/TurnDelta"
 
 /** A reply that streams the first `after` deltas of `turn` (never its `turn_complete`), then fails with `error`. */
 export interface Partial {
@@ -57,7 +57,7 @@ export interface Options {
 export class MockLanguageModel extends Context.Service<MockLanguageModel, {
   readonly requests: Effect.Effect<ReadonlyArray<Request>>
   readonly remaining: Effect.Effect<number>
-}>()("@agentloop/core/testing/MockLanguageModel") {}
+}>()("@agentloop/testing/MockLanguageModel") {}
 
 const provider = "mock"
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import * as AiError from "../src/AiError.ts"
-import * as Item from "../src/Item.ts"
-import { LanguageModel } from "../src/LanguageModel.ts"
-import { MockLanguageModel } from "../src/testing/index.ts"
-import * as Turn from "../src/Turn.ts"
-import type { TurnDelta } from "../src/TurnDelta.ts"
+import * as AiError from "@agentloop/core/AiError"
+import * as Item from "@agentloop/core/Item"
+import { LanguageModel } from "@agentloop/core/LanguageModel"
+import { MockLanguageModel } from "../src/index.ts"
+import * as Turn from "@agentloop/core/Turn"
+import type { TurnDelta } from "@agentloop/core/TurnDelta"
 
 const streamTurn = Effect.fnUntraced(function*(history: ReadonlyArray<Item.Item>) {
   const model = yield* LanguageModel
