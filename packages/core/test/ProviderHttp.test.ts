@@ -153,7 +153,7 @@ describe("ProviderHttp.stream", () => {
   it.live("follows at most maxRedirects same-origin 307s and 308s, and no redirect to another origin", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
-      const other = yield* ProviderServer.make
+      const other = yield* ProviderServer.make()
       const to = (location: string, status = 307) => ProviderServer.status(status, "", { location })
       yield* server.reply(to("/v1/a"), to(`${server.url}/v1/b`, 308), ProviderServer.sse([ProviderServer.sseEvent({ ok: 1 })]))
       expect(yield* text(yield* body({}, "/v1"))).toBe("data: {\"ok\":1}\n\n")
@@ -186,7 +186,7 @@ describe("ProviderHttp.stream", () => {
       expect(received.join("")).toBe(`${first}dat`)
       expect(cut._tag).toBe("Unavailable")
       // A server that stopped: its port refuses connections.
-      const url = yield* Effect.scoped(Effect.map(ProviderServer.make, (stopped) => stopped.url))
+      const url = yield* Effect.scoped(Effect.map(ProviderServer.make(), (stopped) => stopped.url))
       const refused = yield* Effect.flip(Stream.runDrain(
         ProviderHttp.stream(endpointAt(`${url}?key=${canary}`), { path: "/stream", body: {} })
       ))

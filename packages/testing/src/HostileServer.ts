@@ -61,7 +61,7 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => 
     clock: "live",
     test: ProviderHarness.run(fixture, (server, model) =>
       Effect.gen(function*() {
-        const other = yield* ProviderServer.make
+        const other = yield* ProviderServer.make()
         yield* server.reply(ProviderServer.status(307, "", { location: `${other.url}/steal` }))
         const error = ProviderHarness.failed(yield* ProviderHarness.turn(model))
         assert.equal(error._tag, "InvalidRequest")

@@ -1,18 +1,26 @@
 /**
  * A loopback HTTP server that plays a provider's part in tests.
  *
- * Tests queue replies (recorded-format SSE streams, HTTP errors with headers,
- * slow, stalled and cut-off streams) and then run real provider code against
- * `url` over real HTTP on 127.0.0.1. The server records every request and tells
- * when a client hung up before its response was finished, so a test can check
- * that interrupting a consumer really aborts the request.
+ * Tests queue answers and then run real provider code against `url` over real
+ * HTTP on 127.0.0.1. A server made for a provider's wire format
+ * ({@link layerWire}, with `ResponsesWire.wire`, `GeminiWire.wire` or
+ * `AnthropicWire.wire`) answers with a `Turn` or an `AiError` written the way
+ * that provider's server writes them; any server answers with raw replies:
+ * SSE frames, HTTP errors with headers, slow, stalled and cut-off streams. It
+ * records every request and tells when a client hung up before its response
+ * was finished, so a test can check that interrupting a consumer really aborts
+ * the request. A request nothing was scripted for fails at once with a `400`
+ * that says so (not a `500` a provider would retry).
  *
  * @since 0.1.0
  */
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Deferred, Duration, Effect, Layer, Option, Ref, type Scope, Stream, SubscriptionRef } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Option, Ref, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
+import * as AiError from "@agentloop/core/AiError"
+import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import type * as Turn from "@agentloop/core/Turn"
 
 /** A request the server received. */
 export interface RecordedRequest {
@@ -25,13 +33,25 @@ export interface RecordedRequest {
   readonly body: unknown
 }
 
-/** How the server answers one request. Build with {@link sse}, {@link status}, {@link oversized} or {@link hang}. */
-export type Reply = SseReply | StatusReply | OversizedReply | HangReply
+/**
+ * How the server answers one request. Build with {@link sse}, {@link status},
+ * {@link oversized}, {@link hang}, or, on a server with a wire format,
+ * {@link turn} and {@link error}.
+ */
+export type Reply = SseReply | StatusReply | OversizedReply | HangReply | TurnReply | ErrorReply
+
+/**
+ * What a test scripts for one request: a {@link Reply}, or, on a server with
+ * a wire format, a `Turn` (as {@link turn} with its defaults) or an `AiError`
+ * (as {@link error}).
+ */
+export type Answer = Reply | Turn.Turn | AiError.AiError
 
 /** A `text/event-stream` answer; see {@link sse}. */
 export interface SseReply {
   readonly _tag: "Sse"
-  readonly body: Uint8Array
+  /** The frames, encoded; each is one write unless `chunkSize` says otherwise. */
+  readonly frames: ReadonlyArray<Uint8Array>
   readonly chunkSize: number | undefined
   readonly delay: Duration.Duration | undefined
   readonly stallAfter: number | undefined
@@ -59,12 +79,47 @@ export interface HangReply {
   readonly _tag: "Hang"
 }
 
+/** A turn in the server's wire format; see {@link turn}. */
+export interface TurnReply {
+  readonly _tag: "Turn"
+  readonly turn: Turn.Turn
+  readonly options: TurnOptions
+}
+
+/** An error in the server's wire format; see {@link error}. */
+export interface ErrorReply {
+  readonly _tag: "Error"
+  readonly error: AiError.AiError
+}
+
+/** What answers a request nothing was queued for; see {@link ProviderServer} `handle`. */
+export type Handler = (request: RecordedRequest, index: number) => Answer | Effect.Effect<Answer>
+
 /** The running server. Provide it with {@link layer}. */
 export class ProviderServer extends Context.Service<ProviderServer, {
   /** `http://127.0.0.1:<port>`, without a trailing slash. */
   readonly url: string
-  /** Queues replies; each incoming request takes the next one, in order. */
-  readonly reply: (...replies: ReadonlyArray<Reply>) => Effect.Effect<void>
+  /** The wire format the server writes turns and errors in, if it was made with one. */
+  readonly wire: ProviderWire.ProviderWire | undefined
+  /**
+   * Queues answers; each incoming request takes the next one, in order. A
+   * `Turn` or an `AiError` needs a server with a wire format ({@link layerWire}):
+   * without one, this dies saying so.
+   */
+  readonly reply: (...answers: ReadonlyArray<Answer>) => Effect.Effect<void>
+  /**
+   * Answers, from now on, every request the queue has no answer for with what
+   * `handler` says, from the request and its index (0 for the first request
+   * the server received): for servers that outlive one run, or requests that
+   * come in no fixed order.
+   */
+  readonly handle: (handler: Handler) => Effect.Effect<void>
+  /**
+   * Drops the queued answers and the handler, and returns the answers no
+   * request took: a test that goes on after an interrupted run starts again
+   * from an empty script, and can check what its last run left unasked.
+   */
+  readonly reset: Effect.Effect<ReadonlyArray<Answer>>
   /** Every request received so far, oldest first. */
   readonly requests: Effect.Effect<ReadonlyArray<RecordedRequest>>
   /**
@@ -78,28 +133,38 @@ export class ProviderServer extends Context.Service<ProviderServer, {
 
 const encoder = new TextEncoder()
 
-/**
- * A Server-Sent Events reply. `frames` are raw SSE blocks (see {@link sseEvent})
- * joined into the body.
- *
- * - `chunkSize` splits the body's bytes into writes of that many bytes, so a
- *   multi-byte UTF-8 character can be cut in two; the server lets its event
- *   loop turn between writes, so the client reads each write as its own chunk;
- * - `delay` pauses between writes instead (real time, even under `TestClock`);
- * - `stallAfter` sends that many bytes and then nothing, keeping the connection open;
- * - `disconnectAfter` sends that many bytes and then destroys the socket;
- * - `keepalive` sends, after the frames, an SSE comment at that interval
- *   forever (real time), as servers do to keep an idle connection open.
- */
-export const sse = (frames: ReadonlyArray<string>, options?: {
+/** How a streamed reply is paced and broken; see {@link sse}. */
+export interface Pacing {
   readonly chunkSize?: number | undefined
   readonly delay?: Duration.Input | undefined
   readonly stallAfter?: number | undefined
   readonly disconnectAfter?: number | undefined
   readonly keepalive?: Duration.Input | undefined
-}): Reply => ({
+}
+
+/** How {@link turn} writes and paces a turn. */
+export interface TurnOptions extends ProviderWire.TurnOptions {
+  /** The pause between two frames (real time, even under `TestClock`). */
+  readonly delay?: Duration.Input | undefined
+}
+
+/**
+ * A Server-Sent Events reply of `frames`, raw SSE blocks (see {@link sseEvent}).
+ * Each frame is one write, and the server lets its event loop turn between
+ * writes, so the client reads each frame as its own chunk, as from a real
+ * server that flushes every event.
+ *
+ * - `chunkSize` splits the body's bytes into writes of that many bytes
+ *   instead, so a multi-byte UTF-8 character or a frame can be cut in two;
+ * - `delay` pauses that long between writes (real time, even under `TestClock`);
+ * - `stallAfter` sends that many bytes and then nothing, keeping the connection open;
+ * - `disconnectAfter` sends that many bytes and then destroys the socket;
+ * - `keepalive` sends, after the frames, an SSE comment at that interval
+ *   forever (real time), as servers do to keep an idle connection open.
+ */
+export const sse = (frames: ReadonlyArray<string>, options?: Pacing): SseReply => ({
   _tag: "Sse",
-  body: encoder.encode(frames.join("")),
+  frames: frames.map((frame) => encoder.encode(frame)),
   chunkSize: options?.chunkSize,
   delay: options?.delay === undefined ? undefined : Duration.fromInputUnsafe(options.delay),
   stallAfter: options?.stallAfter,
@@ -112,7 +177,7 @@ export const sseEvent = (data: unknown, event?: string): string =>
   `${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`
 
 /** A complete reply with `status`; `body` is sent as is when a string, as JSON otherwise. */
-export const status = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({
+export const status = (status: number, body: unknown, headers?: Record<string, string>): StatusReply => ({
   _tag: "Status",
   status,
   body: typeof body === "string" ? body : JSON.stringify(body),
@@ -132,6 +197,24 @@ export const oversized = (status: number, size: number): Reply => ({ _tag: "Over
 /** Never answers: no status, no headers, the connection stays open (for request timeouts). */
 export const hang: Reply = { _tag: "Hang" }
 
+/**
+ * `turn` as the server's provider streams it (its wire format's
+ * `ProviderWire.turn`): text, reasoning and arguments in pieces of
+ * `chunkSize` characters, one frame each, `delay` apart.
+ */
+export const turn = (turn: Turn.Turn, options: TurnOptions = {}): Reply => ({ _tag: "Turn", turn, options })
+
+/** `error` as the server's provider reports it (its wire format's `ProviderWire.error`). */
+export const error = (error: AiError.AiError): Reply => ({ _tag: "Error", error })
+
+const isAiError = Schema.is(AiError.AiError)
+
+/** The reply an answer stands for: a bare turn or error is written with the defaults. */
+const toReply = (answer: Answer): Reply => {
+  if (!("_tag" in answer)) return turn(answer)
+  return isAiError(answer) ? error(answer) : answer
+}
+
 // Delays are real time: the server stands for a remote peer, which a test's TestClock does not control.
 const realSleep = (duration: Duration.Duration): Effect.Effect<void> =>
   Effect.callback<void>((resume) => {
@@ -145,10 +228,33 @@ const nextTurn: Effect.Effect<void> = Effect.callback<void>((resume) => {
   return Effect.sync(() => clearImmediate(immediate))
 })
 
-const pieces = (body: Uint8Array, end: number, size: number | undefined): Array<Uint8Array> => {
-  const step = size === undefined || size <= 0 ? Math.max(end, 1) : size
+const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((size, part) => size + part.length, 0))
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+const split = (bytes: Uint8Array, size: number): Array<Uint8Array> => {
   const out: Array<Uint8Array> = []
-  for (let start = 0; start < end; start += step) out.push(body.subarray(start, Math.min(end, start + step)))
+  for (let start = 0; start < bytes.length; start += size) out.push(bytes.subarray(start, start + size))
+  return out
+}
+
+/** The writes of an SSE reply, `end` bytes in all: its frames, or pieces of `chunkSize` bytes. */
+const writesOf = (reply: SseReply, end: number): Array<Uint8Array> => {
+  const units = reply.chunkSize === undefined || reply.chunkSize <= 0 ? reply.frames : split(concat(reply.frames), reply.chunkSize)
+  const out: Array<Uint8Array> = []
+  let sent = 0
+  for (const unit of units) {
+    if (sent >= end) break
+    const piece = unit.subarray(0, end - sent)
+    out.push(piece)
+    sent += piece.length
+  }
   return out
 }
 
@@ -173,35 +279,63 @@ const filler = (size: number): Iterable<Uint8Array> => ({
 
 const keepaliveComment = encoder.encode(": keepalive\n\n")
 
+/** How {@link make} builds a server. */
+export interface Options {
+  /** The provider wire format turns and errors are written in. */
+  readonly wire?: ProviderWire.ProviderWire | undefined
+}
+
+const bodyByteLength = (reply: SseReply): number => reply.frames.reduce((size, frame) => size + frame.length, 0)
+
+/** What the server says to a request nothing was scripted for, in the wire's error format when it has one. */
+const unscripted = (wire: ProviderWire.ProviderWire | undefined, request: RecordedRequest, index: number): Reply => {
+  const message = `ProviderServer: nothing scripted for request #${index + 1} (${request.method} ${request.url}): ` +
+    "the test queued no answer for it (reply) and set no handler (handle)"
+  return wire === undefined
+    ? status(400, { error: { message } })
+    : error(new AiError.InvalidRequest({ provider: wire.provider, status: 400, message }))
+}
+
 /**
- * Starts a server on a random port of 127.0.0.1; it stops, closing every open
- * connection, with the scope. A test that needs a second host (the target of
- * a redirect) starts one with this; most use {@link layer}.
+ * Starts a server on a random port of 127.0.0.1, writing turns and errors in
+ * `options.wire`; it stops, closing every open connection, with the scope. A
+ * test that needs a second host (the target of a redirect) starts one with
+ * this; most use {@link layer} or {@link layerWire}.
  */
-export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> = Effect.gen(function*() {
+export const make = (options: Options = {}): Effect.Effect<ProviderServer["Service"], never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { wire } = options
     const nodeServer = Http.createServer()
     const server = yield* NodeHttpServer.make(() => nodeServer, {
       port: 0,
       host: "127.0.0.1",
       gracefulShutdownTimeout: Duration.zero
     }).pipe(Effect.orDie)
-    const queue = yield* Ref.make<ReadonlyArray<Reply>>([])
+    const queue = yield* Ref.make<ReadonlyArray<Answer>>([])
+    const handler = yield* Ref.make<Handler | undefined>(undefined)
     const recorded = yield* SubscriptionRef.make<ReadonlyArray<RecordedRequest>>([])
     const aborted = yield* Deferred.make<void>()
 
+    const needsWire = (what: string) =>
+      `ProviderServer: ${what} needs a server made with a wire format, such as ` +
+      "ProviderServer.layerWire(ResponsesWire.wire); this one has none"
+
+    /** The reply in bytes: turns and errors written in the wire format (a server without one refuses them). */
+    const written = (reply: Reply): Exclude<Reply, TurnReply | ErrorReply> => {
+      if (reply._tag !== "Turn" && reply._tag !== "Error") return reply
+      if (wire === undefined) return status(400, { error: { message: needsWire(`answering with a ${reply._tag}`) } })
+      if (reply._tag === "Turn") {
+        const { chunkSize, complete, delay } = reply.options
+        return sse(wire.turn(reply.turn, { chunkSize, complete }), { delay })
+      }
+      const answer = wire.error(reply.error)
+      return { _tag: "Status", status: answer.status, body: answer.body, headers: answer.headers }
+    }
+
     const respond = (
       request: HttpServerRequest.HttpServerRequest,
-      reply: Reply | undefined,
-      index: number
+      reply: Exclude<Reply, TurnReply | ErrorReply>
     ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-      if (reply === undefined) {
-        return Effect.succeed(HttpServerResponse.jsonUnsafe({
-          error: {
-            message: `ProviderServer: no reply queued for request #${index + 1} (${request.method} ${request.url}); ` +
-              "the test script ran out of replies"
-          }
-        }, { status: 500 }))
-      }
       if (reply._tag === "Status") {
         return Effect.succeed(HttpServerResponse.text(reply.body, { status: reply.status, headers: reply.headers }))
       }
@@ -219,10 +353,10 @@ export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> 
           contentType: "text/plain"
         }))
       }
-      const end = Math.min(reply.body.length, reply.stallAfter ?? reply.disconnectAfter ?? reply.body.length)
+      const end = Math.min(bodyByteLength(reply), reply.stallAfter ?? reply.disconnectAfter ?? Number.POSITIVE_INFINITY)
       const pause = reply.delay === undefined ? nextTurn : realSleep(reply.delay)
       // One element per write: the server writes a whole chunk of the stream at once.
-      const writes = Stream.fromIterable(pieces(reply.body, end, reply.chunkSize)).pipe(
+      const writes = Stream.fromIterable(writesOf(reply, end)).pipe(
         Stream.mapEffect((piece, i) => i === 0 ? Effect.succeed(piece) : Effect.as(pause, piece))
       )
       const tail: Stream.Stream<Uint8Array> = reply.disconnectAfter !== undefined
@@ -243,6 +377,17 @@ export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> 
       }))
     }
 
+    /** The answer to the request: the next queued one, else the handler's, else a refusal that says why. */
+    const answerFor = (received: RecordedRequest, index: number): Effect.Effect<Reply> =>
+      Effect.gen(function*() {
+        const queued = yield* Ref.modify(queue, (answers): [Answer | undefined, ReadonlyArray<Answer>] => [answers[0], answers.slice(1)])
+        if (queued !== undefined) return toReply(queued)
+        const handle = yield* Ref.get(handler)
+        if (handle === undefined) return unscripted(wire, received, index)
+        const handled = handle(received, index)
+        return toReply(Effect.isEffect(handled) ? yield* handled : handled)
+      })
+
     const app = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const text = yield* Effect.orElseSucceed(request.text, () => "")
@@ -250,8 +395,7 @@ export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> 
       for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value
       const received: RecordedRequest = { method: request.method, url: request.url, headers, body: parseBody(text) }
       const index = yield* SubscriptionRef.modify(recorded, (all) => [all.length, [...all, received]])
-      const reply = yield* Ref.modify(queue, (replies): [Reply | undefined, ReadonlyArray<Reply>] => [replies[0], replies.slice(1)])
-      return yield* respond(request, reply, index)
+      return yield* respond(request, written(yield* answerFor(received, index)))
     })
 
     yield* HttpServer.serveEffect(app).pipe(Effect.provideService(HttpServer.HttpServer, server))
@@ -261,7 +405,15 @@ export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> 
     const port = typeof address === "object" && address !== null ? address.port : 0
     return ProviderServer.of({
       url: `http://127.0.0.1:${port}`,
-      reply: (...replies) => Ref.update(queue, (queued) => [...queued, ...replies]),
+      wire,
+      reply: (...answers) => {
+        const needing = answers.map(toReply).find((reply) => reply._tag === "Turn" || reply._tag === "Error")
+        return needing !== undefined && wire === undefined
+          ? Effect.die(new Error(needsWire(`replying with a ${needing._tag}`)))
+          : Ref.update(queue, (queued) => [...queued, ...answers])
+      },
+      handle: (next) => Ref.set(handler, next),
+      reset: Effect.andThen(Ref.set(handler, undefined), Ref.getAndSet(queue, [])),
       requests: SubscriptionRef.get(recorded),
       awaitRequests: (count) =>
         SubscriptionRef.changes(recorded).pipe(
@@ -272,7 +424,11 @@ export const make: Effect.Effect<ProviderServer["Service"], never, Scope.Scope> 
         ),
       awaitClientAbort: Deferred.await(aborted)
     })
-})
+  })
 
-/** Starts the server for a test; see {@link make}. */
-export const layer: Layer.Layer<ProviderServer> = Layer.effect(ProviderServer, make)
+/** Starts a server without a wire format for a test; see {@link make}. */
+export const layer: Layer.Layer<ProviderServer> = Layer.effect(ProviderServer, make())
+
+/** Starts a server that writes turns and errors in `wire`, for a test; see {@link make}. */
+export const layerWire = (wire: ProviderWire.ProviderWire): Layer.Layer<ProviderServer> =>
+  Layer.effect(ProviderServer, make({ wire }))

@@ -1,9 +1,42 @@
+import { AiError, type ProviderWire } from "@agentloop/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Stream } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
+import * as MockLanguageModel from "../src/MockLanguageModel.ts"
 import * as ProviderServer from "../src/ProviderServer.ts"
 
 const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
+
+/**
+ * A wire format of this test's own, which writes what it was given as JSON,
+ * so the test sees exactly what the server asked of it: the providers' real
+ * formats are tested in their packages.
+ */
+const wire: ProviderWire.ProviderWire = {
+  provider: "echo",
+  turn: (turn, options) => [
+    ProviderServer.sseEvent({ options: options ?? null }),
+    ...turn.items.map((item) => ProviderServer.sseEvent(item))
+  ],
+  error: (error) => ({
+    status: error._tag === "RateLimited" ? 429 : 400,
+    headers: { "content-type": "application/json", "x-tag": error._tag },
+    body: JSON.stringify({ error: { message: error.message } })
+  })
+}
+
+const WireLayer = Layer.mergeAll(ProviderServer.layerWire(wire), FetchHttpClient.layer)
+
+/** POSTs to the server; the status, the headers and the body as text. */
+const post = (path = "/turn") =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    const client = yield* HttpClient.HttpClient
+    const response = yield* client.execute(
+      HttpClientRequest.post(`${server.url}${path}`).pipe(HttpClientRequest.bodyJsonUnsafe({ path }))
+    )
+    return { status: response.status, headers: response.headers, text: yield* response.text }
+  })
 
 const decoder = new TextDecoder()
 
@@ -91,13 +124,13 @@ describe("ProviderServer", () => {
       expect(raw?.body).toBe("not json")
     }).pipe(Effect.provide(TestLayer)))
 
-  it.live("answers a request with no queued reply with a 500 saying the script ran out", () =>
+  it.live("refuses a request nothing was scripted for with a 400 (which no provider retries) that says so", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
       const client = yield* HttpClient.HttpClient
       const response = yield* client.post(`${server.url}/responses`)
-      expect(response.status).toBe(500)
-      expect(yield* response.text).toContain("ran out of replies")
+      expect(response.status).toBe(400)
+      expect(yield* response.text).toContain("nothing scripted for request #1 (POST /responses)")
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("cuts the connection after disconnectAfter bytes", () =>
@@ -192,7 +225,7 @@ describe("ProviderServer", () => {
   it.live("make starts another server, for a second host", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
-      const other = yield* ProviderServer.make
+      const other = yield* ProviderServer.make()
       const client = yield* HttpClient.HttpClient
       expect(other.url).not.toBe(server.url)
       yield* other.reply(ProviderServer.status(204, ""))
@@ -200,4 +233,92 @@ describe("ProviderServer", () => {
       expect((yield* other.requests).map((request) => request.url)).toStrictEqual(["/x"])
       expect(yield* server.requests).toHaveLength(0)
     }).pipe(Effect.scoped, Effect.provide(TestLayer)))
+
+  it.live("with a delay, writes one frame, then waits before the next", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const client = yield* HttpClient.HttpClient
+      const frames = [ProviderServer.sseEvent({ n: 1 }), ProviderServer.sseEvent({ n: 2 })]
+      yield* server.reply(ProviderServer.sse(frames, { delay: "1 hour" }))
+      const response = yield* client.post(`${server.url}/stream`)
+      const pull = yield* Stream.toPull(response.stream)
+      const first = yield* pull
+      expect(decoder.decode(concat(first))).toBe(frames[0])
+      // The second frame is an hour away: it must not come in the next 200 ms.
+      const second = yield* Effect.timeoutOption(pull, "200 millis")
+      expect(Option.isNone(second)).toBe(true)
+    }).pipe(Effect.scoped, Effect.provide(TestLayer)))
+
+  it.live("without a delay or chunkSize, delivers each frame as its own chunk", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const frames = Array.from({ length: 12 }, (_, n) => ProviderServer.sseEvent({ n }))
+      yield* server.reply(ProviderServer.sse(frames))
+      const { chunks } = yield* bodyChunks("/stream")
+      expect(decoder.decode(concat(chunks))).toBe(frames.join(""))
+      // Each frame is its own write; the client may read two writes at once, but never a frame in halves.
+      expect(chunks.length).toBeGreaterThan(frames.length / 2)
+      for (const chunk of chunks) expect(decoder.decode(chunk)).toMatch(/^(data: \{"n":\d+\}\n\n)+$/)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("answers with a Turn and an AiError in the server's wire format", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const turn = MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 1 } }], { text: "Adding." })
+      const limited = new AiError.RateLimited({ provider: "echo", message: "slow down" })
+      yield* server.reply(turn, ProviderServer.turn(turn, { chunkSize: 3, complete: false }), limited)
+      const bare = yield* post()
+      expect(bare.status).toBe(200)
+      expect(bare.headers["content-type"]).toBe("text/event-stream")
+      expect(bare.text).toBe(wire.turn(turn, { chunkSize: undefined, complete: undefined }).join(""))
+      const withOptions = yield* post()
+      expect(withOptions.text).toBe(wire.turn(turn, { chunkSize: 3, complete: false }).join(""))
+      const failed = yield* post()
+      expect(failed).toMatchObject({ status: 429, headers: { "x-tag": "RateLimited" } })
+      expect(JSON.parse(failed.text)).toStrictEqual({ error: { message: "slow down" } })
+    }).pipe(Effect.provide(WireLayer)))
+
+  it.live("refuses a Turn or an AiError on a server without a wire format, saying how to make one", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const exit = yield* Effect.exit(server.reply(MockLanguageModel.textTurn("hi")))
+      expect(Exit.isFailure(exit) && String(exit.cause)).toContain("ProviderServer.layerWire(")
+      // Nothing was queued: the request is unscripted.
+      expect((yield* post()).status).toBe(400)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("answers what the queue does not with the handler, given each request and its index", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const seen: Array<[unknown, number]> = []
+      yield* server.reply(ProviderServer.status(202, "queued"))
+      yield* server.handle((request, index) => {
+        seen.push([request.body, index])
+        return index % 2 === 0
+          ? MockLanguageModel.textTurn(`turn ${index}`)
+          : Effect.succeed(new AiError.InvalidRequest({ provider: "echo", message: `refused ${index}` }))
+      })
+      expect((yield* post("/a")).status).toBe(202)
+      const refused = yield* post("/b")
+      expect(refused.status).toBe(400)
+      expect(refused.text).toContain("refused 1")
+      expect((yield* post("/c")).text).toContain("turn 2")
+      // A queued answer still goes first.
+      yield* server.reply(ProviderServer.status(203, "queued again"))
+      expect((yield* post("/d")).status).toBe(203)
+      expect(seen).toStrictEqual([[{ path: "/b" }, 1], [{ path: "/c" }, 2]])
+    }).pipe(Effect.provide(WireLayer)))
+
+  it.live("reset drops the answers a run left unasked and the handler: the next request is unscripted", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const left = [MockLanguageModel.textTurn("one"), MockLanguageModel.textTurn("two")]
+      yield* server.reply(...left)
+      yield* server.handle(() => MockLanguageModel.textTurn("handled"))
+      expect(yield* server.reset).toStrictEqual(left)
+      const next = yield* post()
+      // Unscripted, in the wire's own error format: the provider reads it as a non-retryable InvalidRequest.
+      expect(next).toMatchObject({ status: 400, headers: { "x-tag": "InvalidRequest" } })
+      expect(next.text).toContain("nothing scripted for request #1 (POST /turn)")
+    }).pipe(Effect.provide(WireLayer)))
 })
