@@ -4,7 +4,7 @@
  * loopback server.
  */
 import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
-import { Anthropic } from "../src/index.ts"
+import { Anthropic, AnthropicWire } from "../src/index.ts"
 
 export const model = "claude-sonnet-4-5-20250929"
 
@@ -75,7 +75,7 @@ export const conformance: ProviderHarness.Fixture = {
   credentialHeader: "x-api-key",
   layer: (settings) => Anthropic.layerWithoutHttpClient({ ...settings, model }),
   frames: (turn, options) => {
-    const { cachedInput, input, output } = turn.usage
+    const usage = AnthropicWire.usage(turn.usage)
     const blocks: Array<ReadonlyArray<string>> = []
     if (turn.reasoning !== undefined) blocks.push(thinkingBlock(blocks.length, "sig-conformance", ...turn.reasoning))
     if (turn.text !== undefined) blocks.push(textBlock(blocks.length, ...turn.text))
@@ -83,19 +83,9 @@ export const conformance: ProviderHarness.Fixture = {
       const half = Math.floor(call.arguments.length / 2)
       blocks.push(toolUseBlock(blocks.length, call.id, call.name, call.arguments.slice(0, half), call.arguments.slice(half)))
     }
-    const start = [
-      messageStart(turn.id, { input_tokens: input - cachedInput, cache_read_input_tokens: cachedInput, output_tokens: 1 }),
-      ping
-    ]
-    const end = [
-      messageDelta((turn.calls ?? []).length > 0 ? "tool_use" : "end_turn", {
-        input_tokens: input - cachedInput,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: cachedInput,
-        output_tokens: output
-      }),
-      messageStop
-    ]
+    // The usage of message_delta wins over message_start's, whose output is the first token.
+    const start = [messageStart(turn.id, { ...usage, output_tokens: 1 }), ping]
+    const end = [messageDelta((turn.calls ?? []).length > 0 ? "tool_use" : "end_turn", usage), messageStop]
     return [...start, ...blocks.flat(), ...(options?.complete === false ? [] : end)]
   },
   serverError: (message) => [event("error", { error: { type: "api_error", message } })],

@@ -14,7 +14,7 @@ import type * as Turn from "./Turn.ts"
 /** How {@link ProviderWire.turn} writes a turn. */
 export interface TurnOptions {
   /**
-   * The size, in characters, of the pieces streamed text, reasoning and
+   * The size, in code points, of the pieces streamed text, reasoning and
    * arguments are split into, one delta event (or chunk) per piece. Default 16.
    */
   readonly chunkSize?: number | undefined
@@ -45,8 +45,9 @@ export interface ProviderWire {
    * with the provider's error body (and `retry-after` when the error has one),
    * or, for errors that happen inside a stream (`MalformedEvent`,
    * `IncompleteTurn`), a `200` event stream that breaks that way. The
-   * provider's layer maps the answer back to an error with the same tag,
-   * carrying `error.message`.
+   * provider's layer maps the answer back to an error with the same tag: an
+   * HTTP error carries `error.message`, an error inside the stream the
+   * decoder's own message.
    */
   readonly error: (error: AiError.AiError) => HttpAnswer
 }

@@ -394,3 +394,9 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
       e.error ?? { code: e.code ?? null, message: e.message ?? "the stream failed without a message" }
     ))]
 ])
+
+/**
+ * The event types the decoder reads; it skips events of other types without
+ * parsing their data (`response.reasoning_summary_part.added`, ...).
+ */
+export const eventTypes: ReadonlySet<string> = new Set(handlers.keys())
