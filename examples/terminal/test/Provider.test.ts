@@ -2,21 +2,34 @@ import { execFile } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
-import { AgentLoop } from "@agentloop/core"
+import { AnthropicWire } from "@agentloop/anthropic"
+import { AgentLoop, type ProviderWire } from "@agentloop/core"
+import { GeminiWire } from "@agentloop/gemini"
+import { ResponsesWire } from "@agentloop/responses"
 import { ProviderServer } from "@agentloop/testing"
 import * as Demo from "../src/Demo.ts"
 import { plain } from "./plain.ts"
 import * as Provider from "../src/Provider.ts"
+import { question, script } from "../src/script.ts"
 
 const withEnv = (env: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env }))
 
 
-const demoWith = (env: Record<string, string>) =>
+const demoWith = (env: Record<string, string>, input = "Hi") =>
   Effect.gen(function*() {
     let out = ""
-    yield* Demo.run("Hi", (text) => Effect.sync(() => out += text))
+    yield* Demo.run(input, (text) => Effect.sync(() => out += text))
     return plain(out)
   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer), Layer.provide(withEnv(env)))))
+
+/** The demo's output without the run's elapsed time, the one thing that differs between two runs. */
+const timeless = (out: string) => out.replace(/ · [\d.]+ ?m?s\n*$/, "")
+
+const providers: ReadonlyArray<readonly [string, string, ProviderWire.ProviderWire]> = [
+  ["responses", "OPENAI_API_KEY", ResponsesWire.wire],
+  ["gemini", "GEMINI_API_KEY", GeminiWire.wire],
+  ["anthropic", "ANTHROPIC_API_KEY", AnthropicWire.wire]
+]
 
 describe("the demo's provider choice", () => {
   it.effect("is the scripted mock by default", () =>
@@ -54,39 +67,6 @@ describe("the demo's provider choice", () => {
       }).pipe(Effect.provide(ProviderServer.layer)))
   }
 
-  it.live("runs the agent on Claude: a tool call over the Messages stream, its result sent back, then the answer", () =>
-    Effect.gen(function*() {
-      const server = yield* ProviderServer.ProviderServer
-      const event = (type: string, fields: Record<string, unknown>) => ProviderServer.sseEvent({ type, ...fields }, type)
-      const message = (id: string, blocks: ReadonlyArray<string>, stopReason: string) =>
-        ProviderServer.sse([
-          event("message_start", { message: { id, model: "claude-haiku-4-5-20251001", usage: { input_tokens: 40, output_tokens: 1 } } }),
-          ...blocks,
-          event("message_delta", { delta: { stop_reason: stopReason }, usage: { output_tokens: 12 } }),
-          event("message_stop", {})
-        ], { chunkSize: 16 })
-      yield* server.reply(
-        message("msg_1", [
-          event("content_block_start", { index: 0, content_block: { type: "tool_use", id: "toolu_1", name: "calculator", input: {} } }),
-          event("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: "{\"expression\":" } }),
-          event("content_block_delta", { index: 0, delta: { type: "input_json_delta", partial_json: "\"6 * 7\"}" } }),
-          event("content_block_stop", { index: 0 })
-        ], "tool_use"),
-        message("msg_2", [
-          event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
-          event("content_block_delta", { index: 0, delta: { type: "text_delta", text: "It is 42." } }),
-          event("content_block_stop", { index: 0 })
-        ], "end_turn")
-      )
-      const out = yield* demoWith({ AGENTLOOP_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "test-key", AGENTLOOP_BASE_URL: server.url })
-      expect(out).toContain("→ calculator {\"expression\":\"6 * 7\"}")
-      expect(out).toContain("← calculator {\"expression\":\"6 * 7\",\"value\":42}")
-      expect(out).toContain("It is 42.")
-      expect(out).toContain("✓ Stop")
-      const [, second] = yield* server.requests
-      expect(JSON.stringify(second?.body)).toContain("\"tool_result\",\"tool_use_id\":\"toolu_1\"")
-    }).pipe(Effect.provide(ProviderServer.layer)))
-
   it.live("the demo process exits with status 1 when the run ends in an error termination", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
@@ -101,4 +81,24 @@ describe("the demo's provider choice", () => {
       expect(plain(ended.stdout)).toContain("✗ ProviderAuth (fatal)")
       expect(ended.code).toBe(1)
     }).pipe(Effect.provide(ProviderServer.layer)), 60_000)
+})
+
+describe("the demo's scripted conversation, over every provider", () => {
+  for (const [provider, variable, wire] of providers) {
+    it.live(`on ${provider}, streamed in its wire format, prints what it prints on the mock`, () =>
+      Effect.gen(function*() {
+        const onMock = yield* demoWith({}, question)
+        const server = yield* ProviderServer.ProviderServer
+        yield* server.reply(...script)
+        const out = yield* demoWith({ AGENTLOOP_PROVIDER: provider, [variable]: "test-key", AGENTLOOP_BASE_URL: server.url }, question)
+        expect(timeless(out)).toBe(timeless(onMock))
+        expect(out).toContain("A marathon is about 42.16 km.")
+        expect(out).toContain("✓ Stop")
+        // Each turn after the first sent the model the results of the calls before it.
+        const requests = yield* server.requests
+        expect(requests).toHaveLength(script.length)
+        expect(JSON.stringify(requests[1]?.body)).toContain("call_marathon")
+        expect(JSON.stringify(requests[2]?.body)).toContain("call_fever_retry")
+      }).pipe(Effect.provide(ProviderServer.layerWire(wire))))
+  }
 })
