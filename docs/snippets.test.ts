@@ -1,7 +1,9 @@
 /**
  * Every ```ts block of the docs is a program: this test type-checks them all
  * and runs each one, so the docs cannot drift from the API. Illustrative code
- * that is not a whole program is fenced as ```typescript instead.
+ * that is not a whole program is fenced as ```typescript instead, and an
+ * excerpt of a file of the repository as ```ts <path>: the test checks that
+ * the file still holds it, word for word.
  */
 import { execFile } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -21,6 +23,17 @@ const snippets = readdirSync(docs)
     [...readFileSync(join(docs, file), "utf8").matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((match, index) => ({
       name: `${file.replace(/\.md$/, "")}-${index + 1}`,
       code: match[1]!
+    }))
+  )
+
+const excerpts = readdirSync(docs)
+  .filter((file) => file.endsWith(".md"))
+  .sort()
+  .flatMap((file) =>
+    [...readFileSync(join(docs, file), "utf8").matchAll(/^```ts (\S+)\n([\s\S]*?)^```$/gm)].map((match) => ({
+      doc: file,
+      path: match[1]!,
+      code: match[2]!
     }))
   )
 
@@ -49,6 +62,12 @@ describe("docs", () => {
     )
     expect(result).toBe("")
   }, 120_000)
+
+  for (const excerpt of excerpts) {
+    it(`${excerpt.doc} quotes ${excerpt.path} as it is`, () => {
+      expect(readFileSync(join(docs, "..", excerpt.path), "utf8")).toContain(excerpt.code)
+    })
+  }
 
   // Each snippet runs in its own process, a few at a time.
   for (const snippet of snippets) {
