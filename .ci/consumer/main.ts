@@ -2,12 +2,20 @@
  * A user's first program, run by `.ci/install-check` in a fresh project that
  * installed the packed tarballs: an agent that calls a tool and answers,
  * streamed from the scripted model, then from each provider's layer against a
- * loopback server speaking that provider's wire format. It fails (exit code 1)
- * unless every run streams the answer and ends with `Stop`.
+ * loopback server speaking that provider's wire format, then as a durable run
+ * on an embedded SQLite runner. It fails (exit code 1) unless every run
+ * streams the answer and ends with `Stop`.
  */
-import { AgentLoop, TokenUsage, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/testing"
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Anthropic, AnthropicWire } from "@agentloop/anthropic"
+import { AgentLoop, type LanguageModel, type ProviderWire, TokenUsage, Tool, Toolkit } from "@agentloop/core"
+import { DurableAgent, DurableRunner } from "@agentloop/durable"
+import { Gemini, GeminiWire } from "@agentloop/gemini"
+import { Responses, ResponsesWire } from "@agentloop/responses"
+import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+import { Effect, Layer, Redacted, Schema, Stream } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 
 const add = Tool.make({
   name: "add",
@@ -16,18 +24,25 @@ const add = Tool.make({
   output: Schema.Finite,
   execute: ({ a, b }) => Effect.succeed(a + b)
 })
+const toolkit = Toolkit.make(add)
+const input = "What is 2 + 3?"
+const answer = "2 + 3 = 5"
 
 const script = [
   MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }], { model: "gpt-5-mini" }),
-  MockLanguageModel.textTurn("2 + 3 = 5", { model: "gpt-5-mini", usage: TokenUsage.make(40, 8) })
+  MockLanguageModel.textTurn(answer, { model: "gpt-5-mini", usage: TokenUsage.make(40, 8) })
 ]
 
+const expect = (what: string, actual: string, expected: string) =>
+  actual === expected ? Effect.void : Effect.die(new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`))
+
+/** Streams the agent's run and checks what it streamed. */
 const ask = Effect.gen(function*() {
   const agent = yield* AgentLoop.AgentLoop
   let text = ""
   const tools: Array<string> = []
   let ended = ""
-  yield* agent.stream({ input: "What is 2 + 3?", toolkit: Toolkit.make(add) }).pipe(
+  yield* agent.stream({ input, toolkit }).pipe(
     Stream.runForEach((event) =>
       Effect.sync(() => {
         if (event._tag === "Delta" && event.delta.type === "text_delta") text += event.delta.delta
@@ -36,16 +51,52 @@ const ask = Effect.gen(function*() {
       })
     )
   )
-  if (text !== "2 + 3 = 5" || tools.join() !== "add -> 5" || ended !== "Stop") {
-    return yield* Effect.die(new Error(`unexpected run: text ${JSON.stringify(text)}, tools ${tools.join()}, ended ${ended}`))
-  }
-  return `${tools.join()}; "${text}"; ${ended}`
+  yield* expect("text", text, answer)
+  yield* expect("tools", tools.join(), "add -> 5")
+  yield* expect("termination", ended, "Stop")
 })
 
-const mock = ask.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script)))))
+const onModel = (model: Layer.Layer<LanguageModel.LanguageModel>) =>
+  ask.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model))))
+
+const providers: ReadonlyArray<
+  readonly [string, ProviderWire.ProviderWire, (baseUrl: string) => Layer.Layer<LanguageModel.LanguageModel>]
+> = [
+  ["responses", ResponsesWire.wire, (baseUrl) => Responses.layer({ apiKey: Redacted.make("key"), baseUrl })],
+  ["gemini", GeminiWire.wire, (baseUrl) => Gemini.layer({ apiKey: Redacted.make("key"), baseUrl })],
+  ["anthropic", AnthropicWire.wire, (baseUrl) => Anthropic.layer({ apiKey: Redacted.make("key"), baseUrl })]
+]
+
+const overHttp = (wire: ProviderWire.ProviderWire, layer: (baseUrl: string) => Layer.Layer<LanguageModel.LanguageModel>) =>
+  Effect.gen(function*() {
+    const server = yield* ProviderServer.ProviderServer
+    yield* server.reply(...script)
+    yield* onModel(layer(server.url))
+  }).pipe(Effect.provide(ProviderServer.layerWire(wire)))
+
+const durable = Effect.gen(function*() {
+  const agent = DurableAgent.make("adder", { toolkit })
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-consumer-"))
+  const runner = agent.layer.pipe(
+    Layer.provideMerge(DurableRunner.layerSqlite({ filename: Path.join(dir, "runs.db") })),
+    Layer.provide(MockLanguageModel.layer(script))
+  )
+  const result = yield* agent.run({ runId: "run-1", input }).pipe(
+    Effect.provide(runner),
+    Effect.ensuring(Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
+  )
+  yield* expect("durable run", result._tag === "Stopped" ? String(result.output) : result._tag, answer)
+})
 
 const main = Effect.gen(function*() {
-  console.log(`mock: ${yield* mock}`)
+  yield* onModel(MockLanguageModel.layer(script))
+  console.log("mock: ok")
+  for (const [name, wire, layer] of providers) {
+    yield* overHttp(wire, layer)
+    console.log(`${name} over HTTP: ok`)
+  }
+  yield* durable
+  console.log("durable on SQLite: ok")
 })
 
 Effect.runPromise(main).catch((error) => {

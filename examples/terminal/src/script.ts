@@ -2,7 +2,7 @@
  * The demo's scripted model: three turns that exercise both tools (one call
  * fails on purpose, to show how a tool failure reaches the model) and answer.
  */
-import { TokenUsage } from "@agentloop/core"
+import { TokenUsage, type Turn } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 
 export const question =
@@ -10,7 +10,7 @@ export const question =
 
 const model = "gpt-5-mini"
 
-export const script: ReadonlyArray<MockLanguageModel.Reply> = [
+export const script: ReadonlyArray<Turn.Turn> = [
   MockLanguageModel.callsTurn([
     { name: "convert_units", arguments: { value: 26.2, from: "mi", to: "km" }, callId: "call_marathon" },
     { name: "calculator", arguments: { expression: "(3.5 + 1.25) * 4" }, callId: "call_product" },
