@@ -7,7 +7,8 @@
  * layer; agent code does not change. Requests go through `effect/http`'s
  * `HttpClient` (`FetchHttpClient` in {@link layer}, any client with
  * {@link layerWithoutHttpClient}). Timeouts, retries, redaction and the span
- * attributes are `Provider`'s, the same for every provider.
+ * attributes are `Provider`'s, the same for every provider; Google's error
+ * details (a refused key, a daily quota, `RetryInfo`) are read by `GeminiError`.
  *
  * @since 0.1.0
  */
@@ -15,10 +16,11 @@ import { type LanguageModel, Provider } from "@agentloop/core"
 import { Config as EffectConfig, Effect, type Layer, Random } from "effect"
 import type { HttpClient } from "effect/http"
 import * as GeminiDecoder from "./GeminiDecoder.ts"
+import * as GeminiError from "./GeminiError.ts"
 import * as GeminiRequest from "./GeminiRequest.ts"
 
 /** The provider's name in errors and on `LanguageModel.provider`. */
-export const provider = GeminiDecoder.provider
+export const provider = GeminiError.provider
 
 /** The Gemini API's public endpoint. */
 export const defaultBaseUrl = "https://generativelanguage.googleapis.com/v1beta"
@@ -56,7 +58,8 @@ export const spec: Provider.Spec<Config> = {
         request: { path: `/models/${encodeURIComponent(model)}:streamGenerateContent`, urlParams: { alt: "sse" }, body },
         decoder: GeminiDecoder.make({ model, fallbackKey })
       }
-    })
+    }),
+  classifyError: GeminiError.classify
 }
 
 /** Builds the `LanguageModel` service on the `HttpClient` in context. */

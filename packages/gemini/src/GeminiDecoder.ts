@@ -19,14 +19,15 @@
  *
  * @since 0.1.0
  */
-import { AiError, ProviderHttp, ProviderStream, TokenUsage } from "@agentloop/core"
+import { AiError, ProviderStream, TokenUsage } from "@agentloop/core"
 import type { Item, Turn, TurnDelta } from "@agentloop/core"
 import { Result } from "effect"
 import * as GeminiArguments from "./GeminiArguments.ts"
+import * as GeminiError from "./GeminiError.ts"
 import * as GeminiEvent from "./GeminiEvent.ts"
 
 /** The provider's name in errors. */
-export const provider = "gemini"
+export const provider = GeminiError.provider
 
 /** Prefix of the ids of items this provider makes; `GeminiRequest` sends back only reasoning items that carry it. */
 export const itemIdPrefix = "gemini_"
@@ -73,16 +74,8 @@ export const usage = (metadata: GeminiEvent.UsageMetadata): TokenUsage.TokenUsag
     { cachedInput: metadata.cachedContentTokenCount, reasoning: metadata.thoughtsTokenCount }
   )
 
-/** Maps an error Gemini sent inside a stream (an event with an `error` body) to its `AiError`, as its HTTP status would. */
-export const streamError = (error: GeminiEvent.ErrorDetail): AiError.AiError => {
-  const message = error.message ?? error.status ?? "unknown error"
-  return AiError.fromHttpStatus({
-    provider,
-    status: error.code ?? 500,
-    message,
-    contextLengthExceeded: ProviderHttp.isContextLengthMessage(message)
-  })
-}
+/** Maps an error Gemini sent inside a stream (an event with an `error` body) to its `AiError`; see `GeminiError.fromObject`. */
+export const streamError = (error: GeminiEvent.ErrorDetail): AiError.AiError => GeminiError.fromObject(error)
 
 interface OpenText {
   readonly kind: "message" | "reasoning"

@@ -80,13 +80,62 @@ export const UsageMetadata = Schema.Struct({
 })
 export type UsageMetadata = typeof UsageMetadata.Type
 
-/** Google's error: the body of a failed HTTP response, and what a stream that fails midway sends as an event. */
+/**
+ * Google's error (a `google.rpc.Status`): the body of a failed HTTP response,
+ * and what a stream that fails midway sends as an event. `details` is any JSON
+ * here, so that details of a shape not known here (or not an array at all)
+ * never cost the code and message; `GeminiError` reads the ones it knows, each
+ * on its own, with {@link StatusDetail}.
+ */
 export const ErrorDetail = Schema.Struct({
   code: Schema.optionalKey(Schema.Number),
   message: Schema.optionalKey(Schema.String),
-  status: Schema.optionalKey(Schema.String)
+  status: Schema.optionalKey(Schema.String),
+  details: Schema.optionalKey(Schema.Unknown)
 })
 export type ErrorDetail = typeof ErrorDetail.Type
+
+/**
+ * The body of a failed HTTP response: `{ error }`, or, as Google's streaming
+ * methods answer, `[{ error }]`.
+ */
+export const ErrorBody = Schema.Union([
+  Schema.Struct({ error: ErrorDetail }),
+  Schema.Array(Schema.Struct({ error: ErrorDetail }))
+])
+export type ErrorBody = typeof ErrorBody.Type
+
+/** `google.rpc.ErrorInfo`: why a request failed, as a `reason` unique within its `domain` (`API_KEY_INVALID` in `googleapis.com`). */
+export const ErrorInfo = Schema.Struct({
+  "@type": Schema.Literal("type.googleapis.com/google.rpc.ErrorInfo"),
+  reason: Schema.String,
+  domain: Schema.String
+})
+export type ErrorInfo = typeof ErrorInfo.Type
+
+/** `google.rpc.RetryInfo`: how long to wait before a retry, a protobuf `Duration` in its JSON form (`"38s"`, `"1.5s"`). */
+export const RetryInfo = Schema.Struct({
+  "@type": Schema.Literal("type.googleapis.com/google.rpc.RetryInfo"),
+  retryDelay: Schema.String
+})
+export type RetryInfo = typeof RetryInfo.Type
+
+/**
+ * `google.rpc.QuotaFailure`: the quotas a request exceeded, each named by its
+ * metric and its limit's id (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`).
+ */
+export const QuotaFailure = Schema.Struct({
+  "@type": Schema.Literal("type.googleapis.com/google.rpc.QuotaFailure"),
+  violations: Schema.Array(Schema.Struct({
+    quotaMetric: Schema.optionalKey(Schema.String),
+    quotaId: Schema.optionalKey(Schema.String)
+  }))
+})
+export type QuotaFailure = typeof QuotaFailure.Type
+
+/** The entries of an error's `details` that agentloop reads; the others (`Help`, `LocalizedMessage`, …) are skipped. */
+export const StatusDetail = Schema.Union([ErrorInfo, RetryInfo, QuotaFailure])
+export type StatusDetail = typeof StatusDetail.Type
 
 /**
  * A streamed SSE event: a response chunk or, when `error` is present, the error

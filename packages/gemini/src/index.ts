@@ -6,5 +6,7 @@
 export * as Gemini from "./Gemini.ts"
 export * as GeminiArguments from "./GeminiArguments.ts"
 export * as GeminiDecoder from "./GeminiDecoder.ts"
+export * as GeminiError from "./GeminiError.ts"
 export * as GeminiEvent from "./GeminiEvent.ts"
 export * as GeminiRequest from "./GeminiRequest.ts"
+export * as GeminiWire from "./GeminiWire.ts"

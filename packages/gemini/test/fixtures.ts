@@ -3,7 +3,7 @@
  * for the loopback server.
  */
 import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
-import { Gemini } from "../src/index.ts"
+import { Gemini, GeminiWire } from "../src/index.ts"
 
 /** One `GenerateContentResponse` chunk of candidate 0. */
 export const chunk = (parts: ReadonlyArray<unknown>, extra: {
@@ -29,20 +29,15 @@ export const conformance: ProviderHarness.Fixture = {
   provider: "gemini",
   credentialHeader: "x-goog-api-key",
   layer: (settings) => Gemini.layerWithoutHttpClient({ ...settings, model: "gemini-conformance" }),
+  // Each piece of a WireTurn is its own chunk (the suite checks the deltas piece by piece), which
+  // GeminiWire's fixed chunkSize cannot reproduce; the usage is written by GeminiWire.
   frames: (turn, options) => {
     const parts: Array<unknown> = [
       ...(turn.reasoning ?? []).map((text) => ({ text, thought: true })),
       ...(turn.text ?? []).map((text) => ({ text })),
       ...(turn.calls ?? []).map((call) => ({ functionCall: { id: call.id, name: call.name, args: JSON.parse(call.arguments) } }))
     ]
-    const { cachedInput, input, output, reasoning, total } = turn.usage
-    const usageMetadata = {
-      promptTokenCount: input,
-      cachedContentTokenCount: cachedInput,
-      candidatesTokenCount: output - reasoning,
-      thoughtsTokenCount: reasoning,
-      totalTokenCount: total
-    }
+    const usageMetadata = GeminiWire.usageMetadata(turn.usage)
     return frames(...parts.map((part, i) =>
       chunk([part], {
         responseId: turn.id,
