@@ -21,6 +21,8 @@ import { Array as Arr, Cause, Context, Duration, Effect, Exit, Pull, Schedule, S
 import { Sse } from "effect/encoding"
 import { HttpServerResponse } from "effect/http"
 import * as AgentEvent from "./AgentEvent.ts"
+import * as StepError from "./StepError.ts"
+import * as StepEvent from "./StepEvent.ts"
 import * as Termination from "./Termination.ts"
 
 /** The schemas of a stream's events and of the error it may fail with. Neither may need services. */
@@ -34,6 +36,17 @@ export const agent: Codec<AgentEvent.AgentEvent, Termination.Error> = {
   events: AgentEvent.AgentEvent,
   failure: Termination.Error
 }
+
+/**
+ * The codec of a step program's stream (`Step.stream(...)`) whose output
+ * `output` describes: its `StepEvent`s and the final `Output` event, failing
+ * with a `StepError`. A program whose steps fail with errors of their own
+ * needs their schema: `{ events: StepEvent.schema(output), failure: Schema.Union([StepError.StepError, Mine]) }`.
+ */
+export const steps = <S extends Schema.Top>(output: S) => ({
+  events: StepEvent.schema(output),
+  failure: StepError.StepError
+})
 
 /** Options of the server side. */
 export interface EncodeOptions {

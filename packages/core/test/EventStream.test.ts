@@ -6,6 +6,8 @@ import { TestClock } from "effect/testing"
 import * as Http from "node:http"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as EventStream from "../src/EventStream.ts"
+import * as Step from "../src/Step.ts"
+import * as StepError from "../src/StepError.ts"
 import * as Termination from "../src/Termination.ts"
 import { addCall, answer, environment, model, toolkit } from "./agentFixtures.ts"
 
@@ -40,6 +42,18 @@ describe("EventStream", () => {
       expect(error).toBeInstanceOf(Termination.MaxTurns)
       expect(error._tag === "MaxTurns" && error.accounting.steps).toBe(1)
     }).pipe(Effect.provide(environment([addCall(1, 1), answer("never")]))))
+
+  it.effect("a step program's events, its output and its StepError arrive typed", () =>
+    Effect.gen(function*() {
+      const shout = Step.run({ id: "shout", execute: (text: string) => text.toUpperCase() })
+      const events = yield* roundTrip(EventStream.steps(Schema.String), Step.stream(shout, "hi"))
+      expect(events.map((event) => event._tag)).toStrictEqual(["Started", "Completed", "Output"])
+      expect(events.at(-1)).toStrictEqual({ _tag: "Output", value: "HI" })
+      const broken = Step.run({ id: "broken", execute: (_: string): Promise<string> => Promise.reject(new Error("offline")) })
+      const error = yield* Effect.flip(roundTrip(EventStream.steps(Schema.String), Step.stream(broken, "hi")))
+      expect(error).toBeInstanceOf(StepError.StepFailed)
+      expect(error).toMatchObject({ _tag: "StepFailed", stepId: "broken" })
+    }))
 
   it.effect("writes the documented wire format", () =>
     Effect.gen(function*() {
