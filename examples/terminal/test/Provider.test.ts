@@ -73,7 +73,7 @@ describe("the demo's provider choice", () => {
       yield* server.reply(ProviderServer.status(401, { error: { message: "key rejected" } }))
       const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
       const ended = yield* Effect.callback<{ readonly code: number | null; readonly stdout: string }>((resume) => {
-        const child = execFile(process.execPath, [main], {
+        const child = execFile(process.execPath, ["--conditions=@agentloop/source", main], {
           env: { ...process.env, AGENTLOOP_PROVIDER: "responses", OPENAI_API_KEY: "test-key", AGENTLOOP_BASE_URL: server.url },
           timeout: 30_000
         }, (error, stdout) => resume(Effect.succeed({ code: error === null ? 0 : child.exitCode, stdout })))
