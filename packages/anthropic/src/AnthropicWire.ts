@@ -21,7 +21,7 @@
  */
 import { ProviderHttp } from "@agentloop/core"
 import type { AiError, Item, TokenUsage, Turn } from "@agentloop/core"
-import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import * as ProviderWire from "@agentloop/core/ProviderWire"
 import { Duration } from "effect"
 import * as Anthropic from "./Anthropic.ts"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
@@ -61,14 +61,6 @@ export const usage = (usage: TokenUsage.TokenUsage): Usage => {
 /** One SSE frame of an event: its `type` as the `event:` line and in the JSON. */
 const frame = (type: string, fields: Record<string, unknown> = {}): string =>
   `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`
-
-/** `text` in pieces of `size` code points, so that no piece ends inside a character. */
-const pieces = (text: string, size: number): Array<string> => {
-  const characters = Array.from(text)
-  const out: Array<string> = []
-  for (let i = 0; i < characters.length; i += size) out.push(characters.slice(i, i + size).join(""))
-  return out
-}
 
 /** The frames of the content block at `index`: its start, its deltas, its stop. */
 const block = (
@@ -125,7 +117,7 @@ const blocksOf = (
         return block(
           index + i,
           { type: "text", text: "" },
-          pieces(part.text, size).map((text) => ({ type: "text_delta", text }))
+          ProviderWire.pieces(part.text, size).map((text) => ({ type: "text_delta", text }))
         )
       })
     }
@@ -145,7 +137,7 @@ const blocksOf = (
       }
       const signature = item.encrypted_content === undefined ? [] : [{ type: "signature_delta", signature: item.encrypted_content }]
       return [block(index, { type: "thinking", thinking: "" }, [
-        ...pieces(part.text, size).map((thinking) => ({ type: "thinking_delta", thinking })),
+        ...ProviderWire.pieces(part.text, size).map((thinking) => ({ type: "thinking_delta", thinking })),
         ...signature
       ])]
     }
@@ -156,7 +148,7 @@ const blocksOf = (
       return [block(
         index,
         { type: "tool_use", id: item.call_id, name: item.name, input: {} },
-        pieces(item.arguments, size).map((partial_json) => ({ type: "input_json_delta", partial_json }))
+        ProviderWire.pieces(item.arguments, size).map((partial_json) => ({ type: "input_json_delta", partial_json }))
       )]
     }
     case "function_call_output":
@@ -173,7 +165,7 @@ const blocksOf = (
       const input = "input" in item.data ? JSON.stringify(item.data.input) : undefined
       return input === undefined
         ? [block(index, item.data, [])]
-        : [block(index, { ...item.data, input: {} }, pieces(input, size).map((partial_json) => ({ type: "input_json_delta", partial_json })))]
+        : [block(index, { ...item.data, input: {} }, ProviderWire.pieces(input, size).map((partial_json) => ({ type: "input_json_delta", partial_json })))]
     }
   }
 }

@@ -51,3 +51,14 @@ export interface ProviderWire {
    */
   readonly error: (error: AiError.AiError) => HttpAnswer
 }
+
+/**
+ * `text` in pieces of `size` code points, as a wire streams it: no piece ends
+ * inside a character (half a surrogate pair), and empty text has no pieces.
+ */
+export const pieces = (text: string, size: number): Array<string> => {
+  const points = Array.from(text)
+  const out: Array<string> = []
+  for (let start = 0; start < points.length; start += size) out.push(points.slice(start, start + size).join(""))
+  return out
+}

@@ -32,7 +32,7 @@
  */
 import { ProviderHttp } from "@agentloop/core"
 import type { AiError, Item, TokenUsage, Turn } from "@agentloop/core"
-import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import * as ProviderWire from "@agentloop/core/ProviderWire"
 import { Duration } from "effect"
 import * as Gemini from "./Gemini.ts"
 import * as GeminiDecoder from "./GeminiDecoder.ts"
@@ -93,13 +93,10 @@ const runningUsage = (usage: GeminiEvent.UsageMetadata): GeminiEvent.UsageMetada
   totalTokenCount: usage.promptTokenCount ?? 0
 })
 
-/** `text` in pieces of `size` code points (so no piece holds half a surrogate pair); `""` is one empty piece. */
+/** `text` in pieces of `size` code points; empty text is one empty part, as Gemini sends an empty message. */
 const pieces = (text: string, size: number): Array<string> => {
-  const points = Array.from(text)
-  if (points.length === 0) return [""]
-  const out: Array<string> = []
-  for (let start = 0; start < points.length; start += size) out.push(points.slice(start, start + size).join(""))
-  return out
+  const out = ProviderWire.pieces(text, size)
+  return out.length === 0 ? [""] : out
 }
 
 const where = (index: number, item: Item.Item): string => `items[${index}] (${item.type})`

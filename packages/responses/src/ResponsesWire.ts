@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import { type AiError, type Item, ProviderHttp, type TokenUsage, type Turn } from "@agentloop/core"
-import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import * as ProviderWire from "@agentloop/core/ProviderWire"
 import { Duration } from "effect"
 import { defaultModel } from "./Responses.ts"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
@@ -39,23 +39,6 @@ class Writer {
     const data = JSON.stringify({ type, sequence_number: this.sequence++, ...fields })
     this.frames.push(`event: ${type}\ndata: ${data}\n\n`)
   }
-}
-
-/** `text` in pieces of `size` code points (never half a surrogate pair); none for empty text. */
-const pieces = (text: string, size: number): Array<string> => {
-  const out: Array<string> = []
-  let piece = ""
-  let count = 0
-  for (const char of text) {
-    piece += char
-    if (++count === size) {
-      out.push(piece)
-      piece = ""
-      count = 0
-    }
-  }
-  if (piece.length > 0) out.push(piece)
-  return out
 }
 
 const usageOf = (usage: TokenUsage.TokenUsage) => ({
@@ -144,11 +127,11 @@ const message = (out: Writer, index: number, item: Item.Message, size: number): 
     const at = { item_id: item.id, output_index: index, content_index }
     if (part.type === "output_text") {
       out.event("response.content_part.added", { ...at, part: { ...part, text: "" } })
-      for (const delta of pieces(part.text, size)) out.event("response.output_text.delta", { ...at, delta, logprobs: [] })
+      for (const delta of ProviderWire.pieces(part.text, size)) out.event("response.output_text.delta", { ...at, delta, logprobs: [] })
       out.event("response.output_text.done", { ...at, text: part.text, logprobs: [] })
     } else {
       out.event("response.content_part.added", { ...at, part: { type: "refusal", refusal: "" } })
-      for (const delta of pieces(part.refusal, size)) out.event("response.refusal.delta", { ...at, delta })
+      for (const delta of ProviderWire.pieces(part.refusal, size)) out.event("response.refusal.delta", { ...at, delta })
       out.event("response.refusal.done", { ...at, refusal: part.refusal })
     }
     out.event("response.content_part.done", { ...at, part })
@@ -169,14 +152,14 @@ const reasoning = (out: Writer, index: number, item: Item.Reasoning, size: numbe
   for (const [content_index, text] of content.entries()) {
     const at = { item_id: item.id, output_index: index, content_index }
     out.event("response.content_part.added", { ...at, part: { type: "reasoning_text", text: "" } })
-    for (const delta of pieces(text, size)) out.event("response.reasoning_text.delta", { ...at, delta })
+    for (const delta of ProviderWire.pieces(text, size)) out.event("response.reasoning_text.delta", { ...at, delta })
     out.event("response.reasoning_text.done", { ...at, text })
     out.event("response.content_part.done", { ...at, part: { type: "reasoning_text", text } })
   }
   for (const [summary_index, text] of summary.entries()) {
     const at = { item_id: item.id, output_index: index, summary_index }
     out.event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } })
-    for (const delta of pieces(text, size)) out.event("response.reasoning_summary_text.delta", { ...at, delta })
+    for (const delta of ProviderWire.pieces(text, size)) out.event("response.reasoning_summary_text.delta", { ...at, delta })
     out.event("response.reasoning_summary_text.done", { ...at, text })
     out.event("response.reasoning_summary_part.done", { ...at, part: { type: "summary_text", text } })
   }
@@ -198,7 +181,7 @@ const functionCall = (out: Writer, index: number, item: Item.FunctionCall, size:
   const added = { id, type: "function_call", status: "in_progress", arguments: "", call_id, name }
   out.event("response.output_item.added", { output_index: index, item: added })
   const at = { item_id: item.id, output_index: index }
-  for (const delta of pieces(item.arguments, size)) out.event("response.function_call_arguments.delta", { ...at, delta })
+  for (const delta of ProviderWire.pieces(item.arguments, size)) out.event("response.function_call_arguments.delta", { ...at, delta })
   out.event("response.function_call_arguments.done", { ...at, arguments: item.arguments })
   const done = { ...added, status: item.status, arguments: item.arguments }
   out.event("response.output_item.done", { output_index: index, item: done })

@@ -13,6 +13,7 @@ import * as AiError from "@agentloop/core/AiError"
 import type * as Item from "@agentloop/core/Item"
 import { LanguageModel } from "@agentloop/core/LanguageModel"
 import type { TurnOptions } from "@agentloop/core/LanguageModel"
+import { pieces } from "@agentloop/core/ProviderWire"
 import * as TokenUsage from "@agentloop/core/TokenUsage"
 import type { StopReason, Turn } from "@agentloop/core/Turn"
 import type { TurnDelta } from "@agentloop/core/TurnDelta"
@@ -60,13 +61,6 @@ export class MockLanguageModel extends Context.Service<MockLanguageModel, {
 }>()("@agentloop/testing/MockLanguageModel") {}
 
 const provider = "mock"
-
-const pieces = (text: string, size: number): Array<string> => {
-  const chars = Array.from(text)
-  const out: Array<string> = []
-  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(""))
-  return out
-}
 
 /** The deltas a provider would stream for `turn`, ending with its `turn_complete`. */
 export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
