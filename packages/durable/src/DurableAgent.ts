@@ -160,7 +160,7 @@ const build = <O, R, E, RU>(
             { concurrency: machine.tools.concurrency ?? 4 }
           )
           log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
-          const results = records.map((call) => RunSteps.result(toolkit, call))
+          const results = yield* Effect.forEach(records, (record) => RunSteps.result(toolkit, record))
           const outcome: AgentTurn.Outcome = {
             ...completed,
             history: [...completed.history, ...Toolkit.outputs(results)],

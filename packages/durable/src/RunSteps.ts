@@ -23,8 +23,9 @@ import * as Loop from "@agentloop/core/Loop"
 import * as Termination from "@agentloop/core/Termination"
 import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
+import * as ToolRecord from "@agentloop/core/ToolRecord"
 import * as Turn from "@agentloop/core/Turn"
-import { Clock, Effect, Exit, Option, Schema, Stream, Struct } from "effect"
+import { Clock, Effect, Option, Schema, Stream, Struct } from "effect"
 import * as Activity from "effect/workflow/Activity"
 import * as DurableApproval from "./DurableApproval.ts"
 import type { RunKey } from "./RunStore.ts"
@@ -90,15 +91,6 @@ export const turn = <O, R, RU>(machine: AgentMachine.Machine<O, R, RU>, state: A
   })
 }
 
-/** A tool call's result as the run records it: `Toolkit.Result` without the decoded `value`, which its output holds. */
-export const CallRecord = Schema.Struct({
-  outcome: Toolkit.Outcome,
-  call: Item.FunctionCall,
-  output: Item.FunctionCallOutput,
-  reason: Schema.optionalKey(Schema.String)
-})
-export type CallRecord = typeof CallRecord.Type
-
 const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
   outcome: "failure",
   call,
@@ -111,11 +103,6 @@ const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
     output: JSON.stringify({ error: reason })
   }
 })
-
-const record = (result: Toolkit.Result): CallRecord =>
-  result.outcome === "success"
-    ? { outcome: result.outcome, call: result.call, output: result.output }
-    : { outcome: result.outcome, call: result.call, output: result.output, reason: result.reason }
 
 /** What a call needs to run as a recorded step. */
 export interface Call<R> {
@@ -141,16 +128,16 @@ export const tool = <R>(options: Call<R>) => {
   const name = `tool/${options.step}/${options.index}`
   return Activity.make({
     name,
-    success: CallRecord,
+    success: ToolRecord.ToolRecord,
     execute: Effect.gen(function*() {
       const spec = toolkit?.byName.get(call.name)
       if (spec !== undefined && !spec.idempotent) {
         const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
         if (first._tag === "Failure") {
-          return record(notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`))
+          return ToolRecord.fromResult(notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`))
         }
         if (!first.success) {
-          return record(notRun(
+          return ToolRecord.fromResult(notRun(
             call,
             `Tool "${call.name}" was cut short by a crash and, as it is not idempotent, was not run again: whether it took effect is unknown.`
           ))
@@ -162,28 +149,23 @@ export const tool = <R>(options: Call<R>) => {
         (run) => decision === undefined ? run : Effect.provideService(run, Approval.Approval, DurableApproval.recorded(decision))
       )
       const result = results[0]
-      return result === undefined ? yield* Effect.die(new Error(`${name} has no result`)) : record(result)
+      return result === undefined ? yield* Effect.die(new Error(`${name} has no result`)) : ToolRecord.fromResult(result)
     })
   })
 }
 
 /**
- * The `Toolkit.Result` of a record: a success gets its `value` back by decoding
- * its output with the tool's output Schema (what the finish tool submits).
+ * The `Toolkit.Result` of a record (`ToolRecord.toResult`); a success whose
+ * tool is gone, or whose output no longer decodes, becomes a failure the model
+ * reads.
  */
-export const result = <R>(toolkit: Toolkit.Toolkit<R> | undefined, call: CallRecord): Toolkit.Result => {
-  if (call.outcome !== "success") {
-    return { outcome: call.outcome, call: call.call, output: call.output, reason: call.reason ?? call.outcome }
-  }
-  const spec = toolkit?.byName.get(call.call.name)
-  const decoded = spec === undefined
-    ? undefined
-    : Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(spec.output)))(call.output.output)
-  if (decoded === undefined || Exit.isFailure(decoded)) {
-    return notRun(call.call, `Tool "${call.call.name}" returned an output that no longer decodes.`)
-  }
-  return { outcome: "success", call: call.call, output: call.output, value: decoded.value }
-}
+export const result = <R>(
+  toolkit: Toolkit.Toolkit<R> | undefined,
+  record: ToolRecord.ToolRecord
+): Effect.Effect<Toolkit.Result> =>
+  ToolRecord.toResult(toolkit ?? Toolkit.make(), record).pipe(
+    Effect.catch((error) => Effect.succeed(notRun(record.call, `Tool "${error.tool}": ${error.message}.`)))
+  )
 
 /** The next state of a run without its history: what a `Continue` decision records. */
 const StateWithoutHistory = Schema.Struct(Struct.omit(AgentMachine.State.fields, ["history"]))
