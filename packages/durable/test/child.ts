@@ -13,6 +13,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
+import * as TestProcess from "@agentloop/testing/TestProcess"
 
 const Store = Schema.Union([
   Schema.TaggedStruct("sqlite", { filename: Schema.String }),
@@ -30,8 +31,6 @@ export const Config = Schema.Struct({
 })
 export type Config = typeof Config.Type
 
-const say = (message: Record<string, unknown>) => Effect.sync(() => console.log(JSON.stringify(message)))
-
 const main = (config: Config) => {
   /** Counts a start of `tool`; true when it is the first. */
   const started = (tool: string) =>
@@ -42,7 +41,7 @@ const main = (config: Config) => {
         Fs.appendFileSync(file, `${config.runner}\n`)
         return before === 0
       }),
-      () => say({ toolStarted: tool, runner: config.runner })
+      () => TestProcess.report({ toolStarted: tool, runner: config.runner })
     )
   const hangFirst = <A>(tool: string, value: A) =>
     Effect.flatMap(started(tool), (first) => first ? Effect.never : Effect.succeed(value))
@@ -82,13 +81,13 @@ const main = (config: Config) => {
     )
 
   const announceApprovals = agent.events(config.runId, { fromStep: 1 }).pipe(
-    Stream.runForEach((event) => event._tag === "ApprovalRequested" ? say({ approval: event.token }) : Effect.void),
+    Stream.runForEach((event) => event._tag === "ApprovalRequested" ? TestProcess.report({ approval: event.token }) : Effect.void),
     Effect.ignore,
     Effect.forkScoped
   )
 
   const program = Effect.gen(function*() {
-    yield* say({ ready: config.runner })
+    yield* TestProcess.report({ ready: config.runner })
     switch (config.action) {
       case "serve":
         return yield* Effect.never
@@ -105,18 +104,18 @@ const main = (config: Config) => {
         yield* announceApprovals
     }
     const result = yield* agent.run(start)
-    yield* say({ result: result._tag === "Stopped" ? result.output : result._tag })
+    yield* TestProcess.report({ result: result._tag === "Stopped" ? result.output : result._tag })
   })
 
   return program.pipe(
     Effect.scoped,
     Effect.provide(agent.layer.pipe(Layer.provideMerge(engine), Layer.provide(LoopbackModel.layer(config.provider, config.runner)))),
-    Effect.catchCause((cause) => Effect.andThen(say({ error: tagOf(Cause.squash(cause)) }), Effect.sync(() => process.exit(1))))
+    Effect.catchCause((cause) => Effect.andThen(TestProcess.report({ error: tagOf(Cause.squash(cause)) }), Effect.sync(() => process.exit(1))))
   )
 }
 
 const tagOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
 
-const config = Schema.decodeUnknownSync(Schema.fromJsonString(Config))(process.argv[2])
+const config = TestProcess.config(Config)
 Effect.runPromise(main(config)).then(() => process.exit(0))

@@ -84,3 +84,14 @@ export const spawn = (
 
 /** A message that has `key`. */
 export const has = (key: string) => (message: Message): boolean => key in message
+
+/**
+ * In the child: its config, the JSON argument {@link spawn} passed it,
+ * decoded with `schema`; throws when it does not decode.
+ */
+export const config = <S extends Schema.Codec<any, any, never, never>>(schema: S): S["Type"] =>
+  Schema.decodeUnknownSync(Schema.fromJsonString(schema))(process.argv[2])
+
+/** In the child: reports `message` to the test, as one JSON line of standard output. */
+export const report = (message: Message): Effect.Effect<void> =>
+  Effect.sync(() => console.log(JSON.stringify(message)))

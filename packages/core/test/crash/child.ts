@@ -17,6 +17,7 @@ import * as Checkpointer from "../../src/Checkpointer.ts"
 import type { LanguageModel } from "../../src/LanguageModel.ts"
 import * as Step from "../../src/Step.ts"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
+import * as TestProcess from "@agentloop/testing/TestProcess"
 import * as Tool from "../../src/Tool.ts"
 import * as Toolkit from "../../src/Toolkit.ts"
 import * as Until from "../../src/Until.ts"
@@ -34,8 +35,6 @@ export const Config = Schema.Struct({
 })
 export type Config = typeof Config.Type
 
-const say = (message: Record<string, unknown>) => Effect.sync(() => console.log(JSON.stringify(message)))
-
 const main = (config: Config) => {
   /** Appends the runner to the tool's marker file; true on the tool's first start, in any process. */
   const started = (tool: string) =>
@@ -46,7 +45,7 @@ const main = (config: Config) => {
         Fs.appendFileSync(file, `${config.runner}\n`)
         return first
       }),
-      () => say({ toolStarted: tool })
+      () => TestProcess.report({ toolStarted: tool })
     )
   const add = Tool.make({
     name: "add",
@@ -86,12 +85,12 @@ const main = (config: Config) => {
     )
 
   return run.pipe(
-    Effect.flatMap((result) => say({ result })),
+    Effect.flatMap((result) => TestProcess.report({ result })),
     Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(LoopbackModel.layer(config.provider, config.runner)))),
     Effect.provide(store),
-    Effect.catchCause((cause) => say({ error: String(Cause.squash(cause)) }))
+    Effect.catchCause((cause) => TestProcess.report({ error: String(Cause.squash(cause)) }))
   )
 }
 
-const config = Schema.decodeUnknownSync(Schema.fromJsonString(Config))(process.argv[2])
+const config = TestProcess.config(Config)
 Effect.runPromise(main(config)).then(() => process.exit(0))
