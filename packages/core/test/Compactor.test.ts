@@ -2,22 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Compactor from "../src/Compactor.ts"
 import * as Item from "../src/Item.ts"
+import { lookupCall, lookupOutput } from "./fixtures.ts"
 
-const call = (id: string): Item.FunctionCall => ({
-  type: "function_call",
-  id: `fc_${id}`,
-  status: "completed",
-  call_id: id,
-  name: "lookup",
-  arguments: "{}"
-})
-const output = (id: string): Item.FunctionCallOutput => ({
-  type: "function_call_output",
-  id: `fco_${id}`,
-  status: "completed",
-  call_id: id,
-  output: "\"a long result\""
-})
+const call = lookupCall
+const output = (id: string) => lookupOutput(id, "\"a long result\"")
 
 describe("Compactor.dropOldestToolOutputs", () => {
   it.effect("drops the oldest half of the answered calls with their outputs, and keeps messages", () =>

@@ -10,26 +10,14 @@ import * as Step from "../src/Step.ts"
 import * as StepError from "../src/StepError.ts"
 import * as Until from "../src/Until.ts"
 import * as Verdict from "../src/Verdict.ts"
+import { lookupCall, lookupOutput } from "./fixtures.ts"
 
 class Flaky extends Schema.TaggedError<Flaky>()("Flaky", { attempt: Schema.Int }) {}
 
 const increment = Step.run({ id: "increment", execute: (n: number) => n + 1 })
 
-const call = (id: string): Item.FunctionCall => ({
-  type: "function_call",
-  id: `fc_${id}`,
-  status: "completed",
-  call_id: id,
-  name: "lookup",
-  arguments: "{}"
-})
-const output = (id: string): Item.FunctionCallOutput => ({
-  type: "function_call_output",
-  id: `fco_${id}`,
-  status: "completed",
-  call_id: id,
-  output: "{}"
-})
+const call = lookupCall
+const output = (id: string) => lookupOutput(id)
 
 describe("Step.loop", () => {
   it.effect("asks until with a snapshot of the iterations; ctx.stepCount counts steps", () =>

@@ -1,5 +1,6 @@
 /** Test doubles shared by the core tests. */
 import { Effect, Schema } from "effect"
+import type * as Item from "../src/Item.ts"
 import * as Tool from "../src/Tool.ts"
 
 /** A tool that adds two numbers. */
@@ -13,3 +14,22 @@ export const add = Tool.make({
 
 /** Node options for children started from this repository: import the packages from their sources. */
 export const sources = { execArgv: ["--conditions=@agentloop/source"] }
+
+/** A call of a `lookup` tool, with call id `id`, as it stands in a history. */
+export const lookupCall = (id: string): Item.FunctionCall => ({
+  type: "function_call",
+  id: `fc_${id}`,
+  status: "completed",
+  call_id: id,
+  name: "lookup",
+  arguments: "{}"
+})
+
+/** The output `output` (JSON) of the call with id `id`, as it stands in a history. */
+export const lookupOutput = (id: string, output = "{}"): Item.FunctionCallOutput => ({
+  type: "function_call_output",
+  id: `fco_${id}`,
+  status: "completed",
+  call_id: id,
+  output
+})
