@@ -44,7 +44,13 @@ writeFileSync(
   join(out, "tsconfig.json"),
   JSON.stringify({
     extends: "../../tsconfig.base.json",
-    compilerOptions: { composite: false, noEmit: true, emitDeclarationOnly: false, declaration: false, declarationMap: false },
+    compilerOptions: {
+      composite: false,
+      noEmit: true,
+      emitDeclarationOnly: false,
+      declaration: false,
+      declarationMap: false
+    },
     include: ["*.ts"]
   })
 )

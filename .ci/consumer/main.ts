@@ -34,7 +34,9 @@ const script = [
 ]
 
 const expect = (what: string, actual: string, expected: string) =>
-  actual === expected ? Effect.void : Effect.die(new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`))
+  actual === expected
+    ? Effect.void
+    : Effect.die(new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`))
 
 /** Streams the agent's run and checks what it streamed. */
 const ask = Effect.gen(function*() {
@@ -67,7 +69,10 @@ const providers: ReadonlyArray<
   ["anthropic", AnthropicWire.wire, (baseUrl) => Anthropic.layer({ apiKey: Redacted.make("key"), baseUrl })]
 ]
 
-const overHttp = (wire: ProviderWire.ProviderWire, layer: (baseUrl: string) => Layer.Layer<LanguageModel.LanguageModel>) =>
+const overHttp = (
+  wire: ProviderWire.ProviderWire,
+  layer: (baseUrl: string) => Layer.Layer<LanguageModel.LanguageModel>
+) =>
   Effect.gen(function*() {
     const server = yield* ProviderServer.ProviderServer
     yield* server.reply(...script)

@@ -30,7 +30,10 @@ await compare({
   unit: "delta",
   baseline: { name: "LanguageModel.streamTurn alone", run: run(model) },
   cases: [
-    { name: "Loop.loop + streamUntilComplete", run: run(Loop.loop(0, () => model.pipe(Loop.streamUntilComplete(() => Loop.stop)))) },
+    {
+      name: "Loop.loop + streamUntilComplete",
+      run: run(Loop.loop(0, () => model.pipe(Loop.streamUntilComplete(() => Loop.stop))))
+    },
     {
       name: "AgentLoop.stream",
       run: run(Stream.unwrap(AgentLoop.AgentLoop.useSync((agent) => agent.stream({ input }))))

@@ -10,13 +10,13 @@
  *
  * Each turn appends three entries (answered, tool done, decided).
  */
+import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
+import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
-import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -31,8 +31,13 @@ const add = Tool.make({
   execute: ({ a, b }) => Effect.succeed(a + b)
 })
 const script = [
-  ...Array.from({ length: turns - 1 }, (_, i) =>
-    MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 }, callId: `call_${i}` }], { model: "gpt-5-mini" })),
+  ...Array.from(
+    { length: turns - 1 },
+    (_, i) =>
+      MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 }, callId: `call_${i}` }], {
+        model: "gpt-5-mini"
+      })
+  ),
   MockLanguageModel.textTurn("done", { model: "gpt-5-mini" })
 ]
 
@@ -40,11 +45,14 @@ let runs = 0
 const run = (checkpointer: Layer.Layer<never> | Layer.Layer<Checkpointer.Checkpointer>) => () =>
   Effect.runPromise(
     Effect.flatMap(AgentLoop.AgentLoop, (agent) =>
-      agent.run({ input: "Count", toolkit: Toolkit.make(add), runId: `bench-${runs++}`, limits: { maxTurns: turns } })).pipe(
+      agent.run({ input: "Count", toolkit: Toolkit.make(add), runId: `bench-${runs++}`, limits: { maxTurns: turns } }))
+      .pipe(
         Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script)))),
         Effect.provide(checkpointer)
       )
-  ).then(() => undefined)
+  ).then(() =>
+    undefined
+  )
 
 const directory = mkdtempSync(join(tmpdir(), "agentloop-bench-checkpoints-"))
 const files = Checkpointer.layerKeyValueStore().pipe(

@@ -14,8 +14,8 @@
  */
 import { AgentLoop, LanguageModel, Tool, Toolkit } from "@agentloop/core"
 import type { AgentEvent, Item, TurnDelta } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/testing"
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
+import { MockLanguageModel } from "@agentloop/testing"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Layer, ManagedRuntime, References, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
@@ -36,8 +36,13 @@ const add = Tool.make({
 })
 const toolkit = Toolkit.make(add)
 // Different arguments each turn: the same call and result over and over would end the run with NoProgress.
-const script = Array.from({ length: turns }, (_, i) =>
-  i < turns - 1 ? MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 } }]) : MockLanguageModel.textTurn("done"))
+const script = Array.from(
+  { length: turns },
+  (_, i) =>
+    i < turns - 1
+      ? MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 } }])
+      : MockLanguageModel.textTurn("done")
+)
 
 // The cluster logs its runner's comings and goings; a benchmark's output is its table.
 const quiet = Layer.succeed(References.MinimumLogLevel, "Error")
@@ -80,7 +85,9 @@ const postgres = reachable
   : undefined
 
 const check = (result: AgentEvent.RunResult) => {
-  if (result._tag !== "Stopped" || result.termination.accounting.steps !== turns) throw new Error("the run did not take its turns")
+  if (result._tag !== "Stopped" || result.termination.accounting.steps !== turns) {
+    throw new Error("the run did not take its turns")
+  }
 }
 
 let next = 0
@@ -96,7 +103,8 @@ try {
     rounds: 5,
     baseline: {
       name: "AgentLoop.run (nothing recorded)",
-      run: () => plain.runPromise(Effect.map(AgentLoop.AgentLoop.use((loop) => loop.run({ ...options, input: "Add" })), check))
+      run: () =>
+        plain.runPromise(Effect.map(AgentLoop.AgentLoop.use((loop) => loop.run({ ...options, input: "Add" })), check))
     },
     cases: [
       { name: "DurableAgent.run, SQLite synchronous=NORMAL", run: durable(runtimes.normal) },
@@ -109,12 +117,13 @@ try {
   await Promise.all([plain.dispose(), runtimes.normal.dispose(), runtimes.full.dispose(), postgres?.dispose()])
   Fs.rmSync(dir, { recursive: true, force: true })
   if (postgres !== undefined) {
-    await Effect.runPromise(Effect.gen(function*() {
-      const sql = yield* PgClient.PgClient
-      const tables = yield* sql<{ readonly tablename: string }>`
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        const sql = yield* PgClient.PgClient
+        const tables = yield* sql<{ readonly tablename: string }>`
         SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND starts_with(tablename, ${`${prefix}_`})`
-      for (const { tablename } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(tablename)} CASCADE`
-    }).pipe(Effect.scoped, Effect.provide(PgClient.layer(pg))))
+        for (const { tablename } of tables) yield* sql`DROP TABLE IF EXISTS ${sql(tablename)} CASCADE`
+      }).pipe(Effect.scoped, Effect.provide(PgClient.layer(pg)))
+    )
   }
 }
-

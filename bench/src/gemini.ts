@@ -35,14 +35,19 @@ for (let i = 0; i < deltas - 1; i++) frames.push(chunk(`tok${i % 10} `))
 frames.push(chunk("end", "STOP"))
 const body = Buffer.from(frames.join(""))
 const server = await serve(body)
-const chunks = Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) => body.subarray(i * 65536, (i + 1) * 65536))
+const chunks = Array.from(
+  { length: Math.ceil(body.length / 65536) },
+  (_, i) => body.subarray(i * 65536, (i + 1) * 65536)
+)
 
 const geminiLayer = Gemini.layer({ apiKey: Redacted.make("bench"), baseUrl: server.url, model: "m" })
 const geminiCase = () =>
-  Effect.runPromise(Effect.gen(function*() {
-    const lm = yield* LanguageModel.LanguageModel
-    yield* countTextDeltas(lm.streamTurn([Item.userMessage("go")], {}), deltas)
-  }).pipe(Effect.provide(geminiLayer)))
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const lm = yield* LanguageModel.LanguageModel
+      yield* countTextDeltas(lm.streamTurn([Item.userMessage("go")], {}), deltas)
+    }).pipe(Effect.provide(geminiLayer))
+  )
 
 const decoderCase = () =>
   Effect.runPromise(countTextDeltas(

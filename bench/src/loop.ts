@@ -8,8 +8,8 @@
  * - `loop` + a naive `nextAfter` (`Stream.concat(Stream.map(values, value), Stream.succeed(next))`):
  *   what the helper costs when built from stock combinators.
  */
-import { Effect, Stream } from "effect"
 import { Loop } from "@agentloop/core"
+import { Effect, Stream } from "effect"
 import { compare, heapUsedMiB } from "./measure.ts"
 
 const iterations = 200_000
@@ -72,6 +72,9 @@ await heapGrowth(
 )
 await heapGrowth(
   "scoped bodies",
-  Loop.loop(0, (n) =>
-    Effect.as(Effect.addFinalizer(() => Effect.void), n < million ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stop))
+  Loop.loop(
+    0,
+    (n) =>
+      Effect.as(Effect.addFinalizer(() => Effect.void), n < million ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stop)
+  )
 )

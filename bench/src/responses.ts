@@ -65,14 +65,19 @@ events.push(event("response.completed", {
 }))
 const body = Buffer.from(events.join(""))
 const server = await serve(body)
-const chunks = Array.from({ length: Math.ceil(body.length / 65536) }, (_, i) => body.subarray(i * 65536, (i + 1) * 65536))
+const chunks = Array.from(
+  { length: Math.ceil(body.length / 65536) },
+  (_, i) => body.subarray(i * 65536, (i + 1) * 65536)
+)
 
 const responsesLayer = Responses.layer({ apiKey: Redacted.make("bench"), baseUrl: server.url })
 const providerCase = () =>
-  Effect.runPromise(Effect.gen(function*() {
-    const model = yield* LanguageModel.LanguageModel
-    yield* countTextDeltas(model.streamTurn([Item.userMessage("go")], {}), deltas)
-  }).pipe(Effect.provide(responsesLayer)))
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const model = yield* LanguageModel.LanguageModel
+      yield* countTextDeltas(model.streamTurn([Item.userMessage("go")], {}), deltas)
+    }).pipe(Effect.provide(responsesLayer))
+  )
 
 const decoderCase = () =>
   Effect.runPromise(countTextDeltas(

@@ -37,7 +37,10 @@ await compare({
       }))
   },
   rounds: 15,
-  cases: [{ name: "run steps in a loop's sequence", run: () => Effect.runPromise(Effect.asVoid(Step.execute(program, 0))) }]
+  cases: [{
+    name: "run steps in a loop's sequence",
+    run: () => Effect.runPromise(Effect.asVoid(Step.execute(program, 0)))
+  }]
 })
 
 const executions = 2_000
@@ -69,7 +72,9 @@ await compare({
 })
 
 await compare({
-  title: `3-way fork: one program of one fork (all) of three run steps, executed ${executions.toLocaleString("en-US")} times`,
+  title: `3-way fork: one program of one fork (all) of three run steps, executed ${
+    executions.toLocaleString("en-US")
+  } times`,
   units: executions,
   unit: "execution",
   rounds: 15,

@@ -2,9 +2,9 @@
  * The demo agent: a calculator and a unit converter, run by `AgentLoop`, with
  * its events printed as they stream.
  */
-import { Effect, Stream } from "effect"
 import { AgentLoop } from "@agentloop/core"
 import type { Termination } from "@agentloop/core"
+import { Effect, Stream } from "effect"
 import * as Render from "./render.ts"
 import { toolkit } from "./tools.ts"
 
@@ -23,18 +23,19 @@ export const run = (
   Effect.gen(function*() {
     const agent = yield* AgentLoop.AgentLoop
     yield* write(`> ${question}\n\n`)
-    return yield* agent.stream({ input: question, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }).pipe(
-      Stream.tap((event) => {
-        const text = Render.event(event)
-        return text === "" ? Effect.void : write(text)
-      }),
-      Stream.runFold(
-        (): Termination.Termination | undefined => undefined,
-        (ended, event) => event._tag === "Finished" ? event.result.termination : ended
-      ),
-      Effect.flatMap((ended) =>
-        ended === undefined ? Effect.die(new Error("the run ended without a Finished event")) : Effect.succeed(ended)
-      ),
-      Effect.catch((termination) => Effect.as(write(Render.termination(termination)), termination))
-    )
+    return yield* agent.stream({ input: question, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } })
+      .pipe(
+        Stream.tap((event) => {
+          const text = Render.event(event)
+          return text === "" ? Effect.void : write(text)
+        }),
+        Stream.runFold(
+          (): Termination.Termination | undefined => undefined,
+          (ended, event) => event._tag === "Finished" ? event.result.termination : ended
+        ),
+        Effect.flatMap((ended) =>
+          ended === undefined ? Effect.die(new Error("the run ended without a Finished event")) : Effect.succeed(ended)
+        ),
+        Effect.catch((termination) => Effect.as(write(Render.termination(termination)), termination))
+      )
   })

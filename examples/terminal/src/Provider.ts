@@ -5,12 +5,12 @@
  * (Claude, reads `ANTHROPIC_API_KEY`).
  * `AGENTLOOP_BASE_URL` and `AGENTLOOP_MODEL` override the endpoint and model.
  */
-import { Config, Effect, Layer, Option, Schema } from "effect"
 import { Anthropic } from "@agentloop/anthropic"
 import type { LanguageModel } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/testing"
 import { Gemini } from "@agentloop/gemini"
 import { Responses } from "@agentloop/responses"
+import { MockLanguageModel } from "@agentloop/testing"
+import { Config, Effect, Layer, Option, Schema } from "effect"
 import { script } from "./script.ts"
 
 export const name = Config.Literals(["mock", "responses", "gemini", "anthropic"], "AGENTLOOP_PROVIDER").pipe(

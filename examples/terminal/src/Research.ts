@@ -4,10 +4,10 @@
  * with a `search` tool), their findings are merged into notes, and a writer
  * (a `loop` of one `llm` step) drafts a report until a verifier accepts it.
  */
-import { Effect, Schema, Stream } from "effect"
 import { Item, Step, TokenUsage, Tool, Toolkit, Turn, Until } from "@agentloop/core"
 import type { Cost, LanguageModel, StepEvent } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
+import { Effect, Schema, Stream } from "effect"
 
 export const question = "How well do heat pumps heat homes in cold climates?"
 
@@ -124,8 +124,13 @@ export const respond: MockLanguageModel.Respond = ({ history, options }) => {
         { model, usage: TokenUsage.make(120, 24) }
       )
     }
-    const found = results.flatMap((output) => Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Schema.String)))(output))
-    return MockLanguageModel.textTurn(found.map((line) => `- ${line}`).join("\n"), { model, usage: TokenUsage.make(210, 60) })
+    const found = results.flatMap((output) =>
+      Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Array(Schema.String)))(output)
+    )
+    return MockLanguageModel.textTurn(found.map((line) => `- ${line}`).join("\n"), {
+      model,
+      usage: TokenUsage.make(210, 60)
+    })
   }
   const draft = "Heat pumps heat homes well in cold climates. Cold-climate models keep working down to about -25 °C, " +
     "with an efficiency that falls from about 4 to about 2 as it gets colder; homes measured over a season get 2.5 to 3, " +
@@ -159,7 +164,9 @@ export const render = (event: StepEvent.Event<string>, rootId: string): string =
       return `✗ ${event.stepId}: ${event.error.message}\n`
     case "Verdict":
       return event.stepId === "write"
-        ? `${dim(`  [verifier: ${event.verdict.stop ? "accepted" : `asked again: ${event.verdict.feedback ?? ""}`}]`)}\n`
+        ? `${
+          dim(`  [verifier: ${event.verdict.stop ? "accepted" : `asked again: ${event.verdict.feedback ?? ""}`}]`)
+        }\n`
         : ""
     case "Recorded":
       return ""
@@ -173,7 +180,13 @@ export const render = (event: StepEvent.Event<string>, rootId: string): string =
       if (turn._tag === "TurnCompleted" && sub === "") {
         const books = turn.accounting
         const text = Turn.text(turn.turn)
-        return `${text === "" || text.endsWith("\n") ? "" : "\n"}${dim(`  [writer turn ${turn.step} · so far, sub-agents included: ${books.usage.input} in / ${books.usage.output} out tokens · ${usd(books.cost)}]`)}\n`
+        return `${text === "" || text.endsWith("\n") ? "" : "\n"}${
+          dim(
+            `  [writer turn ${turn.step} · so far, sub-agents included: ${books.usage.input} in / ${books.usage.output} out tokens · ${
+              usd(books.cost)
+            }]`
+          )
+        }\n`
       }
       return ""
     }

@@ -6,9 +6,9 @@
  * runs the step program of `Research.ts` instead: three searching sub-agents at
  * once, then a writer checked by a verifier.
  */
+import { AgentLoop, Termination } from "@agentloop/core"
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { AgentLoop, Termination } from "@agentloop/core"
 import { parse } from "./Args.ts"
 import * as Demo from "./Demo.ts"
 import * as Provider from "./Provider.ts"
@@ -20,9 +20,11 @@ const { program: chosen, asked } = parse(process.argv.slice(2), process.env["AGE
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
 
 const banner = (provider: string, what: string) =>
-  write(`agentloop demo · ${what} · provider: ${provider}${
-    provider === "mock" ? " (scripted: set AGENTLOOP_PROVIDER to use a real model)" : ""
-  }\n`)
+  write(
+    `agentloop demo · ${what} · provider: ${provider}${
+      provider === "mock" ? " (scripted: set AGENTLOOP_PROVIDER to use a real model)" : ""
+    }\n`
+  )
 
 const agent = Effect.gen(function*() {
   yield* banner(yield* Provider.name, "agent")

@@ -13,9 +13,11 @@ const red = (text: string) => `\x1b[31m${text}\x1b[39m`
 const usd = (cost: Cost.Cost) => cost === null ? "cost unknown" : `$${cost.toFixed(6)}`
 
 const accounting = (accounting: Accounting.Accounting) =>
-  `${accounting.steps} turn${accounting.steps === 1 ? "" : "s"} · ${accounting.usage.input} in / ${accounting.usage.output} out tokens · ${
-    usd(accounting.cost)
-  } · ${(accounting.elapsedMs / 1000).toFixed(1)} s`
+  `${accounting.steps} turn${
+    accounting.steps === 1 ? "" : "s"
+  } · ${accounting.usage.input} in / ${accounting.usage.output} out tokens · ${usd(accounting.cost)} · ${
+    (accounting.elapsedMs / 1000).toFixed(1)
+  } s`
 
 /** The text to print for one event; empty for events the terminal does not show. */
 export const event = (event: AgentLoop.AgentEvent): string => {
@@ -40,7 +42,11 @@ export const event = (event: AgentLoop.AgentEvent): string => {
     case "TurnCompleted": {
       const text = Turn.text(event.turn)
       return `${text.endsWith("\n") || text === "" ? "" : "\n"}${
-        dim(`  [turn ${event.step} · ${event.turn.usage.input} in / ${event.turn.usage.output} out tokens · ${usd(event.cost)}]`)
+        dim(
+          `  [turn ${event.step} · ${event.turn.usage.input} in / ${event.turn.usage.output} out tokens · ${
+            usd(event.cost)
+          }]`
+        )
       }\n`
     }
     case "Feedback":
@@ -58,4 +64,6 @@ export const event = (event: AgentLoop.AgentEvent): string => {
 
 /** The line for a run that ended with an error termination. */
 export const termination = (error: Termination.Error): string =>
-  `${red("✗")} ${error._tag} (${Termination.category(error)}): ${error.message}\n  ${dim(accounting(error.accounting))}\n`
+  `${red("✗")} ${error._tag} (${Termination.category(error)}): ${error.message}\n  ${
+    dim(accounting(error.accounting))
+  }\n`

@@ -1,8 +1,8 @@
 /**
  * The demo agent's tools: a calculator and a unit converter.
  */
-import { Effect, Schema } from "effect"
 import { Tool, Toolkit } from "@agentloop/core"
+import { Effect, Schema } from "effect"
 import { ArithmeticError, evaluate } from "./Arithmetic.ts"
 
 /** A tool failure the model can read and act on. */
@@ -18,8 +18,7 @@ export const calculator = Tool.make({
   execute: ({ expression }) =>
     Effect.try({
       try: () => ({ expression, value: evaluate(expression) }),
-      catch: (error) =>
-        new ToolFailure({ message: error instanceof ArithmeticError ? error.message : String(error) })
+      catch: (error) => new ToolFailure({ message: error instanceof ArithmeticError ? error.message : String(error) })
     })
 })
 

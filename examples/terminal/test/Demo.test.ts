@@ -1,13 +1,12 @@
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
 import { AgentLoop, AiError, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
 import { evaluate } from "../src/Arithmetic.ts"
 import * as Demo from "../src/Demo.ts"
-import { plain } from "./plain.ts"
 import { question, script } from "../src/script.ts"
 import { toolkit } from "../src/tools.ts"
-
+import { plain } from "./plain.ts"
 
 const demo = (replies: ReadonlyArray<MockLanguageModel.Reply>) =>
   Effect.gen(function*() {
@@ -24,14 +23,20 @@ describe("the terminal demo", () => {
       expect(out).toContain("→ convert_units {\"value\":26.2,\"from\":\"mi\",\"to\":\"km\"}")
       expect(out).toContain("← convert_units {\"value\":42.1648128,\"unit\":\"km\"}")
       expect(out).toContain("← calculator {\"expression\":\"(3.5 + 1.25) * 4\",\"value\":19}")
-      expect(out).toContain("✗ convert_units failure: Tool \"convert_units\" failed: ToolFailure: cannot convert temperature (F) to mass (kg)")
+      expect(out).toContain(
+        "✗ convert_units failure: Tool \"convert_units\" failed: ToolFailure: cannot convert temperature (F) to mass (kg)"
+      )
       expect(out).toContain("[turn 3 · 671 in / 58 out tokens · $0.000284]")
-      expect(out).toMatch(/✓ Stop: the model answered without calling a tool\n {2}3 turns · 1681 in \/ 195 out tokens · \$0\.000810 · /)
+      expect(out).toMatch(
+        /✓ Stop: the model answered without calling a tool\n {2}3 turns · 1681 in \/ 195 out tokens · \$0\.000810 · /
+      )
     }))
 
   it.effect("prints a termination instead of failing", () =>
     Effect.gen(function*() {
-      const { out, ended } = yield* demo([new AiError.AuthFailed({ provider: "openai", status: 401, message: "bad key" })])
+      const { out, ended } = yield* demo([
+        new AiError.AuthFailed({ provider: "openai", status: 401, message: "bad key" })
+      ])
       expect(out).toContain("✗ ProviderAuth (fatal): provider openai rejected the credentials (HTTP 401)")
       expect(ended._tag).toBe("ProviderAuth")
     }))
@@ -86,8 +91,12 @@ describe("the demo's tools", () => {
     Effect.gen(function*() {
       const result = yield* run("calculator", { expression: "2 * (" })
       expect(result.outcome).toBe("failure")
-      expect(Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({ error: Schema.Struct({ message: Schema.String }) })))(
-        result.output.output
-      ).error.message).toContain("unexpected end")
+      expect(
+        Schema.decodeUnknownSync(
+          Schema.fromJsonString(Schema.Struct({ error: Schema.Struct({ message: Schema.String }) }))
+        )(
+          result.output.output
+        ).error.message
+      ).toContain("unexpected end")
     }))
 })

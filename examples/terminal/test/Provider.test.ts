@@ -1,19 +1,18 @@
-import { execFile } from "node:child_process"
-import { fileURLToPath } from "node:url"
-import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
 import { AnthropicWire } from "@agentloop/anthropic"
 import { AgentLoop, type ProviderWire } from "@agentloop/core"
 import { GeminiWire } from "@agentloop/gemini"
 import { ResponsesWire } from "@agentloop/responses"
 import { ProviderServer } from "@agentloop/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import * as Demo from "../src/Demo.ts"
-import { plain } from "./plain.ts"
 import * as Provider from "../src/Provider.ts"
 import { question, script } from "../src/script.ts"
+import { plain } from "./plain.ts"
 
 const withEnv = (env: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnv({ env }))
-
 
 const demoWith = (env: Record<string, string>, input = "Hi") =>
   Effect.gen(function*() {
@@ -46,11 +45,13 @@ describe("the demo's provider choice", () => {
       })
     }))
 
-  for (const [provider, variable, path] of [
-    ["responses", "OPENAI_API_KEY", "/responses"],
-    ["gemini", "GEMINI_API_KEY", "/models/m:streamGenerateContent?alt=sse"],
-    ["anthropic", "ANTHROPIC_API_KEY", "/v1/messages"]
-  ] as const) {
+  for (
+    const [provider, variable, path] of [
+      ["responses", "OPENAI_API_KEY", "/responses"],
+      ["gemini", "GEMINI_API_KEY", "/models/m:streamGenerateContent?alt=sse"],
+      ["anthropic", "ANTHROPIC_API_KEY", "/v1/messages"]
+    ] as const
+  ) {
     it.live(`talks to ${provider} at AGENTLOOP_BASE_URL with AGENTLOOP_MODEL`, () =>
       Effect.gen(function*() {
         const server = yield* ProviderServer.ProviderServer
@@ -67,20 +68,29 @@ describe("the demo's provider choice", () => {
       }).pipe(Effect.provide(ProviderServer.layer)))
   }
 
-  it.live("the demo process exits with status 1 when the run ends in an error termination", () =>
-    Effect.gen(function*() {
-      const server = yield* ProviderServer.ProviderServer
-      yield* server.reply(ProviderServer.status(401, { error: { message: "key rejected" } }))
-      const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
-      const ended = yield* Effect.callback<{ readonly code: number | null; readonly stdout: string }>((resume) => {
-        const child = execFile(process.execPath, ["--conditions=@agentloop/source", main], {
-          env: { ...process.env, AGENTLOOP_PROVIDER: "responses", OPENAI_API_KEY: "test-key", AGENTLOOP_BASE_URL: server.url },
-          timeout: 30_000
-        }, (error, stdout) => resume(Effect.succeed({ code: error === null ? 0 : child.exitCode, stdout })))
-      })
-      expect(plain(ended.stdout)).toContain("✗ ProviderAuth (fatal)")
-      expect(ended.code).toBe(1)
-    }).pipe(Effect.provide(ProviderServer.layer)), 60_000)
+  it.live(
+    "the demo process exits with status 1 when the run ends in an error termination",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* ProviderServer.ProviderServer
+        yield* server.reply(ProviderServer.status(401, { error: { message: "key rejected" } }))
+        const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+        const ended = yield* Effect.callback<{ readonly code: number | null; readonly stdout: string }>((resume) => {
+          const child = execFile(process.execPath, ["--conditions=@agentloop/source", main], {
+            env: {
+              ...process.env,
+              AGENTLOOP_PROVIDER: "responses",
+              OPENAI_API_KEY: "test-key",
+              AGENTLOOP_BASE_URL: server.url
+            },
+            timeout: 30_000
+          }, (error, stdout) => resume(Effect.succeed({ code: error === null ? 0 : child.exitCode, stdout })))
+        })
+        expect(plain(ended.stdout)).toContain("✗ ProviderAuth (fatal)")
+        expect(ended.code).toBe(1)
+      }).pipe(Effect.provide(ProviderServer.layer)),
+    60_000
+  )
 })
 
 describe("the demo's scripted conversation, over every provider", () => {
@@ -92,7 +102,11 @@ describe("the demo's scripted conversation, over every provider", () => {
         const onMock = yield* onMockOnce
         const server = yield* ProviderServer.ProviderServer
         yield* server.reply(...script)
-        const out = yield* demoWith({ AGENTLOOP_PROVIDER: provider, [variable]: "test-key", AGENTLOOP_BASE_URL: server.url }, question)
+        const out = yield* demoWith({
+          AGENTLOOP_PROVIDER: provider,
+          [variable]: "test-key",
+          AGENTLOOP_BASE_URL: server.url
+        }, question)
         expect(timeless(out)).toBe(timeless(onMock))
         expect(out).toContain("A marathon is about 42.16 km.")
         expect(out).toContain("✓ Stop")

@@ -1,6 +1,6 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { MockLanguageModel } from "@agentloop/testing"
 import { parse } from "../src/Args.ts"
 import * as Research from "../src/Research.ts"
 import { plain } from "./plain.ts"
@@ -40,7 +40,9 @@ describe("the research program", () => {
       expect(writer).toHaveLength(2)
       const [asked, notes] = writer[0]!.history
       expect(asked).toMatchObject({ role: "user", content: [{ text: "Are heat pumps noisy?" }] })
-      const text = notes?.type === "message" ? notes.content.map((part) => part.type === "refusal" ? "" : part.text).join("") : ""
+      const text = notes?.type === "message"
+        ? notes.content.map((part) => part.type === "refusal" ? "" : part.text).join("")
+        : ""
       for (const source of Research.sources) expect(text).toContain(`From ${source}:\n- `)
     }))
 })
@@ -49,7 +51,10 @@ describe("the demo's command line", () => {
   it("chooses the program with --program or AGENTLOOP_PROGRAM, the flag first, and keeps the question", () => {
     expect(parse([], undefined)).toStrictEqual({ program: "agent", asked: "" })
     expect(parse(["How", "far?"], undefined)).toStrictEqual({ program: "agent", asked: "How far?" })
-    expect(parse(["--program", "research", "Why", "not?"], undefined)).toStrictEqual({ program: "research", asked: "Why not?" })
+    expect(parse(["--program", "research", "Why", "not?"], undefined)).toStrictEqual({
+      program: "research",
+      asked: "Why not?"
+    })
     expect(parse(["Why?"], "research")).toStrictEqual({ program: "research", asked: "Why?" })
     expect(parse(["--program", "agent"], "research")).toStrictEqual({ program: "agent", asked: "" })
   })

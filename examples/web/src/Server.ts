@@ -5,13 +5,13 @@
  * away (the Stop button, a closed tab) interrupts the run, down to the model's
  * HTTP request.
  */
-import { Effect, Layer, Schema, Stream } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AgentLoop, EventStream } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import { instructions } from "@agentloop/example-terminal/Demo"
 import { question } from "@agentloop/example-terminal/script"
 import { toolkit } from "@agentloop/example-terminal/tools"
+import { Effect, Layer, Schema, Stream } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { bundle } from "./bundle.ts"
 import { page } from "./page.ts"
 
@@ -22,10 +22,12 @@ export const ChatRequest = Schema.Struct({
 
 /** One chat: the demo agent's run on `message`, on a `LanguageModel` built from `model` for it alone. */
 const chat = (model: Layer.Layer<LanguageModel.LanguageModel>, message: string) =>
-  Stream.unwrap(Effect.map(AgentLoop.AgentLoop, (agent) =>
-    agent.stream({ input: message, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }))).pipe(
-      Stream.provide(AgentLoop.layer.pipe(Layer.provide(model)))
-    )
+  Stream.unwrap(
+    Effect.map(AgentLoop.AgentLoop, (agent) =>
+      agent.stream({ input: message, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }))
+  ).pipe(
+    Stream.provide(AgentLoop.layer.pipe(Layer.provide(model)))
+  )
 
 /**
  * The routes. `model` is built anew for every chat, so a scripted model replays
@@ -47,7 +49,9 @@ export const routes = (options: {
       "/chat",
       HttpServerRequest.schemaBodyJson(ChatRequest).pipe(
         Effect.flatMap(({ message }) => EventStream.toHttpResponse(chat(options.model, message), EventStream.agent)),
-        Effect.catch((error) => Effect.succeed(HttpServerResponse.text(`bad request: ${error.message}\n`, { status: 400 })))
+        Effect.catch((error) =>
+          Effect.succeed(HttpServerResponse.text(`bad request: ${error.message}\n`, { status: 400 }))
+        )
       )
     )
   )

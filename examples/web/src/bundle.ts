@@ -2,8 +2,8 @@
  * The page's script: `client.ts` and what it imports (agentloop's event-stream
  * client, Effect), bundled for the browser with esbuild when the server starts.
  */
-import * as esbuild from "esbuild"
 import { Effect } from "effect"
+import * as esbuild from "esbuild"
 import { fileURLToPath } from "node:url"
 
 const build = async (): Promise<string> => {

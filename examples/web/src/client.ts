@@ -4,9 +4,9 @@
  * as they arrive. Stop interrupts the read, which aborts the request; the
  * server then interrupts the run.
  */
-import { Cause, Effect, Exit, Fiber, Stream } from "effect"
 import type { AgentLoop, Cost } from "@agentloop/core"
 import * as EventStream from "@agentloop/core/EventStream"
+import { Cause, Effect, Exit, Fiber, Stream } from "effect"
 
 const element = <E extends HTMLElement>(id: string): E => {
   const found = document.getElementById(id)
@@ -52,7 +52,9 @@ const renderer = (bubble: HTMLElement) => {
         return
       case "Delta":
         if (event.delta.type === "text_delta") text.textContent += event.delta.delta
-        if (event.delta.type === "function_call_done") add(turn, "call", `→ ${event.delta.name} ${event.delta.arguments}`)
+        if (event.delta.type === "function_call_done") {
+          add(turn, "call", `→ ${event.delta.name} ${event.delta.arguments}`)
+        }
         return
       case "AttemptDiscarded":
         // The text so far belongs to a lost attempt: the next one starts afresh.
@@ -68,11 +70,21 @@ const renderer = (bubble: HTMLElement) => {
         )
         return
       case "TurnCompleted":
-        add(turn, "meta", `turn ${event.step} · ${event.turn.usage.input} in / ${event.turn.usage.output} out · ${usd(event.cost)}`)
+        add(
+          turn,
+          "meta",
+          `turn ${event.step} · ${event.turn.usage.input} in / ${event.turn.usage.output} out · ${usd(event.cost)}`
+        )
         return
       case "Finished": {
         const ended = event.result.termination
-        add(bubble, "ending", `✓ ${ended._tag}: ${ended._tag === "Stop" ? ended.reason : `submitted through ${ended.tool}`} · ${usd(ended.accounting.cost)}`)
+        add(
+          bubble,
+          "ending",
+          `✓ ${ended._tag}: ${ended._tag === "Stop" ? ended.reason : `submitted through ${ended.tool}`} · ${
+            usd(ended.accounting.cost)
+          }`
+        )
         return
       }
       default:
@@ -106,7 +118,9 @@ form.addEventListener("submit", (submitted) => {
       return setStatus("stopped", "stopped")
     }
     const error = Cause.squash(exit.cause)
-    const text = error instanceof Error ? `${"_tag" in error ? String(error._tag) : error.name}: ${error.message}` : String(error)
+    const text = error instanceof Error
+      ? `${"_tag" in error ? String(error._tag) : error.name}: ${error.message}`
+      : String(error)
     add(bubble, "ending failed", `✗ ${text}`)
     setStatus("failed", "failed")
   })

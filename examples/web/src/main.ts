@@ -3,10 +3,10 @@
  * to change it). The scripted model by default; a real provider by the same
  * variables as the terminal demo (`AGENTLOOP_PROVIDER` and its key).
  */
+import * as Provider from "@agentloop/example-terminal/Provider"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import * as Provider from "@agentloop/example-terminal/Provider"
 import { createServer } from "node:http"
 import * as Server from "./Server.ts"
 
@@ -18,7 +18,9 @@ const program = Effect.gen(function*() {
   yield* Layer.launch(
     HttpRouter.serve(Server.routes({ provider, model }), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
-      Layer.tap(() => Effect.sync(() => console.log(`agentloop web demo · provider: ${provider} · http://127.0.0.1:${port}`)))
+      Layer.tap(() =>
+        Effect.sync(() => console.log(`agentloop web demo · provider: ${provider} · http://127.0.0.1:${port}`))
+      )
     )
   )
 })

@@ -3,7 +3,8 @@
  */
 
 /** The page's HTML; `provider` is shown in its header, `question` pre-filled in the box. */
-export const page = (provider: string, question: string): string => `<!doctype html>
+export const page = (provider: string, question: string): string =>
+  `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

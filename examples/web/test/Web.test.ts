@@ -3,14 +3,14 @@
  * `playwright-core`; never a browser download). `.ci/run` installs Chromium;
  * elsewhere these tests skip, saying so, when it is missing.
  */
-import { NodeHttpServer } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
-import { Redacted, Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
 import type { LanguageModel } from "@agentloop/core"
-import { ProviderServer } from "@agentloop/testing"
 import * as Provider from "@agentloop/example-terminal/Provider"
 import { Responses } from "@agentloop/responses"
+import { ProviderServer } from "@agentloop/testing"
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Redacted } from "effect"
+import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync } from "node:fs"
 import * as Http from "node:http"
 import { fileURLToPath } from "node:url"
@@ -57,39 +57,45 @@ const browserPage = Effect.gen(function*() {
 const state = (page: Page) => page.locator("#status").getAttribute("data-state")
 
 describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
-  it.live("shows the answer as it streams, the tool calls and results, and the turn's cost", () =>
-    Effect.gen(function*() {
-      const url = yield* serve("mock", Provider.mock)
-      const page = yield* browserPage
-      yield* Effect.promise(() => page.goto(url))
-      yield* Effect.promise(() => page.click("#send"))
+  it.live(
+    "shows the answer as it streams, the tool calls and results, and the turn's cost",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* serve("mock", Provider.mock)
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        yield* Effect.promise(() => page.click("#send"))
 
-      // Text arrives while the run is still going, and keeps growing: it streams.
-      const firstText = page.locator(".turn .text").first()
-      yield* Effect.promise(() => page.waitForFunction(() => (document.querySelector(".turn .text")?.textContent ?? "") !== ""))
-      const early = (yield* Effect.promise(() => firstText.textContent())) ?? ""
-      expect(yield* Effect.promise(() => state(page))).toBe("running")
-      yield* Effect.promise(() =>
-        page.waitForFunction(
-          (length) =>
-            (document.querySelector(".turn .text")?.textContent ?? "").length > length &&
-            document.getElementById("status")?.dataset["state"] === "running",
-          early.length
+        // Text arrives while the run is still going, and keeps growing: it streams.
+        const firstText = page.locator(".turn .text").first()
+        yield* Effect.promise(() =>
+          page.waitForFunction(() => (document.querySelector(".turn .text")?.textContent ?? "") !== "")
         )
-      )
+        const early = (yield* Effect.promise(() => firstText.textContent())) ?? ""
+        expect(yield* Effect.promise(() => state(page))).toBe("running")
+        yield* Effect.promise(() =>
+          page.waitForFunction(
+            (length) =>
+              (document.querySelector(".turn .text")?.textContent ?? "").length > length &&
+              document.getElementById("status")?.dataset["state"] === "running",
+            early.length
+          )
+        )
 
-      yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
-      const results = yield* Effect.promise(() => page.locator(".result.success").allTextContents())
-      expect(results.some((result) => result.startsWith("← convert_units"))).toBe(true)
-      expect(yield* Effect.promise(() => page.locator(".result.mistake").allTextContents())).toHaveLength(1)
-      const costs = yield* Effect.promise(() => page.locator(".meta").allTextContents())
-      expect(costs).toHaveLength(3)
-      expect(costs[2]).toMatch(/^turn 3 · 671 in \/ 58 out · \$0\.000284$/)
-      expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toContain("✓ Stop")
+        yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
+        const results = yield* Effect.promise(() => page.locator(".result.success").allTextContents())
+        expect(results.some((result) => result.startsWith("← convert_units"))).toBe(true)
+        expect(yield* Effect.promise(() => page.locator(".result.mistake").allTextContents())).toHaveLength(1)
+        const costs = yield* Effect.promise(() => page.locator(".meta").allTextContents())
+        expect(costs).toHaveLength(3)
+        expect(costs[2]).toMatch(/^turn 3 · 671 in \/ 58 out · \$0\.000284$/)
+        expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toContain("✓ Stop")
 
-      mkdirSync(screenshots, { recursive: true })
-      yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat.png`, fullPage: true }))
-    }).pipe(Effect.scoped), 60_000)
+        mkdirSync(screenshots, { recursive: true })
+        yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat.png`, fullPage: true }))
+      }).pipe(Effect.scoped),
+    60_000
+  )
 
   it.live("Stop ends the run, and the provider sees its request closed", () =>
     Effect.gen(function*() {

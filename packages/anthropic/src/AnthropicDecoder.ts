@@ -45,7 +45,8 @@ export const itemIdPrefix = "anthropic_"
 export const extensionPrefix = "x-anthropic."
 
 /** Whether an item is a content block kept as an extension by this layer. */
-export const isContentBlockExtension = (item: Item.Item): item is Item.Extension => item.type.startsWith(extensionPrefix)
+export const isContentBlockExtension = (item: Item.Item): item is Item.Extension =>
+  item.type.startsWith(extensionPrefix)
 
 /**
  * Maps a `stop_reason`: `end_turn` and `stop_sequence` are `stop`, `tool_use`
@@ -88,15 +89,23 @@ export const usage = (
 }
 
 /** A content block being streamed; `stopped` once its `content_block_stop` came. */
-type Block = { stopped: boolean } & (
-  | { readonly kind: "text"; readonly pieces: Array<string> }
-  | { readonly kind: "thinking"; readonly pieces: Array<string>; signature: string | undefined }
-  | { readonly kind: "redacted"; readonly data: string }
-  | { readonly kind: "call"; readonly id: string; readonly name: string; readonly pieces: Array<string>; readonly input: unknown }
-  /** The call of the tool that carries a structured output: its input is the answer's text. */
-  | { readonly kind: "output"; readonly pieces: Array<string>; readonly input: unknown }
-  | { readonly kind: "other"; readonly data: AnthropicEvent.JsonObject; readonly pieces: Array<string> }
-)
+type Block =
+  & { stopped: boolean }
+  & (
+    | { readonly kind: "text"; readonly pieces: Array<string> }
+    | { readonly kind: "thinking"; readonly pieces: Array<string>; signature: string | undefined }
+    | { readonly kind: "redacted"; readonly data: string }
+    | {
+      readonly kind: "call"
+      readonly id: string
+      readonly name: string
+      readonly pieces: Array<string>
+      readonly input: unknown
+    }
+    /** The call of the tool that carries a structured output: its input is the answer's text. */
+    | { readonly kind: "output"; readonly pieces: Array<string>; readonly input: unknown }
+    | { readonly kind: "other"; readonly data: AnthropicEvent.JsonObject; readonly pieces: Array<string> }
+  )
 
 /** What a decoder needs to know about the request it reads the answer of. */
 export interface Options {
@@ -187,7 +196,9 @@ class Decoder implements ProviderStream.Decoder {
         return undefined
       }
       case "input_json_delta": {
-        if (block.kind !== "call" && block.kind !== "output" && block.kind !== "other") return mismatch(event, delta, block)
+        if (block.kind !== "call" && block.kind !== "output" && block.kind !== "other") {
+          return mismatch(event, delta, block)
+        }
         const piece = delta.partial_json
         if (piece === undefined) return missing(event, delta, decodeInputJsonDelta)
         block.pieces.push(piece)
@@ -210,9 +221,11 @@ class Decoder implements ProviderStream.Decoder {
       if (block.pieces.join("") === "") {
         const input = JSON.stringify(block.input ?? {})
         block.pieces.push(input)
-        out.push(block.kind === "call"
-          ? { type: "function_call_arguments_delta", call_id: block.id, delta: input }
-          : { type: "text_delta", delta: input })
+        out.push(
+          block.kind === "call"
+            ? { type: "function_call_arguments_delta", call_id: block.id, delta: input }
+            : { type: "text_delta", delta: input }
+        )
       }
       if (block.kind === "call") {
         out.push({ type: "function_call_done", call_id: block.id, name: block.name, arguments: block.pieces.join("") })
@@ -234,7 +247,13 @@ class Decoder implements ProviderStream.Decoder {
     let message: { id: string; parts: Array<Item.ContentPart>; stopped: boolean } | undefined
     const flush = () => {
       if (message === undefined) return
-      items.push({ type: "message", id: message.id, status: message.stopped ? "completed" : "incomplete", role: "assistant", content: message.parts })
+      items.push({
+        type: "message",
+        id: message.id,
+        status: message.stopped ? "completed" : "incomplete",
+        role: "assistant",
+        content: message.parts
+      })
       message = undefined
     }
     for (const [, block] of [...this.blocks.entries()].sort(([a], [b]) => a - b)) {
@@ -261,10 +280,23 @@ class Decoder implements ProviderStream.Decoder {
           items.push({ type: "reasoning", id, status, content: [], encrypted_content: block.data })
           break
         case "call":
-          items.push({ type: "function_call", id, status, call_id: block.id, name: block.name, arguments: block.pieces.join("") })
+          items.push({
+            type: "function_call",
+            id,
+            status,
+            call_id: block.id,
+            name: block.name,
+            arguments: block.pieces.join("")
+          })
           break
         case "output":
-          items.push({ type: "message", id, status, role: "assistant", content: [{ type: "output_text", text: block.pieces.join("") }] })
+          items.push({
+            type: "message",
+            id,
+            status,
+            role: "assistant",
+            content: [{ type: "output_text", text: block.pieces.join("") }]
+          })
           break
         case "other":
           items.push({ type: `${extensionPrefix}${String(block.data.type)}`, id, status, data: block.data })
@@ -273,7 +305,9 @@ class Decoder implements ProviderStream.Decoder {
     }
     flush()
     const hasCalls = items.some((item) => item.type === "function_call")
-    const reason = this.stopReason === undefined ? (hasCalls ? "tool_calls" : "stop") : stopReason(this.stopReason, hasCalls)
+    const reason = this.stopReason === undefined
+      ? (hasCalls ? "tool_calls" : "stop")
+      : stopReason(this.stopReason, hasCalls)
     const last = items[items.length - 1]
     // A turn cut by max_tokens ends in the middle of its last item.
     if (reason === "max_tokens" && last !== undefined) items[items.length - 1] = { ...last, status: "incomplete" }
@@ -322,11 +356,19 @@ const missing = (
 }
 
 /** The block a `content_block_start` opens, decoded with the schema of its `type`. */
-const blockOf = (options: Options, event: string, type: string, raw: unknown): Result.Result<Block, AiError.MalformedEvent> => {
+const blockOf = (
+  options: Options,
+  event: string,
+  type: string,
+  raw: unknown
+): Result.Result<Block, AiError.MalformedEvent> => {
   const at = "content_block"
   switch (type) {
     case "text":
-      return Result.map(decodeTextBlock(event, raw, at), ({ text }): Block => ({ kind: "text", pieces: [text], stopped: false }))
+      return Result.map(
+        decodeTextBlock(event, raw, at),
+        ({ text }): Block => ({ kind: "text", pieces: [text], stopped: false })
+      )
     case "thinking":
       return Result.map(decodeThinkingBlock(event, raw, at), ({ signature, thinking }): Block => ({
         kind: "thinking",
@@ -335,18 +377,29 @@ const blockOf = (options: Options, event: string, type: string, raw: unknown): R
         stopped: false
       }))
     case "redacted_thinking":
-      return Result.map(decodeRedactedBlock(event, raw, at), ({ data }): Block => ({ kind: "redacted", data, stopped: false }))
+      return Result.map(
+        decodeRedactedBlock(event, raw, at),
+        ({ data }): Block => ({ kind: "redacted", data, stopped: false })
+      )
     case "tool_use":
       return Result.map(decodeToolUseBlock(event, raw, at), ({ id, input, name }): Block =>
         name === options.outputTool
           ? { kind: "output", pieces: [], input, stopped: false }
           : { kind: "call", id, name, pieces: [], input, stopped: false })
     default:
-      return Result.map(decodeJsonObject(event, raw, at), (data): Block => ({ kind: "other", data, pieces: [], stopped: false }))
+      return Result.map(
+        decodeJsonObject(event, raw, at),
+        (data): Block => ({ kind: "other", data, pieces: [], stopped: false })
+      )
   }
 }
 
-type Handler = (decoder: Decoder, event: string, json: unknown, out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+type Handler = (
+  decoder: Decoder,
+  event: string,
+  json: unknown,
+  out: Array<TurnDelta.TurnDelta>
+) => AiError.AiError | undefined
 
 /** A handler of the events `schema` decodes: `f` sees the decoded event, or the stream fails with the decoding error. */
 const on = <A>(
@@ -362,21 +415,31 @@ const on = <A>(
 
 /** The events this layer reads, by type. */
 const handlers: ReadonlyMap<string, Handler> = new Map([
-  ["message_start", on(AnthropicEvent.MessageStart, (self, { message }) => {
-    if (message.id !== undefined) self.messageId = message.id
-    if (message.model !== undefined) self.model = message.model
-    if (message.usage != null) self.startUsage = message.usage
-  })],
-  ["content_block_start", on(AnthropicEvent.ContentBlockStart, (self, e, out, event) =>
-    self.start(event, e.index, e.content_block, out))],
-  ["content_block_delta", on(AnthropicEvent.ContentBlockDelta, (self, e, out, event) =>
-    self.delta(event, e.index, e.delta, out))],
+  [
+    "message_start",
+    on(AnthropicEvent.MessageStart, (self, { message }) => {
+      if (message.id !== undefined) self.messageId = message.id
+      if (message.model !== undefined) self.model = message.model
+      if (message.usage != null) self.startUsage = message.usage
+    })
+  ],
+  [
+    "content_block_start",
+    on(AnthropicEvent.ContentBlockStart, (self, e, out, event) => self.start(event, e.index, e.content_block, out))
+  ],
+  [
+    "content_block_delta",
+    on(AnthropicEvent.ContentBlockDelta, (self, e, out, event) => self.delta(event, e.index, e.delta, out))
+  ],
   ["content_block_stop", on(AnthropicEvent.ContentBlockStop, (self, e, out, event) => self.stop(event, e.index, out))],
-  ["message_delta", on(AnthropicEvent.MessageDelta, (self, e) => {
-    if (e.delta.stop_reason != null) self.stopReason = e.delta.stop_reason
-    // Counts are cumulative; a later delta may leave out what an earlier one said.
-    if (e.usage != null) self.lastUsage = { ...self.lastUsage, ...e.usage }
-  })],
+  [
+    "message_delta",
+    on(AnthropicEvent.MessageDelta, (self, e) => {
+      if (e.delta.stop_reason != null) self.stopReason = e.delta.stop_reason
+      // Counts are cumulative; a later delta may leave out what an earlier one said.
+      if (e.usage != null) self.lastUsage = { ...self.lastUsage, ...e.usage }
+    })
+  ],
   ["message_stop", (self, _event, _json, out) => {
     self.finish(out)
     return undefined

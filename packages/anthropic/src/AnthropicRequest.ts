@@ -51,7 +51,12 @@ export type ContentBlock =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
   | { readonly type: "redacted_thinking"; readonly data: string }
-  | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: { readonly [key: string]: unknown } }
+  | {
+    readonly type: "tool_use"
+    readonly id: string
+    readonly name: string
+    readonly input: { readonly [key: string]: unknown }
+  }
   | { readonly type: "tool_result"; readonly tool_use_id: string; readonly content?: string }
   /** A block this layer does not model (a server tool's call or result), sent back as the API sent it. */
   | { readonly [key: string]: unknown }
@@ -162,8 +167,8 @@ class MessagesBuilder {
 
 const toolChoiceOf = (choice: LanguageModel.ToolChoice): ToolChoice =>
   choice === "auto" ? { type: "auto" } : choice === "none" ? { type: "none" } : choice === "required"
-  ? { type: "any" }
-  : { type: "tool", name: choice.name }
+    ? { type: "any" }
+    : { type: "tool", name: choice.name }
 
 const withParallel = (choice: ToolChoice, parallel: boolean | undefined): ToolChoice =>
   parallel === false && choice.type !== "none" ? { ...choice, disable_parallel_tool_use: true } : choice
@@ -175,7 +180,10 @@ const thinkingOf = (
 ): Pick<Body, "thinking" | "output_config"> => {
   if (effort === undefined) return {}
   if (AnthropicModels.thinking(model) === "adaptive") {
-    return { thinking: { type: "adaptive", display: "summarized" }, output_config: { effort: effort === "minimal" ? "low" : effort } }
+    return {
+      thinking: { type: "adaptive", display: "summarized" },
+      output_config: { effort: effort === "minimal" ? "low" : effort }
+    }
   }
   const budget = Math.min(thinkingBudgets[effort], maxTokens - 1)
   return budget < thinkingBudgets.minimal ? {} : { thinking: { type: "enabled", budget_tokens: budget } }
@@ -212,7 +220,9 @@ const messagesOf = (history: ReadonlyArray<Item.Item>): Result.Result<Array<Mess
         break
       case "function_call_output":
         if (!calls.has(item.call_id)) {
-          return Result.fail(invalid(`function_call_output ${item.call_id}: no function_call with this call_id in the history`))
+          return Result.fail(
+            invalid(`function_call_output ${item.call_id}: no function_call with this call_id in the history`)
+          )
         }
         builder.push("user", [{
           type: "tool_result",
@@ -326,12 +336,16 @@ export const make = Effect.fnUntraced(function*(
     messages: messages.success,
     ...(system.length === 0 ? {} : { system }),
     ...(tools.length === 0 ? {} : { tools }),
-    ...(toolChoice === undefined || tools.length === 0 ? {} : { tool_choice: withParallel(toolChoice, settings.parallelToolCalls) }),
+    ...(toolChoice === undefined || tools.length === 0
+      ? {}
+      : { tool_choice: withParallel(toolChoice, settings.parallelToolCalls) }),
     ...(thinking.thinking === undefined ? {} : { thinking: thinking.thinking }),
     ...(Object.keys(outputConfig).length === 0 ? {} : { output_config: outputConfig }),
     ...(params.temperature === undefined ? {} : { temperature: params.temperature }),
     ...(params.topP === undefined ? {} : { top_p: params.topP }),
-    ...(params.stopSequences === undefined || params.stopSequences.length === 0 ? {} : { stop_sequences: params.stopSequences }),
+    ...(params.stopSequences === undefined || params.stopSequences.length === 0
+      ? {}
+      : { stop_sequences: params.stopSequences }),
     stream: true
   }
   return { body, outputTool } satisfies Request

@@ -49,7 +49,9 @@ export interface Usage {
 export const usage = (usage: TokenUsage.TokenUsage): Usage => {
   const cached = usage.cachedInput ?? 0
   if (cached > usage.input) {
-    throw new Error(`AnthropicWire: a usage with more cached input (${cached}) than input (${usage.input}) has no wire form`)
+    throw new Error(
+      `AnthropicWire: a usage with more cached input (${cached}) than input (${usage.input}) has no wire form`
+    )
   }
   return {
     input_tokens: usage.input - cached,
@@ -113,7 +115,9 @@ const blocksOf = (
             "a refusal part: Anthropic refuses with stop_reason \"refusal\" (stopReason \"content_filter\"), not with content"
           )
         }
-        if (part.type === "input_text") throw unsupported(position, item, "an input_text part: the model writes output_text")
+        if (part.type === "input_text") {
+          throw unsupported(position, item, "an input_text part: the model writes output_text")
+        }
         return block(
           index + i,
           { type: "text", text: "" },
@@ -128,14 +132,20 @@ const blocksOf = (
       const [part, ...rest] = item.content
       if (part === undefined) {
         if (item.encrypted_content === undefined) {
-          throw unsupported(position, item, "a reasoning item with no content is a redacted_thinking block, whose data it lacks")
+          throw unsupported(
+            position,
+            item,
+            "a reasoning item with no content is a redacted_thinking block, whose data it lacks"
+          )
         }
         return [block(index, { type: "redacted_thinking", data: item.encrypted_content }, [])]
       }
       if (rest.length > 0 || part.type !== "output_text") {
         throw unsupported(position, item, "a thinking block is one output_text part, and this reasoning is not")
       }
-      const signature = item.encrypted_content === undefined ? [] : [{ type: "signature_delta", signature: item.encrypted_content }]
+      const signature = item.encrypted_content === undefined
+        ? []
+        : [{ type: "signature_delta", signature: item.encrypted_content }]
       return [block(index, { type: "thinking", thinking: "" }, [
         ...ProviderWire.pieces(part.text, size).map((thinking) => ({ type: "thinking_delta", thinking })),
         ...signature
@@ -143,7 +153,11 @@ const blocksOf = (
     }
     case "function_call": {
       if (item.arguments === "") {
-        throw unsupported(position, item, "empty arguments: a tool_use block's input is JSON, and the decoder reads none as \"{}\"")
+        throw unsupported(
+          position,
+          item,
+          "empty arguments: a tool_use block's input is JSON, and the decoder reads none as \"{}\""
+        )
       }
       return [block(
         index,
@@ -152,20 +166,38 @@ const blocksOf = (
       )]
     }
     case "function_call_output":
-      throw unsupported(position, item, "a call's output is the application's, sent in the next request, never streamed")
+      throw unsupported(
+        position,
+        item,
+        "a call's output is the application's, sent in the next request, never streamed"
+      )
     default: {
       if (!AnthropicDecoder.isContentBlockExtension(item)) {
-        throw unsupported(position, item, `only the content blocks the decoder keeps (${AnthropicDecoder.extensionPrefix}…) are streamed`)
+        throw unsupported(
+          position,
+          item,
+          `only the content blocks the decoder keeps (${AnthropicDecoder.extensionPrefix}…) are streamed`
+        )
       }
       const type = item.type.slice(AnthropicDecoder.extensionPrefix.length)
       if (item.data.type !== type || modelledBlocks.has(type)) {
-        throw unsupported(position, item, `its data must be a ${type} block (type "${type}"), not one the decoder reads into another item`)
+        throw unsupported(
+          position,
+          item,
+          `its data must be a ${type} block (type "${type}"), not one the decoder reads into another item`
+        )
       }
       // A block with an input (a server tool's call) streams it, as the API does, and the decoder assembles it.
       const input = "input" in item.data ? JSON.stringify(item.data.input) : undefined
       return input === undefined
         ? [block(index, item.data, [])]
-        : [block(index, { ...item.data, input: {} }, ProviderWire.pieces(input, size).map((partial_json) => ({ type: "input_json_delta", partial_json })))]
+        : [
+          block(
+            index,
+            { ...item.data, input: {} },
+            ProviderWire.pieces(input, size).map((partial_json) => ({ type: "input_json_delta", partial_json }))
+          )
+        ]
     }
   }
 }
@@ -207,7 +239,9 @@ export const stopReason = (turn: Turn.Turn): string => {
  */
 const turnFrames = (turn: Turn.Turn, options: ProviderWire.TurnOptions = {}): ReadonlyArray<string> => {
   const size = options.chunkSize ?? 16
-  if (!Number.isSafeInteger(size) || size < 1) throw new Error(`AnthropicWire: chunkSize must be a positive integer, not ${size}`)
+  if (!Number.isSafeInteger(size) || size < 1) {
+    throw new Error(`AnthropicWire: chunkSize must be a positive integer, not ${size}`)
+  }
   const counts = usage(turn.usage)
   const reason = stopReason(turn)
   const blocks: Array<Array<string>> = []
@@ -311,14 +345,25 @@ const errorAnswerOf = (error: AiError.AiError): ProviderWire.HttpAnswer => {
         return errorAnswer(status, "overloaded_error", message, error.retryAfter)
       }
       // A 504 would be a Timeout.
-      return errorAnswer(status !== undefined && status >= 500 && status !== 504 ? status : 500, "api_error", message, error.retryAfter)
+      return errorAnswer(
+        status !== undefined && status >= 500 && status !== 504 ? status : 500,
+        "api_error",
+        message,
+        error.retryAfter
+      )
     }
     case "QuotaExceeded":
-      return errorAnswer(error.status !== undefined && error.status >= 400 ? error.status : 402, "billing_error", message)
+      return errorAnswer(
+        error.status !== undefined && error.status >= 400 ? error.status : 402,
+        "billing_error",
+        message
+      )
     case "MalformedEvent": {
       // An event cut short: its data is not JSON. The decoder names it by its `event:` line.
       const name = error.event.replace(/[\r\n]/g, " ")
-      const data = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":${JSON.stringify(message)}`
+      const data = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":${
+        JSON.stringify(message)
+      }`
       return {
         status: 200,
         headers: eventStream,

@@ -25,18 +25,34 @@ const hello = [Item.userMessage("Say hello")]
 const weatherTool: LanguageModel.ToolDefinition = {
   name: "get_weather",
   description: "The weather in a city",
-  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" } },
+    required: ["city"],
+    additionalProperties: false
+  }
 }
 
 const searchResult = {
   type: "web_search_tool_result",
   tool_use_id: "srvtoolu_1",
-  content: [{ type: "web_search_result", url: "https://example.com/w", title: "Weather", encrypted_content: "ZW5j", page_age: null }]
+  content: [{
+    type: "web_search_result",
+    url: "https://example.com/w",
+    title: "Weather",
+    encrypted_content: "ZW5j",
+    page_age: null
+  }]
 }
 
 /** A stream with every kind of event and content block the provider reads. */
 const everyEvent = [
-  messageStart("msg_01all", { input_tokens: 20, cache_creation_input_tokens: 100, cache_read_input_tokens: 300, output_tokens: 1 }),
+  messageStart("msg_01all", {
+    input_tokens: 20,
+    cache_creation_input_tokens: 100,
+    cache_read_input_tokens: 300,
+    output_tokens: 1
+  }),
   ping,
   ...thinkingBlock(0, "c2lnbmF0dXJl", "Let me think ", "about Zürich 🌧."),
   blockStart(1, { type: "redacted_thinking", data: "cmVkYWN0ZWQ=" }),
@@ -84,7 +100,11 @@ describe("Anthropic", () => {
           instructions: "Be brief.",
           params: { temperature: 0.2, topP: 0.9, maxOutputTokens: 64, stopSequences: ["END"] }
         })
-        expect(deltas.filter((d) => d.type === "text_delta").map((d) => d.delta)).toStrictEqual(["Hello", ", wörld", "!"])
+        expect(deltas.filter((d) => d.type === "text_delta").map((d) => d.delta)).toStrictEqual([
+          "Hello",
+          ", wörld",
+          "!"
+        ])
         const result = completed(deltas)
         expect(result).toStrictEqual({
           items: [{
@@ -148,7 +168,13 @@ describe("Anthropic", () => {
             encrypted_content: "c2lnbmF0dXJl"
           },
           { type: "reasoning", id: id(1), status: "completed", content: [], encrypted_content: "cmVkYWN0ZWQ=" },
-          { type: "message", id: id(2), status: "completed", role: "assistant", content: [{ type: "output_text", text: "Checking 東京 ✓." }] },
+          {
+            type: "message",
+            id: id(2),
+            status: "completed",
+            role: "assistant",
+            content: [{ type: "output_text", text: "Checking 東京 ✓." }]
+          },
           {
             type: "x-anthropic.server_tool_use",
             id: id(3),
@@ -156,11 +182,27 @@ describe("Anthropic", () => {
             data: { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: { query: "weather" } }
           },
           { type: "x-anthropic.web_search_tool_result", id: id(4), status: "completed", data: searchResult },
-          { type: "function_call", id: id(5), status: "completed", call_id: "toolu_a", name: "get_weather", arguments: "{\"city\":\"Zürich\"}" },
-          { type: "function_call", id: id(6), status: "completed", call_id: "toolu_b", name: "get_weather", arguments: "{\"city\":\"東京\"}" }
+          {
+            type: "function_call",
+            id: id(5),
+            status: "completed",
+            call_id: "toolu_a",
+            name: "get_weather",
+            arguments: "{\"city\":\"Zürich\"}"
+          },
+          {
+            type: "function_call",
+            id: id(6),
+            status: "completed",
+            call_id: "toolu_b",
+            name: "get_weather",
+            arguments: "{\"city\":\"東京\"}"
+          }
         ])
         for (const call of Turn.functionCalls(result)) {
-          const pieces = deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === call.call_id ? [d.delta] : [])
+          const pieces = deltas.flatMap((d) =>
+            d.type === "function_call_arguments_delta" && d.call_id === call.call_id ? [d.delta] : []
+          )
           expect(pieces.join("")).toBe(call.arguments)
         }
       })
@@ -191,7 +233,13 @@ describe("Anthropic", () => {
           ...hello,
           ...first.items,
           Item.userMessage("Both, please."),
-          { type: "function_call_output", id: "o1", status: "completed", call_id: zurich!.call_id, output: "{\"tempC\":21}" },
+          {
+            type: "function_call_output",
+            id: "o1",
+            status: "completed",
+            call_id: zurich!.call_id,
+            output: "{\"tempC\":21}"
+          },
           { type: "function_call_output", id: "o2", status: "completed", call_id: tokyo!.call_id, output: "" }
         ])))
         const second = completed(yield* turn(history, { tools: [weatherTool] }))
@@ -220,7 +268,11 @@ describe("Anthropic", () => {
             ]
           }
         ])
-        expect(body.tools).toStrictEqual([{ name: "get_weather", description: "The weather in a city", input_schema: weatherTool.parameters }])
+        expect(body.tools).toStrictEqual([{
+          name: "get_weather",
+          description: "The weather in a city",
+          input_schema: weatherTool.parameters
+        }])
       })
     ))
 
@@ -236,7 +288,12 @@ describe("Anthropic", () => {
           ["model_context_window_exceeded", "other"]
         ] as const
         yield* server.reply(...cases.map(([reason]) =>
-          ProviderServer.sse([messageStart("msg_stop"), ...textBlock(0, "Once upon a"), messageDelta(reason), messageStop])
+          ProviderServer.sse([
+            messageStart("msg_stop"),
+            ...textBlock(0, "Once upon a"),
+            messageDelta(reason),
+            messageStop
+          ])
         ))
         for (const [reason, stopReason] of cases) {
           const result = completed(yield* turn(hello))
@@ -287,7 +344,12 @@ describe("Anthropic", () => {
           messageDelta("tool_use"),
           messageStop
         ], { chunkSize: 5 }))
-        const schema = { type: "object", properties: { answer: { type: "number" } }, required: ["answer"], additionalProperties: false }
+        const schema = {
+          type: "object",
+          properties: { answer: { type: "number" } },
+          required: ["answer"],
+          additionalProperties: false
+        }
         const result = completed(yield* turn(hello, { output: { name: "Answer", schema } }))
         expect(JSON.parse(Turn.text(result))).toStrictEqual({ answer: 42 })
         expect([result.stopReason, Turn.functionCalls(result)]).toStrictEqual(["stop", []])

@@ -44,7 +44,9 @@ describe("AnthropicDecoder", () => {
       const start = messageStart("msg_bad")
       expect(yield* malformed(["data: {\"type\":\n\n"])).toMatch(/not JSON/)
       expect(yield* malformed(["data: {\"index\":0}\n\n"])).toMatch(/type/)
-      expect(yield* malformed([start, blockStart(-1, { type: "text", text: "" })])).toMatch(/index: .*non-negative integer/)
+      expect(yield* malformed([start, blockStart(-1, { type: "text", text: "" })])).toMatch(
+        /index: .*non-negative integer/
+      )
       expect(yield* malformed([start, blockStart(0, { type: "text" })])).toMatch(/content_block.text/)
       expect(yield* malformed([start, blockStart(0, { type: "tool_use", name: "f" })])).toMatch(/content_block.id/)
       expect(yield* malformed([start, blockStart(0, { type: "text", text: "" }), delta(0, { type: "text_delta" })]))
@@ -56,24 +58,42 @@ describe("AnthropicDecoder", () => {
   it.effect("fails with MalformedEvent when a delta or a stop names a block that is not open, or a block starts twice", () =>
     Effect.gen(function*() {
       const start = messageStart("msg_bad")
-      expect(yield* malformed([start, delta(4294967295, { type: "text_delta", text: "x" })])).toMatch(/content block 4294967295 was never started/)
-      expect(yield* malformed([start, ...textBlock(0, "a"), delta(0, { type: "text_delta", text: "b" })])).toMatch(/has stopped/)
+      expect(yield* malformed([start, delta(4294967295, { type: "text_delta", text: "x" })])).toMatch(
+        /content block 4294967295 was never started/
+      )
+      expect(yield* malformed([start, ...textBlock(0, "a"), delta(0, { type: "text_delta", text: "b" })])).toMatch(
+        /has stopped/
+      )
       expect(yield* malformed([start, blockStop(2)])).toMatch(/was never started/)
-      expect(yield* malformed([start, blockStart(0, { type: "text", text: "" }), blockStart(0, { type: "text", text: "" })]))
+      expect(
+        yield* malformed([start, blockStart(0, { type: "text", text: "" }), blockStart(0, { type: "text", text: "" })])
+      )
         .toMatch(/started twice/)
-      expect(yield* malformed([start, ...toolUseBlock(0, "toolu_1", "f").slice(0, 1), delta(0, { type: "text_delta", text: "x" })]))
+      expect(
+        yield* malformed([
+          start,
+          ...toolUseBlock(0, "toolu_1", "f").slice(0, 1),
+          delta(0, { type: "text_delta", text: "x" })
+        ])
+      )
         .toMatch(/a text_delta for a call block/)
-      expect(yield* malformed([
-        start,
-        blockStart(0, { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} }),
-        delta(0, { type: "input_json_delta", partial_json: "{\"query\": " }),
-        blockStop(0)
-      ])).toMatch(/not JSON/)
+      expect(
+        yield* malformed([
+          start,
+          blockStart(0, { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} }),
+          delta(0, { type: "input_json_delta", partial_json: "{\"query\": " }),
+          blockStop(0)
+        ])
+      ).toMatch(/not JSON/)
     }))
 
   it.effect("a body that ends before message_stop fails with IncompleteTurn after the deltas it carried", () =>
     Effect.gen(function*() {
-      const { deltas, error } = yield* decode([messageStart("msg_cut"), ...textBlock(0, "cut ", "off"), messageDelta("end_turn")])
+      const { deltas, error } = yield* decode([
+        messageStart("msg_cut"),
+        ...textBlock(0, "cut ", "off"),
+        messageDelta("end_turn")
+      ])
       expect(deltas).toStrictEqual([{ type: "text_delta", delta: "cut " }, { type: "text_delta", delta: "off" }])
       expect(error).toBeInstanceOf(AiError.IncompleteTurn)
     }))
@@ -90,21 +110,37 @@ describe("AnthropicDecoder", () => {
         messageDelta("end_turn"),
         messageStop
       ])
-      expect(deltas.slice(0, 2)).toStrictEqual([{ type: "text_delta", delta: "Hi" }, { type: "text_delta", delta: " there" }])
+      expect(deltas.slice(0, 2)).toStrictEqual([{ type: "text_delta", delta: "Hi" }, {
+        type: "text_delta",
+        delta: " there"
+      }])
       expect(Turn.text(turn!)).toBe("Hi there")
     }))
 
   it.effect("takes each usage count from message_delta when it carries it, else from message_start", () =>
     Effect.gen(function*() {
       const { turn } = yield* decode([
-        messageStart("msg_usage", { input_tokens: 10, cache_creation_input_tokens: 50, cache_read_input_tokens: 5, output_tokens: 1 }),
+        messageStart("msg_usage", {
+          input_tokens: 10,
+          cache_creation_input_tokens: 50,
+          cache_read_input_tokens: 5,
+          output_tokens: 1
+        }),
         ...textBlock(0, "a"),
         messageDelta(null, { output_tokens: 3 }),
-        messageDelta("end_turn", { input_tokens: 12, cache_read_input_tokens: null as unknown as number, output_tokens: 7 }),
+        messageDelta("end_turn", {
+          input_tokens: 12,
+          cache_read_input_tokens: null as unknown as number,
+          output_tokens: 7
+        }),
         messageStop
       ])
       expect(turn?.usage).toStrictEqual({ input: 12 + 50 + 5, output: 7, total: 74, cachedInput: 5 })
-      const bare = yield* decode([event("message_start", { message: { id: "msg_bare" } }), ...textBlock(0, "a"), messageStop])
+      const bare = yield* decode([
+        event("message_start", { message: { id: "msg_bare" } }),
+        ...textBlock(0, "a"),
+        messageStop
+      ])
       expect(bare.turn?.usage).toStrictEqual({ input: 0, output: 0, total: 0 })
       expect(bare.turn?.stopReason).toBe("stop")
       expect(bare.turn?.providerStopReason).toBeUndefined()
@@ -114,7 +150,9 @@ describe("AnthropicDecoder", () => {
 
   it.effect("names items after the fallback key when the stream carries no message id", () =>
     Effect.gen(function*() {
-      const { turn } = yield* decode([event("message_start", { message: {} }), ...textBlock(0, "a"), messageStop], { fallbackKey: "fb" })
+      const { turn } = yield* decode([event("message_start", { message: {} }), ...textBlock(0, "a"), messageStop], {
+        fallbackKey: "fb"
+      })
       expect(turn?.items.map((item) => item.id)).toStrictEqual(["anthropic_fb_0"])
       expect(turn?.responseId).toBeUndefined()
     }))
@@ -127,7 +165,10 @@ describe("AnthropicDecoder", () => {
         messageDelta("tool_use"),
         messageStop
       ], { outputTool: "output" })
-      expect(deltas.slice(0, 2)).toStrictEqual([{ type: "text_delta", delta: "{\"answer\":" }, { type: "text_delta", delta: " 42}" }])
+      expect(deltas.slice(0, 2)).toStrictEqual([{ type: "text_delta", delta: "{\"answer\":" }, {
+        type: "text_delta",
+        delta: " 42}"
+      }])
       expect(turn?.stopReason).toBe("stop")
       expect(turn?.providerStopReason).toBe("tool_use")
       expect(Turn.functionCalls(turn!)).toStrictEqual([])

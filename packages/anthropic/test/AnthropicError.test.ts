@@ -9,7 +9,11 @@ import { completed, failing, run, turn } from "./harness.ts"
 const hello = [Item.userMessage("Say hello")]
 
 /** An error body as the API sends it. */
-const errorBody = (type: string, message: string) => ({ type: "error", error: { type, message }, request_id: "req_011" })
+const errorBody = (type: string, message: string) => ({
+  type: "error",
+  error: { type, message },
+  request_id: "req_011"
+})
 
 describe("AnthropicError", () => {
   it.effect("maps HTTP errors by their type where the status says too little, else by the status", () =>
@@ -19,21 +23,42 @@ describe("AnthropicError", () => {
           [ProviderServer.status(529, errorBody("overloaded_error", "Overloaded")), "Unavailable"],
           [ProviderServer.status(402, errorBody("billing_error", "Payment required")), "QuotaExceeded"],
           [
-            ProviderServer.status(400, errorBody("invalid_request_error", "Your credit balance is too low to access the Anthropic API.")),
+            ProviderServer.status(
+              400,
+              errorBody("invalid_request_error", "Your credit balance is too low to access the Anthropic API.")
+            ),
             "QuotaExceeded"
           ],
-          [ProviderServer.status(400, errorBody("invalid_request_error", "prompt is too long: 211000 tokens > 200000 maximum")), "ContextLengthExceeded"],
           [
             ProviderServer.status(
               400,
-              errorBody("invalid_request_error", "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000")
+              errorBody("invalid_request_error", "prompt is too long: 211000 tokens > 200000 maximum")
             ),
             "ContextLengthExceeded"
           ],
-          [ProviderServer.status(400, errorBody("invalid_request_error", "messages: text content blocks must be non-empty")), "InvalidRequest"],
+          [
+            ProviderServer.status(
+              400,
+              errorBody(
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000"
+              )
+            ),
+            "ContextLengthExceeded"
+          ],
+          [
+            ProviderServer.status(
+              400,
+              errorBody("invalid_request_error", "messages: text content blocks must be non-empty")
+            ),
+            "InvalidRequest"
+          ],
           [ProviderServer.status(401, errorBody("authentication_error", "invalid x-api-key")), "AuthFailed"],
           [ProviderServer.status(403, errorBody("permission_error", "not allowed")), "AuthFailed"],
-          [ProviderServer.status(413, errorBody("request_too_large", "Request exceeds the maximum size")), "ContextLengthExceeded"],
+          [
+            ProviderServer.status(413, errorBody("request_too_large", "Request exceeds the maximum size")),
+            "ContextLengthExceeded"
+          ],
           [ProviderServer.status(500, errorBody("api_error", "Internal server error")), "Unavailable"],
           [ProviderServer.status(529, "<html>overloaded</html>"), "Unavailable"]
         ] as const
@@ -50,14 +75,19 @@ describe("AnthropicError", () => {
         yield* server.reply(
           ProviderServer.status(529, errorBody("overloaded_error", "Overloaded"), { "retry-after": "0" }),
           ProviderServer.sse(textStream("msg_ok", "ok")),
-          ProviderServer.status(429, errorBody("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"), {
-            "retry-after": "3600"
-          })
+          ProviderServer.status(
+            429,
+            errorBody("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+            {
+              "retry-after": "3600"
+            }
+          )
         )
         expect(completed(yield* turn(hello)).responseId).toBe("msg_ok")
         const { error } = yield* failing(hello)
         expect(error).toBeInstanceOf(AiError.RateLimited)
-        expect(error._tag === "RateLimited" && error.retryAfter !== undefined && Duration.toSeconds(error.retryAfter)).toBe(3600)
+        expect(error._tag === "RateLimited" && error.retryAfter !== undefined && Duration.toSeconds(error.retryAfter))
+          .toBe(3600)
         expect(error.message).toContain("per-minute rate limit")
         expect(yield* server.requests).toHaveLength(3)
       })
@@ -67,7 +97,10 @@ describe("AnthropicError", () => {
     run((server) =>
       Effect.gen(function*() {
         yield* server.reply(
-          ProviderServer.sse([messageStart("msg_1"), event("error", { error: { type: "overloaded_error", message: "Overloaded" } })]),
+          ProviderServer.sse([
+            messageStart("msg_1"),
+            event("error", { error: { type: "overloaded_error", message: "Overloaded" } })
+          ]),
           ProviderServer.sse(textStream("msg_2", "second try"))
         )
         expect(completed(yield* turn(hello)).responseId).toBe("msg_2")

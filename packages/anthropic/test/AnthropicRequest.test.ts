@@ -10,7 +10,11 @@ const body = (
   history: ReadonlyArray<Item.Item>,
   options: LanguageModel.TurnOptions = {},
   settings: Partial<AnthropicRequest.Settings> = {}
-) => Effect.map(AnthropicRequest.make(history, options, { model: "claude-sonnet-4-5", ...settings }), (request) => request.body)
+) =>
+  Effect.map(
+    AnthropicRequest.make(history, options, { model: "claude-sonnet-4-5", ...settings }),
+    (request) => request.body
+  )
 
 const tool = (name: string): LanguageModel.ToolDefinition => ({
   name,
@@ -32,7 +36,13 @@ describe("AnthropicRequest", () => {
         system("Answer in French.", "system"),
         system("", "developer"),
         ...hello,
-        { type: "message", id: "a", status: "completed", role: "assistant", content: [{ type: "output_text", text: "" }, { type: "refusal", refusal: "I can't." }] },
+        {
+          type: "message",
+          id: "a",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text: "" }, { type: "refusal", refusal: "I can't." }]
+        },
         system("Use metric units.", "developer"),
         Item.userMessage("Why?")
       ], { instructions: "Be brief." })
@@ -54,14 +64,22 @@ describe("AnthropicRequest", () => {
       const result = yield* body([
         ...hello,
         { type: "reasoning", id: "rs_openai", status: "completed", content: [], encrypted_content: "opaque" },
-        { type: "reasoning", id: "anthropic_msg_1_0", status: "completed", content: [{ type: "output_text", text: "cut" }] },
+        {
+          type: "reasoning",
+          id: "anthropic_msg_1_0",
+          status: "completed",
+          content: [{ type: "output_text", text: "cut" }]
+        },
         { type: "x-openai.web_search_call", id: "ws", status: "completed", data: { type: "web_search_call" } },
         { type: "function_call", id: "fc", status: "completed", call_id: "call:1/a", name: "add", arguments: "[1,2]" },
         { type: "function_call_output", id: "fo", status: "completed", call_id: "call:1/a", output: "3" }
       ])
       expect(result.messages).toStrictEqual([
         { role: "user", content: [{ type: "text", text: "Hi" }] },
-        { role: "assistant", content: [{ type: "tool_use", id: "call_1_a", name: "add", input: { arguments: [1, 2] } }] },
+        {
+          role: "assistant",
+          content: [{ type: "tool_use", id: "call_1_a", name: "add", input: { arguments: [1, 2] } }]
+        },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "call_1_a", content: "3" }] }
       ])
     }))
@@ -113,7 +131,8 @@ describe("AnthropicRequest", () => {
       const capped = yield* body(hello, { params: { reasoningEffort: "high", maxOutputTokens: 2000 } })
       expect([capped.thinking, capped.max_tokens]).toStrictEqual([{ type: "enabled", budget_tokens: 1999 }, 2000])
       // The API's smallest budget is 1,024 tokens: below that, no thinking.
-      expect((yield* body(hello, { params: { reasoningEffort: "low", maxOutputTokens: 1000 } })).thinking).toBeUndefined()
+      expect((yield* body(hello, { params: { reasoningEffort: "low", maxOutputTokens: 1000 } })).thinking)
+        .toBeUndefined()
       const layer = { thinking: { type: "adaptive" } as const, maxTokens: 3000 }
       expect([(yield* body(hello, {}, layer)).thinking, (yield* body(hello, {}, layer)).max_tokens])
         .toStrictEqual([{ type: "adaptive" }, 3000])
@@ -145,22 +164,34 @@ describe("AnthropicRequest", () => {
     Effect.gen(function*() {
       const schema = Tool.toParameters(Answer)
       const { $schema: _, ...inputSchema } = schema
-      const old = yield* AnthropicRequest.make(hello, { output: { name: "output", schema } }, { model: "claude-sonnet-4-20250514" })
+      const old = yield* AnthropicRequest.make(hello, { output: { name: "output", schema } }, {
+        model: "claude-sonnet-4-20250514"
+      })
       expect(old.outputTool).toBe("output")
       expect(old.body.output_config).toBeUndefined()
-      expect(old.body.tools).toStrictEqual([{ name: "output", description: expect.any(String), input_schema: inputSchema }])
+      expect(old.body.tools).toStrictEqual([{
+        name: "output",
+        description: expect.any(String),
+        input_schema: inputSchema
+      }])
       expect(old.body.tool_choice).toStrictEqual({ type: "tool", name: "output" })
-      const withTools = yield* body(hello, { tools: [tool("search")], output: { name: "output", schema } }, { model: "claude-3-7-sonnet-20250219" })
+      const withTools = yield* body(hello, { tools: [tool("search")], output: { name: "output", schema } }, {
+        model: "claude-3-7-sonnet-20250219"
+      })
       expect(withTools.tools?.map((t) => t.name)).toStrictEqual(["search", "output"])
       expect(withTools.tool_choice).toStrictEqual({ type: "any" })
-      const thinking = yield* body(hello, { output: { name: "output", schema }, params: { reasoningEffort: "low" } }, { model: "claude-opus-4-0" })
+      const thinking = yield* body(hello, { output: { name: "output", schema }, params: { reasoningEffort: "low" } }, {
+        model: "claude-opus-4-0"
+      })
       expect(thinking.tool_choice).toStrictEqual({ type: "auto" })
       // A record is an open object, which the API's structured output cannot take.
       const open = yield* AnthropicRequest.make(hello, {
         output: { name: "output", schema: Tool.toParameters(Schema.Record(Schema.String, Schema.Number)) }
       }, { model: "claude-opus-4-6" })
       expect(open.outputTool).toBe("output")
-      const error = yield* Effect.flip(body(hello, { tools: [tool("output")], output: { name: "output", schema } }, { model: "claude-opus-4" }))
+      const error = yield* Effect.flip(
+        body(hello, { tools: [tool("output")], output: { name: "output", schema } }, { model: "claude-opus-4" })
+      )
       expect(error).toBeInstanceOf(AiError.InvalidRequest)
     }))
 })
@@ -184,7 +215,11 @@ describe("AnthropicModels", () => {
       ["my-proxy-alias", "adaptive", true]
     ] as const
     for (const [model, thinking, structured] of cases) {
-      expect([model, AnthropicModels.thinking(model), AnthropicModels.structuredOutput(model)]).toStrictEqual([model, thinking, structured])
+      expect([model, AnthropicModels.thinking(model), AnthropicModels.structuredOutput(model)]).toStrictEqual([
+        model,
+        thinking,
+        structured
+      ])
     }
   })
 })

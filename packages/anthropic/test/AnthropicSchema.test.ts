@@ -12,7 +12,12 @@ describe("AnthropicSchema", () => {
       properties: {
         when: { type: "string", format: "date" },
         site: { type: "string", format: "iri", pattern: "^h" },
-        legs: { type: "array", minItems: 1, maxItems: 9, items: { type: "object", properties: { to: { type: "string", minLength: 2 } } } },
+        legs: {
+          type: "array",
+          minItems: 1,
+          maxItems: 9,
+          items: { type: "object", properties: { to: { type: "string", minLength: 2 } } }
+        },
         mode: { oneOf: [{ const: "car" }, { enum: ["bus", "rail"] }] },
         both: { allOf: [{ type: "object", properties: { a: { type: "number" } }, additionalProperties: true }] },
         many: { type: "array", minItems: 2, items: { type: "integer", multipleOf: 5 } }
@@ -27,12 +32,20 @@ describe("AnthropicSchema", () => {
         legs: {
           type: "array",
           minItems: 1,
-          items: { type: "object", properties: { to: { type: "string", description: "({\"minLength\":2})" } }, additionalProperties: false },
+          items: {
+            type: "object",
+            properties: { to: { type: "string", description: "({\"minLength\":2})" } },
+            additionalProperties: false
+          },
           description: "({\"maxItems\":9})"
         },
         mode: { anyOf: [{ const: "car" }, { enum: ["bus", "rail"] }] },
         both: { allOf: [{ type: "object", properties: { a: { type: "number" } }, additionalProperties: false }] },
-        many: { type: "array", items: { type: "integer", description: "({\"multipleOf\":5})" }, description: "({\"minItems\":2})" }
+        many: {
+          type: "array",
+          items: { type: "integer", description: "({\"multipleOf\":5})" },
+          description: "({\"minItems\":2})"
+        }
       },
       required: ["when"],
       additionalProperties: false
@@ -50,6 +63,8 @@ describe("AnthropicSchema", () => {
       { type: "object", properties: { next: { $ref: "#" } } },
       { type: "object", if: { properties: { a: { const: 1 } } }, then: { required: ["b"] } }
     ]
-    for (const schema of refused) expect(AnthropicSchema.structuredOutput(schema), JSON.stringify(schema)).toBeUndefined()
+    for (const schema of refused) {
+      expect(AnthropicSchema.structuredOutput(schema), JSON.stringify(schema)).toBeUndefined()
+    }
   })
 })

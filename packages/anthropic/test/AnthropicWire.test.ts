@@ -117,7 +117,12 @@ const cases: ReadonlyArray<Case> = [
           type: "x-anthropic.server_tool_use",
           id: "x",
           status: "completed",
-          data: { type: "server_tool_use", id: "srvtoolu_01", name: "web_search", input: { query: "weather in Zürich" } }
+          data: {
+            type: "server_tool_use",
+            id: "srvtoolu_01",
+            name: "web_search",
+            input: { query: "weather in Zürich" }
+          }
         },
         {
           type: "x-anthropic.web_search_tool_result",
@@ -126,7 +131,13 @@ const cases: ReadonlyArray<Case> = [
           data: {
             type: "web_search_tool_result",
             tool_use_id: "srvtoolu_01",
-            content: [{ type: "web_search_result", url: "https://example.com/w", title: "Weather", encrypted_content: "ZW5j", page_age: null }]
+            content: [{
+              type: "web_search_result",
+              url: "https://example.com/w",
+              title: "Weather",
+              encrypted_content: "ZW5j",
+              page_age: null
+            }]
           }
         },
         message("It rains.")
@@ -139,7 +150,12 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "a refusal, no items",
-    turn: { items: [], usage: { input: 3, output: 0, total: 3 }, stopReason: "content_filter", responseId: "msg_01refusal" },
+    turn: {
+      items: [],
+      usage: { input: 3, output: 0, total: 3 },
+      stopReason: "content_filter",
+      responseId: "msg_01refusal"
+    },
     stopReason: "refusal"
   },
   {
@@ -155,7 +171,12 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "another stop reason",
-    turn: { items: [message("Paused.")], usage: { input: 3, output: 2, total: 5 }, stopReason: "other", responseId: "msg_01pause" },
+    turn: {
+      items: [message("Paused.")],
+      usage: { input: 3, output: 2, total: 5 },
+      stopReason: "other",
+      responseId: "msg_01pause"
+    },
     stopReason: "pause_turn"
   }
 ]
@@ -213,11 +234,18 @@ const checkDeltas = (c: Case, deltas: ReadonlyArray<TurnDelta.TurnDelta>, size: 
   expect(text).toHaveLength(pieceCount(messageTexts(items), size))
   expect(reasoning).toHaveLength(pieceCount(reasoningText(items), size))
   for (const call of Turn.functionCalls(c.turn)) {
-    const args = deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === call.call_id ? [d.delta] : [])
+    const args = deltas.flatMap((d) =>
+      d.type === "function_call_arguments_delta" && d.call_id === call.call_id ? [d.delta] : []
+    )
     expect(args.join("")).toBe(call.arguments)
     expect(args).toHaveLength(pieceCount([call.arguments], size))
     expect(deltas).toContainEqual({ type: "function_call_start", call_id: call.call_id, name: call.name })
-    expect(deltas).toContainEqual({ type: "function_call_done", call_id: call.call_id, name: call.name, arguments: call.arguments })
+    expect(deltas).toContainEqual({
+      type: "function_call_done",
+      call_id: call.call_id,
+      name: call.name,
+      arguments: call.arguments
+    })
   }
   for (const d of deltas) {
     if (d.type === "text_delta" || d.type === "reasoning_delta" || d.type === "function_call_arguments_delta") {
@@ -268,7 +296,9 @@ describe("AnthropicWire", () => {
     const events = frames.map((frame) => {
       const [name, data, ...rest] = frame.split("\n")
       expect(rest).toStrictEqual(["", ""])
-      const json: { readonly type: string; readonly delta?: { readonly type?: string } } = JSON.parse(data!.slice("data: ".length))
+      const json: { readonly type: string; readonly delta?: { readonly type?: string } } = JSON.parse(
+        data!.slice("data: ".length)
+      )
       expect(name).toBe(`event: ${json.type}`)
       return json
     })
@@ -332,7 +362,11 @@ describe("AnthropicWire", () => {
         /item 0 \(function_call_output "o1"\).*never streamed/
       ],
       ["a refusal part", withItems(refused), /refusal part.*stop_reason "refusal"/],
-      ["an input_text part", withItems({ ...message("x"), content: [{ type: "input_text", text: "x" }] }), /input_text part/],
+      [
+        "an input_text part",
+        withItems({ ...message("x"), content: [{ type: "input_text", text: "x" }] }),
+        /input_text part/
+      ],
       ["a phase", withItems({ ...message("x"), phase: "commentary" }), /no phase \("commentary"\)/],
       ["an empty message", withItems(message()), /has no part/],
       ["two messages in a row", withItems(message("a"), message("b")), /item 1 .*follows another message/],
@@ -340,11 +374,18 @@ describe("AnthropicWire", () => {
       ["reasoning without content or data", withItems({ ...thinking("t"), content: [] }), /redacted_thinking/],
       [
         "reasoning in two parts",
-        withItems({ ...thinking("t"), content: [{ type: "output_text", text: "a" }, { type: "output_text", text: "b" }] }),
+        withItems({
+          ...thinking("t"),
+          content: [{ type: "output_text", text: "a" }, { type: "output_text", text: "b" }]
+        }),
         /one output_text part/
       ],
       ["a call without arguments", withItems(call("c", "f", "")), /empty arguments/],
-      ["an application's item", withItems({ type: "x-app.note", id: "n", status: "completed", data: {} }), /x-anthropic\./],
+      [
+        "an application's item",
+        withItems({ type: "x-app.note", id: "n", status: "completed", data: {} }),
+        /x-anthropic\./
+      ],
       [
         "an extension whose data is another block",
         withItems({ type: "x-anthropic.server_tool_use", id: "n", status: "completed", data: { type: "tool_use" } }),
@@ -357,7 +398,11 @@ describe("AnthropicWire", () => {
       ],
       ["a malformed_tool_call stop", { ...base, stopReason: "malformed_tool_call" }, /malformed_tool_call/],
       ["tool_calls without a call", { ...base, stopReason: "tool_calls" }, /no function_call item/],
-      ["more cached input than input", { ...base, usage: { input: 1, output: 1, total: 2, cachedInput: 2 } }, /more cached input/]
+      [
+        "more cached input than input",
+        { ...base, usage: { input: 1, output: 1, total: 2, cachedInput: 2 } },
+        /more cached input/
+      ]
     ]
     for (const [name, t, message] of throwing) {
       it(name, () => {
@@ -433,10 +478,19 @@ describe("AnthropicWire", () => {
         }
       ],
       [
-        new AiError.InvalidRequest({ provider, status: 400, message: "messages: text content blocks must be non-empty" }),
+        new AiError.InvalidRequest({
+          provider,
+          status: 400,
+          message: "messages: text content blocks must be non-empty"
+        }),
         400,
         "invalid_request_error",
-        { _tag: "InvalidRequest", provider: "anthropic", status: 400, message: "messages: text content blocks must be non-empty" }
+        {
+          _tag: "InvalidRequest",
+          provider: "anthropic",
+          status: 400,
+          message: "messages: text content blocks must be non-empty"
+        }
       ],
       [
         new AiError.InvalidRequest({ provider, status: 404, message: "model: claude-x not found" }),
@@ -460,7 +514,13 @@ describe("AnthropicWire", () => {
         new AiError.Unavailable({ provider, status: 529, message: "Overloaded", retryAfter: Duration.seconds(5) }),
         529,
         "overloaded_error",
-        { _tag: "Unavailable", provider: "anthropic", status: 529, message: "Overloaded (overloaded_error)", retryAfter: 5000 }
+        {
+          _tag: "Unavailable",
+          provider: "anthropic",
+          status: 529,
+          message: "Overloaded (overloaded_error)",
+          retryAfter: 5000
+        }
       ],
       [
         new AiError.Unavailable({ provider, status: 503, message: "down for a bit", retryAfter: Duration.seconds(2) }),
@@ -484,7 +544,12 @@ describe("AnthropicWire", () => {
         new AiError.QuotaExceeded({ provider, message: "Your credit balance is too low" }),
         402,
         "billing_error",
-        { _tag: "QuotaExceeded", provider: "anthropic", status: 402, message: "Your credit balance is too low (billing_error)" }
+        {
+          _tag: "QuotaExceeded",
+          provider: "anthropic",
+          status: 402,
+          message: "Your credit balance is too low (billing_error)"
+        }
       ],
       [
         new AiError.QuotaExceeded({ provider, status: 429, message: "insufficient_quota" }),
@@ -497,7 +562,12 @@ describe("AnthropicWire", () => {
         200,
         undefined,
         // The message is the decoder's: nothing in the stream carries the error's own.
-        { _tag: "MalformedEvent", provider: "anthropic", event: "content_block_delta", message: expect.stringMatching(/^data is not JSON: /) }
+        {
+          _tag: "MalformedEvent",
+          provider: "anthropic",
+          event: "content_block_delta",
+          message: expect.stringMatching(/^data is not JSON: /)
+        }
       ],
       [
         new AiError.IncompleteTurn({ message: "cut off" }),

@@ -21,13 +21,23 @@ export interface UsageWire {
 
 export const messageStart = (id: string, usage: UsageWire = { input_tokens: 12, output_tokens: 1 }) =>
   event("message_start", {
-    message: { id, type: "message", role: "assistant", content: [], model, stop_reason: null, stop_sequence: null, usage }
+    message: {
+      id,
+      type: "message",
+      role: "assistant",
+      content: [],
+      model,
+      stop_reason: null,
+      stop_sequence: null,
+      usage
+    }
   })
 
 export const blockStart = (index: number, block: Record<string, unknown>) =>
   event("content_block_start", { index, content_block: block })
 
-export const delta = (index: number, fields: Record<string, unknown>) => event("content_block_delta", { index, delta: fields })
+export const delta = (index: number, fields: Record<string, unknown>) =>
+  event("content_block_delta", { index, delta: fields })
 
 export const blockStop = (index: number) => event("content_block_stop", { index })
 
@@ -81,7 +91,9 @@ export const conformance: ProviderHarness.Fixture = {
     if (turn.text !== undefined) blocks.push(textBlock(blocks.length, ...turn.text))
     for (const call of turn.calls ?? []) {
       const half = Math.floor(call.arguments.length / 2)
-      blocks.push(toolUseBlock(blocks.length, call.id, call.name, call.arguments.slice(0, half), call.arguments.slice(half)))
+      blocks.push(
+        toolUseBlock(blocks.length, call.id, call.name, call.arguments.slice(0, half), call.arguments.slice(half))
+      )
     }
     // The usage of message_delta wins over message_start's, whose output is the first token.
     const start = [messageStart(turn.id, { ...usage, output_tokens: 1 }), ping]

@@ -67,7 +67,9 @@ export const failing = (history: ReadonlyArray<Item.Item>, options: LanguageMode
 /** The turn of `deltas`, checking it is their one and last `turn_complete`. */
 export const completed = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): Turn.Turn => {
   const last = deltas[deltas.length - 1]
-  if (last?.type !== "turn_complete") throw new Error(`the stream did not end with turn_complete: ${JSON.stringify(last)}`)
+  if (last?.type !== "turn_complete") {
+    throw new Error(`the stream did not end with turn_complete: ${JSON.stringify(last)}`)
+  }
   expect(deltas.filter((delta) => delta.type === "turn_complete")).toHaveLength(1)
   return last.turn
 }

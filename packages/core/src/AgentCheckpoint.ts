@@ -18,7 +18,7 @@ import { Effect, Schema } from "effect"
 import * as AgentEvent from "./AgentEvent.ts"
 import * as AgentMachine from "./AgentMachine.ts"
 import type * as AgentTurn from "./AgentTurn.ts"
-import { CheckpointError, Checkpointer } from "./Checkpointer.ts"
+import { Checkpointer, CheckpointError } from "./Checkpointer.ts"
 import { Cost } from "./Cost.ts"
 import * as Item from "./Item.ts"
 import type * as Termination from "./Termination.ts"
@@ -40,8 +40,10 @@ export const change = (before: ReadonlyArray<Item.Item>, after: ReadonlyArray<It
 }
 
 /** Applies a change to the history it was taken from. */
-export const apply = (history: ReadonlyArray<Item.Item>, change: HistoryChange): ReadonlyArray<Item.Item> =>
-  [...history.slice(0, change.keep), ...change.append]
+export const apply = (
+  history: ReadonlyArray<Item.Item>,
+  change: HistoryChange
+): ReadonlyArray<Item.Item> => [...history.slice(0, change.keep), ...change.append]
 
 /** Turn `step` is complete: the model's turn, its cost, and the history it answered plus the turn's items. */
 export const Answered = Schema.TaggedStruct("Answered", {
@@ -86,10 +88,16 @@ export interface Recorder<O> {
   /** Where the run stands according to its log: `initial` when it has none. */
   readonly recover: (
     initial: AgentMachine.State
-  ) => Effect.Effect<Position<O>, CheckpointError | RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
+  ) => Effect.Effect<
+    Position<O>,
+    CheckpointError | RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
+  >
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
-  readonly decided: (outcome: AgentTurn.Outcome, transition: AgentMachine.Transition<O>) => Effect.Effect<void, CheckpointError>
+  readonly decided: (
+    outcome: AgentTurn.Outcome,
+    transition: AgentMachine.Transition<O>
+  ) => Effect.Effect<void, CheckpointError>
 }
 
 /**
@@ -178,7 +186,8 @@ export const recorder = <O, R, RU, TR>(options: {
           cost: completed.cost,
           history: change(state.history, completed.history)
         }),
-      toolDone: (step, index, result) => write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
+      toolDone: (step, index, result) =>
+        write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
       decided: (outcome, transition) =>
         transition._tag === "Finish"
           ? write({ _tag: "Finished", result: transition.result })

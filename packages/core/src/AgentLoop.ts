@@ -137,7 +137,13 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     let latest = start
     const checkpointFailed = (error: CheckpointError | AgentCheckpoint.RecoveryError) =>
       Effect.flatMap(machine.accounting(latest), (accounting) =>
-        Effect.fail(new Termination.CheckpointFailed({ message: `the run's checkpoint failed: ${error.message}`, cause: error, accounting })))
+        Effect.fail(
+          new Termination.CheckpointFailed({
+            message: `the run's checkpoint failed: ${error.message}`,
+            cause: error,
+            accounting
+          })
+        ))
 
     const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
@@ -168,7 +174,9 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         tools: machine.tools,
         account: (completed) =>
           Effect.gen(function*() {
-            if (recorder !== undefined) yield* recorder.answered(state, completed)
+            if (recorder !== undefined) {
+              yield* recorder.answered(state, completed)
+            }
             const books = yield* machine.account(state, completed)
             latest = accounted = books.state
             return books.accounting
@@ -180,7 +188,10 @@ export const stream = <O = string, R = never, E = never, RU = never>(
           const transition = yield* machine.decide(accounted, outcome)
           if (recorder !== undefined) yield* Effect.uninterruptible(recorder.decided(outcome, transition))
           if (transition._tag === "Continue") {
-            return Loop.nextAfter(Stream.fromIterable(transition.events), { _tag: "Between" as const, state: transition.state })
+            return Loop.nextAfter(Stream.fromIterable(transition.events), {
+              _tag: "Between" as const,
+              state: transition.state
+            })
           }
           yield* Telemetry.annotateTermination(transition.result.termination)
           return Loop.stopAfter(Stream.fromIterable(transition.events))
@@ -199,9 +210,11 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     )
     const deadline = machine.maxDurationMs
     if (deadline === undefined) return run
-    return run.pipe(Stream.interruptWhen(Effect.sleep(deadline).pipe(
-      Effect.andThen(Effect.suspend(() => machine.deadlinePassed(latest)))
-    )))
+    return run.pipe(Stream.interruptWhen(
+      Effect.sleep(deadline).pipe(
+        Effect.andThen(Effect.suspend(() => machine.deadlinePassed(latest)))
+      )
+    ))
   })).pipe(
     Stream.tapError((termination: Termination.Error) => Telemetry.annotateTermination(termination)),
     Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
@@ -217,7 +230,9 @@ export const run = <O = string, R = never, E = never, RU = never>(
       (result, event) => event._tag === "Finished" ? event.result : result
     ),
     Effect.flatMap((result) =>
-      result === undefined ? Effect.die(new Error("AgentLoop: the run ended without a Finished event")) : Effect.succeed(result)
+      result === undefined
+        ? Effect.die(new Error("AgentLoop: the run ended without a Finished event"))
+        : Effect.succeed(result)
     )
   )
 

@@ -54,7 +54,11 @@ export type State = typeof State.Type
 /** What a completed turn leads to: the next turn from `state`, or the end with `result`; `events` say why. */
 export type Transition<O> =
   | { readonly _tag: "Continue"; readonly state: State; readonly events: ReadonlyArray<Events.AgentEvent<O>> }
-  | { readonly _tag: "Finish"; readonly result: Events.RunResult<O>; readonly events: ReadonlyArray<Events.AgentEvent<O>> }
+  | {
+    readonly _tag: "Finish"
+    readonly result: Events.RunResult<O>
+    readonly events: ReadonlyArray<Events.AgentEvent<O>>
+  }
 
 /** A run's machine: its identity, what it asks the model, and its transitions. */
 export interface Machine<O, R, RU> {
@@ -76,7 +80,10 @@ export interface Machine<O, R, RU> {
   readonly account: (
     state: State,
     completed: AgentTurn.Completed
-  ) => Effect.Effect<{ readonly state: State; readonly accounting: Accounting }, Termination.MaxBudgetUsd | Termination.UnpricedModel>
+  ) => Effect.Effect<
+    { readonly state: State; readonly accounting: Accounting },
+    Termination.MaxBudgetUsd | Termination.UnpricedModel
+  >
   /** After a turn and its tools: the rules, the hook, the predicate and the structured output decide. */
   readonly decide: (state: State, outcome: AgentTurn.Outcome) => Effect.Effect<Transition<O>, Termination.Error, R | RU>
   /** The termination of a run whose turn failed, accounted in `state`. */
@@ -151,7 +158,10 @@ export const make = <O, R, E, RU>(
       const budget = limits.maxBudgetUsd
       if (budget !== undefined && options.model !== undefined && !(yield* Pricing.isPriced(options.model))) {
         const model = options.model
-        return yield* fail((books) => new Termination.UnpricedModel({ model, maxBudgetUsd: budget, accounting: books }), initial)
+        return yield* fail(
+          (books) => new Termination.UnpricedModel({ model, maxBudgetUsd: budget, accounting: books }),
+          initial
+        )
       }
       return initial
     })
@@ -210,7 +220,10 @@ export const make = <O, R, E, RU>(
       const halting = AgentRules.halting(results)
       if (halting !== undefined) {
         const source = `tool ${halting.call.name}`
-        return yield* fail((books) => new Termination.Halted({ reason: halting.reason, source, accounting: books }), state)
+        return yield* fail(
+          (books) => new Termination.Halted({ reason: halting.reason, source, accounting: books }),
+          state
+        )
       }
       const submission = AgentRules.submission(results, options.finish)
       if (submission !== undefined) {
@@ -277,12 +290,22 @@ export const make = <O, R, E, RU>(
       const stop = Termination.stop({ reason, accounting: yield* accounting(state) })
       if (decodeOutput === undefined) {
         // Without a structured output, O is the text (its default).
-        const stopped: Events.Stopped<string> = { _tag: "Stopped", termination: stop, output: text, history: state.history }
+        const stopped: Events.Stopped<string> = {
+          _tag: "Stopped",
+          termination: stop,
+          output: text,
+          history: state.history
+        }
         return finish(verdictEvent, stopped as Events.Stopped<never>)
       }
       const decoded = yield* Effect.result(decodeOutput(text))
       if (decoded._tag === "Success") {
-        return finish(verdictEvent, { _tag: "Stopped", termination: stop, output: decoded.success, history: state.history })
+        return finish(verdictEvent, {
+          _tag: "Stopped",
+          termination: stop,
+          output: decoded.success,
+          history: state.history
+        })
       }
       const diagnostic = Termination.diagnose({ target: "structured_output", error: decoded.failure, raw: text })
       const maxRetries = limits.maxStructuredOutputRetries

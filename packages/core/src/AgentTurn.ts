@@ -93,7 +93,9 @@ export const complete = <A, S, E2, R2>(
   request: ModelRequest,
   then: (
     completed: Completed
-  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+  ) =>
+    | Stream.Stream<Loop.Event<A, S>, E2, R2>
+    | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
 ): Stream.Stream<
   Loop.Event<AgentEvent.Delta | AgentEvent.AttemptDiscarded | AgentEvent.Compacted | A, S>,
   Failure | E2,
@@ -149,7 +151,9 @@ export const stream = <E, R, A, S, E2, R2>(
   request: Request<E, R>,
   then: (
     outcome: Outcome
-  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+  ) =>
+    | Stream.Stream<Loop.Event<A, S>, E2, R2>
+    | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
 ): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
   const { step } = request
   const rest = (completed: Completed) =>
@@ -187,7 +191,9 @@ export const resume = <E, R, A, S, E2, R2>(
   answered: Answered,
   then: (
     outcome: Outcome
-  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+  ) =>
+    | Stream.Stream<Loop.Event<A, S>, E2, R2>
+    | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
 ): Stream.Stream<Loop.Event<AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S>, E | E2, R | R2> =>
   runTools(request, answered.completed, answered.done, then)
 
@@ -198,7 +204,9 @@ const runTools = <E, R, A, S, E2, R2>(
   done: ReadonlyMap<number, Toolkit.Result>,
   then: (
     outcome: Outcome
-  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
+  ) =>
+    | Stream.Stream<Loop.Event<A, S>, E2, R2>
+    | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E2, R2 | Scope.Scope>
 ): Stream.Stream<Loop.Event<AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S>, E | E2, R | R2> => {
   const { step } = request
   const calls = Turn.functionCalls(completed.turn)
@@ -216,8 +224,10 @@ const runTools = <E, R, A, S, E2, R2>(
       return toolResult(step, event.result)
     })
   )
-  return Loop.decideAfter(tools, () =>
-    then({ ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results }))
+  return Loop.decideAfter(
+    tools,
+    () => then({ ...completed, history: [...completed.history, ...Toolkit.outputs(results)], results })
+  )
 }
 
 const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult => ({
@@ -234,19 +244,28 @@ const modelTurn = (
   step: number,
   onTurn: (turn: Turn.Turn) => void
 ): Stream.Stream<AgentEvent.Delta, AiError.AiError> =>
-  Stream.unwrap(Effect.map(Telemetry.CaptureContent, (captureContent) =>
-    Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
-      Stream.transformPull(model.streamTurn(history, options), (pull) =>
-        Effect.succeed(untilComplete(pull, step, (turn) => {
-          Telemetry.annotateTurn(span, turn, captureContent)
-          onTurn(turn)
-        }))))).pipe(
-        Stream.tapError((error) => Effect.annotateCurrentSpan("error.type", error._tag)),
-        Stream.withSpan(Telemetry.chatSpanName(options.model), {
-          kind: "client",
-          attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
-        })
-      )))
+  Stream.unwrap(
+    Effect.map(Telemetry.CaptureContent, (captureContent) =>
+      Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
+        Stream.transformPull(model.streamTurn(history, options), (pull) =>
+          Effect.succeed(untilComplete(pull, step, (turn) => {
+            Telemetry.annotateTurn(span, turn, captureContent)
+            onTurn(turn)
+          }))))).pipe(
+          Stream.tapError((error) =>
+            Effect.annotateCurrentSpan("error.type", error._tag)
+          ),
+          Stream.withSpan(Telemetry.chatSpanName(options.model), {
+            kind: "client",
+            attributes: Telemetry.chatAttributes({
+              provider: model.provider,
+              request: options,
+              history,
+              captureContent
+            })
+          })
+        ))
+  )
 
 /**
  * Wraps each delta in a `Delta` event, hands the `turn_complete`'s turn to

@@ -44,7 +44,9 @@ const failed = (operation: CheckpointError["operation"], id: string) => (cause: 
   new CheckpointError({
     operation,
     id,
-    message: `could not ${operation} the checkpoint of "${id}": ${cause instanceof Error ? cause.message : String(cause)}`,
+    message: `could not ${operation} the checkpoint of "${id}": ${
+      cause instanceof Error ? cause.message : String(cause)
+    }`,
     cause
   })
 
@@ -68,20 +70,29 @@ export const layerKeyValueStore = (
     const length = (id: string) => {
       const known = lengths.get(id)
       if (known !== undefined) return Effect.succeed(known)
-      return Effect.flatMap(store.get(key(id, "length")), (text) => text === undefined ? Effect.succeed(0) : decodeLength(text))
+      return Effect.flatMap(store.get(key(id, "length")), (text) =>
+        text === undefined ? Effect.succeed(0) : decodeLength(text))
     }
 
     return Checkpointer.of({
       read: (id) =>
         Effect.flatMap(length(id), (count) =>
-          Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) =>
-            Effect.flatMap(store.get(key(id, String(i))), (entry) =>
-              entry === undefined ? Effect.fail(new Error(`entry ${i} of ${count} is missing`)) : Effect.succeed(entry)))).pipe(
+          Effect.forEach(
+            Array.from({ length: count }, (_, i) =>
+              i),
+            (i) =>
+              Effect.flatMap(store.get(key(id, String(i))), (entry) =>
+                entry === undefined
+                  ? Effect.fail(new Error(`entry ${i} of ${count} is missing`))
+                  : Effect.succeed(entry))
+          )).pipe(
             Effect.mapError(failed("read", id))
           ),
       append: (id, entries) =>
         Effect.gen(function*() {
-          if (entries.length === 0) return
+          if (entries.length === 0) {
+            return
+          }
           const start = yield* length(id)
           yield* Effect.forEach(entries, (entry, i) => store.set(key(id, String(start + i)), entry), { discard: true })
           yield* store.set(key(id, "length"), String(start + entries.length))
@@ -100,7 +111,9 @@ export const layerKeyValueStore = (
   }))
 
 /** An in-memory checkpointer, for tests: nothing survives the process. */
-export const layerMemory: Layer.Layer<Checkpointer> = layerKeyValueStore().pipe(Layer.provide(KeyValueStore.layerMemory))
+export const layerMemory: Layer.Layer<Checkpointer> = layerKeyValueStore().pipe(
+  Layer.provide(KeyValueStore.layerMemory)
+)
 
 /**
  * Keeps each execution's log in a table of the database in context (created

@@ -63,8 +63,7 @@ export const headers: Readonly<Record<string, string>> = {
 
 const defaultKeepAlive = Duration.seconds(15)
 
-const frame = (event: string, data: string): string =>
-  Sse.encoder.write({ _tag: "Event", event, id: undefined, data })
+const frame = (event: string, data: string): string => Sse.encoder.write({ _tag: "Event", event, id: undefined, data })
 
 const keepAliveFrame = ": keepalive\n\n"
 
@@ -73,35 +72,37 @@ const keepAliveFrame = ": keepalive\n\n"
  * with the encoded error. The result never fails; an event or error that its
  * schema cannot encode (a bug of the server) ends it with an `error` event.
  */
-export const encode = <A, E>(codec: Codec<A, E>, options: EncodeOptions = {}) =>
-<R>(stream: Stream.Stream<A, E, R>): Stream.Stream<string, never, R> => {
-  const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
-  const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
-  const broken = (message: string) => Stream.succeed(frame("error", JSON.stringify({ message })))
-  const frames = stream.pipe(
-    Stream.mapEffect((event) => Effect.map(encodeEvent(event), (data) => frame("message", data))),
-    Stream.concat(Stream.succeed(frame("end", "{}"))),
-    Stream.catchCause((cause): Stream.Stream<string> => {
-      const failure = Cause.findErrorOption(cause)
-      if (failure._tag === "None") return broken(Cause.pretty(cause))
-      const error = failure.value
-      if (Schema.isSchemaError(error)) return broken(`an event could not be encoded: ${error.message}`)
-      return Stream.unwrap(Effect.match(encodeFailure(error), {
-        onFailure: (encoding) => broken(`the failure could not be encoded: ${encoding.message}`),
-        onSuccess: (data) => Stream.succeed(frame("failure", data))
-      }))
-    })
-  )
-  const every = Duration.fromInputUnsafe(options.keepAlive ?? defaultKeepAlive)
-  if (!Duration.isFinite(every) || Duration.isZero(every)) return frames
-  const keepAlives = Stream.fromSchedule(Schedule.spaced(every)).pipe(Stream.map(() => keepAliveFrame))
-  return Stream.merge(frames, keepAlives, { haltStrategy: "left" })
-}
+export const encode =
+  <A, E>(codec: Codec<A, E>, options: EncodeOptions = {}) =>
+  <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<string, never, R> => {
+    const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
+    const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
+    const broken = (message: string) => Stream.succeed(frame("error", JSON.stringify({ message })))
+    const frames = stream.pipe(
+      Stream.mapEffect((event) => Effect.map(encodeEvent(event), (data) => frame("message", data))),
+      Stream.concat(Stream.succeed(frame("end", "{}"))),
+      Stream.catchCause((cause): Stream.Stream<string> => {
+        const failure = Cause.findErrorOption(cause)
+        if (failure._tag === "None") return broken(Cause.pretty(cause))
+        const error = failure.value
+        if (Schema.isSchemaError(error)) return broken(`an event could not be encoded: ${error.message}`)
+        return Stream.unwrap(Effect.match(encodeFailure(error), {
+          onFailure: (encoding) => broken(`the failure could not be encoded: ${encoding.message}`),
+          onSuccess: (data) => Stream.succeed(frame("failure", data))
+        }))
+      })
+    )
+    const every = Duration.fromInputUnsafe(options.keepAlive ?? defaultKeepAlive)
+    if (!Duration.isFinite(every) || Duration.isZero(every)) return frames
+    const keepAlives = Stream.fromSchedule(Schedule.spaced(every)).pipe(Stream.map(() => keepAliveFrame))
+    return Stream.merge(frames, keepAlives, { haltStrategy: "left" })
+  }
 
 /** The SSE bytes of a stream, as {@link encode} writes them. */
-export const encodeBytes = <A, E>(codec: Codec<A, E>, options?: EncodeOptions) =>
-<R>(stream: Stream.Stream<A, E, R>): Stream.Stream<Uint8Array, never, R> =>
-  Stream.encodeText(encode(codec, options)(stream))
+export const encodeBytes =
+  <A, E>(codec: Codec<A, E>, options?: EncodeOptions) =>
+  <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<Uint8Array, never, R> =>
+    Stream.encodeText(encode(codec, options)(stream))
 
 /**
  * An `effect/http` response streaming `stream` as Server-Sent Events. The
@@ -113,8 +114,11 @@ export const toHttpResponse = <A, E, R>(
   codec: Codec<A, E>,
   options?: EncodeOptions
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
-  Effect.map(Effect.context<R>(), (context) =>
-    HttpServerResponse.stream(Stream.provideContext(encodeBytes(codec, options)(stream), context), { headers }))
+  Effect.map(
+    Effect.context<R>(),
+    (context) =>
+      HttpServerResponse.stream(Stream.provideContext(encodeBytes(codec, options)(stream), context), { headers })
+  )
 
 /**
  * A web `Response` streaming `stream` as Server-Sent Events, for any framework
@@ -154,63 +158,68 @@ const ServerError = Schema.fromJsonString(Schema.Struct({ message: Schema.String
  * when the bytes end without `end` (`truncated`), an event does not decode
  * (`malformed`), or the server broke (`server`).
  */
-export const decode = <A, E>(codec: Codec<A, E>, options: DecodeOptions = {}) =>
-<EIn, R>(bytes: Stream.Stream<Uint8Array, EIn, R>): Stream.Stream<A, E | EIn | EventStreamError, R> => {
-  const decodeEvent = Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
-  const decodeFailure = Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
-  const events = Stream.decodeText(bytes).pipe(
-    Stream.pipeThroughChannel(Sse.decode<EIn, unknown>({ maxEventSize: options.maxEventSize ?? 16 * 1024 * 1024 })),
-    Stream.mapError((error) =>
-      Sse.Retry.is(error)
-        ? malformed("the server asked to reconnect, which an event stream does not do")
-        : error instanceof Sse.SseError || error instanceof Sse.EventTooLarge
-        ? malformed(`not a valid event stream: ${String(error)}`)
-        : error
-    )
-  )
-  return Stream.transformPull(events, (pull) =>
-    Effect.sync(() => {
-      let ended = false
-      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E | EIn | EventStreamError, void> = Effect.suspend(() =>
-        ended ? Cause.done() : pull.pipe(
-          Pull.catchDone(() =>
-            Effect.fail(new EventStreamError({ reason: "truncated", message: "the event stream ended before its end event" }))
-          ),
-          Effect.flatMap((chunk) => {
-            const out: Array<A> = []
-            for (const event of chunk) {
-              switch (event.event) {
-                case "message": {
-                  const decoded = decodeEvent(event.data)
-                  if (Exit.isFailure(decoded)) return Effect.fail(malformed(`an event did not decode: ${Cause.pretty(decoded.cause)}`))
-                  out.push(decoded.value)
-                  break
-                }
-                case "failure": {
-                  const decoded = decodeFailure(event.data)
-                  return Exit.isSuccess(decoded)
-                    ? Effect.fail(decoded.value)
-                    : Effect.fail(malformed(`the failure did not decode: ${Cause.pretty(decoded.cause)}`))
-                }
-                case "error": {
-                  const decoded = Schema.decodeUnknownExit(ServerError)(event.data)
-                  const message = Exit.isSuccess(decoded) ? decoded.value.message : event.data
-                  return Effect.fail(new EventStreamError({ reason: "server", message }))
-                }
-                case "end":
-                  ended = true
-                  return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
-                default:
-                  break
-              }
-            }
-            return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
-          })
-        )
+export const decode =
+  <A, E>(codec: Codec<A, E>, options: DecodeOptions = {}) =>
+  <EIn, R>(bytes: Stream.Stream<Uint8Array, EIn, R>): Stream.Stream<A, E | EIn | EventStreamError, R> => {
+    const decodeEvent = Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
+    const decodeFailure = Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
+    const events = Stream.decodeText(bytes).pipe(
+      Stream.pipeThroughChannel(Sse.decode<EIn, unknown>({ maxEventSize: options.maxEventSize ?? 16 * 1024 * 1024 })),
+      Stream.mapError((error) =>
+        Sse.Retry.is(error)
+          ? malformed("the server asked to reconnect, which an event stream does not do")
+          : error instanceof Sse.SseError || error instanceof Sse.EventTooLarge
+          ? malformed(`not a valid event stream: ${String(error)}`)
+          : error
       )
-      return next
-    }))
-}
+    )
+    return Stream.transformPull(events, (pull) =>
+      Effect.sync(() => {
+        let ended = false
+        const next: Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E | EIn | EventStreamError, void> = Effect.suspend(() =>
+          ended ? Cause.done() : pull.pipe(
+            Pull.catchDone(() =>
+              Effect.fail(
+                new EventStreamError({ reason: "truncated", message: "the event stream ended before its end event" })
+              )
+            ),
+            Effect.flatMap((chunk) => {
+              const out: Array<A> = []
+              for (const event of chunk) {
+                switch (event.event) {
+                  case "message": {
+                    const decoded = decodeEvent(event.data)
+                    if (Exit.isFailure(decoded)) {
+                      return Effect.fail(malformed(`an event did not decode: ${Cause.pretty(decoded.cause)}`))
+                    }
+                    out.push(decoded.value)
+                    break
+                  }
+                  case "failure": {
+                    const decoded = decodeFailure(event.data)
+                    return Exit.isSuccess(decoded)
+                      ? Effect.fail(decoded.value)
+                      : Effect.fail(malformed(`the failure did not decode: ${Cause.pretty(decoded.cause)}`))
+                  }
+                  case "error": {
+                    const decoded = Schema.decodeUnknownExit(ServerError)(event.data)
+                    const message = Exit.isSuccess(decoded) ? decoded.value.message : event.data
+                    return Effect.fail(new EventStreamError({ reason: "server", message }))
+                  }
+                  case "end":
+                    ended = true
+                    return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
+                  default:
+                    break
+                }
+              }
+              return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
+            })
+          )
+        )
+        return next
+      }))
+  }
 
 /**
  * Requests an event stream with `fetch` and reads its events. Interrupting the
@@ -235,13 +244,16 @@ export const fetch = <A, E>(
       return yield* new EventStreamError({
         reason: "http",
         status: response.status,
-        message: `expected an event stream, got HTTP ${response.status} ${type === "" ? "without a content type" : type}`
+        message: `expected an event stream, got HTTP ${response.status} ${
+          type === "" ? "without a content type" : type
+        }`
       })
     }
     const body = response.body
     return decode(codec, options)(Stream.fromReadableStream({
       evaluate: () => body,
-      onError: (error) => new EventStreamError({ reason: "truncated", message: `the connection broke: ${String(error)}` })
+      onError: (error) =>
+        new EventStreamError({ reason: "truncated", message: `the connection broke: ${String(error)}` })
     }))
   }))
 

@@ -16,9 +16,9 @@ import type { Effect, Tracer } from "effect"
 import type * as Channel from "./Channel.ts"
 import type { Cost } from "./Cost.ts"
 import type { ItemLog } from "./ItemLog.ts"
-import type { StepMeta } from "./StepMeta.ts"
 import { Info } from "./StepError.ts"
 import type { CheckpointFailed, InvalidChannelValue, RecvTimeout } from "./StepError.ts"
+import type { StepMeta } from "./StepMeta.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 
 /** An error an `every` step recorded and went on after: which step, what, and when (ms since the context started). */

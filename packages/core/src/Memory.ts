@@ -35,7 +35,10 @@ export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError"
 /** A memory. */
 export interface Service {
   /** Items to put before the conversation `history` in the next request. */
-  readonly recall: (scope: Scope, history: ReadonlyArray<Item.Item>) => Effect.Effect<ReadonlyArray<Item.Item>, MemoryError>
+  readonly recall: (
+    scope: Scope,
+    history: ReadonlyArray<Item.Item>
+  ) => Effect.Effect<ReadonlyArray<Item.Item>, MemoryError>
   /** Keeps the conversation's new `items`, oldest first. */
   readonly remember: (scope: Scope, items: ReadonlyArray<Item.Item>) => Effect.Effect<void, MemoryError>
 }
@@ -135,7 +138,9 @@ export const layerKeyValueStore = (
                 : [...entries, { context: scope.contextId, items }]
               return store.set(key(scope), next)
             }),
-            Effect.mapError((cause) => new MemoryError({ message: `memory could not be written: ${cause.message}`, cause }))
+            Effect.mapError((cause) =>
+              new MemoryError({ message: `memory could not be written: ${cause.message}`, cause })
+            )
           )
       }
     })

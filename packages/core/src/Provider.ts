@@ -95,7 +95,10 @@ export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spe
     credential: { ...spec.credential, value: config.apiKey }
   })
   const turnTimeout = Duration.fromInputUnsafe(config.turnTimeout ?? defaults.turnTimeout)
-  const overdue = new AiError.Timeout({ provider, message: `the turn took longer than ${Duration.format(turnTimeout)}` })
+  const overdue = new AiError.Timeout({
+    provider,
+    message: `the turn took longer than ${Duration.format(turnTimeout)}`
+  })
   const http = {
     requestTimeout: config.requestTimeout ?? defaults.requestTimeout,
     idleTimeout: config.idleTimeout ?? defaults.idleTimeout,
@@ -110,8 +113,15 @@ export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spe
     return Stream.unwrap(Effect.gen(function*() {
       yield* Effect.annotateCurrentSpan(endpoint.attributes)
       const deadline = { at: (yield* Clock.currentTimeMillis) + Duration.toMillis(turnTimeout), error: overdue }
-      const attempt = Stream.unwrap(Effect.map(spec.turn(history, options, context), ({ decoder, request }) =>
-        ProviderHttp.stream(endpoint, { ...request, ...http, deadline }).pipe(ProviderStream.decode(decoder, { provider }))))
+      const attempt = Stream.unwrap(
+        Effect.map(
+          spec.turn(history, options, context),
+          ({ decoder, request }) =>
+            ProviderHttp.stream(endpoint, { ...request, ...http, deadline }).pipe(
+              ProviderStream.decode(decoder, { provider })
+            )
+        )
+      )
       return attempt.pipe(
         ProviderRetry.retry({ policy: config.retryPolicy, maxRetryAfter: config.maxRetryAfter, deadline }),
         ProviderStream.sanitizeErrors(endpoint.secrets),

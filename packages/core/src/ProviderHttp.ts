@@ -248,7 +248,8 @@ const redirectTarget = (
       new AiError.InvalidRequest({
         provider,
         status,
-        message: `the server redirected with ${status}, which would drop the request body; only 307 and 308 are followed`
+        message:
+          `the server redirected with ${status}, which would drop the request body; only 307 and 308 are followed`
       })
     )
   }
@@ -287,7 +288,10 @@ export const stream = (
   const initial = HttpClientRequest.post(url.href).pipe(
     HttpClientRequest.setHeaders(options.headers ?? {}),
     HttpClientRequest.setUrlParams(UrlParams.make(params)),
-    HttpClientRequest.setHeader(credential.header, credential.scheme === undefined ? value : `${credential.scheme} ${value}`),
+    HttpClientRequest.setHeader(
+      credential.header,
+      credential.scheme === undefined ? value : `${credential.scheme} ${value}`
+    ),
     HttpClientRequest.accept("text/event-stream"),
     HttpClientRequest.bodyJsonUnsafe(options.body)
   )
@@ -310,7 +314,11 @@ export const stream = (
         if (Result.isFailure(target)) return Effect.fail(target.failure)
         if (redirects >= maxRedirects) {
           return Effect.fail(
-            new AiError.InvalidRequest({ provider, status: response.status, message: `more than ${maxRedirects} redirects` })
+            new AiError.InvalidRequest({
+              provider,
+              status: response.status,
+              message: `more than ${maxRedirects} redirects`
+            })
           )
         }
         return Effect.andThen(

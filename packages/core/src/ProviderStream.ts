@@ -125,7 +125,11 @@ const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey 
   }).join("")
 
 /** Parses an event's `data` as JSON; on failure the `AiError.MalformedEvent` names the event. */
-export const parseJson = (provider: string, event: string, data: string): Result.Result<unknown, AiError.MalformedEvent> => {
+export const parseJson = (
+  provider: string,
+  event: string,
+  data: string
+): Result.Result<unknown, AiError.MalformedEvent> => {
   try {
     return Result.succeed(JSON.parse(data))
   } catch (cause) {

@@ -38,7 +38,10 @@ export const request = (options: {
   const timeout = deadline !== undefined && left < own
     ? deadline.error
     : error(options.provider, (d) => `no response within ${d}`, requestTimeout ?? Duration.infinity)
-  return Effect.timeoutOrElse(effect, { duration: Math.max(0, Math.min(own, left)), orElse: () => Effect.fail(timeout) })
+  return Effect.timeoutOrElse(effect, {
+    duration: Math.max(0, Math.min(own, left)),
+    orElse: () => Effect.fail(timeout)
+  })
 }
 
 /**
@@ -88,7 +91,9 @@ export const watch = Effect.fnUntraced(function*<E>(
           return chunk
         }),
         // An aborted body fails, or with some clients just ends: either way, it timed out.
-        Pull.catchDone((): Pull.Pull<never, E | AiError.Timeout> => timedOut === undefined ? Cause.done() : Effect.fail(timedOut)),
+        Pull.catchDone((): Pull.Pull<never, E | AiError.Timeout> =>
+          timedOut === undefined ? Cause.done() : Effect.fail(timedOut)
+        ),
         Effect.mapError((failure) => timedOut ?? failure)
       )
     ))

@@ -67,7 +67,11 @@ export const make = (options: {
     } else if (length === 5 && text.startsWith("event", start)) {
       // Streams repeat a few names: reusing the last one's string spares an allocation and a hash per event.
       const size = end - valueStart
-      event = size <= 0 ? "" : size === lastEvent.length && text.startsWith(lastEvent, valueStart) ? lastEvent : text.slice(valueStart, end)
+      event = size <= 0
+        ? ""
+        : size === lastEvent.length && text.startsWith(lastEvent, valueStart)
+        ? lastEvent
+        : text.slice(valueStart, end)
       lastEvent = event
     }
     return true

@@ -18,11 +18,21 @@
  */
 import { Effect, Queue, Stream } from "effect"
 import type { Layer, Schema } from "effect"
+import type * as Channel from "./Channel.ts"
 import type { ExecutionContext } from "./ExecutionContext.ts"
+import * as Branch from "./internal/branch.ts"
+import * as Every from "./internal/every.ts"
+import { program } from "./internal/execute.ts"
+import * as Fork from "./internal/fork.ts"
+import * as Llm from "./internal/llm.ts"
+import * as Loops from "./internal/loop.ts"
+import * as Run_ from "./internal/run.ts"
+import type { Run, Runner, TypeId, Variance } from "./internal/runtime.ts"
+import * as Spawn from "./internal/spawn.ts"
+import * as ToolStep from "./internal/tool.ts"
 import type * as Item from "./Item.ts"
 import type { ModelParams } from "./LanguageModel.ts"
 import type { Memory } from "./Memory.ts"
-import type * as Channel from "./Channel.ts"
 import type { RetryPolicy } from "./RetryPolicy.ts"
 import type { Aborted, CheckpointFailed } from "./StepError.ts"
 import type * as StepEvent from "./StepEvent.ts"
@@ -30,16 +40,6 @@ import type * as Tool from "./Tool.ts"
 import type { Toolkit } from "./Toolkit.ts"
 import type { Until } from "./Until.ts"
 import type { Verdict } from "./Verdict.ts"
-import * as Branch from "./internal/branch.ts"
-import * as Every from "./internal/every.ts"
-import * as Fork from "./internal/fork.ts"
-import * as Llm from "./internal/llm.ts"
-import * as Loops from "./internal/loop.ts"
-import * as Run_ from "./internal/run.ts"
-import { program } from "./internal/execute.ts"
-import type { Run, Runner, TypeId, Variance } from "./internal/runtime.ts"
-import * as Spawn from "./internal/spawn.ts"
-import * as ToolStep from "./internal/tool.ts"
 
 export type {
   /** How a `run` step retries (see the `RetryPolicy` module). */
@@ -80,7 +80,9 @@ export interface StepLLM<in I, out O, out E, out R, in S> extends Proto<I, O, E,
   /** Which of this step's events `Step.stream` sends: all (`true`, the default), none, or those a filter lets through. */
   readonly emit?: boolean | EmitFilter | undefined
   /** What to tell the model first: a text (a user message) or items, appended to the item log. */
-  readonly prompt?: ((input: I, ctx: ExecutionContext<S>) => MaybeEffect<string | ReadonlyArray<Item.Item>, E, R>) | undefined
+  readonly prompt?:
+    | ((input: I, ctx: ExecutionContext<S>) => MaybeEffect<string | ReadonlyArray<Item.Item>, E, R>)
+    | undefined
 }
 
 /** Runs a tool on the step's input, with preset `args` under it. */
@@ -122,7 +124,10 @@ export interface StepForkSettle<in I, out O, out E, out R, in S> extends ForkPro
 }
 
 /** Runs paths at once. */
-export type StepFork<I, O, E, R, S> = StepForkRace<I, O, E, R, S> | StepForkAll<I, O, E, R, S> | StepForkSettle<I, O, E, R, S>
+export type StepFork<I, O, E, R, S> =
+  | StepForkRace<I, O, E, R, S>
+  | StepForkAll<I, O, E, R, S>
+  | StepForkSettle<I, O, E, R, S>
 
 /** How one path of a settling fork ended. */
 export type SettleResult<O, E = unknown> =
@@ -160,7 +165,9 @@ export interface StepLoop<in I, out O, out E, out R, in S> extends Proto<I, O, E
   readonly maxHistorySize?: number | undefined
   readonly inbox?: Channel.Channel<string> | undefined
   readonly parkTimeout?: number | undefined
-  readonly prepareNext?: ((output: never, verdict: Verdict, ctx: ExecutionContext<S>) => MaybeEffect<unknown, E, R>) | undefined
+  readonly prepareNext?:
+    | ((output: never, verdict: Verdict, ctx: ExecutionContext<S>) => MaybeEffect<unknown, E, R>)
+    | undefined
   readonly onError?: ((error: never, ctx: ExecutionContext<S>) => MaybeEffect<OnError, E, R>) | undefined
 }
 
@@ -216,14 +223,20 @@ type VarianceOf<T> = T extends { readonly [TypeId]: infer V } ? V : never
 /** The input of a step. */
 export type Input<T> = VarianceOf<T> extends Variance<infer I, unknown, unknown, unknown, never> ? I : never
 /** The output of a step (of any of them, for a union of steps). */
-export type Output<T> = T extends unknown ? VarianceOf<T> extends Variance<never, infer O, unknown, unknown, never> ? O : never : never
+export type Output<T> = T extends unknown
+  ? VarianceOf<T> extends Variance<never, infer O, unknown, unknown, never> ? O : never
+  : never
 /** The errors of a step. */
-export type Error<T> = T extends unknown ? VarianceOf<T> extends Variance<never, unknown, infer E, unknown, never> ? E : never : never
+export type Error<T> = T extends unknown
+  ? VarianceOf<T> extends Variance<never, unknown, infer E, unknown, never> ? E : never
+  : never
 /** The services a step needs. */
-export type Services<T> = T extends unknown ? VarianceOf<T> extends Variance<never, unknown, unknown, infer R, never> ? R : never
+export type Services<T> = T extends unknown ?
+  VarianceOf<T> extends Variance<never, unknown, unknown, infer R, never> ? R : never
   : never
 /** The state a step reads (`unknown`: any). */
-export type State<T> = T extends unknown ? VarianceOf<T> extends Variance<never, unknown, unknown, unknown, infer S> ? S : never
+export type State<T> = T extends unknown ?
+  VarianceOf<T> extends Variance<never, unknown, unknown, unknown, infer S> ? S : never
   : never
 
 /**
@@ -262,10 +275,10 @@ export type {
 export type {
   /** How a loop checks that each of its steps takes what it is given. */
   Chain,
-  /** The fields of a `loop` step. */
-  LoopOptions,
   /** The fields of a `loop` step with a `prepareNext`. */
-  LoopNextOptions
+  LoopNextOptions,
+  /** The fields of a `loop` step. */
+  LoopOptions
 } from "./internal/loop.ts"
 export type {
   /** The fields of a `run` step. */
@@ -429,9 +442,12 @@ export function stream(
   input: unknown,
   options?: Options<unknown> & { readonly state?: unknown }
 ): Stream.Stream<StepEvent.Event<unknown>, unknown, unknown> {
-  return Stream.callback<StepEvent.Event<unknown>, unknown, unknown>((queue) =>
-    program(step, input, options, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }).pipe(
-      Effect.flatMap((value) => Queue.offer(queue, { _tag: "Output", value })),
-      Effect.andThen(Queue.end(queue))
-    ), { bufferSize: streamBuffer })
+  return Stream.callback<StepEvent.Event<unknown>, unknown, unknown>(
+    (queue) =>
+      program(step, input, options, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }).pipe(
+        Effect.flatMap((value) => Queue.offer(queue, { _tag: "Output", value })),
+        Effect.andThen(Queue.end(queue))
+      ),
+    { bufferSize: streamBuffer }
+  )
 }

@@ -14,8 +14,8 @@
  */
 import { Schema } from "effect"
 import * as AgentEvent from "./AgentEvent.ts"
-import { StepMeta } from "./StepMeta.ts"
 import { Info } from "./StepError.ts"
+import { StepMeta } from "./StepMeta.ts"
 import * as Verdicts from "./Verdict.ts"
 
 /** The kinds of step. */

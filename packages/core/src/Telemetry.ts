@@ -76,7 +76,9 @@ export const chatAttributes = (options: {
           ? undefined
           : JSON.stringify([{ type: "text", content: options.request.instructions }]),
         "gen_ai.input.messages": JSON.stringify(messages(options.history)),
-        "gen_ai.tool.definitions": options.request.tools === undefined ? undefined : JSON.stringify(options.request.tools)
+        "gen_ai.tool.definitions": options.request.tools === undefined
+          ? undefined
+          : JSON.stringify(options.request.tools)
       }
       : {})
   })

@@ -364,7 +364,8 @@ export const category = (termination: Tag | { readonly _tag: Tag }): Category =>
   categories[typeof termination === "string" ? termination : termination._tag]
 
 /** Whether the run failed. */
-export const isError = <A>(termination: Termination<A>): termination is Error => categories[termination._tag] !== "success"
+export const isError = <A>(termination: Termination<A>): termination is Error =>
+  categories[termination._tag] !== "success"
 
 /** Whether the run ended well. */
 export const isSuccess = <A>(termination: Termination<A>): termination is Success<A> =>

@@ -200,7 +200,10 @@ const inline = (
         recursive.add(name)
         return schema
       }
-      return { ...inline(target, definitions, [...visiting, name], recursive), ...inlineValues(rest, definitions, visiting, recursive) }
+      return {
+        ...inline(target, definitions, [...visiting, name], recursive),
+        ...inlineValues(rest, definitions, visiting, recursive)
+      }
     }
   }
   return inlineValues(schema, definitions, visiting, recursive)

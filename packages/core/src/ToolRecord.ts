@@ -43,7 +43,12 @@ export const toResult = <R>(
   record: ToolRecord
 ): Effect.Effect<Toolkit.Result, RestoreFailed> => {
   if (record.outcome !== "success") {
-    return Effect.succeed({ outcome: record.outcome, call: record.call, output: record.output, reason: record.reason ?? "" })
+    return Effect.succeed({
+      outcome: record.outcome,
+      call: record.call,
+      output: record.output,
+      reason: record.reason ?? ""
+    })
   }
   const name = record.call.name
   const tool = toolkit.byName.get(name)

@@ -284,13 +284,17 @@ const executeOne = <R>(
     withToolSpan(call, toolkit.byName.get(call.name)?.description)
   )
 
-const withToolSpan = (call: Item.FunctionCall, description: string | undefined) =>
-<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Telemetry.CaptureContent, (captureContent) =>
-    Effect.withSpan(self, Telemetry.toolSpanName(call.name), {
-      kind: "internal",
-      attributes: Telemetry.toolAttributes({ call, description, captureContent })
-    }))
+const withToolSpan =
+  (call: Item.FunctionCall, description: string | undefined) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.flatMap(
+      Telemetry.CaptureContent,
+      (captureContent) =>
+        Effect.withSpan(self, Telemetry.toolSpanName(call.name), {
+          kind: "internal",
+          attributes: Telemetry.toolAttributes({ call, description, captureContent })
+        })
+    )
 
 const annotateResult = (result: Result): Effect.Effect<void> =>
   Effect.flatMap(Telemetry.CaptureContent, (captureContent) =>
@@ -312,7 +316,9 @@ const run = <R>(
     if (!Stream.isStream(running)) return running
     return running.pipe(
       Stream.tap((event) =>
-        event._tag === "Progress" && onProgress !== undefined ? onProgress({ index, call, value: event.value }) : Effect.void
+        event._tag === "Progress" && onProgress !== undefined
+          ? onProgress({ index, call, value: event.value })
+          : Effect.void
       ),
       Stream.filter((event): event is Tool.Done<unknown> => event._tag === "Done"),
       Stream.runHead,
@@ -370,7 +376,10 @@ const unknownToolReason = (toolkit: Toolkit<unknown>, name: string): string =>
     ? `Unknown tool "${name}": no tools are available.`
     : `Unknown tool "${name}". Available tools: ${toolkit.tools.map((tool) => `"${tool.name}"`).join(", ")}.`
 
-type Parsed = { readonly _tag: "Valid"; readonly value: unknown } | { readonly _tag: "Invalid"; readonly message: string }
+type Parsed = { readonly _tag: "Valid"; readonly value: unknown } | {
+  readonly _tag: "Invalid"
+  readonly message: string
+}
 
 // Some providers send an empty string for a call without arguments.
 const parseJson = (text: string): Parsed => {
@@ -389,7 +398,9 @@ const describe = (error: unknown): string => {
   if (typeof error === "string") return error
   if (typeof error !== "object" || error === null) return String(error)
   const tag = "_tag" in error && typeof error._tag === "string" ? error._tag : undefined
-  const message = "message" in error && typeof error.message === "string" && error.message !== "" ? error.message : undefined
+  const message = "message" in error && typeof error.message === "string" && error.message !== ""
+    ? error.message
+    : undefined
   if (tag !== undefined && message !== undefined) return tag === "SchemaError" ? message : `${tag}: ${message}`
   if (message !== undefined) return message
   if (tag !== undefined) return tag

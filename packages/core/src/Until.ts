@@ -34,7 +34,10 @@ export type Until<E = never, R = never> = (
   snapshot: Snapshot
 ) => Verdict.Verdict | PromiseLike<Verdict.Verdict> | Effect.Effect<Verdict.Verdict, E, R>
 
-type EffectOf<F> = Extract<F extends (...args: Array<never>) => infer Out ? Out : never, Effect.Effect<unknown, unknown, unknown>>
+type EffectOf<F> = Extract<
+  F extends (...args: Array<never>) => infer Out ? Out : never,
+  Effect.Effect<unknown, unknown, unknown>
+>
 
 /** The errors of a predicate (or of any function that may answer with an `Effect`). */
 export type ErrorOf<F> = Effect.Error<EffectOf<F>>
@@ -98,16 +101,18 @@ export const toEffect = <E, R>(
  * including the predicate's own error, arrives as a `PredicateFailed` whose
  * `cause` is the original: a run ends on it with `Termination.DuringExecution`.
  */
-export const evaluate: <E, R>(until: Until<E, R>, snapshot: Snapshot) => Effect.Effect<Verdict.Verdict, PredicateFailed, R> =
-  Effect.fn("Until.evaluate")(function*<E, R>(until: Until<E, R>, snapshot: Snapshot) {
+export const evaluate: <E, R>(
+  until: Until<E, R>,
+  snapshot: Snapshot
+) => Effect.Effect<Verdict.Verdict, PredicateFailed, R> = Effect.fn("Until.evaluate")(
+  function*<E, R>(until: Until<E, R>, snapshot: Snapshot) {
     const verdict = yield* toEffect(until, snapshot).pipe(
-      Effect.mapError((error) =>
-        error instanceof PredicateFailed ? error : failed("until predicate failed", error)
-      )
+      Effect.mapError((error) => error instanceof PredicateFailed ? error : failed("until predicate failed", error))
     )
     yield* Verdict.annotateCurrentSpan(verdict)
     return verdict
-  })
+  }
+)
 
 const proceed = Verdict.continue()
 
@@ -282,8 +287,7 @@ const storeSlots = (
   const key = (runId: string) => `${convergedCachePrefix}${runId}/${mode}`
   const store = KeyValueStore.KeyValueStore.useSync((kv) => KeyValueStore.toSchemaStore(kv, Slot))
   return {
-    get: (runId) =>
-      Effect.flatMap(store, (slots) => Effect.map(slots.get(key(runId)), Option.getOrUndefined)),
+    get: (runId) => Effect.flatMap(store, (slots) => Effect.map(slots.get(key(runId)), Option.getOrUndefined)),
     set: (runId, slot) => Effect.flatMap(store, (slots) => slots.set(key(runId), slot))
   }
 }
@@ -353,13 +357,17 @@ export function converged(options: ConvergedOptions<unknown, unknown> = {}): Unt
     compare: (previous, current) => {
       if (typeof previous === "string" || typeof current === "string" || previous.length !== current.length) {
         return Effect.fail(
-          new PredicateFailed({ message: "converged: the previous and the current embeddings are not comparable vectors" })
+          new PredicateFailed({
+            message: "converged: the previous and the current embeddings are not comparable vectors"
+          })
         )
       }
       const similarity = Embedder.cosineSimilarity(previous, current)
       return Effect.succeed(
         similarity >= threshold
-          ? Verdict.stop(`output converged: similarity ${similarity.toFixed(3)} to the previous step, threshold ${threshold}`)
+          ? Verdict.stop(
+            `output converged: similarity ${similarity.toFixed(3)} to the previous step, threshold ${threshold}`
+          )
           : proceed
       )
     }

@@ -84,7 +84,10 @@ const structure = (ast: SchemaAST.AST): Guard | undefined => {
       let values: Guard | undefined
       if (ast.indexSignatures.length > 0) {
         const [index, ...others] = ast.indexSignatures
-        if (index === undefined || others.length > 0 || index.parameter._tag !== "String" || index.parameter.checks !== undefined) {
+        if (
+          index === undefined || others.length > 0 || index.parameter._tag !== "String" ||
+          index.parameter.checks !== undefined
+        ) {
           return undefined
         }
         values = compile(index.type)

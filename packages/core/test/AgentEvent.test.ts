@@ -1,10 +1,10 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { Effect, Schema, Stream } from "effect"
 import * as AgentEvent from "../src/AgentEvent.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Termination from "../src/Termination.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Until from "../src/Until.ts"
@@ -15,13 +15,16 @@ const search = Tool.make({
   description: "Searches, reporting progress",
   input: Schema.Struct({ query: Schema.String }),
   output: Schema.Array(Schema.String),
-  execute: ({ query }) => Stream.make(Tool.progress({ scanned: 10 }), Tool.progress({ scanned: 20 }), Tool.done([query]))
+  execute: ({ query }) =>
+    Stream.make(Tool.progress({ scanned: 10 }), Tool.progress({ scanned: 20 }), Tool.done([query]))
 })
 
 /** Encodes each event to JSON text, as a server would, and decodes it back, as a client would. */
 const overTheWire = <S extends Schema.Codec<unknown, unknown>>(schema: S, events: ReadonlyArray<S["Type"]>) => {
   const codec = Schema.toCodecJson(schema)
-  return events.map((event) => Schema.decodeUnknownSync(codec)(JSON.parse(JSON.stringify(Schema.encodeSync(codec)(event)))))
+  return events.map((event) =>
+    Schema.decodeUnknownSync(codec)(JSON.parse(JSON.stringify(Schema.encodeSync(codec)(event))))
+  )
 }
 
 describe("AgentEvent", () => {
@@ -32,7 +35,9 @@ describe("AgentEvent", () => {
         input: "Find it",
         toolkit: Toolkit.make(search),
         model,
-        until: Until.verified((output) => output === "found" ? { pass: true } : { pass: false, feedback: "Look again." })
+        until: Until.verified((output) =>
+          output === "found" ? { pass: true } : { pass: false, feedback: "Look again." }
+        )
       }))
       expect(new Set(events.map((event) => event._tag))).toStrictEqual(
         new Set([
@@ -52,7 +57,11 @@ describe("AgentEvent", () => {
     }).pipe(Effect.provide(environment([
       MockLanguageModel.callsTurn([{ name: "search", arguments: { query: "x" } }], { model }),
       answer("not yet"),
-      MockLanguageModel.partial(answer("PARTIAL"), 1, new AiError.ContextLengthExceeded({ provider: "mock", message: "full" })),
+      MockLanguageModel.partial(
+        answer("PARTIAL"),
+        1,
+        new AiError.ContextLengthExceeded({ provider: "mock", message: "full" })
+      ),
       answer("found")
     ]))))
 
@@ -77,7 +86,12 @@ describe("AgentEvent", () => {
 
   it.effect("a failed run's termination survives JSON exactly too", () =>
     Effect.gen(function*() {
-      const error = yield* failureOf([addCall(1, 1), addCall(1, 2)], { input: "Add", toolkit, model, limits: { maxTurns: 1 } })
+      const error = yield* failureOf([addCall(1, 1), addCall(1, 2)], {
+        input: "Add",
+        toolkit,
+        model,
+        limits: { maxTurns: 1 }
+      })
       expect(overTheWire(Termination.Error, [error])).toStrictEqual([error])
     }))
 
@@ -87,6 +101,8 @@ describe("AgentEvent", () => {
     expect(decode({ _tag: "TurnStarted", step: 0 })._tag).toBe("Failure")
     expect(decode({ _tag: "Delta", step: 1, delta: { type: "turn_complete", turn: answer("x") } })._tag).toBe("Failure")
     expect(decode({ step: 1, delta: { type: "text_delta", delta: "x" } })._tag).toBe("Failure")
-    expect(decode({ _tag: "TurnCompleted", step: 1, turn: answer("x"), cost: "free", accounting: {} })._tag).toBe("Failure")
+    expect(decode({ _tag: "TurnCompleted", step: 1, turn: answer("x"), cost: "free", accounting: {} })._tag).toBe(
+      "Failure"
+    )
   })
 })

@@ -1,3 +1,4 @@
+import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/AgentLoop.ts"
@@ -7,7 +8,6 @@ import { Halt } from "../src/Halt.ts"
 import * as Item from "../src/Item.ts"
 import * as StopPolicy from "../src/StopPolicy.ts"
 import * as Termination from "../src/Termination.ts"
-import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
@@ -359,12 +359,14 @@ describe("AgentLoop spans", () => {
   it.effect("records each verdict and the termination on the run's span", () =>
     Effect.gen(function*() {
       const { spans, tracer } = SpanRecorder.make()
-      yield* Effect.exit(runWith([addCall(1, 1), addCall(1, 2)], {
-        input: "Add",
-        toolkit,
-        model,
-        limits: { maxTurns: 1 }
-      }).pipe(Effect.withTracer(tracer)))
+      yield* Effect.exit(
+        runWith([addCall(1, 1), addCall(1, 2)], {
+          input: "Add",
+          toolkit,
+          model,
+          limits: { maxTurns: 1 }
+        }).pipe(Effect.withTracer(tracer))
+      )
       const run = spans.find((span) => span.name === "invoke_agent")
       expect(run?.attributes.get("agentloop.termination")).toBe("MaxTurns")
       expect(run?.attributes.get("agentloop.termination.category")).toBe("capacity")

@@ -1,14 +1,24 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Until from "../src/Until.ts"
-import { addCall, answer, dollarModel, environment, failureOf, model, requestsOf, runWith, toolkit } from "./agentFixtures.ts"
+import {
+  addCall,
+  answer,
+  dollarModel,
+  environment,
+  failureOf,
+  model,
+  requestsOf,
+  runWith,
+  toolkit
+} from "./agentFixtures.ts"
 
 /** A tool that never returns, and says when it started and when it was stopped. */
 const stuckTool = Effect.gen(function*() {
@@ -187,7 +197,9 @@ describe("AgentLoop time limits", () => {
       yield* Deferred.await(started)
       yield* TestClock.adjust("2 seconds")
       const result = yield* Fiber.join(fiber)
-      expect(result.history.find((item) => item.type === "function_call_output")).toMatchObject({ status: "incomplete" })
+      expect(result.history.find((item) => item.type === "function_call_output")).toMatchObject({
+        status: "incomplete"
+      })
     }).pipe(Effect.provide(environment([waitCall, answer("It timed out.")]))))
 
   it.effect("MaxDuration ends the run at its deadline while a tool is in flight, and stops the tool", () =>

@@ -1,9 +1,9 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import * as AgentCheckpoint from "../src/AgentCheckpoint.ts"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
@@ -42,8 +42,11 @@ const execute = <O>(script: ReadonlyArray<MockLanguageModel.Reply>, options: Age
     const exit = yield* Effect.exit(agent.run(options))
     const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
     return { exit, requests }
-  }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))))
-
+  }).pipe(
+    Effect.provide(
+      AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))
+    )
+  )
 
 describe("AgentLoop with a Checkpointer", () => {
   it.effect("a run interrupted mid-tool resumes from its last turn: no turn asked twice, no finished call run again", () =>
@@ -87,7 +90,9 @@ describe("AgentLoop with a Checkpointer", () => {
       const { toolkit } = yield* tools
       const options = { input: "Add", toolkit, model, runId: "run-limited" }
       const limited = yield* execute([addCall(1, 1), addCall(1, 2)], { ...options, limits: { maxTurns: 2 } })
-      expect(limited.exit._tag === "Failure" && limited.exit.cause.reasons[0]).toMatchObject({ error: { _tag: "MaxTurns" } })
+      expect(limited.exit._tag === "Failure" && limited.exit.cause.reasons[0]).toMatchObject({
+        error: { _tag: "MaxTurns" }
+      })
       const { exit, requests } = yield* execute([answer("2 and 3")], { ...options, limits: { maxTurns: 5 } })
       expect(exit._tag === "Success" && exit.value.termination.accounting.steps).toBe(3)
       expect(requests).toHaveLength(1)
@@ -105,10 +110,17 @@ describe("AgentLoop with a Checkpointer", () => {
       })
       const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-sizes"))
       expect(entries.map((entry) => JSON.parse(entry)._tag)).toStrictEqual([
-        ...["Answered", "ToolDone", "Decided"],
-        ...["Answered", "ToolDone", "Decided"],
-        ...["Answered", "ToolDone", "Decided"],
-        ...["Answered", "Finished"]
+        "Answered",
+        "ToolDone",
+        "Decided",
+        "Answered",
+        "ToolDone",
+        "Decided",
+        "Answered",
+        "ToolDone",
+        "Decided",
+        "Answered",
+        "Finished"
       ])
       // The input comes with the options when the run is executed again, so no turn's entry repeats it: each
       // is as small as its turn. (The Finished entry holds the result, whole history included, once.)
@@ -123,10 +135,16 @@ describe("AgentLoop with a Checkpointer", () => {
       const { ran, toolkit } = yield* tools
       const full = Layer.succeed(Checkpointer.Checkpointer, {
         read: () => Effect.succeed([]),
-        append: (id) => Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" })),
+        append: (id) =>
+          Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" })),
         clear: () => Effect.void
       })
-      const { exit } = yield* execute([addCall(1, 1), answer("never")], { input: "Add", toolkit, model, runId: "run-full" }).pipe(
+      const { exit } = yield* execute([addCall(1, 1), answer("never")], {
+        input: "Add",
+        toolkit,
+        model,
+        runId: "run-full"
+      }).pipe(
         Effect.provide(full)
       )
       expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
@@ -137,7 +155,10 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("a checkpoint that does not decode ends the run with CheckpointFailed instead of guessing", () =>
     Effect.gen(function*() {
-      yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("run-corrupt", ["{\"_tag\":\"Answered\",\"step\":-1}"]))
+      yield* Effect.flatMap(
+        Checkpointer.Checkpointer,
+        (c) => c.append("run-corrupt", ["{\"_tag\":\"Answered\",\"step\":-1}"])
+      )
       const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId: "run-corrupt" })
       expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({ error: { _tag: "CheckpointFailed" } })
       expect(requests).toHaveLength(0)
@@ -162,5 +183,3 @@ describe("AgentLoop with a Checkpointer", () => {
     expect(AgentCheckpoint.apply([a!, b!, c!], { keep: 1, append: [c!, d!] })).toStrictEqual([a, c, d])
   })
 })
-
-

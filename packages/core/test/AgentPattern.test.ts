@@ -2,13 +2,13 @@
  * The agent loop written by hand, in the shape of the loop seed's example:
  * stream a model turn, run the tools it called, loop until it calls none.
  */
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Item from "../src/Item.ts"
 import { LanguageModel } from "../src/LanguageModel.ts"
 import * as Loop from "../src/Loop.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
 import { add } from "./fixtures.ts"

@@ -1,7 +1,7 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import * as AgentRules from "../src/AgentRules.ts"
 import type * as Item from "../src/Item.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import type * as Toolkit from "../src/Toolkit.ts"
 
 const call = (callId: string, name = "add"): Item.FunctionCall => ({

@@ -1,3 +1,4 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema, Stream } from "effect"
 import type { Accounting } from "../src/Accounting.ts"
@@ -7,10 +8,9 @@ import * as Compactor from "../src/Compactor.ts"
 import * as Item from "../src/Item.ts"
 import { LanguageModel } from "../src/LanguageModel.ts"
 import * as Loop from "../src/Loop.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Toolkit from "../src/Toolkit.ts"
-import { add } from "./fixtures.ts"
 import { addCall, answer, model, pricing } from "./agentFixtures.ts"
+import { add } from "./fixtures.ts"
 
 const books = (completed: AgentTurn.Completed): Accounting => ({
   usage: completed.turn.usage,
@@ -22,9 +22,12 @@ const books = (completed: AgentTurn.Completed): Accounting => ({
 
 /** Runs one turn on its own, as an `llm` step would: its events, then its outcome. */
 const oneTurn = <E>(request: Omit<AgentTurn.Request<E, never>, "step" | "options">) =>
-  Loop.loop(0, () =>
-    AgentTurn.stream({ step: 1, options: { model }, ...request }, (outcome) =>
-      Loop.stopAfter(Stream.make({ _tag: "Outcome" as const, outcome }))))
+  Loop.loop(
+    0,
+    () =>
+      AgentTurn.stream({ step: 1, options: { model }, ...request }, (outcome) =>
+        Loop.stopAfter(Stream.make({ _tag: "Outcome" as const, outcome })))
+  )
 
 const environment = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
   Layer.mergeAll(MockLanguageModel.layer(script), pricing)
@@ -57,9 +60,16 @@ describe("AgentTurn", () => {
   it.effect("complete runs the model part alone: deltas, then the priced turn, and no tool", () =>
     Effect.gen(function*() {
       const history = [Item.userMessage("Add 2 and 3")]
-      const events = yield* Stream.runCollect(Loop.loop(0, () =>
-        AgentTurn.complete({ step: 1, history, options: { model } }, (completed) =>
-          Loop.stopAfter(Stream.make({ _tag: "Completed" as const, completed })))))
+      const events = yield* Stream.runCollect(
+        Loop.loop(
+          0,
+          () =>
+            AgentTurn.complete(
+              { step: 1, history, options: { model } },
+              (completed) => Loop.stopAfter(Stream.make({ _tag: "Completed" as const, completed }))
+            )
+        )
+      )
       const last = events.at(-1)
       if (last?._tag !== "Completed") return expect.unreachable()
       expect(events.slice(0, -1).every((event) => event._tag === "Delta")).toBe(true)
@@ -70,12 +80,14 @@ describe("AgentTurn", () => {
   it.effect("a failing account stops the turn before its tools run", () =>
     Effect.gen(function*() {
       let ran = false
-      const exit = yield* Stream.runCollect(oneTurn({
-        history: [Item.userMessage("Add")],
-        toolkit: Toolkit.make(add),
-        tools: { concurrency: 1 },
-        account: () => Effect.fail("over budget" as const)
-      }).pipe(Stream.tap((event) => Effect.sync(() => ran ||= event._tag === "ToolResult")))).pipe(Effect.exit)
+      const exit = yield* Stream.runCollect(
+        oneTurn({
+          history: [Item.userMessage("Add")],
+          toolkit: Toolkit.make(add),
+          tools: { concurrency: 1 },
+          account: () => Effect.fail("over budget" as const)
+        }).pipe(Stream.tap((event) => Effect.sync(() => ran ||= event._tag === "ToolResult")))
+      ).pipe(Effect.exit)
       expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({ _tag: "Fail", error: "over budget" })
       expect(ran).toBe(false)
     }).pipe(Effect.provide(environment([addCall(2, 3)]))))
@@ -83,13 +95,17 @@ describe("AgentTurn", () => {
   it.effect("compacts once on a context overflow and answers from the shorter history", () =>
     Effect.gen(function*() {
       const long = [Item.userMessage("old question"), Item.assistantMessage("old answer"), Item.userMessage("now")]
-      const events = yield* Stream.runCollect(oneTurn({ history: long, account: (completed) => Effect.succeed(books(completed)) }))
+      const events = yield* Stream.runCollect(
+        oneTurn({ history: long, account: (completed) => Effect.succeed(books(completed)) })
+      )
       expect(events.find((event) => event._tag === "Compacted")).toMatchObject({ before: 3, after: 1 })
       const last = events.at(-1)
       if (last?._tag !== "Outcome") return expect.unreachable()
       expect(last.outcome.history).toStrictEqual([Item.userMessage("now"), ...answer("done").items])
     }).pipe(
-      Effect.provide(environment([new AiError.ContextLengthExceeded({ provider: "mock", message: "full" }), answer("done")])),
+      Effect.provide(
+        environment([new AiError.ContextLengthExceeded({ provider: "mock", message: "full" }), answer("done")])
+      ),
       Effect.provide(Compactor.layer((history) => Effect.succeed(history.slice(-1))))
     ))
 
@@ -97,9 +113,11 @@ describe("AgentTurn", () => {
     Effect.gen(function*() {
       const account = (completed: AgentTurn.Completed) => Effect.succeed(books(completed))
       const overflow = new AiError.ContextLengthExceeded({ provider: "mock", message: "full" })
-      const compaction = yield* Effect.flip(Stream.runDrain(oneTurn({ history: [Item.userMessage("hi")], account })).pipe(
-        Effect.provide(environment([overflow]))
-      ))
+      const compaction = yield* Effect.flip(
+        Stream.runDrain(oneTurn({ history: [Item.userMessage("hi")], account })).pipe(
+          Effect.provide(environment([overflow]))
+        )
+      )
       expect(compaction).toBeInstanceOf(AgentTurn.CompactionFailure)
       expect(compaction._tag === "CompactionFailure" && compaction.overflow).toBe(overflow)
 
@@ -107,9 +125,11 @@ describe("AgentTurn", () => {
         provider: "truncated",
         streamTurn: () => Stream.make({ type: "text_delta" as const, delta: "cut" })
       })
-      const incomplete = yield* Effect.flip(Stream.runDrain(oneTurn({ history: [], account })).pipe(
-        Effect.provide(truncated)
-      ))
+      const incomplete = yield* Effect.flip(
+        Stream.runDrain(oneTurn({ history: [], account })).pipe(
+          Effect.provide(truncated)
+        )
+      )
       expect(incomplete).toBeInstanceOf(AiError.IncompleteTurn)
     }))
 
@@ -119,7 +139,9 @@ describe("AgentTurn", () => {
       error: new Compactor.CompactionError({ message: "nothing to drop" })
     })
     expect(failure.message).toBe("the history did not fit the context window and compacting it failed: nothing to drop")
-    expect(Schema.decodeUnknownSync(AgentTurn.CompactionFailure)(Schema.encodeSync(AgentTurn.CompactionFailure)(failure)))
+    expect(
+      Schema.decodeUnknownSync(AgentTurn.CompactionFailure)(Schema.encodeSync(AgentTurn.CompactionFailure)(failure))
+    )
       .toStrictEqual(failure)
   })
 })

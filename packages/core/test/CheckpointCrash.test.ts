@@ -5,14 +5,14 @@
  * every model request of every process, so the test sees that no turn was
  * asked twice; the tools' marker files show which call ran again.
  */
+import { LoopbackModel, MockLanguageModel, ProviderServer, Reachable, TestProcess } from "@agentloop/testing"
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { LoopbackModel, MockLanguageModel, ProviderServer, Reachable, TestProcess } from "@agentloop/testing"
 import type { Config } from "./crash/child.ts"
 import { sources } from "./fixtures.ts"
 
@@ -30,7 +30,9 @@ const scenario = (store: (dir: string) => Config["store"], program: Config["prog
     yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
     const server = yield* ProviderServer.ProviderServer
     yield* server.reply(
-      LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" }])),
+      LoopbackModel.reply(
+        MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" }])
+      ),
       LoopbackModel.reply(MockLanguageModel.callsTurn([
         { name: "add", arguments: { a: 5, b: 5 }, callId: "call_add_again" },
         { name: "slow", arguments: {}, callId: "call_slow" }
@@ -52,13 +54,19 @@ const scenario = (store: (dir: string) => Config["store"], program: Config["prog
     yield* one.kill
 
     const two = yield* TestProcess.spawn(child, config("two"), sources)
-    const ended = yield* two.waitFor((message) => TestProcess.has("result")(message) || TestProcess.has("error")(message))
+    const ended = yield* two.waitFor((message) =>
+      TestProcess.has("result")(message) || TestProcess.has("error")(message)
+    )
     expect(ended, two.stderr()).toStrictEqual({ result: "done" })
 
     // The first two turns were asked once, by the killed process; the resumed one asked only for the third.
     const requests = yield* server.requests
     expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "one", "two"])
-    const diagnostics = JSON.stringify({ one: one.messages, two: two.messages, store: Fs.readdirSync(dir, { recursive: true }) })
+    const diagnostics = JSON.stringify({
+      one: one.messages,
+      two: two.messages,
+      store: Fs.readdirSync(dir, { recursive: true })
+    })
     expect(JSON.stringify(requests[2]?.body), diagnostics).toContain("finally")
     // The first turn's `add` ended (and was recorded) long before the kill: not run again. `slow` was cut off: run
     // again. The second turn's `add` ran concurrently with `slow`: at most once more.
@@ -69,20 +77,30 @@ const scenario = (store: (dir: string) => Config["store"], program: Config["prog
   }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
 
 describe("checkpoints across processes", () => {
-  it.live("an AgentLoop run killed mid-tool resumes in a new process, on the file system", () =>
-    scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "agent"), 30_000)
+  it.live(
+    "an AgentLoop run killed mid-tool resumes in a new process, on the file system",
+    () => scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "agent"),
+    30_000
+  )
 
-  it.live("a step program killed mid-tool resumes in a new process, on the file system", () =>
-    scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "steps"), 30_000)
+  it.live(
+    "a step program killed mid-tool resumes in a new process, on the file system",
+    () => scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "steps"),
+    30_000
+  )
 
   const table = `agentloop_crash_${process.pid}`
-  it.live.skipIf(!postgres)("an AgentLoop run killed mid-tool resumes in a new process, on PostgreSQL", () =>
-    scenario(() => ({ _tag: "pg", table }), "agent").pipe(
-      Effect.ensuring(
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(
-          Effect.provide(PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })),
-          Effect.orDie
+  it.live.skipIf(!postgres)(
+    "an AgentLoop run killed mid-tool resumes in a new process, on PostgreSQL",
+    () =>
+      scenario(() => ({ _tag: "pg", table }), "agent").pipe(
+        Effect.ensuring(
+          Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(
+            Effect.provide(PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })),
+            Effect.orDie
+          )
         )
-      )
-    ), 30_000)
+      ),
+    30_000
+  )
 })

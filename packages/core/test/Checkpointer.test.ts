@@ -1,3 +1,4 @@
+import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
@@ -8,7 +9,6 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
-import { Reachable } from "@agentloop/testing"
 
 /** The behaviour every checkpointer layer must have. */
 const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
@@ -45,22 +45,29 @@ describe("Checkpointer", () => {
 
   it.effect("on the file system, a log survives the layer that wrote it (a new process)", () =>
     Effect.gen(function*() {
-      yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("survivor", ["1", "2"])).pipe(Effect.provide(files()))
-      const read = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("survivor")).pipe(Effect.provide(files()))
+      yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("survivor", ["1", "2"])).pipe(
+        Effect.provide(files())
+      )
+      const read = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("survivor")).pipe(
+        Effect.provide(files())
+      )
       expect(read).toStrictEqual(["1", "2"])
       rmSync(directory, { recursive: true, force: true })
     }))
 
   it.effect("a store that fails is a CheckpointError naming the operation and the execution", () =>
     Effect.gen(function*() {
-      const broken = Layer.succeed(KeyValueStore.KeyValueStore, KeyValueStore.makeStringOnly({
-        get: () => Effect.fail(new KeyValueStore.KeyValueStoreError({ method: "get", message: "disk gone" })),
-        set: () => Effect.fail(new KeyValueStore.KeyValueStoreError({ method: "set", message: "disk gone" })),
-        remove: () => Effect.void,
-        clear: Effect.void,
-        size: Effect.succeed(0),
-        keys: Effect.succeed([])
-      }))
+      const broken = Layer.succeed(
+        KeyValueStore.KeyValueStore,
+        KeyValueStore.makeStringOnly({
+          get: () => Effect.fail(new KeyValueStore.KeyValueStoreError({ method: "get", message: "disk gone" })),
+          set: () => Effect.fail(new KeyValueStore.KeyValueStoreError({ method: "set", message: "disk gone" })),
+          remove: () => Effect.void,
+          clear: Effect.void,
+          size: Effect.succeed(0),
+          keys: Effect.succeed([])
+        })
+      )
       const error = yield* Effect.flip(
         Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("run-x", ["{}"])).pipe(
           Effect.provide(Checkpointer.layerKeyValueStore().pipe(Layer.provide(broken)))
@@ -76,18 +83,24 @@ describe("Checkpointer", () => {
     const postgres = () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client))
     afterAll(() =>
       Effect.runPromise(
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(Effect.provide(client))
-      ))
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(
+          Effect.provide(client)
+        )
+      )
+    )
     conformance("on PostgreSQL", postgres)
 
     it.effect("two writers appending the same position of one execution: the second fails, nothing is lost", () =>
       Effect.gen(function*() {
         const checkpoints = yield* Checkpointer.Checkpointer
         yield* checkpoints.append("contended", ["first"])
-        const both = yield* Effect.all([checkpoints.append("contended", ["a"]), checkpoints.append("contended", ["b"])], {
-          concurrency: 2,
-          mode: "result"
-        })
+        const both = yield* Effect.all(
+          [checkpoints.append("contended", ["a"]), checkpoints.append("contended", ["b"])],
+          {
+            concurrency: 2,
+            mode: "result"
+          }
+        )
         const read = yield* checkpoints.read("contended")
         expect(read[0]).toBe("first")
         // Each append is all-or-nothing: every entry read back was appended whole, none twice.

@@ -30,7 +30,9 @@ describe("EventStream", () => {
       const values = yield* roundTrip(counts, countsOf(3))
       expect(values).toStrictEqual([count(0), count(1), count(2)])
       expect(values[1]!.at).toBeInstanceOf(Date)
-      const failed = yield* Effect.flip(roundTrip(counts, Stream.concat(countsOf(1), Stream.fail(new Broke({ why: "disk" })))))
+      const failed = yield* Effect.flip(
+        roundTrip(counts, Stream.concat(countsOf(1), Stream.fail(new Broke({ why: "disk" }))))
+      )
       expect(failed).toStrictEqual(new Broke({ why: "disk" }))
     }))
 
@@ -49,7 +51,10 @@ describe("EventStream", () => {
       const events = yield* roundTrip(EventStream.steps(Schema.String), Step.stream(shout, "hi"))
       expect(events.map((event) => event._tag)).toStrictEqual(["Started", "Completed", "Output"])
       expect(events.at(-1)).toStrictEqual({ _tag: "Output", value: "HI" })
-      const broken = Step.run({ id: "broken", execute: (_: string): Promise<string> => Promise.reject(new Error("offline")) })
+      const broken = Step.run({
+        id: "broken",
+        execute: (_: string): Promise<string> => Promise.reject(new Error("offline"))
+      })
       const error = yield* Effect.flip(roundTrip(EventStream.steps(Schema.String), Step.stream(broken, "hi")))
       expect(error).toBeInstanceOf(StepError.StepFailed)
       expect(error).toMatchObject({ _tag: "StepFailed", stepId: "broken" })
@@ -59,7 +64,9 @@ describe("EventStream", () => {
     Effect.gen(function*() {
       const text = (yield* Stream.runCollect(EventStream.encode(counts)(countsOf(1)))).join("")
       expect(text).toBe("data: {\"n\":0,\"at\":\"2026-11-23T00:00:00.000Z\"}\n\nevent: end\ndata: {}\n\n")
-      const failed = (yield* Stream.runCollect(EventStream.encode(counts)(Stream.fail(new Broke({ why: "x" }))))).join("")
+      const failed = (yield* Stream.runCollect(EventStream.encode(counts)(Stream.fail(new Broke({ why: "x" }))))).join(
+        ""
+      )
       expect(failed).toBe("event: failure\ndata: {\"_tag\":\"Broke\",\"why\":\"x\"}\n\n")
     }))
 
@@ -76,7 +83,9 @@ describe("EventStream", () => {
         Effect.flip(Stream.runCollect(EventStream.decode(counts, options)(bytes(text))))
       expect(yield* decode("data: {\"n\":\"zero\"}\n\nevent: end\ndata: {}\n\n")).toMatchObject({ reason: "malformed" })
       expect(yield* decode("data: not json\n\n")).toMatchObject({ reason: "malformed" })
-      expect(yield* decode(`data: ${"x".repeat(200)}\n\n`, { maxEventSize: 100 })).toMatchObject({ reason: "malformed" })
+      expect(yield* decode(`data: ${"x".repeat(200)}\n\n`, { maxEventSize: 100 })).toMatchObject({
+        reason: "malformed"
+      })
       expect(yield* decode("event: error\ndata: {\"message\":\"boom\"}\n\n")).toMatchObject({
         reason: "server",
         message: "boom"
@@ -107,7 +116,11 @@ describe("EventStream", () => {
     const serve = (handler: Effect.Effect<HttpServerResponse.HttpServerResponse>) =>
       Effect.gen(function*() {
         const nodeServer = Http.createServer()
-        const server = yield* NodeHttpServer.make(() => nodeServer, { port: 0, host: "127.0.0.1", gracefulShutdownTimeout: Duration.zero })
+        const server = yield* NodeHttpServer.make(() => nodeServer, {
+          port: 0,
+          host: "127.0.0.1",
+          gracefulShutdownTimeout: Duration.zero
+        })
         yield* HttpServer.serveEffect(handler).pipe(Effect.provideService(HttpServer.HttpServer, server))
         yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
         const address = nodeServer.address()
@@ -143,19 +156,23 @@ describe("EventStream", () => {
         )
         expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8")
         const body = response.body!
-        const read = yield* Effect.flip(Stream.runCollect(EventStream.decode(counts)(Stream.fromReadableStream({
-          evaluate: () => body,
-          onError: (error) => error
-        }))))
+        const read = yield* Effect.flip(Stream.runCollect(
+          EventStream.decode(counts)(Stream.fromReadableStream({
+            evaluate: () => body,
+            onError: (error) => error
+          }))
+        ))
         expect(read).toStrictEqual(new Broke({ why: "quota" }))
 
         const url = yield* serve(EventStream.toHttpResponse(countsOf(2), counts))
         const seen: Array<number> = []
-        for (const event of yield* Effect.promise(async () => {
-          const out: Array<typeof Count.Type> = []
-          for await (const value of EventStream.iterate(counts, url)) out.push(value)
-          return out
-        })) seen.push(event.n)
+        for (
+          const event of yield* Effect.promise(async () => {
+            const out: Array<typeof Count.Type> = []
+            for await (const value of EventStream.iterate(counts, url)) out.push(value)
+            return out
+          })
+        ) seen.push(event.n)
         expect(seen).toStrictEqual([0, 1])
       }).pipe(Effect.scoped))
   })

@@ -4,7 +4,13 @@ import * as Item from "../src/Item.ts"
 
 const history: Item.History = [
   Item.userMessage("What is 2 + 2?"),
-  { type: "message", id: "s", status: "completed", role: "system", content: [{ type: "input_text", text: "Be brief." }] },
+  {
+    type: "message",
+    id: "s",
+    status: "completed",
+    role: "system",
+    content: [{ type: "input_text", text: "Be brief." }]
+  },
   {
     type: "reasoning",
     id: "r1",

@@ -1,7 +1,7 @@
+import { textTurn } from "@agentloop/testing/MockLanguageModel"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, pipe, Stream } from "effect"
 import * as Loop from "../src/Loop.ts"
-import { textTurn } from "@agentloop/testing/MockLanguageModel"
 import type { TurnDelta } from "../src/TurnDelta.ts"
 
 const counter = (limit: number) => (n: number) => n < limit ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop
@@ -38,8 +38,10 @@ describe("loop", () => {
 
   it.effect("accepts a body that is an Effect building the stream", () =>
     Effect.gen(function*() {
-      const values = yield* Loop.loop(1, (n) =>
-        Effect.succeed(n > 8 ? Loop.stop : Loop.nextAfter(Stream.make(n), n * 2))).pipe(Stream.runCollect)
+      const values = yield* Loop.loop(
+        1,
+        (n) => Effect.succeed(n > 8 ? Loop.stop : Loop.nextAfter(Stream.make(n), n * 2))
+      ).pipe(Stream.runCollect)
       expect(values).toStrictEqual([1, 2, 4, 8])
     }))
 
@@ -48,8 +50,7 @@ describe("loop", () => {
       const values = yield* Loop.loop(0, (n): Stream.Stream<Loop.Event<string, number>> =>
         n === 0
           ? Stream.make(Loop.value("a"), Loop.next(1), Loop.value("dropped after next"), Loop.next(99))
-          : Stream.make(Loop.value("b"), { _tag: "Stop" }, Loop.value("dropped after stop"))
-      ).pipe(Stream.runCollect)
+          : Stream.make(Loop.value("b"), { _tag: "Stop" }, Loop.value("dropped after stop"))).pipe(Stream.runCollect)
       expect(values).toStrictEqual(["a", "b"])
     }))
 
@@ -99,7 +100,9 @@ describe("loop", () => {
       const seen: Array<string> = []
       const values = yield* Loop.loop(0, (n) =>
         (n < 2 ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stopAfter(Stream.make(n))).pipe(
-          Stream.tap((event) => Effect.sync(() => seen.push(event._tag)))
+          Stream.tap((event) =>
+            Effect.sync(() => seen.push(event._tag))
+          )
         )).pipe(Stream.runCollect)
       expect(values).toStrictEqual([0, 1, 2])
       expect(seen).toStrictEqual(["Value", "Next", "Value", "Next", "Value", "Stop"])
@@ -207,14 +210,17 @@ describe("loop", () => {
   it.effect("runs silent iterations and scoped bodies, closing every scope", () =>
     Effect.gen(function*() {
       const iterations = 10_000
-      const silent = yield* Loop.loop(0, (n) => n < iterations ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stopAfter(Stream.make(n))).pipe(
-        Stream.runCollect
-      )
+      const silent = yield* Loop.loop(0, (n) =>
+        n < iterations ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stopAfter(Stream.make(n))).pipe(
+          Stream.runCollect
+        )
       expect(silent).toStrictEqual([iterations])
       let finalized = 0
       const scoped = yield* Loop.loop(0, (n) =>
         Effect.gen(function*() {
-          yield* Effect.addFinalizer(() => Effect.sync(() => finalized++))
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => finalized++)
+          )
           return n < iterations ? Loop.nextAfter(Stream.empty, n + 1) : Loop.stop
         })).pipe(Stream.runCollect)
       expect(scoped).toStrictEqual([])
@@ -228,8 +234,11 @@ describe("decideAfter", () => {
       const values = yield* Loop.loop(0, (round) => {
         let total = 0
         const numbers = Stream.make(1, 2, 3).pipe(Stream.tap((n) => Effect.sync(() => total += n)))
-        return Loop.decideAfter(numbers, () =>
-          round < 1 ? Loop.nextAfter(Stream.make(total * 10), round + 1) : Loop.stopAfter(Stream.make(total * 100)))
+        return Loop.decideAfter(
+          numbers,
+          () =>
+            round < 1 ? Loop.nextAfter(Stream.make(total * 10), round + 1) : Loop.stopAfter(Stream.make(total * 100))
+        )
       }).pipe(Stream.runCollect)
       expect(values).toStrictEqual([1, 2, 3, 60, 1, 2, 3, 600])
     }))
@@ -271,7 +280,9 @@ describe("decideAfter", () => {
 
   it.effect("is an ordinary event stream outside a loop", () =>
     Effect.gen(function*() {
-      const events = yield* Stream.runCollect(Loop.decideAfter(Stream.make(1), () => Loop.nextAfter(Stream.make(2), "s")))
+      const events = yield* Stream.runCollect(
+        Loop.decideAfter(Stream.make(1), () => Loop.nextAfter(Stream.make(2), "s"))
+      )
       expect(events).toStrictEqual([Loop.value(1), Loop.value(2), Loop.next("s")])
     }))
 })
@@ -336,7 +347,9 @@ describe("streamUntilComplete", () => {
       const turns = [textTurn("one"), textTurn("two")]
       const texts = yield* Loop.loop(0, (i) =>
         Stream.fromIterable([{ type: "turn_complete" as const, turn: turns[i]! }]).pipe(
-          Loop.streamUntilComplete(() => i + 1 < turns.length ? Loop.nextAfter(Stream.empty, i + 1) : Loop.stop)
+          Loop.streamUntilComplete(() =>
+            i + 1 < turns.length ? Loop.nextAfter(Stream.empty, i + 1) : Loop.stop
+          )
         )).pipe(
           Stream.filter((delta) => delta.type === "turn_complete"),
           Stream.map((delta) => delta.turn.items.length),

@@ -18,7 +18,10 @@ describe("Pricing", () => {
       const plain = yield* Pricing.cost("gpt-4.1", TokenUsage.make(1_000_000, 500_000))
       expect(plain).toBeCloseTo(2 + 4, 10)
       // 400k of the 1M input tokens came from the cache; 200k of the output were reasoning.
-      const cached = yield* Pricing.cost("gpt-4.1", TokenUsage.make(1_000_000, 500_000, { cachedInput: 400_000, reasoning: 200_000 }))
+      const cached = yield* Pricing.cost(
+        "gpt-4.1",
+        TokenUsage.make(1_000_000, 500_000, { cachedInput: 400_000, reasoning: 200_000 })
+      )
       expect(cached).toBeCloseTo(0.6 * 2 + 0.4 * 0.5 + 0.5 * 8, 10)
     }))
 
@@ -58,7 +61,10 @@ describe("Pricing", () => {
   it("prices a Claude turn's cache reads at the cache rate, and Haiku 5.5's long prompts at its higher tier", () => {
     // 1M input of which 400k read from the cache, 100k output: Sonnet 4.6 at $3, $0.30 and $15.
     const sonnet = Pricing.lookup(Pricing.builtIn, "claude-sonnet-4-6")!
-    expect(Pricing.costOf(sonnet, TokenUsage.make(1_000_000, 100_000, { cachedInput: 400_000 }))).toBeCloseTo(0.6 * 3 + 0.4 * 0.3 + 0.1 * 15, 10)
+    expect(Pricing.costOf(sonnet, TokenUsage.make(1_000_000, 100_000, { cachedInput: 400_000 }))).toBeCloseTo(
+      0.6 * 3 + 0.4 * 0.3 + 0.1 * 15,
+      10
+    )
     const haiku = Pricing.lookup(Pricing.builtIn, "claude-haiku-5-5")!
     expect(Pricing.costOf(haiku, TokenUsage.make(100_000, 10_000))).toBeCloseTo(0.1 * 0.1 + 0.01 * 0.5, 10)
     expect(Pricing.costOf(haiku, TokenUsage.make(100_001, 10_000))).toBeCloseTo(0.100001 * 0.5 + 0.01 * 2.5, 10)

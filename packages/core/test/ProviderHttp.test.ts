@@ -1,11 +1,11 @@
+import * as ProviderServer from "@agentloop/testing/ProviderServer"
+import * as SpanRecorder from "@agentloop/testing/SpanRecorder"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Stream } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
 import * as ProviderHttp from "../src/ProviderHttp.ts"
-import * as ProviderServer from "@agentloop/testing/ProviderServer"
-import * as SpanRecorder from "@agentloop/testing/SpanRecorder"
 
 const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
 const canary = "sk-canary-0123456789-DO-NOT-LEAK"
@@ -16,8 +16,11 @@ const endpointAt = (baseUrl: string) => ProviderHttp.endpoint({ provider: "test"
 
 /** The body stream of a request to the loopback server, below `base` (default `/v1?key=<canary>`). */
 const body = (options?: Partial<ProviderHttp.RequestOptions>, base = `/v1?key=${canary}`) =>
-  Effect.map(ProviderServer.ProviderServer, (server) =>
-    ProviderHttp.stream(endpointAt(`${server.url}${base}`), { path: "/stream", body: { stream: true }, ...options }))
+  Effect.map(
+    ProviderServer.ProviderServer,
+    (server) =>
+      ProviderHttp.stream(endpointAt(`${server.url}${base}`), { path: "/stream", body: { stream: true }, ...options })
+  )
 
 const text = (stream: Stream.Stream<Uint8Array, AiError.AiError, HttpClient.HttpClient>) =>
   Effect.map(Stream.runCollect(stream), (chunks) => {
@@ -63,9 +66,16 @@ describe("ProviderHttp.stream", () => {
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
       yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ ok: true })]))
-      yield* text(yield* body({
-        headers: { "anthropic-version": "2023-06-01", authorization: "Bearer stolen", accept: "text/html", "content-type": "text/plain" }
-      }))
+      yield* text(
+        yield* body({
+          headers: {
+            "anthropic-version": "2023-06-01",
+            authorization: "Bearer stolen",
+            accept: "text/html",
+            "content-type": "text/plain"
+          }
+        })
+      )
       const [request] = yield* server.requests
       expect(request?.headers["anthropic-version"]).toBe("2023-06-01")
       expect(request?.headers.authorization).toBe(`Bearer ${canary}`)
@@ -79,7 +89,9 @@ describe("ProviderHttp.stream", () => {
       const server = yield* ProviderServer.ProviderServer
       const url = new URL(server.url)
       url.password = canary
-      const error = yield* Effect.flip(Stream.runDrain(ProviderHttp.stream(endpointAt(url.href), { path: "/x", body: {} })))
+      const error = yield* Effect.flip(
+        Stream.runDrain(ProviderHttp.stream(endpointAt(url.href), { path: "/x", body: {} }))
+      )
       expect(error._tag).toBe("InvalidRequest")
       expect(error.message).not.toContain(canary)
       expect(yield* server.requests).toHaveLength(0)
@@ -102,8 +114,15 @@ describe("ProviderHttp.stream", () => {
       expect(yield* failure({ classifyError })).toStrictEqual(
         new AiError.QuotaExceeded({ provider: "test", status: 429, message: "no quota left" })
       )
-      expect(yield* failure({ classifyError })).toStrictEqual(new AiError.RateLimited({ provider: "test", message: "slow down" }))
-      expect(seen[0]).toMatchObject({ provider: "test", status: 429, message: "no quota left", retryAfter: Duration.seconds(5) })
+      expect(yield* failure({ classifyError })).toStrictEqual(
+        new AiError.RateLimited({ provider: "test", message: "slow down" })
+      )
+      expect(seen[0]).toMatchObject({
+        provider: "test",
+        status: 429,
+        message: "no quota left",
+        retryAfter: Duration.seconds(5)
+      })
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("reads a context-length 400 as ContextLengthExceeded and any other 400 as InvalidRequest", () =>
@@ -155,7 +174,11 @@ describe("ProviderHttp.stream", () => {
       const server = yield* ProviderServer.ProviderServer
       const other = yield* ProviderServer.make()
       const to = (location: string, status = 307) => ProviderServer.status(status, "", { location })
-      yield* server.reply(to("/v1/a"), to(`${server.url}/v1/b`, 308), ProviderServer.sse([ProviderServer.sseEvent({ ok: 1 })]))
+      yield* server.reply(
+        to("/v1/a"),
+        to(`${server.url}/v1/b`, 308),
+        ProviderServer.sse([ProviderServer.sseEvent({ ok: 1 })])
+      )
       expect(yield* text(yield* body({}, "/v1"))).toBe("data: {\"ok\":1}\n\n")
       const followed = yield* server.requests
       expect(followed.map((request) => [request.url, request.headers.authorization, request.body])).toStrictEqual([
@@ -177,7 +200,9 @@ describe("ProviderHttp.stream", () => {
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
       const first = ProviderServer.sseEvent({ n: 1 })
-      yield* server.reply(ProviderServer.sse([first, ProviderServer.sseEvent({ n: 2 })], { disconnectAfter: first.length + 3 }))
+      yield* server.reply(
+        ProviderServer.sse([first, ProviderServer.sseEvent({ n: 2 })], { disconnectAfter: first.length + 3 })
+      )
       const received: Array<string> = []
       const cut = yield* (yield* body()).pipe(
         Stream.runForEach((chunk) => Effect.sync(() => received.push(decoder.decode(chunk)))),
@@ -227,16 +252,18 @@ describe("ProviderHttp.stream", () => {
         Effect.forkChild
       )
       const received = yield* Fiber.join(slow)
-      expect(decoder.decode(received.reduce((all, chunk) => new Uint8Array([...all, ...chunk]), new Uint8Array()))).toBe(frames.join(""))
+      expect(decoder.decode(received.reduce((all, chunk) => new Uint8Array([...all, ...chunk]), new Uint8Array())))
+        .toBe(frames.join(""))
       const now = yield* Clock.currentTimeMillis
       const overdue = new AiError.Timeout({ provider: "test", message: "the turn took longer than 1m" })
       yield* server.reply(ProviderServer.sse(frames, { stallAfter: frames[0]!.length }))
       const gotFirst = yield* Deferred.make<void>()
-      const fiber = yield* (yield* body({ idleTimeout: "5 minutes", deadline: { at: now + 60_000, error: overdue } })).pipe(
-        Stream.tap(() => Deferred.succeed(gotFirst, undefined)),
-        Stream.runDrain,
-        Effect.forkChild
-      )
+      const fiber = yield* (yield* body({ idleTimeout: "5 minutes", deadline: { at: now + 60_000, error: overdue } }))
+        .pipe(
+          Stream.tap(() => Deferred.succeed(gotFirst, undefined)),
+          Stream.runDrain,
+          Effect.forkChild
+        )
       yield* Deferred.await(gotFirst)
       yield* TestClock.adjust("1 minute")
       expect(yield* Fiber.await(fiber)).toStrictEqual(Exit.fail(overdue))

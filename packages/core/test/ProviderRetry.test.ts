@@ -41,7 +41,9 @@ describe("ProviderRetry.retry", () => {
         ]
       ) {
         const { count, stream } = scripted([Stream.fail(error), Stream.make(1)])
-        const exit = yield* Effect.exit(Stream.runCollect(stream.pipe(ProviderRetry.retry({ policy: Schedule.forever }))))
+        const exit = yield* Effect.exit(
+          Stream.runCollect(stream.pipe(ProviderRetry.retry({ policy: Schedule.forever })))
+        )
         expect(exit).toStrictEqual(Exit.fail(error))
         expect(count()).toBe(1)
       }
@@ -99,7 +101,9 @@ describe("ProviderRetry.retry", () => {
       const overdue = new AiError.Timeout({ provider: "test", message: "the turn took longer than 30s" })
       const asked = new AiError.RateLimited({ provider: "test", message: "429", retryAfter: Duration.seconds(20) })
       const late = scripted([Stream.fail(asked), Stream.make(1)])
-      const exit = yield* Effect.exit(Stream.runCollect(ProviderRetry.retry(late.stream, { deadline: { at: 10_000, error: overdue } })))
+      const exit = yield* Effect.exit(
+        Stream.runCollect(ProviderRetry.retry(late.stream, { deadline: { at: 10_000, error: overdue } }))
+      )
       expect(exit).toStrictEqual(Exit.fail(overdue))
       expect(late.count()).toBe(1)
       const inTime = scripted([Stream.fail(asked), Stream.make(1)])

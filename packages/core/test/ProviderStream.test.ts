@@ -58,7 +58,10 @@ describe("ProviderStream.decode", () => {
     Effect.gen(function*() {
       const decoder = toy()
       const { deltas, exit } = yield* run(
-        bytes("event: text\ndata: a\n\nevent: fail\ndata: boom\n\nevent: text\ndata: b\n\n", "event: text\ndata: c\n\n"),
+        bytes(
+          "event: text\ndata: a\n\nevent: fail\ndata: boom\n\nevent: text\ndata: b\n\n",
+          "event: text\ndata: c\n\n"
+        ),
         decoder
       )
       expect(deltas).toStrictEqual([{ type: "text_delta", delta: "a" }])
@@ -69,7 +72,10 @@ describe("ProviderStream.decode", () => {
   it.effect("stops pulling the body once the decoder is complete, without calling end", () =>
     Effect.gen(function*() {
       let pulled = 0
-      const body = bytes("event: text\ndata: a\n\nevent: done\ndata: {}\n\nevent: text\ndata: b\n\n", "event: text\ndata: c\n\n")
+      const body = bytes(
+        "event: text\ndata: a\n\nevent: done\ndata: {}\n\nevent: text\ndata: b\n\n",
+        "event: text\ndata: c\n\n"
+      )
         .pipe(Stream.tap(() => Effect.sync(() => pulled++)))
       const { deltas, exit } = yield* run(body, toy())
       expect(exit).toStrictEqual(Exit.void)
@@ -83,20 +89,25 @@ describe("ProviderStream.decode", () => {
       yield* run(bytes("event: text\ndata: a\n\nevent: text\ndata: never finished"), decoder)
       expect(decoder.seen).toStrictEqual(["text"])
       const { exit } = yield* run(bytes("event: text\ndata: ", "x".repeat(100)), toy(), 64)
-      expect(exit).toStrictEqual(Exit.fail(new AiError.MalformedEvent({
-        provider: "toy",
-        event: "(too large)",
-        message: "an event is longer than 64 characters"
-      })))
+      expect(exit).toStrictEqual(Exit.fail(
+        new AiError.MalformedEvent({
+          provider: "toy",
+          event: "(too large)",
+          message: "an event is longer than 64 characters"
+        })
+      ))
     }))
 })
 
 describe("ProviderStream.jsonDecoder", () => {
-  const decode = ProviderStream.jsonDecoder("toy", Schema.Struct({
-    item_id: Schema.String,
-    content_index: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
-    parts: Schema.Array(Schema.Struct({ text: Schema.String }))
-  }))
+  const decode = ProviderStream.jsonDecoder(
+    "toy",
+    Schema.Struct({
+      item_id: Schema.String,
+      content_index: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)),
+      parts: Schema.Array(Schema.Struct({ text: Schema.String }))
+    })
+  )
 
   it("decodes the JSON data of an event", () => {
     expect(decode("e", "{\"item_id\":\"a\",\"content_index\":2,\"parts\":[]}")).toStrictEqual(
@@ -138,7 +149,9 @@ describe("ProviderStream.sanitizeErrors", () => {
         new AiError.IncompleteTurn({ message: secret })
       ]
       for (const error of errors) {
-        const clean = yield* Effect.flip(Stream.runDrain(ProviderStream.sanitizeErrors(Stream.fail(error), [Redacted.make(secret)])))
+        const clean = yield* Effect.flip(
+          Stream.runDrain(ProviderStream.sanitizeErrors(Stream.fail(error), [Redacted.make(secret)]))
+        )
         expect(clean._tag).toBe(error._tag)
         expect(clean.message).not.toContain(secret)
         expect(clean.message).toContain("<redacted>")
@@ -148,6 +161,8 @@ describe("ProviderStream.sanitizeErrors", () => {
       const short = yield* Effect.flip(Stream.runDrain(ProviderStream.sanitizeErrors(Stream.fail(long), [])))
       expect(short.message).toBe(`${"x".repeat(ProviderStream.maxMessageLength)}… (50000 characters)`)
       const untouched = new AiError.Timeout({ provider: "p", message: "fine" })
-      expect(yield* Effect.flip(Stream.runDrain(ProviderStream.sanitizeErrors(Stream.fail(untouched), [])))).toBe(untouched)
+      expect(yield* Effect.flip(Stream.runDrain(ProviderStream.sanitizeErrors(Stream.fail(untouched), [])))).toBe(
+        untouched
+      )
     }))
 })

@@ -2,7 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import * as SseParser from "../src/SseParser.ts"
 
 /** Feeds `pieces` and returns the events, and what the last feed returned. */
-const parse = (pieces: ReadonlyArray<string>, options?: { readonly maxEventSize?: number; readonly stopAfter?: number }) => {
+const parse = (
+  pieces: ReadonlyArray<string>,
+  options?: { readonly maxEventSize?: number; readonly stopAfter?: number }
+) => {
   const events: Array<[string, string]> = []
   const parser = SseParser.make({
     maxEventSize: options?.maxEventSize ?? 1024,
@@ -16,7 +19,8 @@ const parse = (pieces: ReadonlyArray<string>, options?: { readonly maxEventSize?
   return { events, last }
 }
 
-const stream = "\uFEFFevent: delta\ndata: {\"a\":1}\n\n: a comment\nid: 7\nretry: 10\ndata: line one\ndata:line two\n\nevent: named\ndata\n\nevent: ignored\n\n"
+const stream =
+  "\uFEFFevent: delta\ndata: {\"a\":1}\n\n: a comment\nid: 7\nretry: 10\ndata: line one\ndata:line two\n\nevent: named\ndata\n\nevent: ignored\n\n"
 const expected = [["delta", "{\"a\":1}"], ["message", "line one\nline two"], ["named", ""]]
 
 describe("SseParser", () => {

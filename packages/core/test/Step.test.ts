@@ -1,3 +1,4 @@
+import { SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { TestClock } from "effect/testing"
@@ -7,7 +8,6 @@ import { Halt } from "../src/Halt.ts"
 import * as RetryPolicy from "../src/RetryPolicy.ts"
 import * as Step from "../src/Step.ts"
 import * as StepError from "../src/StepError.ts"
-import { SpanRecorder } from "@agentloop/testing"
 import * as Tool from "../src/Tool.ts"
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { why: Schema.String }) {}
@@ -49,7 +49,9 @@ describe("Step.run", () => {
         undefined
       ))
       expect(failed).toStrictEqual(new Boom({ why: "typed" }))
-      const died = yield* Effect.exit(Step.execute(Step.run({ id: "dies", execute: () => Effect.die("bug") }), undefined))
+      const died = yield* Effect.exit(
+        Step.execute(Step.run({ id: "dies", execute: () => Effect.die("bug") }), undefined)
+      )
       expect(Exit.isFailure(died) && died.cause.reasons[0]?._tag).toBe("Die")
     }))
 
@@ -108,7 +110,12 @@ describe("RetryPolicy", () => {
   it("waits initialDelay, then the same, more each time, or twice as long, capped at maxDelay", () => {
     const waits = (backoff: RetryPolicy.RetryPolicy["backoff"], maxDelay?: number) =>
       [1, 2, 3, 4].map((retry) =>
-        RetryPolicy.delay({ maxAttempts: 5, backoff, initialDelay: 100, ...(maxDelay === undefined ? {} : { maxDelay }) }, retry)
+        RetryPolicy.delay({
+          maxAttempts: 5,
+          backoff,
+          initialDelay: 100,
+          ...(maxDelay === undefined ? {} : { maxDelay })
+        }, retry)
       )
     expect(waits("fixed")).toStrictEqual([100, 100, 100, 100])
     expect(waits("linear")).toStrictEqual([100, 200, 300, 400])
@@ -251,7 +258,10 @@ describe("the execution context", () => {
           Step.run({ id: "second", execute: (n: number) => Effect.map(helper, (where) => ({ n, where })) }),
           Step.run({
             id: "third",
-            execute: ({ n, where }: { n: number; where: string }, ctx: ExecutionContext<{ readonly visits: number }>) => ({
+            execute: (
+              { n, where }: { n: number; where: string },
+              ctx: ExecutionContext<{ readonly visits: number }>
+            ) => ({
               n,
               where,
               visits: ctx.state.visits,
@@ -296,7 +306,10 @@ describe("the execution context", () => {
         mode: "all",
         paths: () => [
           Step.run({ id: "finisher", execute: (_: unknown, ctx) => (ctx.complete("done early"), "ignored") }),
-          Step.run({ id: "slow", execute: () => Effect.sleep(Duration.seconds(5)).pipe(Effect.andThen(Effect.sync(() => (after = true)))) })
+          Step.run({
+            id: "slow",
+            execute: () => Effect.sleep(Duration.seconds(5)).pipe(Effect.andThen(Effect.sync(() => (after = true))))
+          })
         ],
         merge: () => "merged"
       })

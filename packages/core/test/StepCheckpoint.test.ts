@@ -1,9 +1,9 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type { ExecutionContext } from "../src/ExecutionContext.ts"
 import * as Step from "../src/Step.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Until from "../src/Until.ts"
 import { addCall, answer, model, pricing, toolkit, usage } from "./agentFixtures.ts"
 
@@ -30,7 +30,9 @@ const pipeline = Effect.gen(function*() {
       Effect.suspend(() => {
         ran.push("review")
         ctx.updateState((state) => ({ reviews: state.reviews + 1 }))
-        return ran.length === 1 ? Effect.andThen(Deferred.succeed(waiting, undefined), Effect.never) : Effect.succeed(`reviewed: ${notes}`)
+        return ran.length === 1
+          ? Effect.andThen(Deferred.succeed(waiting, undefined), Effect.never)
+          : Effect.succeed(`reviewed: ${notes}`)
       })
   })
   const summary = Step.run({
@@ -52,7 +54,9 @@ describe("Step.execute with a Checkpointer", () => {
     Effect.gen(function*() {
       const { program, ran, waiting } = yield* pipeline
       const options = { id: "exec-1", toolkit, state: { reviews: 0 } }
-      const first = yield* Effect.forkChild(execute(Step.execute(program, "Add 2 and 3", options), [addCall(2, 3), answer("5")]))
+      const first = yield* Effect.forkChild(
+        execute(Step.execute(program, "Add 2 and 3", options), [addCall(2, 3), answer("5")])
+      )
       yield* Deferred.await(waiting)
       yield* Fiber.interrupt(first)
 
@@ -151,7 +155,9 @@ describe("Step.execute with a Checkpointer", () => {
             Effect.suspend(() => {
               ran.push(name)
               const first = ran.filter((entry) => entry === name).length === 1
-              return hangs && first ? Effect.andThen(Deferred.succeed(stuck, undefined), Effect.never) : Effect.succeed(name)
+              return hangs && first
+                ? Effect.andThen(Deferred.succeed(stuck, undefined), Effect.never)
+                : Effect.succeed(name)
             })
         })
       const program = Step.fork({
@@ -172,7 +178,9 @@ describe("Step.execute with a Checkpointer", () => {
     Effect.gen(function*() {
       const dated = Step.run({ id: "dated", execute: () => new Date(0) })
       expect(yield* Step.execute(dated, undefined, { id: "exec-6" })).toStrictEqual(new Date(0))
-      const error = yield* Effect.flip(Step.execute(dated, undefined, { id: "exec-6" }).pipe(Effect.provide(Checkpointer.layerMemory)))
+      const error = yield* Effect.flip(
+        Step.execute(dated, undefined, { id: "exec-6" }).pipe(Effect.provide(Checkpointer.layerMemory))
+      )
       expect(error).toMatchObject({ _tag: "CheckpointFailed", executionId: "exec-6" })
       expect(error.message).toContain("must be JSON")
       // An llm step's output schema writes its output: a Date survives.

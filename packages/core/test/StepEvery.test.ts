@@ -24,7 +24,9 @@ describe("Step.every", () => {
   it.effect("runs its step, parks ms, and runs it again until interrupted", () =>
     Effect.gen(function*() {
       const times: Array<number> = []
-      const fiber = yield* Effect.forkChild(Step.execute(Step.every({ id: "poll", ms: 100, step: probe(times) }), undefined))
+      const fiber = yield* Effect.forkChild(
+        Step.execute(Step.every({ id: "poll", ms: 100, step: probe(times) }), undefined)
+      )
       yield* TestClock.adjust(Duration.millis(350))
       yield* Fiber.interrupt(fiber)
       expect(times).toStrictEqual([0, 100, 200, 300])
@@ -73,7 +75,9 @@ describe("Step.every", () => {
           Step.run({
             id: "deadline",
             execute: (_: unknown, ctx) =>
-              Effect.sleep(Duration.millis(250)).pipe(Effect.andThen(Effect.sync(() => (errors.push(...ctx.errors), "stopped"))))
+              Effect.sleep(Duration.millis(250)).pipe(
+                Effect.andThen(Effect.sync(() => (errors.push(...ctx.errors), "stopped")))
+              )
           })
         ]
       })
@@ -87,8 +91,20 @@ describe("Step.every", () => {
         { stepId: "poll", error: { tag: "Down", message: "" }, elapsed: 200 }
       ])
       expect(events.filter((event) => event._tag === "Recorded")).toStrictEqual([
-        { _tag: "Recorded", stepId: "poll", kind: "every", contextId: expect.any(String), error: { tag: "Down", message: "" } },
-        { _tag: "Recorded", stepId: "poll", kind: "every", contextId: expect.any(String), error: { tag: "Down", message: "" } }
+        {
+          _tag: "Recorded",
+          stepId: "poll",
+          kind: "every",
+          contextId: expect.any(String),
+          error: { tag: "Down", message: "" }
+        },
+        {
+          _tag: "Recorded",
+          stepId: "poll",
+          kind: "every",
+          contextId: expect.any(String),
+          error: { tag: "Down", message: "" }
+        }
       ])
     }))
 
@@ -106,7 +122,9 @@ describe("Step.every", () => {
   it.effect("a negative ms or jitter is an InvalidStep, before anything runs", () =>
     Effect.gen(function*() {
       const times: Array<number> = []
-      const negativeMs = yield* Effect.flip(Step.execute(Step.every({ id: "a", ms: -1, step: probe(times) }), undefined))
+      const negativeMs = yield* Effect.flip(
+        Step.execute(Step.every({ id: "a", ms: -1, step: probe(times) }), undefined)
+      )
       expect(negativeMs).toBeInstanceOf(StepError.InvalidStep)
       expect(negativeMs.message).toContain("ms must be")
       const negativeJitter = yield* Effect.flip(

@@ -20,7 +20,10 @@ const after = (id: string, ms: number, value: string, log: Array<string>) =>
   })
 
 const failing = (id: string, ms: number) =>
-  Step.run({ id, execute: () => Effect.sleep(Duration.millis(ms)).pipe(Effect.andThen(Effect.fail(new Lost({ path: id })))) })
+  Step.run({
+    id,
+    execute: () => Effect.sleep(Duration.millis(ms)).pipe(Effect.andThen(Effect.fail(new Lost({ path: id }))))
+  })
 
 /** Runs `effect` on the test clock, moving it on by `ms`. */
 const onClock = <A, E>(effect: Effect.Effect<A, E>, ms: number) =>
@@ -81,7 +84,9 @@ describe("Step.fork race", () => {
 
   it.effect("a race without paths is an InvalidStep", () =>
     Effect.gen(function*() {
-      const error = yield* Effect.flip(Step.execute(Step.fork({ id: "empty", mode: "race", paths: () => [] }), undefined))
+      const error = yield* Effect.flip(
+        Step.execute(Step.fork({ id: "empty", mode: "race", paths: () => [] }), undefined)
+      )
       expect(error).toBeInstanceOf(StepError.InvalidStep)
     }))
 })
@@ -93,7 +98,9 @@ describe("Step.fork all", () => {
       const all = Step.fork({
         id: "all",
         mode: "all",
-        paths: (topic: string) => [after("late", 300, `${topic}: late`, log), after("early", 100, `${topic}: early`, log)],
+        paths: (
+          topic: string
+        ) => [after("late", 300, `${topic}: late`, log), after("early", 100, `${topic}: early`, log)],
         merge: (results) => results.join(" | ")
       })
       expect(yield* onClock(Step.execute(all, "news"), 1000)).toStrictEqual(Exit.succeed("news: late | news: early"))
@@ -122,7 +129,10 @@ describe("Step.fork all", () => {
         paths: () => [Step.run({ id: "one", execute: () => 1 })],
         merge: () => Promise.reject(new Error("cannot merge"))
       })
-      expect(yield* Effect.flip(Step.execute(rejecting, undefined))).toMatchObject({ _tag: "StepFailed", stepId: "all" })
+      expect(yield* Effect.flip(Step.execute(rejecting, undefined))).toMatchObject({
+        _tag: "StepFailed",
+        stepId: "all"
+      })
       const zero = Step.fork({
         id: "zero",
         mode: "all",
@@ -164,13 +174,17 @@ describe("abort", () => {
           Step.run({
             id: "watchdog",
             execute: (_: unknown, ctx) =>
-              Effect.sleep(Duration.millis(100)).pipe(Effect.andThen(Effect.sync(() => ctx.abort("the user cancelled"))))
+              Effect.sleep(Duration.millis(100)).pipe(
+                Effect.andThen(Effect.sync(() => ctx.abort("the user cancelled")))
+              )
           })
         ],
         merge: (results) => results.length
       })
       const exit = yield* onClock(Effect.flip(Step.execute(program, undefined, { id: "job-1" })), 200)
-      expect(exit).toStrictEqual(Exit.succeed(new StepError.Aborted({ contextId: "job-1", reason: "the user cancelled" })))
+      expect(exit).toStrictEqual(
+        Exit.succeed(new StepError.Aborted({ contextId: "job-1", reason: "the user cancelled" }))
+      )
       expect(log).toStrictEqual(["slow interrupted", "slow finalized"])
     }))
 

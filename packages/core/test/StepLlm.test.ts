@@ -1,3 +1,4 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { KeyValueStore } from "effect/persistence"
@@ -7,7 +8,6 @@ import * as Memory from "../src/Memory.ts"
 import * as Step from "../src/Step.ts"
 import * as StepError from "../src/StepError.ts"
 import * as StepEvent from "../src/StepEvent.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Until from "../src/Until.ts"
@@ -41,18 +41,28 @@ describe("Step.llm", () => {
       expect(exit._tag === "Success" && exit.value).toBe("5")
       expect(requests[0]?.history).toStrictEqual([Item.userMessage("Add 2 and 3")])
       expect(requests[0]?.options.tools?.map((tool) => tool.name)).toStrictEqual(["add", "submit", "halt"])
-      expect(requests[1]?.history.map((item) => item.type)).toStrictEqual(["message", "function_call", "function_call_output"])
+      expect(requests[1]?.history.map((item) => item.type)).toStrictEqual([
+        "message",
+        "function_call",
+        "function_call_output"
+      ])
       expect(requests[1]?.history.at(-1)).toMatchObject({ type: "function_call_output", output: "5" })
     }))
 
   it.effect("a loop of one llm step is the agent loop: the model sees the same requests as AgentLoop's", () =>
     Effect.gen(function*() {
-      const until = Until.verified((output) => output === "5" ? { pass: true } : { pass: false, feedback: "Check again." })
+      const until = Until.verified((output) =>
+        output === "5" ? { pass: true } : { pass: false, feedback: "Check again." }
+      )
       const script = [addCall(2, 3), answer("six"), answer("5")]
       const steps = yield* withRequests(
-        Step.execute(Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model, instructions })], until }), "Add 2 and 3", {
-          toolkit
-        }),
+        Step.execute(
+          Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model, instructions })], until }),
+          "Add 2 and 3",
+          {
+            toolkit
+          }
+        ),
         script
       )
       const agentLoop = yield* withRequests(
@@ -80,7 +90,10 @@ describe("Step.llm", () => {
       const prompted = Step.llm({ id: "ask", model, prompt: (topic: string) => `Write a haiku about ${topic}.` })
       const { exit, requests } = yield* withRequests(Step.execute(prompted, "rain"), [answer("Drops on the tin roof")])
       expect(exit._tag === "Success" && exit.value).toBe("Drops on the tin roof")
-      expect(requests[0]?.history).toStrictEqual([Item.userMessage("rain"), Item.userMessage("Write a haiku about rain.", "prompt_1")])
+      expect(requests[0]?.history).toStrictEqual([
+        Item.userMessage("rain"),
+        Item.userMessage("Write a haiku about rain.", "prompt_1")
+      ])
     }))
 
   it.effect("offers all the tools, none, or the named ones; a name the toolkit lacks is an InvalidStep", () =>
@@ -105,7 +118,9 @@ describe("Step.llm", () => {
     Effect.gen(function*() {
       const Weather = Schema.Struct({ city: Schema.String, celsius: Schema.Finite })
       const extract = Step.llm({ id: "extract", model, output: Weather })
-      const good = yield* withRequests(Step.execute(extract, "Paris is 21 °C"), [answer(`{"city":"Paris","celsius":21}`)])
+      const good = yield* withRequests(Step.execute(extract, "Paris is 21 °C"), [
+        answer(`{"city":"Paris","celsius":21}`)
+      ])
       expect(good.exit._tag === "Success" && good.exit.value).toStrictEqual({ city: "Paris", celsius: 21 })
       expect(good.requests[0]?.options.output?.name).toBe("output")
       const bad = yield* withRequests(Effect.flip(Step.execute(extract, "Paris")), [answer(`{"city":"Paris"}`)])

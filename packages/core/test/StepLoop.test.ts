@@ -50,8 +50,7 @@ describe("Step.loop", () => {
       const program = Step.loop({
         id: "review",
         steps: [Step.run({ id: "items", execute: (_: string, ctx) => ctx.itemLog.items.length.toString() })],
-        until: (snapshot) =>
-          snapshot.stepCount >= 2 ? Verdict.stop("done") : Verdict.continue("Shorter, please.")
+        until: (snapshot) => snapshot.stepCount >= 2 ? Verdict.stop("done") : Verdict.continue("Shorter, please.")
       })
       const log = Step.loop({
         id: "outer",
@@ -67,7 +66,12 @@ describe("Step.loop", () => {
 
   it.effect("maxIterations ends it with MaxIterations; a limit that is not a positive integer is an InvalidStep", () =>
     Effect.gen(function*() {
-      const forever = Step.loop({ id: "forever", steps: [increment], until: () => Verdict.continue(), maxIterations: 4 })
+      const forever = Step.loop({
+        id: "forever",
+        steps: [increment],
+        until: () => Verdict.continue(),
+        maxIterations: 4
+      })
       expect(yield* Effect.flip(Step.execute(forever, 0))).toStrictEqual(
         new StepError.MaxIterations({ stepId: "forever", maxIterations: 4 })
       )
@@ -94,7 +98,10 @@ describe("Step.loop", () => {
       })
       const check = Step.loop({
         id: "outer",
-        steps: [program, Step.run({ id: "ids", execute: (_: number, ctx) => ctx.itemLog.items.map((item) => item.id) })],
+        steps: [
+          program,
+          Step.run({ id: "ids", execute: (_: number, ctx) => ctx.itemLog.items.map((item) => item.id) })
+        ],
         prepareNext: () => 0,
         until: () => Verdict.stop("once")
       })
@@ -137,7 +144,13 @@ describe("Step.loop", () => {
         })
         expect(yield* Step.execute(retried, 100)).toBe(103)
         expect(errors).toStrictEqual([1, 2])
-        const bounded = Step.loop({ id: "bounded", steps: [flaky(10)], until: Until.maxSteps(1), maxIterations: 3, onError: () => "retry" })
+        const bounded = Step.loop({
+          id: "bounded",
+          steps: [flaky(10)],
+          until: Until.maxSteps(1),
+          maxIterations: 3,
+          onError: () => "retry"
+        })
         expect(yield* Effect.flip(Step.execute(bounded, 0))).toBeInstanceOf(StepError.MaxIterations)
       }))
 
@@ -147,7 +160,12 @@ describe("Step.loop", () => {
         expect(yield* Step.execute(skipped, 100)).toBe(102)
         const aborted = Step.loop({ id: "aborted", steps: [flaky(2)], until: Until.maxSteps(1) })
         expect(yield* Effect.flip(Step.execute(aborted, 100))).toStrictEqual(new Flaky({ attempt: 1 }))
-        const explicit = Step.loop({ id: "explicit", steps: [flaky(2)], until: Until.maxSteps(1), onError: async () => "abort" as const })
+        const explicit = Step.loop({
+          id: "explicit",
+          steps: [flaky(2)],
+          until: Until.maxSteps(1),
+          onError: async () => "abort" as const
+        })
         expect(yield* Effect.flip(Step.execute(explicit, 100))).toStrictEqual(new Flaky({ attempt: 1 }))
       }))
 

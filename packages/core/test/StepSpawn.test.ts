@@ -1,3 +1,4 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
@@ -6,7 +7,6 @@ import * as Item from "../src/Item.ts"
 import * as Memory from "../src/Memory.ts"
 import * as Step from "../src/Step.ts"
 import * as StepError from "../src/StepError.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Until from "../src/Until.ts"
 import * as Verdict from "../src/Verdict.ts"
 import { answer, model, pricing } from "./agentFixtures.ts"
@@ -31,7 +31,10 @@ describe("Step.spawn", () => {
       const program = Step.loop({
         id: "main",
         steps: [
-          Step.run({ id: "note", execute: (text: string, ctx) => (ctx.itemLog.append(Item.assistantMessage("noted")), text) }),
+          Step.run({
+            id: "note",
+            execute: (text: string, ctx) => (ctx.itemLog.append(Item.assistantMessage("noted")), text)
+          }),
           Step.spawn({ id: "helper", child: describeContext }),
           Step.spawn({ id: "helper", child: describeContext })
         ],
@@ -73,14 +76,20 @@ describe("Step.spawn", () => {
       expect(yield* Fiber.join(fiber)).toStrictEqual(new StepError.StepTimeout({ stepId: "stuck", timeoutMs: 1000 }))
       expect(log).toStrictEqual(["child finalized"])
       const negative = Step.spawn({ id: "negative", timeout: -1, child: describeContext })
-      expect(yield* Effect.flip(Step.execute(negative, undefined))).toMatchObject({ _tag: "InvalidStep", stepId: "negative" })
+      expect(yield* Effect.flip(Step.execute(negative, undefined))).toMatchObject({
+        _tag: "InvalidStep",
+        stepId: "negative"
+      })
     }))
 
   it.effect("a child's abort fails its spawn step with Aborted, which its parent may handle", () =>
     Effect.gen(function*() {
       const quitter = Step.spawn({
         id: "quitter",
-        child: Step.run({ id: "quit", execute: (_: unknown, ctx) => Effect.sync(() => ctx.abort("not my job")).pipe(Effect.andThen(Effect.never)) })
+        child: Step.run({
+          id: "quit",
+          execute: (_: unknown, ctx) => Effect.sync(() => ctx.abort("not my job")).pipe(Effect.andThen(Effect.never))
+        })
       })
       const settled = Step.fork({ id: "try", mode: "settle", paths: () => [quitter], merge: (results) => results })
       const [result] = yield* Step.execute(settled, undefined, { id: "boss" })
@@ -96,7 +105,10 @@ describe("Step.spawn", () => {
       const program = Step.loop({
         id: "parent",
         steps: [
-          Step.spawn({ id: "child", child: Step.run({ id: "finish", execute: (_: number, ctx) => (ctx.complete(42), 0) }) }),
+          Step.spawn({
+            id: "child",
+            child: Step.run({ id: "finish", execute: (_: number, ctx) => (ctx.complete(42), 0) })
+          }),
           Step.run({ id: "after", execute: (n: number) => n + 1 })
         ],
         until: Until.maxSteps(1)

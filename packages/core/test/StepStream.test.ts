@@ -1,9 +1,9 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Step from "../src/Step.ts"
 import * as StepEvent from "../src/StepEvent.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as Until from "../src/Until.ts"
 import { addCall, answer, model, pricing, toolkit } from "./agentFixtures.ts"
 
@@ -46,14 +46,17 @@ describe("Step.stream", () => {
         route: () => Step.run({ id: "boom", execute: () => Effect.fail(new Down({ at: 1 })) })
       })
       const collected: Array<StepEvent.Event<unknown>> = []
-      const error = yield* Effect.flip(Stream.runForEach(Step.stream(program, undefined), (event) => Effect.sync(() => collected.push(event))))
+      const error = yield* Effect.flip(
+        Stream.runForEach(Step.stream(program, undefined), (event) => Effect.sync(() => collected.push(event)))
+      )
       expect(error).toStrictEqual(new Down({ at: 1 }))
-      expect(collected.map((event) => event._tag === "Output" ? "Output" : `${event._tag} ${event.stepId}`)).toStrictEqual([
-        "Started route",
-        "Started boom",
-        "Failed boom",
-        "Failed route"
-      ])
+      expect(collected.map((event) => event._tag === "Output" ? "Output" : `${event._tag} ${event.stepId}`))
+        .toStrictEqual([
+          "Started route",
+          "Started boom",
+          "Failed boom",
+          "Failed route"
+        ])
     }))
 
   it.effect("a consumer that stops pulling interrupts every step; the program does not run ahead of it", () =>
@@ -65,9 +68,10 @@ describe("Step.stream", () => {
         ms: 10,
         step: Step.run({
           id: "work",
-          execute: () => Effect.flatMap(now, (at) => Effect.sync(() => times.push(at))).pipe(
-            Effect.ensuring(Effect.sync(() => log.push("work finalized")))
-          )
+          execute: () =>
+            Effect.flatMap(now, (at) => Effect.sync(() => times.push(at))).pipe(
+              Effect.ensuring(Effect.sync(() => log.push("work finalized")))
+            )
         })
       })
       const fiber = yield* Effect.forkChild(

@@ -51,7 +51,7 @@ describe("step types", () => {
     expect(same<Extract<Step.Error<typeof both>, Missing | Broken>, Missing | Broken>(true)).toBe(true)
     expect(same<Step.Output<typeof both>, { n: number }>(true)).toBe(true)
     // @ts-expect-error parse takes a string, the fork gives numbers
-    const wrongInput = Step.fork({ id: "wrong", mode: "race", paths: (n: number) => [parse] })
+    const wrongInput = Step.fork({ id: "wrong", mode: "race", paths: (_: number) => [parse] })
     const routed = Step.branch({ id: "route", route: (n: number) => n > 0 ? lookup : null })
     expect(same<Step.Output<typeof routed>, { n: number } | number>(true)).toBe(true)
     expect(wrongInput.kind).toBe("fork")
@@ -60,7 +60,10 @@ describe("step types", () => {
   it("an llm step needs a LanguageModel; execute needs what the steps need, the context aside", () => {
     const talk = Step.llm({ id: "talk" })
     expect(same<Extract<Step.Services<typeof talk>, LanguageModel>, LanguageModel>(true)).toBe(true)
-    const usesContext = Step.run({ id: "ctx", execute: () => Effect.map(Effect.service(ExecutionContext), (ctx) => ctx.id) })
+    const usesContext = Step.run({
+      id: "ctx",
+      execute: () => Effect.map(Effect.service(ExecutionContext), (ctx) => ctx.id)
+    })
     const running = Step.execute(usesContext, undefined)
     expect(same<Effect.Services<typeof running>, never>(true)).toBe(true)
     expect(
@@ -77,7 +80,12 @@ describe("step types", () => {
       execute: (_: unknown, ctx: ExecutionContext<{ readonly count: number }>) => ctx.state.count
     })
     // A step written for any state fits it.
-    const both = Step.loop({ id: "both", steps: [counter, Step.run({ id: "any", execute: (n: number) => n })], prepareNext: () => 0, until: Until.maxSteps(1) })
+    const both = Step.loop({
+      id: "both",
+      steps: [counter, Step.run({ id: "any", execute: (n: number) => n })],
+      prepareNext: () => 0,
+      until: Until.maxSteps(1)
+    })
     expect(same<Step.State<typeof both>, { readonly count: number }>(true)).toBe(true)
     // @ts-expect-error the state is missing
     const missing = Step.execute(both, 0)

@@ -29,7 +29,9 @@ describe("StopPolicy", () => {
     }).pipe(
       Effect.provide(
         StopPolicy.layer(
-          Until.verified((_, snapshot) => Judge.use((judge) => Effect.map(judge.verdict(snapshot.lastText), (pass) => ({ pass }))))
+          Until.verified((_, snapshot) =>
+            Judge.use((judge) => Effect.map(judge.verdict(snapshot.lastText), (pass) => ({ pass })))
+          )
         ).pipe(Layer.provide(Layer.succeed(Judge, { verdict: (text) => Effect.succeed(text.startsWith("FINAL:")) })))
       )
     ))

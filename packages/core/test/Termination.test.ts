@@ -44,7 +44,11 @@ const samples: ReadonlyArray<Termination.Termination<typeof Answer.Type>> = [
   Termination.submitted({ tool: "submit", value: { answer: 42 }, accounting }),
   new Termination.MaxTurns({ maxTurns: 3, accounting }),
   new Termination.MaxBudgetUsd({ maxBudgetUsd: 0.01, accounting }),
-  new Termination.UnpricedModel({ model: "my-local-model", maxBudgetUsd: 0.5, accounting: { ...accounting, cost: null } }),
+  new Termination.UnpricedModel({
+    model: "my-local-model",
+    maxBudgetUsd: 0.5,
+    accounting: { ...accounting, cost: null }
+  }),
   new Termination.MaxDuration({ maxDurationMs: 60_000, accounting }),
   new Termination.DuringExecution({
     message: "until predicate threw: boom",

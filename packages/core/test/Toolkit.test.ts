@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Ref, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Approval from "../src/Approval.ts"
-import type * as Item from "../src/Item.ts"
 import { Halt } from "../src/Halt.ts"
+import type * as Item from "../src/Item.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { add } from "./fixtures.ts"
@@ -20,7 +20,6 @@ const call = (name: string, args: string, callId = "c1"): Item.FunctionCall => (
 const errorOf = (result: Toolkit.Result): unknown => (JSON.parse(result.output.output) as { error: unknown }).error
 
 class OutOfStock extends Schema.TaggedError<OutOfStock>()("OutOfStock", { message: Schema.String }) {}
-
 
 const order = Tool.make({
   name: "order",
@@ -138,7 +137,9 @@ describe("Toolkit.executeAllSafe", () => {
     Effect.gen(function*() {
       const result = yield* runOne(call("add", "{\"a\":2,\"b\":"))
       expect(result.outcome).toBe("invalid_arguments")
-      expect(errorOf(result)).toMatch(/^The arguments of tool "add" are not valid JSON \(.*JSON.*\)\. Send one JSON object\.$/)
+      expect(errorOf(result)).toMatch(
+        /^The arguments of tool "add" are not valid JSON \(.*JSON.*\)\. Send one JSON object\.$/
+      )
     }))
 
   it.effect("reports every decode issue of the arguments with its path", () =>
@@ -226,7 +227,9 @@ describe("Toolkit.executeAllSafe", () => {
       expect(result.outcome).toBe("timeout")
       expect(errorOf(result)).toBe("Tool \"sleep\" did not finish within 5m and was stopped.")
 
-      const patient = yield* Effect.forkChild(runOne(call("sleep", "{\"seconds\":3600}"), { timeout: Duration.infinity }))
+      const patient = yield* Effect.forkChild(
+        runOne(call("sleep", "{\"seconds\":3600}"), { timeout: Duration.infinity })
+      )
       yield* TestClock.adjust("1 hour")
       expect((yield* Fiber.join(patient)).outcome).toBe("success")
     }))
@@ -270,15 +273,23 @@ describe("Toolkit.executeAllSafe", () => {
       )
       const result = yield* runOne(call("delete_file", "{\"path\":\"/tmp/x\"}")).pipe(Effect.provide(approver))
       expect(result.outcome).toBe("success")
-      expect(seen.map((r) => [r.tool, r.input, r.call.call_id])).toStrictEqual([["delete_file", { path: "/tmp/x" }, "c1"]])
-      const allowed = yield* runOne(call("delete_file", "{\"path\":\"/tmp/x\"}")).pipe(Effect.provide(Approval.allowAll))
+      expect(seen.map((r) => [r.tool, r.input, r.call.call_id])).toStrictEqual([[
+        "delete_file",
+        { path: "/tmp/x" },
+        "c1"
+      ]])
+      const allowed = yield* runOne(call("delete_file", "{\"path\":\"/tmp/x\"}")).pipe(
+        Effect.provide(Approval.allowAll)
+      )
       expect(allowed.outcome).toBe("success")
     }))
 
   it.effect("sends the approver's reason for a denial", () =>
     Effect.gen(function*() {
       const approver = Approval.layer((request) =>
-        Effect.succeed(Approval.denied(`the user declined to delete ${String((request.input as { path: string }).path)}`))
+        Effect.succeed(
+          Approval.denied(`the user declined to delete ${String((request.input as { path: string }).path)}`)
+        )
       )
       const result = yield* runOne(call("delete_file", "{\"path\":\"/home\"}")).pipe(Effect.provide(approver))
       expect(result.outcome).toBe("denied")
@@ -416,8 +427,7 @@ describe("Toolkit.executeAllSafe", () => {
         description: "Downloads a file",
         input: Schema.Struct({ url: Schema.String }),
         output: Schema.Struct({ bytes: Schema.Finite }),
-        execute: () =>
-          Stream.make(Tool.progress(25), Tool.progress(75), Tool.done({ bytes: 2048 }), Tool.progress(100))
+        execute: () => Stream.make(Tool.progress(25), Tool.progress(75), Tool.done({ bytes: 2048 }), Tool.progress(100))
       })
       const progress: Array<unknown> = []
       const [result] = yield* Toolkit.executeAllSafe(Toolkit.make(download), [call("download", "{\"url\":\"u\"}")], {

@@ -4,8 +4,8 @@ import { KeyValueStore } from "effect/persistence"
 import type { AiError } from "../src/AiError.ts"
 import * as Embedder from "../src/Embedder.ts"
 import type * as Item from "../src/Item.ts"
-import * as Snapshot from "../src/Snapshot.ts"
 import { PredicateFailed } from "../src/PredicateFailed.ts"
+import * as Snapshot from "../src/Snapshot.ts"
 import * as StepMeta from "../src/StepMeta.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import type * as Turn from "../src/Turn.ts"
@@ -22,9 +22,19 @@ const call = (name: string): Item.FunctionCall => ({
   arguments: "{}"
 })
 
-const turn = (items: ReadonlyArray<Item.Item>): Turn.Turn => ({ items, usage: TokenUsage.make(10, 5), stopReason: "stop" })
+const turn = (items: ReadonlyArray<Item.Item>): Turn.Turn => ({
+  items,
+  usage: TokenUsage.make(10, 5),
+  stopReason: "stop"
+})
 
-const answer: Item.Message = { type: "message", id: "a", status: "completed", role: "assistant", content: [{ type: "output_text", text: "4" }] }
+const answer: Item.Message = {
+  type: "message",
+  id: "a",
+  status: "completed",
+  role: "assistant",
+  content: [{ type: "output_text", text: "4" }]
+}
 
 /** The verdict of a predicate, run through `evaluate`. */
 const verdictOf = <E, R>(until: Until.Until<E, R>, snapshot: Snapshot.Snapshot) => Until.evaluate(until, snapshot)
@@ -118,7 +128,8 @@ describe("Until.noToolCalls", () => {
 
   it.effect("reads responseItems, then a Turn in lastOutput, when toolCalls is not reported", () =>
     Effect.gen(function*() {
-      const fromItems = (items: ReadonlyArray<Item.Item>) => snap({ stepCount: 1, lastStepMeta: { responseItems: items } })
+      const fromItems = (items: ReadonlyArray<Item.Item>) =>
+        snap({ stepCount: 1, lastStepMeta: { responseItems: items } })
       expect((yield* verdictOf(Until.noToolCalls(), fromItems([answer]))).stop).toBe(true)
       expect((yield* verdictOf(Until.noToolCalls(), fromItems([answer, call("x")]))).stop).toBe(false)
       const fromTurn = (output: unknown) => snap({ stepCount: 1, lastStepMeta: null, lastOutput: output })
@@ -160,7 +171,10 @@ describe("Until.verified", () => {
         stop: false,
         feedback: "expected 42, got 41"
       })
-      expect(yield* verdictOf(until, snap({ lastOutput: "42" }))).toStrictEqual({ stop: true, reason: "verification passed" })
+      expect(yield* verdictOf(until, snap({ lastOutput: "42" }))).toStrictEqual({
+        stop: true,
+        reason: "verification passed"
+      })
     }))
 
   it.effect("accepts a Promise or an Effect from the verify function", () =>
@@ -173,7 +187,12 @@ describe("Until.verified", () => {
 
   it.effect("a verify function that throws or answers nonsense fails the predicate", () =>
     Effect.gen(function*() {
-      const thrown = yield* failureOf(Until.verified(() => { throw new Error("checker crashed") }), snap())
+      const thrown = yield* failureOf(
+        Until.verified(() => {
+          throw new Error("checker crashed")
+        }),
+        snap()
+      )
       expect(thrown.message).toBe("verify function threw: checker crashed")
       const nonsense = yield* failureOf(Until.verified(() => Effect.succeed({ passed: true } as never)), snap())
       expect(nonsense.message).toBe("verify function returned {\"passed\":true}, not a verify result")
@@ -376,7 +395,10 @@ describe("Until.converged", () => {
       const calls = yield* Ref.make<Array<string>>([])
       for (const until of [Until.converged(), Until.converged({ threshold: 0.5 })]) {
         const step = (stepCount: number, lastText: string) =>
-          Effect.map(verdictOf(until, snap({ stepCount, lastText })).pipe(Effect.provide(fakeEmbedder(calls))), (v) => v.stop)
+          Effect.map(
+            verdictOf(until, snap({ stepCount, lastText })).pipe(Effect.provide(fakeEmbedder(calls))),
+            (v) => v.stop
+          )
         expect(yield* step(1, "")).toBe(false)
         expect(yield* step(2, "")).toBe(false)
         expect(yield* step(3, "  \n")).toBe(false)
@@ -400,7 +422,8 @@ describe("Until.converged", () => {
   it.effect("does not compare across a gap in steps, and answers a re-evaluated step the same way", () =>
     Effect.gen(function*() {
       const until = Until.converged()
-      const step = (stepCount: number) => Effect.map(verdictOf(until, snap({ stepCount, lastText: "x" })), (v) => v.stop)
+      const step = (stepCount: number) =>
+        Effect.map(verdictOf(until, snap({ stepCount, lastText: "x" })), (v) => v.stop)
       expect(yield* step(1)).toBe(false)
       expect(yield* step(3)).toBe(false)
       expect(yield* step(4)).toBe(true)

@@ -28,25 +28,48 @@ const schemas = {
     item: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown))
   }),
   union: Schema.Struct({
-    value: Schema.Union([Schema.Struct({ kind: Schema.Literal("a"), n: Schema.Number }), Schema.Struct({ kind: Schema.Literal("b"), s: Schema.String })])
+    value: Schema.Union([
+      Schema.Struct({ kind: Schema.Literal("a"), n: Schema.Number }),
+      Schema.Struct({ kind: Schema.Literal("b"), s: Schema.String })
+    ])
   }),
-  bounded: Schema.Struct({ list: Schema.Array(Schema.String).check(Schema.isMaxLength(2)), name: Schema.String.check(Schema.isNonEmpty()) })
+  bounded: Schema.Struct({
+    list: Schema.Array(Schema.String).check(Schema.isMaxLength(2)),
+    name: Schema.String.check(Schema.isNonEmpty())
+  })
 }
 
 const samples: { readonly [K in keyof typeof schemas]: ReadonlyArray<unknown> } = {
   event: [
     { type: "delta", item_id: "m", content_index: 0, delta: "x" },
-    { type: "delta", item_id: "m", content_index: 4294967295, delta: "", phase: null, flags: [true], status: "completed", extra: 1 }
+    {
+      type: "delta",
+      item_id: "m",
+      content_index: 4294967295,
+      delta: "",
+      phase: null,
+      flags: [true],
+      status: "completed",
+      extra: 1
+    }
   ],
   nested: [
     {},
-    { candidates: [{ content: { parts: [{ text: "a" }, { call: { name: "f", args: [1] } }] }, reason: "STOP" }], usage: { a: 1 }, item: { x: [] } }
+    {
+      candidates: [{ content: { parts: [{ text: "a" }, { call: { name: "f", args: [1] } }] }, reason: "STOP" }],
+      usage: { a: 1 },
+      item: { x: [] }
+    }
   ],
   union: [{ value: { kind: "a", n: 1 } }, { value: { kind: "b", s: "s" } }],
   bounded: [{ list: ["a"], name: "n" }]
 }
 
-const replacements: ReadonlyArray<unknown> = [undefined, null, 0, -1, 1.5, 1e300, "s", "", true, [], {}, ["a", "b", "c"], { kind: "a" }]
+const replacements: ReadonlyArray<unknown> = [undefined, null, 0, -1, 1.5, 1e300, "s", "", true, [], {}, [
+  "a",
+  "b",
+  "c"
+], { kind: "a" }]
 
 /** Every variant of `value` with one place (itself, or a value at any depth) replaced, removed or given an extra key. */
 const variants = (value: unknown): Array<unknown> => {
@@ -87,7 +110,9 @@ describe("WireDecoder.make", () => {
             // Ours is the input as it came: decoding it again gives Schema's own value.
             expect(reference(ours.success)).toStrictEqual(theirs)
           }
-          if (Result.isFailure(ours) && Result.isFailure(theirs)) expect(format(ours.failure)).toBe(format(theirs.failure))
+          if (Result.isFailure(ours) && Result.isFailure(theirs)) {
+            expect(format(ours.failure)).toBe(format(theirs.failure))
+          }
         }
       }
       expect(checked).toBeGreaterThan(20)

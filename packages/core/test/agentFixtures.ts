@@ -1,11 +1,11 @@
 /** The agent tests' tools, model, prices and runners: a scripted run of `AgentLoop` on the mock model. */
+import { MockLanguageModel } from "@agentloop/testing"
 import { expect } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import * as AgentLoop from "../src/AgentLoop.ts"
 import { Halt } from "../src/Halt.ts"
 import * as Pricing from "../src/Pricing.ts"
 import * as Termination from "../src/Termination.ts"
-import { MockLanguageModel } from "@agentloop/testing"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
@@ -55,10 +55,12 @@ export const runWith = <O = string, E = never>(
 export const failureOf = <O, E = never>(
   script: ReadonlyArray<MockLanguageModel.Reply>,
   options: AgentLoop.Options<O, never, E>
-) =>
-  Effect.flip(runWith(script, options))
+) => Effect.flip(runWith(script, options))
 
-export const requestsOf = <E>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<string, never, E>) =>
+export const requestsOf = <E>(
+  script: ReadonlyArray<MockLanguageModel.Reply>,
+  options: AgentLoop.Options<string, never, E>
+) =>
   Effect.gen(function*() {
     const agent = yield* AgentLoop.AgentLoop
     const exit = yield* Effect.exit(agent.run(options))

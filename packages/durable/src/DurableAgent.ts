@@ -14,15 +14,15 @@
  * @since 0.1.0
  */
 import * as AgentEvent from "@agentloop/core/AgentEvent"
+import type * as AgentLoop from "@agentloop/core/AgentLoop"
 import * as AgentMachine from "@agentloop/core/AgentMachine"
+import type * as AgentTurn from "@agentloop/core/AgentTurn"
+import type * as Approval from "@agentloop/core/Approval"
 import * as Item from "@agentloop/core/Item"
+import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as Turn from "@agentloop/core/Turn"
-import type * as AgentLoop from "@agentloop/core/AgentLoop"
-import type * as AgentTurn from "@agentloop/core/AgentTurn"
-import type * as Approval from "@agentloop/core/Approval"
-import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import { Effect, Option, Schema } from "effect"
 import type { Layer, Stream } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
@@ -35,7 +35,10 @@ import * as RunSteps from "./RunSteps.ts"
 import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
 /** The definition of a durable agent: `AgentLoop.Options` without a run's own `input` and `runId`. */
-export type Options<O = string, R = never, E = never, RU = never> = Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+export type Options<O = string, R = never, E = never, RU = never> = Omit<
+  AgentLoop.Options<O, R, E, RU>,
+  "input" | "runId"
+>
 
 /** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
 export const Start = Schema.Struct({
@@ -48,7 +51,12 @@ export type Start = typeof Start.Type
 export interface DurableAgent<O, R, RU> {
   readonly name: string
   /** The workflow of its runs (its tag is the agent's name). */
-  readonly workflow: Workflow.Workflow<string, typeof Start, Schema.Codec<AgentEvent.RunResult<O>, unknown>, typeof Termination.Error>
+  readonly workflow: Workflow.Workflow<
+    string,
+    typeof Start,
+    Schema.Codec<AgentEvent.RunResult<O>, unknown>,
+    typeof Termination.Error
+  >
   /**
    * Registers the agent with the runner's engine, so that the runner executes
    * (and resumes) its runs. Provide it on every runner, with the model and the
@@ -144,23 +152,29 @@ const build = <O, R, E, RU>(
           const waits = calls.map((call, index) =>
             Toolkit.needsApproval(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
           )
-          log.add(step, calls.flatMap((call, index) => {
-            const wait = waits[index]
-            if (wait === undefined) return []
-            const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
-            return [{ _tag: "ApprovalRequested", step, call, token }]
-          }))
+          log.add(
+            step,
+            calls.flatMap((call, index) => {
+              const wait = waits[index]
+              if (wait === undefined) return []
+              const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
+              return [{ _tag: "ApprovalRequested", step, call, token }]
+            })
+          )
           // A UI sees the turn before its calls run, however long they take.
           yield* log.flush
           // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
-          const decisions = yield* Effect.forEach(waits, (wait) => wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
+          const decisions = yield* Effect.forEach(waits, (wait) =>
+            wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
           const records = yield* Effect.forEach(
             calls,
-            (call, index) => RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
+            (call, index) =>
+              RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
             { concurrency: machine.tools.concurrency ?? 4 }
           )
           log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
-          const results = yield* Effect.forEach(records, (record) => RunSteps.result(toolkit, record))
+          const results = yield* Effect.forEach(records, (record) =>
+            RunSteps.result(toolkit, record))
           const outcome: AgentTurn.Outcome = {
             ...completed,
             history: [...completed.history, ...Toolkit.outputs(results)],
@@ -205,11 +219,14 @@ const build = <O, R, E, RU>(
     run: (start) => workflow.execute(start),
     start: (start) => Effect.asVoid(workflow.execute(start, { discard: true })),
     result: (runId) =>
-      Effect.flatMap(executionId(runId), (id) =>
-        Effect.flatMap(workflow.poll(id), (polled) =>
-          Option.isNone(polled) || polled.value._tag === "Suspended"
-            ? Effect.succeed(Option.none())
-            : Effect.asSome(polled.value.exit))),
+      Effect.flatMap(
+        executionId(runId),
+        (id) =>
+          Effect.flatMap(workflow.poll(id), (polled) =>
+            Option.isNone(polled) || polled.value._tag === "Suspended"
+              ? Effect.succeed(Option.none())
+              : Effect.asSome(polled.value.exit))
+      ),
     approve: (token, decision) => DurableApproval.approve(name, token, decision),
     events: (runId, readOptions) => RunLog.read({ agent: name, runId }, eventSchema, readOptions)
   }

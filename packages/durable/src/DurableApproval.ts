@@ -19,7 +19,8 @@ export const Decision = Schema.Union([
 export type Decision = typeof Decision.Type
 
 /** The wait point of call number `index` of turn `step`. */
-export const deferred = (step: number, index: number) => DurableDeferred.make(`approval/${step}/${index}`, { success: Decision })
+export const deferred = (step: number, index: number) =>
+  DurableDeferred.make(`approval/${step}/${index}`, { success: Decision })
 
 /** A token that does not name an approval of this agent's runs: mistyped, cut, or another agent's. */
 export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {

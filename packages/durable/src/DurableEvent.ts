@@ -11,9 +11,9 @@
  * @since 0.1.0
  */
 import * as AgentEvent from "@agentloop/core/AgentEvent"
+import type * as EventStream from "@agentloop/core/EventStream"
 import * as Item from "@agentloop/core/Item"
 import * as Termination from "@agentloop/core/Termination"
-import type * as EventStream from "@agentloop/core/EventStream"
 import { Schema } from "effect"
 import { RunStoreError } from "./RunStore.ts"
 

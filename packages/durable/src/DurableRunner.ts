@@ -21,6 +21,7 @@
  *
  * @since 0.1.0
  */
+import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Layer, Option } from "effect"
 import * as ClusterWorkflowEngine from "effect/cluster/ClusterWorkflowEngine"
 import type * as MessageStorage from "effect/cluster/MessageStorage"
@@ -35,7 +36,6 @@ import * as Digest from "effect/crypto/Digest"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import * as NodeSqliteClient from "./NodeSqliteClient.ts"
 import * as RunStore from "./RunStore.ts"
 
@@ -81,8 +81,11 @@ const cluster = (
   runnerAddress: Option.Option<RunnerAddress.RunnerAddress>
 ): Layer.Layer<WorkflowEngine.WorkflowEngine, SqlError.SqlError, SqlClient.SqlClient> => {
   const prefix = options.prefix ?? "agentloop"
-  const storage: Layer.Layer<MessageStorage.MessageStorage, never, SqlClient.SqlClient | ShardingConfig.ShardingConfig> =
-    SqlMessageStorage.layerWith({ prefix }).pipe(Layer.provide(Digest.layerWebCrypto))
+  const storage: Layer.Layer<
+    MessageStorage.MessageStorage,
+    never,
+    SqlClient.SqlClient | ShardingConfig.ShardingConfig
+  > = SqlMessageStorage.layerWith({ prefix }).pipe(Layer.provide(Digest.layerWebCrypto))
   return ClusterWorkflowEngine.layer.pipe(
     Layer.provide(Sharding.layer),
     Layer.provide(Runners.layerNoop),

@@ -119,8 +119,7 @@ export const make = (
     const statements = yield* Cache.make({
       capacity: options.statementCacheSize ?? 200,
       timeToLive: Duration.minutes(10),
-      lookup: (sql: string) =>
-        Effect.try({ try: () => db.prepare(sql), catch: (cause) => sqlError(cause, "prepare") })
+      lookup: (sql: string) => Effect.try({ try: () => db.prepare(sql), catch: (cause) => sqlError(cause, "prepare") })
     })
 
     const runWith = (
@@ -170,7 +169,9 @@ export const make = (
       executeRaw: (sql, params) => prepared(sql, params, false),
       executeStream: (sql, params, transformRows) =>
         Stream.fromIterableEffect(
-          transformRows === undefined ? rows(prepared(sql, params, false)) : Effect.map(rows(prepared(sql, params, false)), transformRows)
+          transformRows === undefined
+            ? rows(prepared(sql, params, false))
+            : Effect.map(rows(prepared(sql, params, false)), transformRows)
         ),
       executeValues: (sql, params) => arrays(prepared(sql, params, true)),
       executeValuesUnprepared: (sql, params) => arrays(unprepared(sql, params, true)),

@@ -44,8 +44,12 @@ export const writer = <O>(
         const buffered = pending
         pending = []
         const entries: Array<Entry> = []
-        for (const { event, step } of buffered) entries.push({ seq: seq++, step, kind: "event", body: yield* encode(event) })
-        for (const entry of extra) entries.push({ seq: seq++, ...entry })
+        for (const { event, step } of buffered) {
+          entries.push({ seq: seq++, step, kind: "event", body: yield* encode(event) })
+        }
+        for (const entry of extra) {
+          entries.push({ seq: seq++, ...entry })
+        }
         yield* store.append(run, entries).pipe(Effect.retry(retry))
       }).pipe(Effect.orDie)
     return {

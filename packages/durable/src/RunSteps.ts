@@ -68,11 +68,14 @@ export const turn = <O, R, RU>(machine: AgentMachine.Machine<O, R, RU>, state: A
       const notes: Array<typeof Note.Type> = []
       let done: AgentTurn.Completed | undefined
       const request = Stream.runForEach(
-        Loop.loop(undefined, () =>
-          AgentTurn.complete({ step, history: state.history, options: machine.turnOptions }, (completed) => {
-            done = completed
-            return Loop.stop
-          })),
+        Loop.loop(
+          undefined,
+          () =>
+            AgentTurn.complete({ step, history: state.history, options: machine.turnOptions }, (completed) => {
+              done = completed
+              return Loop.stop
+            })
+        ),
         (event) => event._tag === "Delta" ? Effect.void : Effect.sync(() => notes.push(event))
       ).pipe(Effect.catch((failure) => machine.turnFailed(failure, state)))
       const deadline = machine.maxDurationMs
@@ -134,7 +137,9 @@ export const tool = <R>(options: Call<R>) => {
       if (spec !== undefined && !spec.idempotent) {
         const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
         if (first._tag === "Failure") {
-          return ToolRecord.fromResult(notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`))
+          return ToolRecord.fromResult(
+            notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`)
+          )
         }
         if (!first.success) {
           return ToolRecord.fromResult(notRun(
@@ -146,10 +151,15 @@ export const tool = <R>(options: Call<R>) => {
       const decision = options.decision
       const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
         Effect.provideService(Tool.IdempotencyKey, yield* Activity.idempotencyKey(name)),
-        (run) => decision === undefined ? run : Effect.provideService(run, Approval.Approval, DurableApproval.recorded(decision))
+        (run) =>
+          decision === undefined
+            ? run
+            : Effect.provideService(run, Approval.Approval, DurableApproval.recorded(decision))
       )
       const result = results[0]
-      return result === undefined ? yield* Effect.die(new Error(`${name} has no result`)) : ToolRecord.fromResult(result)
+      return result === undefined
+        ? yield* Effect.die(new Error(`${name} has no result`))
+        : ToolRecord.fromResult(result)
     })
   })
 }

@@ -91,7 +91,11 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
 
     return RunStore.of({
       append: (run, entries) => {
-        const rows = entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
+        const rows = entries.map((entry): Record<string, unknown> => ({
+          agent: run.agent,
+          run_id: run.runId,
+          ...entry
+        }))
         return Arr.isReadonlyArrayNonEmpty(rows)
           ? sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`.pipe(
             Effect.asVoid,
@@ -103,23 +107,23 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         sql`SELECT seq, step, kind, body FROM ${events}
           WHERE agent = ${run.agent} AND run_id = ${run.runId} AND seq > ${afterSeq} AND step >= ${fromStep}
           ORDER BY seq LIMIT ${limit}`.pipe(
-            Effect.flatMap(Schema.decodeUnknownEffect(Entries)),
-            Effect.mapError(fail("read"))
-          ),
+          Effect.flatMap(Schema.decodeUnknownEffect(Entries)),
+          Effect.mapError(fail("read"))
+        ),
       lastStep: (run) =>
         sql`SELECT MAX(step) AS step FROM ${events}
           WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-            Effect.flatMap(Schema.decodeUnknownEffect(Steps)),
-            Effect.map((rows) => rows[0]?.step ?? 0),
-            Effect.mapError(fail("read"))
-          ),
+          Effect.flatMap(Schema.decodeUnknownEffect(Steps)),
+          Effect.map((rows) => rows[0]?.step ?? 0),
+          Effect.mapError(fail("read"))
+        ),
       claim: (run, call) =>
         sql`INSERT INTO ${calls} (agent, run_id, call) VALUES (${run.agent}, ${run.runId}, ${call})
           ON CONFLICT DO NOTHING RETURNING call`.pipe(
-            Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
-            Effect.map((rows) => rows.length > 0),
-            Effect.mapError(fail("claim"))
-          )
+          Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(fail("claim"))
+        )
     })
   })
 

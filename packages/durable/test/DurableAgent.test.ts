@@ -37,7 +37,11 @@ describe("DurableAgent on the embedded runner", () => {
       const fromLast = yield* Stream.runCollect(agent.events("r1"))
       expect(fromLast.map((event) => event._tag)).toStrictEqual(["TurnStarted", "TurnCompleted", "Verdict", "Finished"])
     }).pipe(
-      Effect.provide(agent.layer.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("add", { a: 2, b: 3 }), answer("5")])))),
+      Effect.provide(
+        agent.layer.pipe(
+          Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("add", { a: 2, b: 3 }), answer("5")]))
+        )
+      ),
       Effect.ensuring(Effect.sync(temp.remove))
     )
   })
@@ -69,7 +73,10 @@ describe("DurableAgent approvals", () => {
     }).pipe(
       Effect.provide(agent.layer.pipe(Layer.provideMerge(embedded(
         Path.join(temp.dir, "runs.db"),
-        [calls({ name: "note", arguments: { text: "x" } }, { name: "remove", arguments: { path: "/tmp/x" } }), answer("removed")]
+        [
+          calls({ name: "note", arguments: { text: "x" } }, { name: "remove", arguments: { path: "/tmp/x" } }),
+          answer("removed")
+        ]
       )))),
       Effect.ensuring(Effect.sync(temp.remove))
     )
@@ -119,23 +126,27 @@ describe("DurableAgent results and terminations", () => {
 
   it.live("a run that ends with a termination logs it: its events fail with it, and so does running it again", () => {
     const limited = DurableAgent.make("limited", { model, toolkit, limits: { maxTurns: 1 } })
-    return withRunner(limited.layer, [call("add", { a: 1, b: 1 })], Effect.gen(function*() {
-      const failure = yield* Effect.flip(limited.run({ runId: "l1", input: "Add" }))
-      expect(failure._tag).toBe("MaxTurns")
-      expect(failure.accounting.steps).toBe(1)
-      const again = yield* Effect.flip(limited.run({ runId: "l1", input: "Add" }))
-      expect(again._tag).toBe("MaxTurns")
-      const tags: Array<string> = []
-      const streamed = yield* limited.events("l1", { fromStep: 1 }).pipe(
-        Stream.runForEach((event) => Effect.sync(() => tags.push(event._tag))),
-        Effect.flip
-      )
-      expect(streamed._tag).toBe("MaxTurns")
-      expect(tags).toStrictEqual(["TurnStarted", "TurnCompleted", "ToolResult", "Verdict"])
-      expect(yield* Effect.flip(limited.result("l1"))).toMatchObject({ _tag: "MaxTurns" })
-      const recorder = yield* MockLanguageModel.MockLanguageModel
-      expect((yield* recorder.requests).length).toBe(1)
-    }))
+    return withRunner(
+      limited.layer,
+      [call("add", { a: 1, b: 1 })],
+      Effect.gen(function*() {
+        const failure = yield* Effect.flip(limited.run({ runId: "l1", input: "Add" }))
+        expect(failure._tag).toBe("MaxTurns")
+        expect(failure.accounting.steps).toBe(1)
+        const again = yield* Effect.flip(limited.run({ runId: "l1", input: "Add" }))
+        expect(again._tag).toBe("MaxTurns")
+        const tags: Array<string> = []
+        const streamed = yield* limited.events("l1", { fromStep: 1 }).pipe(
+          Stream.runForEach((event) => Effect.sync(() => tags.push(event._tag))),
+          Effect.flip
+        )
+        expect(streamed._tag).toBe("MaxTurns")
+        expect(tags).toStrictEqual(["TurnStarted", "TurnCompleted", "ToolResult", "Verdict"])
+        expect(yield* Effect.flip(limited.result("l1"))).toMatchObject({ _tag: "MaxTurns" })
+        const recorder = yield* MockLanguageModel.MockLanguageModel
+        expect((yield* recorder.requests).length).toBe(1)
+      })
+    )
   })
 
   it.live("a denied call is not run, and a token of another agent or that does not decode is refused", () => {
@@ -169,58 +180,71 @@ describe("DurableAgent results and terminations", () => {
 
 describe("DurableAgent events for a UI", () => {
   it.live("a UI that reconnects gets the events again from the last completed turn on, over Server-Sent Events", () =>
-    withRunner(agent.layer, [call("add", { a: 1, b: 2 }), call("remove", { path: "/a" }), answer("ok")], Effect.gen(function*() {
-      yield* agent.start({ runId: "ui1", input: "Add, then remove /a" })
-      // The first connection sees the run up to the approval it waits for, then goes away.
-      const first = yield* agent.events("ui1", { fromStep: 1 }).pipe(
-        Stream.takeUntil((event) => event._tag === "ApprovalRequested"),
-        Stream.runCollect
-      )
-      expect(first.map((event) => event._tag)).toStrictEqual([
-        "TurnStarted",
-        "TurnCompleted",
-        "ToolResult",
-        "Verdict",
-        "TurnStarted",
-        "TurnCompleted",
-        "ApprovalRequested"
-      ])
-      const approval = first.at(-1)
-      if (approval?._tag !== "ApprovalRequested") return expect.unreachable()
-      // The next connection starts at the last completed turn, and reads it as a browser would; the
-      // decision is recorded once it is connected.
-      const connected = yield* Deferred.make<void>()
-      const sse = EventStream.encode(DurableEvent.codec, { keepAlive: Duration.infinity })(agent.events("ui1"))
-      const reading = yield* EventStream.decode(DurableEvent.codec)(Stream.encodeText(sse)).pipe(
-        Stream.tap(() => Deferred.succeed(connected, undefined)),
-        Stream.runCollect,
-        Effect.forkChild
-      )
-      yield* Deferred.await(connected)
-      yield* agent.approve(approval.token, Approval.approved)
-      const again = yield* Fiber.join(reading)
-      expect(again.map((event) => event._tag)).toStrictEqual([
-        "TurnStarted",
-        "TurnCompleted",
-        "ApprovalRequested",
-        "ToolResult",
-        "Verdict",
-        "TurnStarted",
-        "TurnCompleted",
-        "Verdict",
-        "Finished"
-      ])
-      expect(again[0]).toStrictEqual({ _tag: "TurnStarted", step: 2 })
-    })))
+    withRunner(
+      agent.layer,
+      [call("add", { a: 1, b: 2 }), call("remove", { path: "/a" }), answer("ok")],
+      Effect.gen(function*() {
+        yield* agent.start({ runId: "ui1", input: "Add, then remove /a" })
+        // The first connection sees the run up to the approval it waits for, then goes away.
+        const first = yield* agent.events("ui1", { fromStep: 1 }).pipe(
+          Stream.takeUntil((event) => event._tag === "ApprovalRequested"),
+          Stream.runCollect
+        )
+        expect(first.map((event) => event._tag)).toStrictEqual([
+          "TurnStarted",
+          "TurnCompleted",
+          "ToolResult",
+          "Verdict",
+          "TurnStarted",
+          "TurnCompleted",
+          "ApprovalRequested"
+        ])
+        const approval = first.at(-1)
+        if (approval?._tag !== "ApprovalRequested") return expect.unreachable()
+        // The next connection starts at the last completed turn, and reads it as a browser would; the
+        // decision is recorded once it is connected.
+        const connected = yield* Deferred.make<void>()
+        const sse = EventStream.encode(DurableEvent.codec, { keepAlive: Duration.infinity })(agent.events("ui1"))
+        const reading = yield* EventStream.decode(DurableEvent.codec)(Stream.encodeText(sse)).pipe(
+          Stream.tap(() => Deferred.succeed(connected, undefined)),
+          Stream.runCollect,
+          Effect.forkChild
+        )
+        yield* Deferred.await(connected)
+        yield* agent.approve(approval.token, Approval.approved)
+        const again = yield* Fiber.join(reading)
+        expect(again.map((event) => event._tag)).toStrictEqual([
+          "TurnStarted",
+          "TurnCompleted",
+          "ApprovalRequested",
+          "ToolResult",
+          "Verdict",
+          "TurnStarted",
+          "TurnCompleted",
+          "Verdict",
+          "Finished"
+        ])
+        expect(again[0]).toStrictEqual({ _tag: "TurnStarted", step: 2 })
+      })
+    ))
 
   it.live("a log entry that does not decode fails the stream with a RunStoreError", () =>
-    withRunner(agent.layer, [], Effect.gen(function*() {
-      const store = yield* RunStore.RunStore
-      yield* store.append({ agent: "calculator", runId: "broken" }, [{ seq: 0, step: 1, kind: "event", body: "{\"_tag\":\"Nope\"}" }])
-      const error = yield* Effect.flip(Stream.runDrain(agent.events("broken")))
-      expect(error._tag).toBe("RunStoreError")
-      expect(error.message).toMatch(/^entry 0:/)
-    })))
+    withRunner(
+      agent.layer,
+      [],
+      Effect.gen(function*() {
+        const store = yield* RunStore.RunStore
+        yield* store.append({ agent: "calculator", runId: "broken" }, [{
+          seq: 0,
+          step: 1,
+          kind: "event",
+          body: "{\"_tag\":\"Nope\"}"
+        }])
+        const error = yield* Effect.flip(Stream.runDrain(agent.events("broken")))
+        expect(error._tag).toBe("RunStoreError")
+        expect(error.message).toMatch(/^entry 0:/)
+      })
+    ))
 })
 
 describe("the embedded runner", () => {
@@ -260,7 +284,9 @@ describe("a runner shut down with a run in flight", () => {
     )
     return Effect.gen(function*() {
       yield* Effect.scoped(Effect.gen(function*() {
-        yield* Layer.build(runner).pipe(Effect.flatMap((context) => Effect.provideContext(patient.start({ runId: "p1", input: "Wait" }), context)))
+        yield* Layer.build(runner).pipe(
+          Effect.flatMap((context) => Effect.provideContext(patient.start({ runId: "p1", input: "Wait" }), context))
+        )
         while (started === 0) yield* Effect.sleep("20 millis")
       })).pipe(
         Effect.timed,

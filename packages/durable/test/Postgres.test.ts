@@ -37,12 +37,17 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
         runId: "",
         input: ""
       })
-      const runners = { A: yield* TestProcess.spawn(childScript, config("A"), sources), B: yield* TestProcess.spawn(childScript, config("B"), sources) }
+      const runners = {
+        A: yield* TestProcess.spawn(childScript, config("A"), sources),
+        B: yield* TestProcess.spawn(childScript, config("B"), sources)
+      }
       yield* Effect.all([runners.A.waitFor(TestProcess.has("ready")), runners.B.waitFor(TestProcess.has("ready"))])
 
       // A decision from this process reaches the run on whichever runner holds it.
       yield* server.reply(
-        LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])),
+        LoopbackModel.reply(
+          MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/x" }, callId: "call_rm" }])
+        ),
         LoopbackModel.reply(MockLanguageModel.textTurn("removed"))
       )
       yield* agent.start({ runId: "pg-approve", input: "Remove /x" })

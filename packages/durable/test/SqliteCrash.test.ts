@@ -31,47 +31,56 @@ const setup = Effect.gen(function*() {
 })
 
 describe("the embedded runner across processes", () => {
-  it.live("resumes a killed run in a new process (no turn asked twice, an idempotent call run again, another not), and a decision requested before a crash is granted by a later process", () =>
-    Effect.gen(function*() {
-      const { server, config, marker } = yield* setup
-      yield* server.reply(
-        LoopbackModel.reply(MockLanguageModel.callsTurn([
-          { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
-          { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
-        ])),
-        LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])),
-        LoopbackModel.reply(MockLanguageModel.textTurn("done"))
-      )
-      const start = (runner: string, action: Config["action"]) => TestProcess.spawn(childScript, config(runner, action, "crash-1", "Add, charge, remove"), sources)
+  it.live(
+    "resumes a killed run in a new process (no turn asked twice, an idempotent call run again, another not), and a decision requested before a crash is granted by a later process",
+    () =>
+      Effect.gen(function*() {
+        const { server, config, marker } = yield* setup
+        yield* server.reply(
+          LoopbackModel.reply(MockLanguageModel.callsTurn([
+            { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
+            { name: "charge", arguments: { cents: 500 }, callId: "call_charge" }
+          ])),
+          LoopbackModel.reply(
+            MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])
+          ),
+          LoopbackModel.reply(MockLanguageModel.textTurn("done"))
+        )
+        const start = (runner: string, action: Config["action"]) =>
+          TestProcess.spawn(childScript, config(runner, action, "crash-1", "Add, charge, remove"), sources)
 
-      // Process one is killed while both calls of the first turn run.
-      const one = yield* start("one", "run")
-      yield* one.waitFor((message) => message["toolStarted"] === "add")
-      yield* one.waitFor((message) => message["toolStarted"] === "charge")
-      // A second process on the same file is refused while the first holds it.
-      const probe = yield* start("probe", "run")
-      expect(yield* probe.waitFor(TestProcess.has("error"))).toStrictEqual({ error: "DatabaseLocked" })
-      yield* one.kill
+        // Process one is killed while both calls of the first turn run.
+        const one = yield* start("one", "run")
+        yield* one.waitFor((message) => message["toolStarted"] === "add")
+        yield* one.waitFor((message) => message["toolStarted"] === "charge")
+        // A second process on the same file is refused while the first holds it.
+        const probe = yield* start("probe", "run")
+        expect(yield* probe.waitFor(TestProcess.has("error"))).toStrictEqual({ error: "DatabaseLocked" })
+        yield* one.kill
 
-      // Process two resumes the run, and is killed while the second turn's call waits for a decision.
-      const two = yield* start("two", "run")
-      yield* two.waitFor(TestProcess.has("approval"))
-      yield* two.kill
-      expect(marker("remove")).toStrictEqual([])
+        // Process two resumes the run, and is killed while the second turn's call waits for a decision.
+        const two = yield* start("two", "run")
+        yield* two.waitFor(TestProcess.has("approval"))
+        yield* two.kill
+        expect(marker("remove")).toStrictEqual([])
 
-      // Process three grants the decision, and finishes the run.
-      const three = yield* start("three", "approve")
-      const done = yield* three.waitFor((message) => TestProcess.has("result")(message) || TestProcess.has("error")(message))
-      expect(done, three.stderr()).toStrictEqual({ result: "done" })
+        // Process three grants the decision, and finishes the run.
+        const three = yield* start("three", "approve")
+        const done = yield* three.waitFor((message) =>
+          TestProcess.has("result")(message) || TestProcess.has("error")(message)
+        )
+        expect(done, three.stderr()).toStrictEqual({ result: "done" })
 
-      const requests = yield* server.requests
-      expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two", "three"])
-      expect(marker("add")).toStrictEqual(["one", "two"])
-      expect(marker("charge")).toStrictEqual(["one"])
-      expect(marker("remove")).toStrictEqual(["three"])
-      const told = JSON.stringify(requests[1]?.body)
-      expect(told).toContain("was cut short by a crash and, as it is not idempotent, was not run again")
-      expect(told).toContain("fco_call_add")
-      expect(JSON.stringify(requests[2]?.body)).toContain("removed /tmp/x")
-    }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 40_000)
+        const requests = yield* server.requests
+        expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two", "three"])
+        expect(marker("add")).toStrictEqual(["one", "two"])
+        expect(marker("charge")).toStrictEqual(["one"])
+        expect(marker("remove")).toStrictEqual(["three"])
+        const told = JSON.stringify(requests[1]?.body)
+        expect(told).toContain("was cut short by a crash and, as it is not idempotent, was not run again")
+        expect(told).toContain("fco_call_add")
+        expect(JSON.stringify(requests[2]?.body)).toContain("removed /tmp/x")
+      }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)),
+    40_000
+  )
 })

@@ -8,12 +8,12 @@
 import * as Approval from "@agentloop/core/Approval"
 import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
+import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
+import * as TestProcess from "@agentloop/testing/TestProcess"
 import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
-import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
-import * as TestProcess from "@agentloop/testing/TestProcess"
 
 const Store = Schema.Union([
   Schema.TaggedStruct("sqlite", { filename: Schema.String }),
@@ -69,7 +69,10 @@ const main = (config: Config) => {
     needsApproval: true,
     execute: ({ path }) => Effect.as(started("remove"), `removed ${path}`)
   })
-  const agent = DurableAgent.make("crash-test", { instructions: "Use the tools.", toolkit: Toolkit.make(add, charge, remove) })
+  const agent = DurableAgent.make("crash-test", {
+    instructions: "Use the tools.",
+    toolkit: Toolkit.make(add, charge, remove)
+  })
   const start = { runId: config.runId, input: config.input }
 
   const engine = config.store._tag === "sqlite"
@@ -81,7 +84,9 @@ const main = (config: Config) => {
     )
 
   const announceApprovals = agent.events(config.runId, { fromStep: 1 }).pipe(
-    Stream.runForEach((event) => event._tag === "ApprovalRequested" ? TestProcess.report({ approval: event.token }) : Effect.void),
+    Stream.runForEach((event) =>
+      event._tag === "ApprovalRequested" ? TestProcess.report({ approval: event.token }) : Effect.void
+    ),
     Effect.ignore,
     Effect.forkScoped
   )
@@ -109,8 +114,12 @@ const main = (config: Config) => {
 
   return program.pipe(
     Effect.scoped,
-    Effect.provide(agent.layer.pipe(Layer.provideMerge(engine), Layer.provide(LoopbackModel.layer(config.provider, config.runner)))),
-    Effect.catchCause((cause) => Effect.andThen(TestProcess.report({ error: tagOf(Cause.squash(cause)) }), Effect.sync(() => process.exit(1))))
+    Effect.provide(
+      agent.layer.pipe(Layer.provideMerge(engine), Layer.provide(LoopbackModel.layer(config.provider, config.runner)))
+    ),
+    Effect.catchCause((cause) =>
+      Effect.andThen(TestProcess.report({ error: tagOf(Cause.squash(cause)) }), Effect.sync(() => process.exit(1)))
+    )
   )
 }
 

@@ -3,11 +3,16 @@
  * (127.0.0.1:5432, trust auth, database `test`), a table prefix of their own per
  * test file, and the cleanup of its tables.
  */
-import { Effect } from "effect"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Reachable from "@agentloop/testing/Reachable"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Effect } from "effect"
 
-export const connection: PgClient.PgClientConfig = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
+export const connection: PgClient.PgClientConfig = {
+  host: "127.0.0.1",
+  port: 5432,
+  database: "test",
+  username: "postgres"
+}
 
 /** Whether the server accepts connections; the PostgreSQL tests are skipped, loudly, when it does not. */
 export const reachable = (): Promise<boolean> =>

@@ -55,7 +55,11 @@ export const spec: Provider.Spec<Config> = {
       })
       const fallbackKey = (yield* Random.nextIntBetween(0, Number.MAX_SAFE_INTEGER)).toString(36)
       return {
-        request: { path: `/models/${encodeURIComponent(model)}:streamGenerateContent`, urlParams: { alt: "sse" }, body },
+        request: {
+          path: `/models/${encodeURIComponent(model)}:streamGenerateContent`,
+          urlParams: { alt: "sse" },
+          body
+        },
         decoder: GeminiDecoder.make({ model, fallbackKey })
       }
     }),
@@ -68,7 +72,8 @@ export const make = (config: Config) => Provider.make(spec, config)
 /** The Gemini `LanguageModel` over whatever `HttpClient` the application provides. */
 export const layerWithoutHttpClient = (
   config: Config
-): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> => Provider.layerWithoutHttpClient(spec, config)
+): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
+  Provider.layerWithoutHttpClient(spec, config)
 
 /** The Gemini `LanguageModel` over `FetchHttpClient`. */
 export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> => Provider.layer(spec, config)
@@ -83,5 +88,7 @@ export const layerConfig = (
   options?: Provider.ConfigOf<Config>
 ): Layer.Layer<LanguageModel.LanguageModel, EffectConfig.ConfigError> =>
   Provider.layerConfig(spec, {
-    apiKey: EffectConfig.Redacted("GOOGLE_API_KEY").pipe(EffectConfig.orElse(() => EffectConfig.Redacted("GEMINI_API_KEY")))
+    apiKey: EffectConfig.Redacted("GOOGLE_API_KEY").pipe(
+      EffectConfig.orElse(() => EffectConfig.Redacted("GEMINI_API_KEY"))
+    )
   }, options)

@@ -42,7 +42,8 @@ export const parsePath = (path: string): Result.Result<ReadonlyArray<Segment>, s
             end += 6
             continue
           }
-          name += ({ b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" } as Record<string, string>)[escaped ?? ""] ?? escaped ?? ""
+          name += ({ b: "\b", f: "\f", n: "\n", r: "\r", t: "\t" } as Record<string, string>)[escaped ?? ""] ??
+            escaped ?? ""
           end += 2
         } else {
           name += path[end]

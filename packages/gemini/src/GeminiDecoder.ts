@@ -287,11 +287,24 @@ class Decoder implements ProviderStream.Decoder {
 
   private pushCall(callId: string, name: string, args: string, out: Array<TurnDelta.TurnDelta>): void {
     out.push({ type: "function_call_done", call_id: callId, name, arguments: args })
-    this.items.push({ type: "function_call", id: this.nextId(), status: "completed", call_id: callId, name, arguments: args })
+    this.items.push({
+      type: "function_call",
+      id: this.nextId(),
+      status: "completed",
+      call_id: callId,
+      name,
+      arguments: args
+    })
   }
 
   private pushSignature(signature: string): void {
-    this.items.push({ type: "reasoning", id: this.nextId(), status: "completed", content: [], encrypted_content: signature })
+    this.items.push({
+      type: "reasoning",
+      id: this.nextId(),
+      status: "completed",
+      content: [],
+      encrypted_content: signature
+    })
   }
 
   private close(status: Item.Status): void {

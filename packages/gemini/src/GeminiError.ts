@@ -94,7 +94,9 @@ const byDetails = (
 ): AiError.AiError | undefined => {
   const details = detailsOf(error)
   if (isKeyRefused(details)) return new AiError.AuthFailed({ provider, status, message })
-  if (status === 429 && isQuotaExhausted(details, message)) return new AiError.QuotaExceeded({ provider, status, message })
+  if (status === 429 && isQuotaExhausted(details, message)) {
+    return new AiError.QuotaExceeded({ provider, status, message })
+  }
   const delay = retryDelay(details)
   if (delay === undefined || (status !== 429 && status < 500)) return undefined
   const retryAfter = header === undefined ? delay : Duration.max(header, delay)

@@ -183,7 +183,9 @@ export const make = Effect.fnUntraced(function*(
       case "function_call_output": {
         const name = callNames.get(item.call_id)
         if (name === undefined) {
-          return yield* invalid(`function_call_output ${item.call_id}: no function_call with this call_id in the history`)
+          return yield* invalid(
+            `function_call_output ${item.call_id}: no function_call with this call_id in the history`
+          )
         }
         builder.push("user", {
           functionResponse: {
@@ -289,5 +291,7 @@ const thinkingConfigOf = (
   if (effort === undefined) return base
   // Gemini rejects a request that sets both a level and a budget.
   const { thinkingBudget: _budget, thinkingLevel: _level, ...rest } = base
-  return takesThinkingBudget(model) ? { ...rest, thinkingBudget: thinkingBudgets[effort] } : { ...rest, thinkingLevel: effort }
+  return takesThinkingBudget(model)
+    ? { ...rest, thinkingBudget: thinkingBudgets[effort] }
+    : { ...rest, thinkingLevel: effort }
 }

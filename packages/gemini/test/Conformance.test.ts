@@ -3,5 +3,7 @@ import { describe, it } from "@effect/vitest"
 import { conformance } from "./fixtures.ts"
 
 describe("Gemini conformance", () => {
-  for (const c of ProviderConformance.cases(conformance)) (c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)
+  for (const c of ProviderConformance.cases(conformance)) {
+    ;(c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)
+  }
 })

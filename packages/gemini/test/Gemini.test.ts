@@ -66,7 +66,9 @@ const failure = (history: ReadonlyArray<Item.Item>, options: LanguageModel.TurnO
 
 const completed = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): Turn.Turn => {
   const last = deltas[deltas.length - 1]
-  if (last?.type !== "turn_complete") throw new Error(`the stream did not end with turn_complete: ${JSON.stringify(last)}`)
+  if (last?.type !== "turn_complete") {
+    throw new Error(`the stream did not end with turn_complete: ${JSON.stringify(last)}`)
+  }
   expect(deltas.filter((delta) => delta.type === "turn_complete")).toHaveLength(1)
   return last.turn
 }
@@ -240,9 +242,11 @@ describe("Gemini", () => {
     run((server) =>
       Effect.gen(function*() {
         yield* server.reply(
-          ProviderServer.sse(frames(chunk([{ functionCall: { id: "fc-1", name: "get_weather", args: { city: "Oslo" } } }], {
-            finishReason: "STOP"
-          }))),
+          ProviderServer.sse(
+            frames(chunk([{ functionCall: { id: "fc-1", name: "get_weather", args: { city: "Oslo" } } }], {
+              finishReason: "STOP"
+            }))
+          ),
           textReply("Cold.")
         )
         const first = completed(yield* turn(hello))
@@ -264,10 +268,13 @@ describe("Gemini", () => {
           ProviderServer.sse(frames(
             chunk([{ text: "The user wants ", thought: true }]),
             chunk([{ text: "the weather.", thought: true }]),
-            chunk([{ functionCall: { name: "get_weather", args: { city: "Rome" } }, thoughtSignature: "c2lnLWNhbGw=" }], {
-              finishReason: "STOP",
-              usageMetadata: usage
-            })
+            chunk(
+              [{ functionCall: { name: "get_weather", args: { city: "Rome" } }, thoughtSignature: "c2lnLWNhbGw=" }],
+              {
+                finishReason: "STOP",
+                usageMetadata: usage
+              }
+            )
           )),
           ProviderServer.sse(frames(
             chunk([{ text: "It is warm." }]),
@@ -303,7 +310,9 @@ describe("Gemini", () => {
             { functionCall: { name: "get_weather", args: { city: "Rome" } }, thoughtSignature: "c2lnLWNhbGw=" }
           ]
         }
-        expect((secondRequest?.body as { contents: ReadonlyArray<unknown> }).contents.slice(1, 2)).toStrictEqual([modelTurn])
+        expect((secondRequest?.body as { contents: ReadonlyArray<unknown> }).contents.slice(1, 2)).toStrictEqual([
+          modelTurn
+        ])
         expect((thirdRequest?.body as { contents: ReadonlyArray<unknown> }).contents.slice(1)).toStrictEqual([
           modelTurn,
           { role: "user", parts: [{ functionResponse: { name: "get_weather", response: { tempC: 28 } } }] },
@@ -365,7 +374,9 @@ describe("Gemini", () => {
   it.effect("MAX_TOKENS ends the turn with max_tokens and an incomplete message", () =>
     run((server) =>
       Effect.gen(function*() {
-        yield* server.reply(ProviderServer.sse(frames(chunk([{ text: "Once upon a" }], { finishReason: "MAX_TOKENS" }))))
+        yield* server.reply(
+          ProviderServer.sse(frames(chunk([{ text: "Once upon a" }], { finishReason: "MAX_TOKENS" })))
+        )
         const result = completed(yield* turn(hello, { params: { maxOutputTokens: 3 } }))
         expect(result.stopReason).toBe("max_tokens")
         expect(result.providerStopReason).toBe("MAX_TOKENS")
@@ -409,7 +420,9 @@ describe("Gemini", () => {
         )
         const deltas: Array<TurnDelta.TurnDelta> = []
         const lm = yield* LanguageModel.LanguageModel
-        const error = yield* Effect.flip(Stream.runForEach(lm.streamTurn(hello, {}), (d) => Effect.sync(() => deltas.push(d))))
+        const error = yield* Effect.flip(
+          Stream.runForEach(lm.streamTurn(hello, {}), (d) => Effect.sync(() => deltas.push(d)))
+        )
         expect(deltas).toStrictEqual([{ type: "text_delta", delta: "Partial" }])
         expect(error).toBeInstanceOf(AiError.Unavailable)
         expect(error.message).toBe("The model is overloaded.")
@@ -438,7 +451,11 @@ describe("Gemini", () => {
         })))
         const error = yield* failure(hello)
         expect(error).toStrictEqual(
-          new AiError.InvalidRequest({ provider: "gemini", status: 400, message: "Request contains an invalid argument." })
+          new AiError.InvalidRequest({
+            provider: "gemini",
+            status: 400,
+            message: "Request contains an invalid argument."
+          })
         )
         expect(yield* server.requests).toHaveLength(1)
       })
@@ -465,7 +482,9 @@ describe("Gemini", () => {
           ProviderServer.status(400, googleError(400, tooLong, "INVALID_ARGUMENT")),
           ProviderServer.status(400, googleError(400, "Invalid JSON payload received.", "INVALID_ARGUMENT"))
         )
-        expect(yield* failure(hello)).toStrictEqual(new AiError.ContextLengthExceeded({ provider: "gemini", message: tooLong }))
+        expect(yield* failure(hello)).toStrictEqual(
+          new AiError.ContextLengthExceeded({ provider: "gemini", message: tooLong })
+        )
         expect(yield* failure(hello)).toStrictEqual(
           new AiError.InvalidRequest({ provider: "gemini", status: 400, message: "Invalid JSON payload received." })
         )
@@ -492,11 +511,13 @@ describe("Gemini", () => {
     run((server) =>
       Effect.gen(function*() {
         yield* server.reply(ProviderServer.sse(frames({ candidates: [{ content: { parts: [{ text: 42 }] } }] })))
-        expect(yield* failure(hello)).toStrictEqual(new AiError.MalformedEvent({
-          provider: "gemini",
-          event: "GenerateContentResponse #0",
-          message: "candidates[0].content.parts[0].text: Expected string"
-        }))
+        expect(yield* failure(hello)).toStrictEqual(
+          new AiError.MalformedEvent({
+            provider: "gemini",
+            event: "GenerateContentResponse #0",
+            message: "candidates[0].content.parts[0].text: Expected string"
+          })
+        )
       })
     ))
 
@@ -511,7 +532,11 @@ describe("Gemini", () => {
           execute: ({ city }) => Effect.succeed(city)
         })
         yield* server.reply(
-          ProviderServer.sse(frames(chunk([{ functionCall: { id: "c1", name: "get_weather", args: ["Oslo"] } }], { finishReason: "STOP" }))),
+          ProviderServer.sse(
+            frames(
+              chunk([{ functionCall: { id: "c1", name: "get_weather", args: ["Oslo"] } }], { finishReason: "STOP" })
+            )
+          ),
           textReply("Sorry, here is Oslo.")
         )
         const first = completed(yield* turn(hello))
@@ -525,7 +550,10 @@ describe("Gemini", () => {
         expect(request?.body).toMatchObject({
           contents: [
             { role: "user" },
-            { role: "model", parts: [{ functionCall: { id: "c1", name: "get_weather", args: { arguments: ["Oslo"] } } }] },
+            {
+              role: "model",
+              parts: [{ functionCall: { id: "c1", name: "get_weather", args: { arguments: ["Oslo"] } } }]
+            },
             { role: "user", parts: [{ functionResponse: { id: "c1", name: "get_weather" } }] }
           ]
         })
@@ -546,35 +574,60 @@ describe("Gemini", () => {
             [{ jsonPath: "$.city", stringValue: "Zür", willContinue: true }],
             [{ jsonPath: "$.city", stringValue: "ich \"Süd\"" }, { jsonPath: "$.days", numberValue: 3 }],
             [{ jsonPath: "$.stops[0].name", stringValue: "Lake" }, { jsonPath: "$.stops[0].open", boolValue: true }],
-            [{ jsonPath: "$.stops[1].name", stringValue: "東京" }, { jsonPath: "$['odd key']", nullValue: "NULL_VALUE" }]
+            [{ jsonPath: "$.stops[1].name", stringValue: "東京" }, {
+              jsonPath: "$['odd key']",
+              nullValue: "NULL_VALUE"
+            }]
           ]),
           ...streamedCall("noop", [])
         ]
         yield* server.reply(ProviderServer.sse(
-          frames(...parts.map((part, i) => chunk([part], i === parts.length - 1 ? { finishReason: "STOP", usageMetadata: usage } : {}))),
+          frames(
+            ...parts.map((part, i) =>
+              chunk([part], i === parts.length - 1 ? { finishReason: "STOP", usageMetadata: usage } : {})
+            )
+          ),
           { chunkSize: 5 }
         ))
         const deltas = yield* turn(hello, {
           tools: [{ name: "plan_trip", description: "Plans a trip", parameters: { type: "object" } }]
         })
         const [request] = yield* server.requests
-        expect(request?.body).toMatchObject({ toolConfig: { functionCallingConfig: { streamFunctionCallArguments: true } } })
+        expect(request?.body).toMatchObject({
+          toolConfig: { functionCallingConfig: { streamFunctionCallArguments: true } }
+        })
         const calls = deltas.filter((d) => d.type === "function_call_start")
         expect(calls.map((d) => d.name)).toStrictEqual(["plan_trip", "noop"])
         const [plan, noop] = calls.map((d) => d.call_id)
-        const pieces = deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === plan ? [d.delta] : [])
+        const pieces = deltas.flatMap((d) =>
+          d.type === "function_call_arguments_delta" && d.call_id === plan ? [d.delta] : []
+        )
         expect(pieces.length).toBeGreaterThan(3)
-        const expected = { city: "Zürich \"Süd\"", days: 3, stops: [{ name: "Lake", open: true }, { name: "東京" }], "odd key": null }
+        const expected = {
+          city: "Zürich \"Süd\"",
+          days: 3,
+          stops: [{ name: "Lake", open: true }, { name: "東京" }],
+          "odd key": null
+        }
         expect(JSON.parse(pieces.join(""))).toStrictEqual(expected)
         const result = completed(deltas)
         expect(result.stopReason).toBe("tool_calls")
-        expect(Turn.functionCalls(result).map((call) => [call.call_id, call.name, JSON.parse(call.arguments)])).toStrictEqual([
-          [plan, "plan_trip", expected],
-          [noop, "noop", {}]
+        expect(Turn.functionCalls(result).map((call) => [call.call_id, call.name, JSON.parse(call.arguments)]))
+          .toStrictEqual([
+            [plan, "plan_trip", expected],
+            [noop, "noop", {}]
+          ])
+        expect(deltas.filter((d) => d.type === "function_call_done").map((d) => d.arguments)).toStrictEqual([
+          pieces.join(""),
+          "{}"
         ])
-        expect(deltas.filter((d) => d.type === "function_call_done").map((d) => d.arguments)).toStrictEqual([pieces.join(""), "{}"])
         // Each call keeps the thought signature of its first part, for the next request.
-        expect(result.items.map((item) => item.type)).toStrictEqual(["reasoning", "function_call", "reasoning", "function_call"])
+        expect(result.items.map((item) => item.type)).toStrictEqual([
+          "reasoning",
+          "function_call",
+          "reasoning",
+          "function_call"
+        ])
       }), { streamFunctionCallArguments: true }))
 
   it.effect("fails with MalformedEvent when streamed pieces come out of order or continue no call", () =>
@@ -585,12 +638,17 @@ describe("Gemini", () => {
           ProviderServer.sse(frames(...outOfOrder.map((part) => chunk([part])))),
           ProviderServer.sse(frames(chunk([{ functionCall: { partialArgs: [{ jsonPath: "$.a", numberValue: 1 }] } }])))
         )
-        expect(yield* failure(hello)).toStrictEqual(new AiError.MalformedEvent({
-          provider: "gemini",
-          event: "GenerateContentResponse #1",
-          message: "functionCall.partialArgs: element 1 comes after 0 elements"
-        }))
-        expect(yield* failure(hello)).toMatchObject({ _tag: "MalformedEvent", message: expect.stringMatching(/continues no streamed call/) })
+        expect(yield* failure(hello)).toStrictEqual(
+          new AiError.MalformedEvent({
+            provider: "gemini",
+            event: "GenerateContentResponse #1",
+            message: "functionCall.partialArgs: element 1 comes after 0 elements"
+          })
+        )
+        expect(yield* failure(hello)).toMatchObject({
+          _tag: "MalformedEvent",
+          message: expect.stringMatching(/continues no streamed call/)
+        })
       }), { retryPolicy: Schedule.recurs(0) }))
 })
 
@@ -603,7 +661,9 @@ describe("Gemini.layerConfig", () => {
         Gemini.layerConfig({ baseUrl: Config.succeed(`${server.url}/v1beta`), model: Config.String("MODEL") }).pipe(
           Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: { MODEL: model, ...env } })))
         )
-      expect(Turn.text(completed(yield* turn(hello).pipe(Effect.provide(layer({ GEMINI_API_KEY: canary })))))).toBe("one")
+      expect(Turn.text(completed(yield* turn(hello).pipe(Effect.provide(layer({ GEMINI_API_KEY: canary })))))).toBe(
+        "one"
+      )
       const both = layer({ GEMINI_API_KEY: "gemini-key", GOOGLE_API_KEY: "google-key" })
       expect(Turn.text(completed(yield* turn(hello).pipe(Effect.provide(both)))))
         .toBe("two")

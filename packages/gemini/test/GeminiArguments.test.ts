@@ -44,7 +44,11 @@ describe("GeminiArguments.make", () => {
     ])
     expect(Result.isSuccess(pieces)).toBe(true)
     const text = Result.getOrThrow(pieces).join("")
-    expect(JSON.parse(text)).toStrictEqual({ q: "a\"b\nc", n: { deep: [[1, null], [false]], other: null }, last: "open" })
+    expect(JSON.parse(text)).toStrictEqual({
+      q: "a\"b\nc",
+      n: { deep: [[1, null], [false]], other: null },
+      last: "open"
+    })
     expect(write([])).toStrictEqual(Result.succeed(["{}"]))
   })
 
@@ -54,9 +58,16 @@ describe("GeminiArguments.make", () => {
       return Result.isFailure(written) ? written.failure : undefined
     }
     expect(failure([{ jsonPath: "$.a[2]", numberValue: 1 }])).toBe("element 2 comes after 0 elements")
-    expect(failure([{ jsonPath: "$.a", numberValue: 1 }, { jsonPath: "$.b", numberValue: 1 }, { jsonPath: "$.a", numberValue: 2 }]))
+    expect(
+      failure([{ jsonPath: "$.a", numberValue: 1 }, { jsonPath: "$.b", numberValue: 1 }, {
+        jsonPath: "$.a",
+        numberValue: 2
+      }])
+    )
       .toBe("key \"a\" comes twice")
-    expect(failure([{ jsonPath: "$.a[0]", numberValue: 1 }, { jsonPath: "$.a.b", numberValue: 1 }])).toBe("\"b\" does not fit an array")
+    expect(failure([{ jsonPath: "$.a[0]", numberValue: 1 }, { jsonPath: "$.a.b", numberValue: 1 }])).toBe(
+      "\"b\" does not fit an array"
+    )
     expect(failure([{ jsonPath: "$", numberValue: 1 }])).toMatch(/whole arguments/)
     expect(failure([{ jsonPath: "$.a" }])).toBe("the piece for $.a has no value")
     expect(failure([{ jsonPath: "a" }])).toMatch(/does not start with \$/)

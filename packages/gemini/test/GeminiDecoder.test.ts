@@ -91,11 +91,17 @@ describe("GeminiDecoder", () => {
       }])
       expect(Turn.text(turn)).toBe("one")
       const withUnknownPart = yield* decode([
-        { candidates: [{ content: { parts: [{ inlineData: { mimeType: "image/png", data: "" } }, { text: "x" }] }, finishReason: "STOP" }] }
+        {
+          candidates: [{
+            content: { parts: [{ inlineData: { mimeType: "image/png", data: "" } }, { text: "x" }] },
+            finishReason: "STOP"
+          }]
+        }
       ])
-      expect(withUnknownPart.filter((delta): delta is TurnDelta.TextDelta => delta.type === "text_delta")).toStrictEqual([
-        { type: "text_delta", delta: "x" }
-      ])
+      expect(withUnknownPart.filter((delta): delta is TurnDelta.TextDelta => delta.type === "text_delta"))
+        .toStrictEqual([
+          { type: "text_delta", delta: "x" }
+        ])
     }))
 
   it.effect("sends every thought signature back on the part it came with", () =>
@@ -125,7 +131,10 @@ describe("GeminiDecoder", () => {
         modelChunk([{ text: "lo" }]),
         modelChunk([{ text: "", thoughtSignature: "sig" }], "STOP")
       ])
-      expect(yield* resent(turn)).toStrictEqual([{ role: "model", parts: [{ text: "Hello", thoughtSignature: "sig" }] }])
+      expect(yield* resent(turn)).toStrictEqual([{
+        role: "model",
+        parts: [{ text: "Hello", thoughtSignature: "sig" }]
+      }])
     }))
 
   it.effect("keeps both signatures of two signed text parts instead of merging them into one", () =>

@@ -15,13 +15,20 @@ const errorInfo = (reason: string, domain = "googleapis.com") => ({
   metadata: { service: "generativelanguage.googleapis.com" }
 })
 
-const localized = (message: string) => ({ "@type": "type.googleapis.com/google.rpc.LocalizedMessage", locale: "en-US", message })
+const localized = (message: string) => ({
+  "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+  locale: "en-US",
+  message
+})
 
 const retryInfo = (retryDelay: unknown) => ({ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay })
 
 const help = {
   "@type": "type.googleapis.com/google.rpc.Help",
-  links: [{ description: "Learn more about Gemini API quotas", url: "https://ai.google.dev/gemini-api/docs/rate-limits" }]
+  links: [{
+    description: "Learn more about Gemini API quotas",
+    url: "https://ai.google.dev/gemini-api/docs/rate-limits"
+  }]
 }
 
 const quotaFailure = (...quotaIds: ReadonlyArray<string>) => ({
@@ -60,7 +67,10 @@ const expiredKey = "API key expired. Please renew the API key."
 const overQuota = "You exceeded your current quota, please check your plan and billing details. " +
   "For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
 const perDayQuota = "GenerateRequestsPerDayPerProjectPerModel-FreeTier"
-const perMinuteQuotas = ["GenerateContentInputTokensPerModelPerMinute-FreeTier", "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"]
+const perMinuteQuotas = [
+  "GenerateContentInputTokensPerModelPerMinute-FreeTier",
+  "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"
+]
 
 /** Answers each turn with the next of `replies`, and returns each turn's error and how many requests it took. */
 const failures = (replies: ReadonlyArray<ProviderServer.Reply>, settings?: Partial<Provider.Settings>) =>
@@ -90,7 +100,9 @@ describe("GeminiError: a refused API key", () => {
       const results = yield* failures([
         googleError(400, invalidKey, [errorInfo("API_KEY_INVALID"), localized(invalidKey)]),
         // Google's streaming methods answer with the error in an array; an expired key says API_KEY_INVALID too.
-        ProviderServer.status(400, [{ error: status(400, expiredKey, [errorInfo("API_KEY_INVALID"), localized(expiredKey)]) }]),
+        ProviderServer.status(400, [{
+          error: status(400, expiredKey, [errorInfo("API_KEY_INVALID"), localized(expiredKey)])
+        }]),
         googleError(403, "Requests to this API generativelanguage.googleapis.com are blocked.", [
           errorInfo("API_KEY_SERVICE_BLOCKED")
         ])
@@ -115,12 +127,18 @@ describe("GeminiError: a refused API key", () => {
         googleError(400, invalidKey),
         googleError(400, "Request contains an invalid argument.", [errorInfo("API_KEY_INVALID", "example.com")]),
         googleError(400, "User location is not supported for the API use.", [errorInfo("LOCATION_NOT_SUPPORTED")]),
-        googleError(400, "Request contains an invalid argument.", [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo" }])
+        googleError(400, "Request contains an invalid argument.", [{
+          "@type": "type.googleapis.com/google.rpc.ErrorInfo"
+        }])
       ])
       expect(errors).toStrictEqual([
         new AiError.InvalidRequest({ provider, status: 400, message: invalidKey }),
         new AiError.InvalidRequest({ provider, status: 400, message: "Request contains an invalid argument." }),
-        new AiError.InvalidRequest({ provider, status: 400, message: "User location is not supported for the API use." }),
+        new AiError.InvalidRequest({
+          provider,
+          status: 400,
+          message: "User location is not supported for the API use."
+        }),
         new AiError.InvalidRequest({ provider, status: 400, message: "Request contains an invalid argument." })
       ])
     }))
@@ -157,8 +175,14 @@ describe("GeminiError: quotas", () => {
       const errors = yield* errorsOf([
         googleError(429, perMinute, [quotaFailure(...perMinuteQuotas), help, retryInfo("38s")]),
         googleError(429, "Resource has been exhausted (e.g. check quota)."),
-        googleError(429, "limit: 100 per minute", [{ "@type": "type.googleapis.com/google.rpc.QuotaFailure", violations: "PerDay" }]),
-        googleError(429, "over", [{ "@type": "type.googleapis.com/google.rpc.QuotaFailure", violations: [{ quotaId: 5 }] }]),
+        googleError(429, "limit: 100 per minute", [{
+          "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+          violations: "PerDay"
+        }]),
+        googleError(429, "over", [{
+          "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+          violations: [{ quotaId: 5 }]
+        }]),
         // A daily metric without a daily quota id: the id decides.
         googleError(429, "over", [{
           "@type": "type.googleapis.com/google.rpc.QuotaFailure",
@@ -185,7 +209,12 @@ describe("GeminiError: quotas", () => {
       expect(errors).toStrictEqual([
         new AiError.QuotaExceeded({ provider, status: 429, message: overQuota }),
         new AiError.AuthFailed({ provider, status: 400, message: invalidKey }),
-        new AiError.Unavailable({ provider, status: 503, message: "The model is overloaded.", retryAfter: Duration.millis(12500) }),
+        new AiError.Unavailable({
+          provider,
+          status: 503,
+          message: "The model is overloaded.",
+          retryAfter: Duration.millis(12500)
+        }),
         new AiError.Unavailable({ provider, status: 503, message: "The model is overloaded." })
       ])
     }))
@@ -260,14 +289,26 @@ describe("GeminiError: RetryInfo", () => {
       ]
       const errors = yield* errorsOf(hostile.map((delay) => googleError(429, "slow down", [retryInfo(delay)])))
       expect(errors.map(waitOf)).toStrictEqual(hostile.map(() => undefined))
-      for (const error of errors) expect(error).toStrictEqual(new AiError.RateLimited({ provider, message: "slow down" }))
+      for (const error of errors) {
+        expect(error).toStrictEqual(new AiError.RateLimited({ provider, message: "slow down" }))
+      }
 
       const shapes = yield* errorsOf([
         googleError(429, "slow down", "not an array"),
         googleError(429, "slow down", { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "9s" }),
         googleError(429, "slow down", null),
         // Broken entries are skipped, and the good one after them is read.
-        googleError(429, "slow down", [null, 5, "x", [], {}, retryInfo(5), retryInfo("-1s"), retryInfo("9s"), retryInfo("3s")]),
+        googleError(429, "slow down", [
+          null,
+          5,
+          "x",
+          [],
+          {},
+          retryInfo(5),
+          retryInfo("-1s"),
+          retryInfo("9s"),
+          retryInfo("3s")
+        ]),
         googleError(429, "slow down", [retryInfo("86400s")]),
         // A body that is not Google's error is read by its status.
         ProviderServer.status(429, { error: { code: "429", message: "slow down", details: [retryInfo("9s")] } }),
@@ -351,7 +392,9 @@ describe("GeminiError.parseRetryDelay", () => {
     }
     expect([read("38s"), read("1.5s"), read("0.000000001s"), read("45.837906927s"), read("86400s"), read("0s")])
       .toStrictEqual([38_000, 1_500, 1, 45_838, 86_400_000, 0])
-    for (const text of ["86400.000000001s", "99999999999s", "-3s", "-0s", "abc", "38", "", "s", "1e3s", "1.5 s", "1,5s"]) {
+    for (
+      const text of ["86400.000000001s", "99999999999s", "-3s", "-0s", "abc", "38", "", "s", "1e3s", "1.5 s", "1,5s"]
+    ) {
       expect([text, read(text)]).toStrictEqual([text, undefined])
     }
     expect(Duration.toMillis(GeminiError.maxRetryDelay)).toBe(86_400_000)

@@ -72,7 +72,9 @@ describe("GeminiRequest", () => {
         { output: null },
         { output: "not json at all" }
       ])
-      expect(body.contents[2]?.parts.map((part) => part.functionResponse?.id)).toStrictEqual(outputs.map((_, i) => `c${i}`))
+      expect(body.contents[2]?.parts.map((part) => part.functionResponse?.id)).toStrictEqual(
+        outputs.map((_, i) => `c${i}`)
+      )
     }))
 
   it.effect("fails with InvalidRequest for a result without its call", () =>
@@ -146,13 +148,23 @@ describe("GeminiRequest", () => {
     Effect.gen(function*() {
       const settings = { thinkingConfig: { thinkingBudget: 1024 } }
       const fromLayer = yield* GeminiRequest.make([Item.userMessage("q")], {}, settings)
-      expect(fromLayer.generationConfig).toStrictEqual({ thinkingConfig: { includeThoughts: true, thinkingBudget: 1024 } })
-      const fromTurn = yield* GeminiRequest.make([Item.userMessage("q")], { params: { reasoningEffort: "high" } }, settings)
-      expect(fromTurn.generationConfig).toStrictEqual({ thinkingConfig: { includeThoughts: true, thinkingLevel: "high" } })
+      expect(fromLayer.generationConfig).toStrictEqual({
+        thinkingConfig: { includeThoughts: true, thinkingBudget: 1024 }
+      })
+      const fromTurn = yield* GeminiRequest.make(
+        [Item.userMessage("q")],
+        { params: { reasoningEffort: "high" } },
+        settings
+      )
+      expect(fromTurn.generationConfig).toStrictEqual({
+        thinkingConfig: { includeThoughts: true, thinkingLevel: "high" }
+      })
       const hidden = yield* GeminiRequest.make([Item.userMessage("q")], {}, {
         thinkingConfig: { includeThoughts: false, thinkingLevel: "minimal" }
       })
-      expect(hidden.generationConfig).toStrictEqual({ thinkingConfig: { includeThoughts: false, thinkingLevel: "minimal" } })
+      expect(hidden.generationConfig).toStrictEqual({
+        thinkingConfig: { includeThoughts: false, thinkingLevel: "minimal" }
+      })
       const none = yield* GeminiRequest.make([Item.userMessage("q")], {})
       expect(none.generationConfig).toBeUndefined()
     }))
@@ -168,7 +180,13 @@ describe("GeminiRequest", () => {
           (body) => body.generationConfig?.thinkingConfig
         )
       expect(yield* effort("low", "gemini-2.5-flash")).toStrictEqual({ includeThoughts: true, thinkingBudget: 2048 })
-      expect(yield* effort("high", "models/gemini-2.5-pro")).toStrictEqual({ includeThoughts: true, thinkingBudget: 24576 })
-      expect(yield* effort("minimal", "gemini-3-flash-preview")).toStrictEqual({ includeThoughts: true, thinkingLevel: "minimal" })
+      expect(yield* effort("high", "models/gemini-2.5-pro")).toStrictEqual({
+        includeThoughts: true,
+        thinkingBudget: 24576
+      })
+      expect(yield* effort("minimal", "gemini-3-flash-preview")).toStrictEqual({
+        includeThoughts: true,
+        thinkingLevel: "minimal"
+      })
     }))
 })

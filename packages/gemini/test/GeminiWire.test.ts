@@ -83,7 +83,9 @@ const textOf = (deltas: ReadonlyArray<TurnDelta.TurnDelta>, type: "text_delta" |
   deltas.flatMap((delta) => delta.type === type ? [delta.delta] : [])
 
 const reasoningText = (turn: Turn.Turn): string =>
-  turn.items.flatMap((item) => item.type === "reasoning" ? item.content.map((part) => "text" in part ? part.text : "") : [])
+  turn.items.flatMap((item) =>
+    item.type === "reasoning" ? item.content.map((part) => "text" in part ? part.text : "") : []
+  )
     .join("")
 
 /** `text` in pieces of `size` code points, as the wire must cut it. */
@@ -179,7 +181,11 @@ describe("GeminiWire.turn", () => {
         finishReason: "STOP",
         index: 0
       })
-      expect(written[3].usageMetadata).toStrictEqual({ promptTokenCount: 12, candidatesTokenCount: 9, totalTokenCount: 21 })
+      expect(written[3].usageMetadata).toStrictEqual({
+        promptTokenCount: 12,
+        candidatesTokenCount: 9,
+        totalTokenCount: 21
+      })
     }))
 
   it.effect("a turn without model, responseId or raw stop reason comes back with Gemini's", () =>
@@ -195,13 +201,22 @@ describe("GeminiWire.turn", () => {
   it.effect("text with multi-byte characters splits into whole characters at every chunk size, and at every byte", () =>
     Effect.gen(function*() {
       const text = "Grüße aus Zürich, café ☕ — 🎉👩‍👩‍👧 日本語のテキスト ✓ and é at the end: é"
-      const turn: Turn.Turn = { items: [message(text)], usage: usage(7, 30), stopReason: "stop", responseId: "resp-utf8" }
+      const turn: Turn.Turn = {
+        items: [message(text)],
+        usage: usage(7, 30),
+        stopReason: "stop",
+        responseId: "resp-utf8"
+      }
       for (const chunkSize of [1, 2, 3, 5, 16, 1000]) {
         const { deltas } = yield* roundTrip(turn, { chunkSize })
         expect(textOf(deltas, "text_delta")).toStrictEqual(piecesOf(text, chunkSize))
       }
-      expect(textOf((yield* roundTrip(turn, { chunkSize: 1 }, 1)).deltas, "text_delta")).toStrictEqual(piecesOf(text, 1))
-      expect(textOf((yield* roundTrip(turn, { chunkSize: 4 }, 3)).deltas, "text_delta")).toStrictEqual(piecesOf(text, 4))
+      expect(textOf((yield* roundTrip(turn, { chunkSize: 1 }, 1)).deltas, "text_delta")).toStrictEqual(
+        piecesOf(text, 1)
+      )
+      expect(textOf((yield* roundTrip(turn, { chunkSize: 4 }, 3)).deltas, "text_delta")).toStrictEqual(
+        piecesOf(text, 4)
+      )
       // Emoji are never cut into halves of a surrogate pair.
       expect(textOf((yield* roundTrip(turn, { chunkSize: 1 })).deltas, "text_delta")).toContain("🎉")
     }))
@@ -214,9 +229,15 @@ describe("GeminiWire.turn", () => {
       }
       yield* roundTrip(toolTurn, { chunkSize: 5 }, 2)
       // As Gemini sends them: the signature on the last thought piece and on the first call, each call whole.
-      const parts = chunks(wire.turn(toolTurn, { chunkSize: 1000 })).map((chunk) => chunk.candidates[0].content.parts[0])
+      const parts = chunks(wire.turn(toolTurn, { chunkSize: 1000 })).map((chunk) =>
+        chunk.candidates[0].content.parts[0]
+      )
       expect(parts).toStrictEqual([
-        { text: "The user wants the weather in Zürich and the time in 東京.", thought: true, thoughtSignature: "c2lnLXRob3VnaHQ=" },
+        {
+          text: "The user wants the weather in Zürich and the time in 東京.",
+          thought: true,
+          thoughtSignature: "c2lnLXRob3VnaHQ="
+        },
         { text: "Checking both. ✓" },
         {
           functionCall: { id: "fc-1", name: "get_weather", args: { city: "Zürich", unit: "°C" } },
@@ -301,7 +322,12 @@ describe("GeminiWire.turn", () => {
     Effect.gen(function*() {
       const turns: ReadonlyArray<Turn.Turn> = [
         { items: [message("Here is how to")], usage: usage(5, 4), stopReason: "content_filter" },
-        { items: [message("As the song")], usage: usage(5, 3), stopReason: "content_filter", providerStopReason: "RECITATION" },
+        {
+          items: [message("As the song")],
+          usage: usage(5, 3),
+          stopReason: "content_filter",
+          providerStopReason: "RECITATION"
+        },
         { items: [], usage: usage(5, 0), stopReason: "malformed_tool_call" },
         {
           items: [call("fc-x", "f", {})],
@@ -312,7 +338,12 @@ describe("GeminiWire.turn", () => {
         { items: [message("Je")], usage: usage(5, 1), stopReason: "other", providerStopReason: "LANGUAGE" },
         { items: [message("?")], usage: usage(5, 1), stopReason: "other" },
         { items: [call("fc-y", "f", { n: 1 })], usage: usage(5, 2), stopReason: "max_tokens" },
-        { items: [], usage: usage(9, 0), stopReason: "content_filter", providerStopReason: "blockReason:PROHIBITED_CONTENT" },
+        {
+          items: [],
+          usage: usage(9, 0),
+          stopReason: "content_filter",
+          providerStopReason: "blockReason:PROHIBITED_CONTENT"
+        },
         { items: [], usage: usage(0, 0), stopReason: "stop" }
       ]
       for (const turn of turns) yield* roundTrip(turn)
@@ -450,14 +481,20 @@ describe("GeminiWire.turn refuses what Gemini's wire cannot carry", () => {
   })
 })
 
-type Cases = { readonly [Tag in AiError.AiError["_tag"]]: ReadonlyArray<Extract<AiError.AiError, { readonly _tag: Tag }>> }
+type Cases = {
+  readonly [Tag in AiError.AiError["_tag"]]: ReadonlyArray<Extract<AiError.AiError, { readonly _tag: Tag }>>
+}
 
 // One entry per tag, checked by the compiler: a new AiError tag must get a case here.
 const errorCases: Cases = {
   AuthFailed: [
     new AiError.AuthFailed({ provider, status: 400, message: "API key expired. Please renew the API key." }),
     new AiError.AuthFailed({ provider, status: 401, message: "Request had invalid authentication credentials." }),
-    new AiError.AuthFailed({ provider, status: 403, message: "Permission denied: the caller does not have permission." })
+    new AiError.AuthFailed({
+      provider,
+      status: 403,
+      message: "Permission denied: the caller does not have permission."
+    })
   ],
   RateLimited: [
     new AiError.RateLimited({
@@ -485,8 +522,16 @@ const errorCases: Cases = {
     new AiError.ContextLengthExceeded({ provider, message: "Request payload is too big for this model." })
   ],
   InvalidRequest: [
-    new AiError.InvalidRequest({ provider, status: 400, message: "Invalid JSON payload received. Unknown name \"foo\"." }),
-    new AiError.InvalidRequest({ provider, status: 404, message: "models/gemini-9 is not found for API version v1beta." }),
+    new AiError.InvalidRequest({
+      provider,
+      status: 400,
+      message: "Invalid JSON payload received. Unknown name \"foo\"."
+    }),
+    new AiError.InvalidRequest({
+      provider,
+      status: 404,
+      message: "models/gemini-9 is not found for API version v1beta."
+    }),
     new AiError.InvalidRequest({ provider, status: 404, message: "The context window was not found." })
   ],
   Unavailable: [
@@ -498,7 +543,9 @@ const errorCases: Cases = {
     }),
     new AiError.Unavailable({ provider, status: 500, message: "An internal error has occurred." })
   ],
-  MalformedEvent: [new AiError.MalformedEvent({ provider, event: "GenerateContentResponse #0", message: "not a chunk" })],
+  MalformedEvent: [
+    new AiError.MalformedEvent({ provider, event: "GenerateContentResponse #0", message: "not a chunk" })
+  ],
   IncompleteTurn: [new AiError.IncompleteTurn({ message: "the stream ended early" })]
 }
 
@@ -549,29 +596,42 @@ describe("GeminiWire.error", () => {
       // As from Google: the wait is in the body only.
       expect(answer.headers["retry-after"]).toBeUndefined()
       const body = JSON.parse(answer.body)
-      return [answer.status, body.error.status, retryDelay(body.error.details), body.error.details?.map((d: any) => d["@type"])]
+      return [
+        answer.status,
+        body.error.status,
+        retryDelay(body.error.details),
+        body.error.details?.map((d: any) => d["@type"])
+      ]
     }
     const [auth400, auth401, auth403] = errorCases.AuthFailed
     const [limited7s, limited1500ms, limited] = errorCases.RateLimited
     const [overloaded, internal] = errorCases.Unavailable
     const [tooMany, tooBig] = errorCases.ContextLengthExceeded
-    expect(summary(auth400!)).toStrictEqual([400, "INVALID_ARGUMENT", undefined, ["type.googleapis.com/google.rpc.ErrorInfo"]])
+    expect(summary(auth400!)).toStrictEqual([400, "INVALID_ARGUMENT", undefined, [
+      "type.googleapis.com/google.rpc.ErrorInfo"
+    ]])
     expect(JSON.parse(wire.error(auth400!).body).error.details[0]).toMatchObject({
       reason: "API_KEY_INVALID",
       domain: "googleapis.com"
     })
     expect(summary(auth401!)).toStrictEqual([401, "UNAUTHENTICATED", undefined, undefined])
     expect(summary(auth403!)).toStrictEqual([403, "PERMISSION_DENIED", undefined, undefined])
-    expect(summary(limited7s!)).toStrictEqual([429, "RESOURCE_EXHAUSTED", "7s", ["type.googleapis.com/google.rpc.RetryInfo"]])
+    expect(summary(limited7s!)).toStrictEqual([429, "RESOURCE_EXHAUSTED", "7s", [
+      "type.googleapis.com/google.rpc.RetryInfo"
+    ]])
     expect(JSON.parse(wire.error(limited1500ms!).body).error.details).toStrictEqual([
       { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "1.5s" }
     ])
     expect(summary(limited!)).toStrictEqual([429, "RESOURCE_EXHAUSTED", undefined, undefined])
     expect(summary(errorCases.Timeout[0]!)).toStrictEqual([504, "DEADLINE_EXCEEDED", undefined, undefined])
     expect(summary(tooMany!)).toStrictEqual([400, "INVALID_ARGUMENT", undefined, undefined])
-    expect(summary(tooBig!)).toStrictEqual([400, "INVALID_ARGUMENT", undefined, ["type.googleapis.com/google.rpc.BadRequest"]])
+    expect(summary(tooBig!)).toStrictEqual([400, "INVALID_ARGUMENT", undefined, [
+      "type.googleapis.com/google.rpc.BadRequest"
+    ]])
     expect(summary(errorCases.InvalidRequest[1]!)).toStrictEqual([404, "NOT_FOUND", undefined, undefined])
-    expect(summary(overloaded!)).toStrictEqual([503, "UNAVAILABLE", "30s", ["type.googleapis.com/google.rpc.RetryInfo"]])
+    expect(summary(overloaded!)).toStrictEqual([503, "UNAVAILABLE", "30s", [
+      "type.googleapis.com/google.rpc.RetryInfo"
+    ]])
     expect(summary(internal!)).toStrictEqual([500, "INTERNAL", undefined, undefined])
     expect(summary(errorCases.QuotaExceeded[0]!)).toStrictEqual([
       429,
@@ -592,7 +652,11 @@ describe("GeminiWire.error", () => {
   it.effect("QuotaExceeded comes back from Google's daily QuotaFailure as QuotaExceeded, with status 429 whatever its own", () =>
     Effect.gen(function*() {
       for (const status of [undefined, 402]) {
-        const error = new AiError.QuotaExceeded({ provider, message: "Out of quota.", ...(status === undefined ? {} : { status }) })
+        const error = new AiError.QuotaExceeded({
+          provider,
+          message: "Out of quota.",
+          ...(status === undefined ? {} : { status })
+        })
         expect(yield* answered(wire.error(error))).toStrictEqual(
           new AiError.QuotaExceeded({ provider, status: 429, message: "Out of quota." })
         )
@@ -606,7 +670,9 @@ describe("GeminiWire.error", () => {
       )
       expect(() => wire.error(new AiError.Unavailable({ provider, message: "x", retryAfter }))).toThrow(/maxRetryDelay/)
     }
-    expect(JSON.parse(wire.error(new AiError.RateLimited({ provider, message: "x", retryAfter: Duration.days(1) })).body))
+    expect(
+      JSON.parse(wire.error(new AiError.RateLimited({ provider, message: "x", retryAfter: Duration.days(1) })).body)
+    )
       .toMatchObject({ error: { details: [{ retryDelay: "86400s" }] } })
   })
 
@@ -624,7 +690,11 @@ describe("GeminiWire.error", () => {
       expect(decoded._tag).toBe("MalformedEvent")
       // The decoder names the chunk and what failed; the message written is not carried.
       expect(decoded).toStrictEqual(
-        new AiError.MalformedEvent({ provider, event: "GenerateContentResponse #0", message: "candidates: Expected array" })
+        new AiError.MalformedEvent({
+          provider,
+          event: "GenerateContentResponse #0",
+          message: "candidates: Expected array"
+        })
       )
     }))
 

@@ -35,7 +35,9 @@ export const conformance: ProviderHarness.Fixture = {
     const parts: Array<unknown> = [
       ...(turn.reasoning ?? []).map((text) => ({ text, thought: true })),
       ...(turn.text ?? []).map((text) => ({ text })),
-      ...(turn.calls ?? []).map((call) => ({ functionCall: { id: call.id, name: call.name, args: JSON.parse(call.arguments) } }))
+      ...(turn.calls ?? []).map((call) => ({
+        functionCall: { id: call.id, name: call.name, args: JSON.parse(call.arguments) }
+      }))
     ]
     const usageMetadata = GeminiWire.usageMetadata(turn.usage)
     return frames(...parts.map((part, i) =>

@@ -86,7 +86,8 @@ export const make = (config: Config) => Provider.make(spec, config)
 /** The Responses `LanguageModel` over whatever `HttpClient` the application provides. */
 export const layerWithoutHttpClient = (
   config: Config
-): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> => Provider.layerWithoutHttpClient(spec, config)
+): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
+  Provider.layerWithoutHttpClient(spec, config)
 
 /** The Responses `LanguageModel` over `FetchHttpClient`. */
 export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> => Provider.layer(spec, config)

@@ -64,7 +64,12 @@ const partOf = (part: Part): Item.ContentPart =>
 
 /** An item still streaming. Positions (`content_index`, `summary_index`) key maps: they come from the wire. */
 type Draft =
-  | { readonly type: "message"; readonly id: string; readonly phase: Item.Phase | undefined; readonly parts: Map<number, Part> }
+  | {
+    readonly type: "message"
+    readonly id: string
+    readonly phase: Item.Phase | undefined
+    readonly parts: Map<number, Part>
+  }
   | {
     readonly type: "function_call"
     readonly id: string
@@ -76,7 +81,12 @@ type Draft =
     /** The tool's normalizer (see `ResponsesStrict`): its argument deltas are held back until the call is done. */
     readonly normalize: ((text: string) => string) | undefined
   }
-  | { readonly type: "reasoning"; readonly id: string; readonly summary: Map<number, string>; readonly content: Map<number, string> }
+  | {
+    readonly type: "reasoning"
+    readonly id: string
+    readonly summary: Map<number, string>
+    readonly content: Map<number, string>
+  }
 
 const isDraft = (entry: Item.Item | Draft): entry is Draft => !("status" in entry)
 
@@ -118,7 +128,10 @@ const settle = (draft: Draft, status: Item.Status): Item.Item => {
 /** A structured output's message with the `null`s of optional keys taken out of its text. */
 const normalizeMessage = (item: Item.Item, normalize: (text: string) => string): Item.Item =>
   item.type === "message" && item.phase !== "commentary"
-    ? { ...item, content: item.content.map((part) => part.type === "output_text" ? { ...part, text: normalize(part.text) } : part) }
+    ? {
+      ...item,
+      content: item.content.map((part) => part.type === "output_text" ? { ...part, text: normalize(part.text) } : part)
+    }
     : item
 
 /** What a decoder needs to know about the request it reads the answer of. */
@@ -216,7 +229,9 @@ class Decoder implements ProviderStream.Decoder {
       if (Result.isFailure(item)) return item.failure
       const { arguments: args, call_id, id, name, status } = item.success
       const previous = this.items.get(index)
-      const streamed = previous !== undefined && isDraft(previous) && previous.type === "function_call" ? previous.streamed : ""
+      const streamed = previous !== undefined && isDraft(previous) && previous.type === "function_call"
+        ? previous.streamed
+        : ""
       const normalize = this.options.tools?.get(name)
       const draft: Draft = { type: "function_call", id, call_id, name, arguments: args, streamed, normalize }
       // A call announced only by its done event still gets its start delta.
@@ -241,7 +256,10 @@ class Decoder implements ProviderStream.Decoder {
       }
       if (!done) return this.open(index, draft)
       const settled = settle(draft, statusOf(status, "completed"))
-      this.items.set(index, encrypted_content == null || settled.type !== "reasoning" ? settled : { ...settled, encrypted_content })
+      this.items.set(
+        index,
+        encrypted_content == null || settled.type !== "reasoning" ? settled : { ...settled, encrypted_content }
+      )
     } else {
       this.items.set(index, {
         type: `${extensionPrefix}${type}`,
@@ -253,7 +271,11 @@ class Decoder implements ProviderStream.Decoder {
   }
 
   /** Ends the turn; `incompleteReason` is set for `response.incomplete`. */
-  finish(response: ResponsesEvent.Response, incompleteReason: string | undefined, out: Array<TurnDelta.TurnDelta>): void {
+  finish(
+    response: ResponsesEvent.Response,
+    incompleteReason: string | undefined,
+    out: Array<TurnDelta.TurnDelta>
+  ): void {
     this.complete = true
     if (response.model !== undefined) this.model = response.model
     const responseId = response.id ?? this.responseId
@@ -268,7 +290,9 @@ class Decoder implements ProviderStream.Decoder {
       turn: {
         items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
         usage,
-        stopReason: incompleteReason === undefined ? (hasCalls ? "tool_calls" : "stop") : stopReasonOf(incompleteReason),
+        stopReason: incompleteReason === undefined
+          ? (hasCalls ? "tool_calls" : "stop")
+          : stopReasonOf(incompleteReason),
         ...(this.model === undefined ? {} : { model: this.model }),
         ...(responseId === undefined ? {} : { responseId }),
         ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
@@ -286,7 +310,11 @@ const decodeOutputText = decoder(ResponsesEvent.OutputTextPart)
 const decodeRefusal = decoder(ResponsesEvent.RefusalPart)
 
 /** A content part as a `Part`, or `undefined` for a kind this layer does not map (audio, ...). */
-const decodePart = (event: string, raw: unknown, at: string): Result.Result<Part | undefined, AiError.MalformedEvent> => {
+const decodePart = (
+  event: string,
+  raw: unknown,
+  at: string
+): Result.Result<Part | undefined, AiError.MalformedEvent> => {
   const kind = decodeTyped(event, raw, at)
   if (Result.isFailure(kind)) return Result.fail(kind.failure)
   if (kind.success.type === "output_text") {
@@ -298,7 +326,12 @@ const decodePart = (event: string, raw: unknown, at: string): Result.Result<Part
   return Result.succeed(undefined)
 }
 
-type Handler = (decoder: Decoder, event: string, json: unknown, out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+type Handler = (
+  decoder: Decoder,
+  event: string,
+  json: unknown,
+  out: Array<TurnDelta.TurnDelta>
+) => AiError.AiError | undefined
 
 /** A handler of the events `schema` decodes: `f` sees the decoded event, or the stream fails with the decoding error. */
 const on = <A>(
@@ -316,8 +349,14 @@ const started = on(ResponsesEvent.Lifecycle, (self, { response }) => {
   if (response.id !== undefined) self.responseId = response.id
   if (response.model !== undefined) self.model = response.model
 })
-const added = on(ResponsesEvent.OutputItemEvent, (self, e, out, event) => self.item(event, e.output_index, e.item, false, out))
-const done = on(ResponsesEvent.OutputItemEvent, (self, e, out, event) => self.item(event, e.output_index, e.item, true, out))
+const added = on(
+  ResponsesEvent.OutputItemEvent,
+  (self, e, out, event) => self.item(event, e.output_index, e.item, false, out)
+)
+const done = on(
+  ResponsesEvent.OutputItemEvent,
+  (self, e, out, event) => self.item(event, e.output_index, e.item, true, out)
+)
 const part = on(ResponsesEvent.ContentPartEvent, (self, e, _, event) => {
   const decoded = decodePart(event, e.part, "part")
   if (Result.isFailure(decoded)) return decoded.failure
@@ -333,66 +372,115 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   ["response.output_item.done", done],
   ["response.content_part.added", part],
   ["response.content_part.done", part],
-  ["response.output_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
-    const draft = self.message(e.item_id, e.output_index)
-    const part = draft?.parts.get(e.content_index)
-    if (part?.type === "output_text") part.pieces.push(e.delta)
-    else draft?.parts.set(e.content_index, { type: "output_text", pieces: [e.delta] })
-    const phase = draft?.phase
-    out.push(phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase })
-  })],
-  ["response.output_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
-    self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
-  })],
-  ["response.refusal.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
-    const draft = self.message(e.item_id, e.output_index)
-    const part = draft?.parts.get(e.content_index)
-    if (part?.type === "refusal") part.pieces.push(e.delta)
-    else draft?.parts.set(e.content_index, { type: "refusal", pieces: [e.delta] })
-    out.push({ type: "refusal_delta", delta: e.delta })
-  })],
-  ["response.refusal.done", on(ResponsesEvent.RefusalDone, (self, e) => {
-    self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
-  })],
-  ["response.reasoning_text.delta", on(ResponsesEvent.ContentDelta, (self, e, out) => {
-    const draft = self.reasoning(e.item_id)
-    draft?.content.set(e.content_index, (draft.content.get(e.content_index) ?? "") + e.delta)
-    out.push({ type: "reasoning_delta", delta: e.delta })
-  })],
-  ["response.reasoning_text.done", on(ResponsesEvent.ContentTextDone, (self, e) => {
-    self.reasoning(e.item_id)?.content.set(e.content_index, e.text)
-  })],
-  ["response.reasoning_summary_text.delta", on(ResponsesEvent.SummaryDelta, (self, e, out) => {
-    const draft = self.reasoning(e.item_id)
-    draft?.summary.set(e.summary_index, (draft.summary.get(e.summary_index) ?? "") + e.delta)
-    out.push({ type: "reasoning_delta", delta: e.delta })
-  })],
-  ["response.reasoning_summary_text.done", on(ResponsesEvent.SummaryDone, (self, e) => {
-    self.reasoning(e.item_id)?.summary.set(e.summary_index, e.text)
-  })],
-  ["response.function_call_arguments.delta", on(ResponsesEvent.ArgumentsDelta, (self, e, out, event) => {
-    const draft = self.draft(e.item_id)
-    if (draft?.type !== "function_call") {
-      return new AiError.MalformedEvent({ provider, event, message: `item_id: no function call ${e.item_id} is streaming` })
-    }
-    draft.arguments += e.delta
-    if (draft.normalize !== undefined) return
-    draft.streamed += e.delta
-    out.push({ type: "function_call_arguments_delta", call_id: draft.call_id, delta: e.delta })
-  })],
-  ["response.function_call_arguments.done", on(ResponsesEvent.ArgumentsDone, (self, e) => {
-    const draft = self.draft(e.item_id)
-    if (draft?.type === "function_call") draft.arguments = e.arguments
-  })],
+  [
+    "response.output_text.delta",
+    on(ResponsesEvent.ContentDelta, (self, e, out) => {
+      const draft = self.message(e.item_id, e.output_index)
+      const part = draft?.parts.get(e.content_index)
+      if (part?.type === "output_text") part.pieces.push(e.delta)
+      else draft?.parts.set(e.content_index, { type: "output_text", pieces: [e.delta] })
+      const phase = draft?.phase
+      out.push(
+        phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase }
+      )
+    })
+  ],
+  [
+    "response.output_text.done",
+    on(ResponsesEvent.ContentTextDone, (self, e) => {
+      self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
+    })
+  ],
+  [
+    "response.refusal.delta",
+    on(ResponsesEvent.ContentDelta, (self, e, out) => {
+      const draft = self.message(e.item_id, e.output_index)
+      const part = draft?.parts.get(e.content_index)
+      if (part?.type === "refusal") part.pieces.push(e.delta)
+      else draft?.parts.set(e.content_index, { type: "refusal", pieces: [e.delta] })
+      out.push({ type: "refusal_delta", delta: e.delta })
+    })
+  ],
+  [
+    "response.refusal.done",
+    on(ResponsesEvent.RefusalDone, (self, e) => {
+      self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
+    })
+  ],
+  [
+    "response.reasoning_text.delta",
+    on(ResponsesEvent.ContentDelta, (self, e, out) => {
+      const draft = self.reasoning(e.item_id)
+      draft?.content.set(e.content_index, (draft.content.get(e.content_index) ?? "") + e.delta)
+      out.push({ type: "reasoning_delta", delta: e.delta })
+    })
+  ],
+  [
+    "response.reasoning_text.done",
+    on(ResponsesEvent.ContentTextDone, (self, e) => {
+      self.reasoning(e.item_id)?.content.set(e.content_index, e.text)
+    })
+  ],
+  [
+    "response.reasoning_summary_text.delta",
+    on(ResponsesEvent.SummaryDelta, (self, e, out) => {
+      const draft = self.reasoning(e.item_id)
+      draft?.summary.set(e.summary_index, (draft.summary.get(e.summary_index) ?? "") + e.delta)
+      out.push({ type: "reasoning_delta", delta: e.delta })
+    })
+  ],
+  [
+    "response.reasoning_summary_text.done",
+    on(ResponsesEvent.SummaryDone, (self, e) => {
+      self.reasoning(e.item_id)?.summary.set(e.summary_index, e.text)
+    })
+  ],
+  [
+    "response.function_call_arguments.delta",
+    on(ResponsesEvent.ArgumentsDelta, (self, e, out, event) => {
+      const draft = self.draft(e.item_id)
+      if (draft?.type !== "function_call") {
+        return new AiError.MalformedEvent({
+          provider,
+          event,
+          message: `item_id: no function call ${e.item_id} is streaming`
+        })
+      }
+      draft.arguments += e.delta
+      if (draft.normalize !== undefined) return
+      draft.streamed += e.delta
+      out.push({ type: "function_call_arguments_delta", call_id: draft.call_id, delta: e.delta })
+    })
+  ],
+  [
+    "response.function_call_arguments.done",
+    on(ResponsesEvent.ArgumentsDone, (self, e) => {
+      const draft = self.draft(e.item_id)
+      if (draft?.type === "function_call") draft.arguments = e.arguments
+    })
+  ],
   ["response.completed", on(ResponsesEvent.Lifecycle, (self, e, out) => self.finish(e.response, undefined, out))],
-  ["response.incomplete", on(ResponsesEvent.Lifecycle, (self, e, out) =>
-    self.finish(e.response, e.response.incomplete_details?.reason ?? "unknown", out))],
-  ["response.failed", on(ResponsesEvent.Lifecycle, (_, e) =>
-    ResponsesError.fromObject(e.response.error ?? { message: "the response failed without an error" }))],
-  ["error", on(ResponsesEvent.ErrorEvent, (_, e) =>
-    ResponsesError.fromObject(
-      e.error ?? { code: e.code ?? null, message: e.message ?? "the stream failed without a message" }
-    ))]
+  [
+    "response.incomplete",
+    on(
+      ResponsesEvent.Lifecycle,
+      (self, e, out) => self.finish(e.response, e.response.incomplete_details?.reason ?? "unknown", out)
+    )
+  ],
+  [
+    "response.failed",
+    on(
+      ResponsesEvent.Lifecycle,
+      (_, e) => ResponsesError.fromObject(e.response.error ?? { message: "the response failed without an error" })
+    )
+  ],
+  [
+    "error",
+    on(ResponsesEvent.ErrorEvent, (_, e) =>
+      ResponsesError.fromObject(
+        e.error ?? { code: e.code ?? null, message: e.message ?? "the stream failed without a message" }
+      ))
+  ]
 ])
 
 /**

@@ -119,10 +119,20 @@ export const Lifecycle = Schema.Struct({ response: Response })
 export const OutputItemEvent = Schema.Struct({ output_index: Index, item: JsonObject })
 
 /** `response.content_part.added` and `.done`. */
-export const ContentPartEvent = Schema.Struct({ item_id: Schema.String, output_index: Index, content_index: Index, part: JsonObject })
+export const ContentPartEvent = Schema.Struct({
+  item_id: Schema.String,
+  output_index: Index,
+  content_index: Index,
+  part: JsonObject
+})
 
 /** `response.output_text.delta`, `response.refusal.delta`, `response.reasoning_text.delta`. */
-export const ContentDelta = Schema.Struct({ item_id: Schema.String, output_index: Index, content_index: Index, delta: Schema.String })
+export const ContentDelta = Schema.Struct({
+  item_id: Schema.String,
+  output_index: Index,
+  content_index: Index,
+  delta: Schema.String
+})
 
 /** `response.output_text.done`, `response.reasoning_text.done`: the part's whole text. */
 export const ContentTextDone = Schema.Struct({ item_id: Schema.String, content_index: Index, text: Schema.String })

@@ -123,7 +123,9 @@ const normalizer = (root: Json) => {
     }
     if (!isObject(value)) return value
     if (Array.isArray(schema.anyOf)) {
-      const branch = schema.anyOf.find((branch) => isObject(branch) && (branch.type === "object" || "properties" in branch || "$ref" in branch))
+      const branch = schema.anyOf.find((branch) =>
+        isObject(branch) && (branch.type === "object" || "properties" in branch || "$ref" in branch)
+      )
       return walk(value, branch, depth + 1)
     }
     const properties = isObject(schema.properties) ? schema.properties : {}

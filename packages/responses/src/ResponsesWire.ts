@@ -73,7 +73,9 @@ const endOf = (turn: Turn.Turn): { readonly incomplete: string | undefined } => 
   switch (turn.stopReason) {
     case "stop":
       return calls
-        ? fail("a completed response with function calls stops for tool_calls; stopReason \"stop\" cannot be sent with them")
+        ? fail(
+          "a completed response with function calls stops for tool_calls; stopReason \"stop\" cannot be sent with them"
+        )
         : { incomplete: undefined }
     case "tool_calls":
       return calls
@@ -127,7 +129,9 @@ const message = (out: Writer, index: number, item: Item.Message, size: number): 
     const at = { item_id: item.id, output_index: index, content_index }
     if (part.type === "output_text") {
       out.event("response.content_part.added", { ...at, part: { ...part, text: "" } })
-      for (const delta of ProviderWire.pieces(part.text, size)) out.event("response.output_text.delta", { ...at, delta, logprobs: [] })
+      for (const delta of ProviderWire.pieces(part.text, size)) {
+        out.event("response.output_text.delta", { ...at, delta, logprobs: [] })
+      }
       out.event("response.output_text.done", { ...at, text: part.text, logprobs: [] })
     } else {
       out.event("response.content_part.added", { ...at, part: { type: "refusal", refusal: "" } })
@@ -159,7 +163,9 @@ const reasoning = (out: Writer, index: number, item: Item.Reasoning, size: numbe
   for (const [summary_index, text] of summary.entries()) {
     const at = { item_id: item.id, output_index: index, summary_index }
     out.event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } })
-    for (const delta of ProviderWire.pieces(text, size)) out.event("response.reasoning_summary_text.delta", { ...at, delta })
+    for (const delta of ProviderWire.pieces(text, size)) {
+      out.event("response.reasoning_summary_text.delta", { ...at, delta })
+    }
     out.event("response.reasoning_summary_text.done", { ...at, text })
     out.event("response.reasoning_summary_part.done", { ...at, part: { type: "summary_text", text } })
   }
@@ -181,7 +187,9 @@ const functionCall = (out: Writer, index: number, item: Item.FunctionCall, size:
   const added = { id, type: "function_call", status: "in_progress", arguments: "", call_id, name }
   out.event("response.output_item.added", { output_index: index, item: added })
   const at = { item_id: item.id, output_index: index }
-  for (const delta of ProviderWire.pieces(item.arguments, size)) out.event("response.function_call_arguments.delta", { ...at, delta })
+  for (const delta of ProviderWire.pieces(item.arguments, size)) {
+    out.event("response.function_call_arguments.delta", { ...at, delta })
+  }
   out.event("response.function_call_arguments.done", { ...at, arguments: item.arguments })
   const done = { ...added, status: item.status, arguments: item.arguments }
   out.event("response.output_item.done", { output_index: index, item: done })
@@ -205,7 +213,9 @@ const extension = (out: Writer, index: number, item: Item.Extension, responseId:
   const id = typeof data.id === "string" ? data.id : `${responseId}_output_${index}`
   if (id !== item.id) fail(`extension item ${item.id} (${item.type}) has data with id ${JSON.stringify(data.id)}`)
   const status = isStatus(data.status) ? data.status : "completed"
-  if (status !== item.status) fail(`extension item ${item.id} (${item.type}) is ${item.status} but its data says ${status}`)
+  if (status !== item.status) {
+    fail(`extension item ${item.id} (${item.type}) is ${item.status} but its data says ${status}`)
+  }
   out.event("response.output_item.added", { output_index: index, item: data })
   out.event("response.output_item.done", { output_index: index, item: data })
   return data
@@ -224,7 +234,9 @@ const outputItem = (out: Writer, index: number, item: Item.Item, size: number, r
     default:
       return item.type.startsWith(ResponsesDecoder.extensionPrefix)
         ? extension(out, index, item, responseId)
-        : fail(`extension item ${item.id} (${item.type}) is not an OpenAI output item (${ResponsesDecoder.extensionPrefix}*)`)
+        : fail(
+          `extension item ${item.id} (${item.type}) is not an OpenAI output item (${ResponsesDecoder.extensionPrefix}*)`
+        )
   }
 }
 
@@ -248,13 +260,21 @@ const turn = (turn: Turn.Turn, options: ProviderWire.TurnOptions = {}): Readonly
     out.event("response.completed", { response: responseObject(id, model, "completed", { output, usage }) })
   } else {
     out.event("response.incomplete", {
-      response: responseObject(id, model, "incomplete", { incomplete_details: { reason: end.incomplete }, output, usage })
+      response: responseObject(id, model, "incomplete", {
+        incomplete_details: { reason: end.incomplete },
+        output,
+        usage
+      })
     })
   }
   return out.frames
 }
 
-const json = (status: number, error: Readonly<Record<string, unknown>>, headers: Readonly<Record<string, string>> = {}) => ({
+const json = (
+  status: number,
+  error: Readonly<Record<string, unknown>>,
+  headers: Readonly<Record<string, string>> = {}
+) => ({
   status,
   headers: { "content-type": "application/json", ...headers },
   body: JSON.stringify({ error })
@@ -325,7 +345,9 @@ const error = (error: AiError.AiError): ProviderWire.HttpAnswer => {
     case "InvalidRequest": {
       const answer = json(invalidRequestStatus(error.status), errorObject(error.message, "invalid_request_error", null))
       // A 400 whose body reads as a context-length error is taken for one: another 4xx says only "invalid".
-      return answer.status === 400 && ProviderHttp.isContextLengthMessage(answer.body) ? { ...answer, status: 422 } : answer
+      return answer.status === 400 && ProviderHttp.isContextLengthMessage(answer.body)
+        ? { ...answer, status: 422 }
+        : answer
     }
     case "Unavailable":
       return json(

@@ -45,7 +45,9 @@ const agent = (question: string) =>
             const calls = Turn.functionCalls(turn)
             if (calls.length === 0) return Loop.stopAfter(Stream.empty)
             const outputs = Toolkit.outputs(yield* Toolkit.executeAllSafe(toolkit, calls))
-            return Loop.nextAfter(Stream.fromIterable(outputs), { history: [...state.history, ...turn.items, ...outputs] })
+            return Loop.nextAfter(Stream.fromIterable(outputs), {
+              history: [...state.history, ...turn.items, ...outputs]
+            })
           })
         )
       )
@@ -79,7 +81,9 @@ describe("a full agent run", () => {
         .callDone("fc_1", 0, "call_w", "weather", "{\"city\":\"Oslo\"}")
         .callDone("fc_2", 1, "call_a", "add", "{\"a\":2,\"b\":40}")
         .completed(usage(50, 20))
-      const second = new Script("resp_2").created().message("msg_1", 0, ["Rainy, 4°C. ", "And 42."]).completed(usage(90, 8))
+      const second = new Script("resp_2").created().message("msg_1", 0, ["Rainy, 4°C. ", "And 42."]).completed(
+        usage(90, 8)
+      )
       yield* server.reply(ProviderServer.sse(first.frames, { chunkSize: 3 }), ProviderServer.sse(second.frames))
       const values = yield* agent("Weather in Oslo, and 2+40?").pipe(
         Effect.provide(Responses.layer({ apiKey: Redacted.make("sk-test"), baseUrl: server.url }))

@@ -60,24 +60,64 @@ describe("Responses", () => {
       const script = new Script().created().message("msg_1", 0, ["{}"]).completed(usage(1, 1))
       const history: ReadonlyArray<Item.Item> = [
         ...hello,
-        { type: "message", id: "msg_0", status: "completed", role: "assistant", content: [{ type: "output_text", text: "Hi" }, { type: "refusal", refusal: "no" }] },
-        { type: "reasoning", id: "rs_1", status: "completed", content: [], summary: [{ type: "output_text", text: "thought" }], encrypted_content: "enc" },
-        { type: "reasoning", id: "gemini-thought-1", status: "completed", content: [{ type: "output_text", text: "x" }] },
-        { type: "function_call", id: "fc_1", status: "completed", call_id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" },
+        {
+          type: "message",
+          id: "msg_0",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text: "Hi" }, { type: "refusal", refusal: "no" }]
+        },
+        {
+          type: "reasoning",
+          id: "rs_1",
+          status: "completed",
+          content: [],
+          summary: [{ type: "output_text", text: "thought" }],
+          encrypted_content: "enc"
+        },
+        {
+          type: "reasoning",
+          id: "gemini-thought-1",
+          status: "completed",
+          content: [{ type: "output_text", text: "x" }]
+        },
+        {
+          type: "function_call",
+          id: "fc_1",
+          status: "completed",
+          call_id: "call_1",
+          name: "weather",
+          arguments: "{\"city\":\"Oslo\"}"
+        },
         { type: "function_call_output", id: "out_1", status: "completed", call_id: "call_1", output: "\"rain\"" },
         { type: "x-note", id: "n1", status: "completed", data: { secret: true } },
-        { type: "message", id: "sys", status: "completed", role: "developer", content: [{ type: "input_text", text: "Use tools." }] }
+        {
+          type: "message",
+          id: "sys",
+          status: "completed",
+          role: "developer",
+          content: [{ type: "input_text", text: "Use tools." }]
+        }
       ]
-      yield* run([ProviderServer.sse(script.frames)], {
-        model: "gpt-5",
-        tools: [
-          { name: "weather", description: "Weather by city", parameters: { $schema: "https://json-schema.org/draft/2020-12/schema", ...strictSchema } },
-          { name: "search", description: "Search", parameters: looseSchema }
-        ],
-        toolChoice: { name: "weather" },
-        output: { name: "Answer", schema: strictSchema },
-        params: { temperature: 0.2, topP: 0.9, maxOutputTokens: 256, reasoningEffort: "low", stopSequences: ["END"] }
-      }, { store: false, reasoningSummary: "auto" }, history).pipe(
+      yield* run(
+        [ProviderServer.sse(script.frames)],
+        {
+          model: "gpt-5",
+          tools: [
+            {
+              name: "weather",
+              description: "Weather by city",
+              parameters: { $schema: "https://json-schema.org/draft/2020-12/schema", ...strictSchema }
+            },
+            { name: "search", description: "Search", parameters: looseSchema }
+          ],
+          toolChoice: { name: "weather" },
+          output: { name: "Answer", schema: strictSchema },
+          params: { temperature: 0.2, topP: 0.9, maxOutputTokens: 256, reasoningEffort: "low", stopSequences: ["END"] }
+        },
+        { store: false, reasoningSummary: "auto" },
+        history
+      ).pipe(
         Effect.provideService(Responses.RequestOptions, { previousResponseId: "resp_prev" })
       )
       const [request] = yield* server.requests
@@ -90,7 +130,12 @@ describe("Responses", () => {
             role: "assistant",
             content: [{ type: "output_text", text: "Hi", annotations: [] }, { type: "refusal", refusal: "no" }]
           },
-          { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: "thought" }], encrypted_content: "enc" },
+          {
+            type: "reasoning",
+            id: "rs_1",
+            summary: [{ type: "summary_text", text: "thought" }],
+            encrypted_content: "enc"
+          },
           { type: "function_call", call_id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" },
           { type: "function_call_output", call_id: "call_1", output: "\"rain\"" },
           { type: "message", role: "developer", content: [{ type: "input_text", text: "Use tools." }] }
@@ -134,7 +179,8 @@ describe("Responses", () => {
           .completed(usage(40, 30))
         const deltas = yield* run([ProviderServer.sse(script.frames, { chunkSize })])
         const argumentsOf = (callId: string) =>
-          deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === callId ? [d.delta] : []).join("")
+          deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === callId ? [d.delta] : [])
+            .join("")
         expect(argumentsOf("call_a")).toBe(weather)
         expect(argumentsOf("call_b")).toBe(search)
         expect(deltas.filter((d) => d.type === "function_call_start")).toStrictEqual([
@@ -148,8 +194,22 @@ describe("Responses", () => {
         const turn = completeTurn(deltas)
         expect(turn.stopReason).toBe("tool_calls")
         expect(Turn.functionCalls(turn)).toStrictEqual([
-          { type: "function_call", id: "fc_a", status: "completed", call_id: "call_a", name: "weather", arguments: weather },
-          { type: "function_call", id: "fc_b", status: "completed", call_id: "call_b", name: "search", arguments: search }
+          {
+            type: "function_call",
+            id: "fc_a",
+            status: "completed",
+            call_id: "call_a",
+            name: "weather",
+            arguments: weather
+          },
+          {
+            type: "function_call",
+            id: "fc_b",
+            status: "completed",
+            call_id: "call_b",
+            name: "search",
+            arguments: search
+          }
         ])
       }).pipe(Effect.provide(TestLayer)))
   }
@@ -196,7 +256,9 @@ describe("Responses", () => {
     Effect.gen(function*() {
       const answer = { city: "Oslo", degrees: -3 }
       const json = JSON.stringify(answer)
-      const script = new Script().created().message("msg_1", 0, [json.slice(0, 10), json.slice(10)]).completed(usage(30, 12))
+      const script = new Script().created().message("msg_1", 0, [json.slice(0, 10), json.slice(10)]).completed(
+        usage(30, 12)
+      )
       const schema = {
         type: "object",
         properties: { city: { type: "string" }, degrees: { type: "number" } },
@@ -206,7 +268,9 @@ describe("Responses", () => {
       const deltas = yield* run([ProviderServer.sse(script.frames)], { output: { name: "Weather", schema } })
       expect(JSON.parse(Turn.text(completeTurn(deltas)))).toStrictEqual(answer)
       const [request] = yield* (yield* ProviderServer.ProviderServer).requests
-      expect(request?.body).toMatchObject({ text: { format: { type: "json_schema", name: "Weather", schema, strict: true } } })
+      expect(request?.body).toMatchObject({
+        text: { format: { type: "json_schema", name: "Weather", schema, strict: true } }
+      })
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("ends an incomplete response with its stop reason and the partial items", () =>
@@ -238,10 +302,12 @@ describe("Responses", () => {
         retryPolicy: Schedule.recurs(3)
       })
       expect(deltas).toStrictEqual([{ type: "text_delta", delta: "partial" }])
-      expect(error).toStrictEqual(new AiError.Unavailable({
-        provider: "openai",
-        message: "The server had an error while processing your request. (server_error)"
-      }))
+      expect(error).toStrictEqual(
+        new AiError.Unavailable({
+          provider: "openai",
+          message: "The server had an error while processing your request. (server_error)"
+        })
+      )
       // A delta reached the consumer, so the failure was not retried.
       expect(yield* (yield* ProviderServer.ProviderServer).requests).toHaveLength(1)
       const invalid = new Script().created().failed("invalid_prompt", "Invalid prompt.")
@@ -254,10 +320,12 @@ describe("Responses", () => {
     Effect.gen(function*() {
       const script = new Script().created().error("context_length_exceeded", "Your input exceeds the context window.")
       const { error } = yield* runFailing([ProviderServer.sse(script.frames)])
-      expect(error).toStrictEqual(new AiError.ContextLengthExceeded({
-        provider: "openai",
-        message: "Your input exceeds the context window. (context_length_exceeded)"
-      }))
+      expect(error).toStrictEqual(
+        new AiError.ContextLengthExceeded({
+          provider: "openai",
+          message: "Your input exceeds the context window. (context_length_exceeded)"
+        })
+      )
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("retries a 500 and then succeeds; without retries the 500 is Unavailable", () =>
@@ -293,7 +361,9 @@ describe("Responses", () => {
   it.live("fails on an error event nested the way the live API sends it, and retries a transient one", () =>
     Effect.gen(function*() {
       const nested = (type: string, code: string | null, message: string) =>
-        ProviderServer.sse(new Script().created().event("error", { error: { type, code, message, param: null } }).frames)
+        ProviderServer.sse(
+          new Script().created().event("error", { error: { type, code, message, param: null } }).frames
+        )
       const limited = yield* runFailing([nested("too_many_requests", "too_many_requests", "Too Many Requests")])
       expect(limited.error).toStrictEqual(
         new AiError.RateLimited({ provider: "openai", message: "Too Many Requests (too_many_requests)" })
@@ -337,30 +407,46 @@ describe("Responses", () => {
       const script = new Script().created().messageStart("msg_1", 0)
         .event("response.output_text.delta", { item_id: "msg_1", output_index: 0, content_index: 0, delta: 42 })
       const { error } = yield* runFailing([ProviderServer.sse(script.frames)])
-      expect(error).toStrictEqual(new AiError.MalformedEvent({
-        provider: "openai",
-        event: "response.output_text.delta",
-        message: "delta: Expected string"
-      }))
+      expect(error).toStrictEqual(
+        new AiError.MalformedEvent({
+          provider: "openai",
+          event: "response.output_text.delta",
+          message: "delta: Expected string"
+        })
+      )
       const item = new Script().created().event("response.output_item.added", {
         output_index: 0,
         item: { id: "msg_1", type: "message", status: "in_progress", content: [{ type: "output_text", text: 7 }] }
       })
-      expect((yield* runFailing([ProviderServer.sse(item.frames)])).error).toStrictEqual(new AiError.MalformedEvent({
-        provider: "openai",
-        event: "response.output_item.added",
-        message: "item.content[0].text: Expected string"
-      }))
+      expect((yield* runFailing([ProviderServer.sse(item.frames)])).error).toStrictEqual(
+        new AiError.MalformedEvent({
+          provider: "openai",
+          event: "response.output_item.added",
+          message: "item.content[0].text: Expected string"
+        })
+      )
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("skips events of unknown types", () =>
     Effect.gen(function*() {
       const script = new Script().created()
         .event("response.web_search_call.in_progress", { output_index: 0, item_id: "ws_1" })
-        .event("response.output_item.added", { output_index: 0, item: { id: "ws_1", type: "web_search_call", status: "in_progress" } })
-        .event("response.output_item.done", { output_index: 0, item: { id: "ws_1", type: "web_search_call", status: "completed" } })
+        .event("response.output_item.added", {
+          output_index: 0,
+          item: { id: "ws_1", type: "web_search_call", status: "in_progress" }
+        })
+        .event("response.output_item.done", {
+          output_index: 0,
+          item: { id: "ws_1", type: "web_search_call", status: "completed" }
+        })
         .messageStart("msg_1", 1).textDeltas("msg_1", 1, ["found it"])
-        .event("response.output_text.annotation.added", { item_id: "msg_1", output_index: 1, content_index: 0, annotation_index: 0, annotation: { type: "url_citation" } })
+        .event("response.output_text.annotation.added", {
+          item_id: "msg_1",
+          output_index: 1,
+          content_index: 0,
+          annotation_index: 0,
+          annotation: { type: "url_citation" }
+        })
         .event("response.some_future_event", { anything: [1, 2, 3] })
         .messageDone("msg_1", 1, "found it")
         .completed(usage(3, 2))
@@ -379,21 +465,28 @@ describe("Responses", () => {
       expect(frames.every((frame) => frame.startsWith("data: "))).toBe(true)
       expect(Turn.text(completeTurn(yield* run([ProviderServer.sse(frames)])))).toBe("no names")
       const broken = [...new Script().created().frames, ProviderServer.sseEvent({ type: "response.output_text.delta" })]
-      const { error } = yield* runFailing([ProviderServer.sse(broken.map((frame) => frame.replace(/^event: .*\n/, "")))])
+      const { error } = yield* runFailing([
+        ProviderServer.sse(broken.map((frame) => frame.replace(/^event: .*\n/, "")))
+      ])
       expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.output_text.delta" })
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("layerConfig takes Config values, and reads OPENAI_API_KEY and OPENAI_BASE_URL by default", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
-      const answer = ProviderServer.sse(new Script().created().message("msg_1", 0, ["hi"]).completed(usage(1, 1)).frames)
+      const answer = ProviderServer.sse(
+        new Script().created().message("msg_1", 0, ["hi"]).completed(usage(1, 1)).frames
+      )
       yield* server.reply(answer, answer)
       const turn = (layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError>, env: Record<string, string>) =>
         Effect.gen(function*() {
           const model = yield* LanguageModel.LanguageModel
           return yield* Stream.runCollect(model.streamTurn(hello, {}))
         }).pipe(Effect.provide(layer.pipe(Layer.provide(ConfigProvider.layer(ConfigProvider.fromUnknown(env))))))
-      const standard = yield* turn(Responses.layerConfig(), { OPENAI_API_KEY: canary, OPENAI_BASE_URL: `${server.url}/` })
+      const standard = yield* turn(Responses.layerConfig(), {
+        OPENAI_API_KEY: canary,
+        OPENAI_BASE_URL: `${server.url}/`
+      })
       expect(Turn.text(completeTurn(standard))).toBe("hi")
       const own = yield* turn(
         Responses.layerConfig({

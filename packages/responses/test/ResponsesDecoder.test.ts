@@ -17,10 +17,16 @@ describe("ResponsesDecoder", () => {
   it.live("keeps each message's phase, on the item and its deltas, and leaves commentary out of the answer", () =>
     Effect.gen(function*() {
       const script = new Script().created()
-        .event("response.output_item.added", { output_index: 0, item: message("msg_c", "commentary", "", "in_progress") })
+        .event("response.output_item.added", {
+          output_index: 0,
+          item: message("msg_c", "commentary", "", "in_progress")
+        })
         .textDeltas("msg_c", 0, ["Let me ", "check."])
         .event("response.output_item.done", { output_index: 0, item: message("msg_c", "commentary", "Let me check.") })
-        .event("response.output_item.added", { output_index: 1, item: message("msg_f", "final_answer", "", "in_progress") })
+        .event("response.output_item.added", {
+          output_index: 1,
+          item: message("msg_f", "final_answer", "", "in_progress")
+        })
         .textDeltas("msg_f", 1, ["It is ", "sunny."])
         .event("response.output_item.done", { output_index: 1, item: message("msg_f", "final_answer", "It is sunny.") })
         .completed(usage(10, 8))
@@ -42,20 +48,34 @@ describe("ResponsesDecoder", () => {
   it.live("sends each assistant message's phase back on the next request", () =>
     Effect.gen(function*() {
       const first = new Script("resp_1").created()
-        .event("response.output_item.added", { output_index: 0, item: message("msg_c", "commentary", "", "in_progress") })
+        .event("response.output_item.added", {
+          output_index: 0,
+          item: message("msg_c", "commentary", "", "in_progress")
+        })
         .textDeltas("msg_c", 0, ["Checking."])
         .event("response.output_item.done", { output_index: 0, item: message("msg_c", "commentary", "Checking.") })
         .callStart("fc_1", 1, "call_1", "weather").callDone("fc_1", 1, "call_1", "weather", "{}")
         .completed(usage(5, 5))
       const turn = completeTurn(yield* run([ProviderServer.sse(first.frames)]))
-      const output: Item.FunctionCallOutput = { type: "function_call_output", id: "o1", status: "completed", call_id: "call_1", output: "\"sun\"" }
+      const output: Item.FunctionCallOutput = {
+        type: "function_call_output",
+        id: "o1",
+        status: "completed",
+        call_id: "call_1",
+        output: "\"sun\""
+      }
       const second = new Script("resp_2").created().message("msg_2", 0, ["Sun."]).completed(usage(9, 2))
       yield* run([ProviderServer.sse(second.frames)], {}, {}, [...hello, ...turn.items, output])
       const requests = yield* (yield* ProviderServer.ProviderServer).requests
       expect(requests[1]?.body).toMatchObject({
         input: [
           { type: "message", role: "user" },
-          { type: "message", role: "assistant", phase: "commentary", content: [{ type: "output_text", text: "Checking." }] },
+          {
+            type: "message",
+            role: "assistant",
+            phase: "commentary",
+            content: [{ type: "output_text", text: "Checking." }]
+          },
           { type: "function_call", call_id: "call_1" },
           { type: "function_call_output", call_id: "call_1" }
         ]
@@ -67,10 +87,16 @@ describe("ResponsesDecoder", () => {
       const withoutId = (type: string, extra: Record<string, unknown>) =>
         new Script("resp_created").created().message("msg_1", 0, ["ok"])
           .event(type, { response: { object: "response", status: "completed", model: "compat-model", ...extra } })
-      const completed = completeTurn(yield* run([ProviderServer.sse(withoutId("response.completed", { usage: usage(1, 1) }).frames)]))
+      const completed = completeTurn(
+        yield* run([ProviderServer.sse(withoutId("response.completed", { usage: usage(1, 1) }).frames)])
+      )
       expect(completed).toMatchObject({ responseId: "resp_created", model: "compat-model", stopReason: "stop" })
       const incomplete = completeTurn(
-        yield* run([ProviderServer.sse(withoutId("response.incomplete", { incomplete_details: { reason: "max_output_tokens" } }).frames)])
+        yield* run([
+          ProviderServer.sse(
+            withoutId("response.incomplete", { incomplete_details: { reason: "max_output_tokens" } }).frames
+          )
+        ])
       )
       expect(incomplete).toMatchObject({ responseId: "resp_created", stopReason: "max_tokens" })
       // A server that never names its response: the turn has no id rather than a made-up one.
@@ -84,9 +110,28 @@ describe("ResponsesDecoder", () => {
   it.live("keeps output items it does not model as extension items, and sends them back as they came", () =>
     Effect.gen(function*() {
       const others = [
-        { type: "custom_tool_call", id: "ctc_1", status: "completed", call_id: "call_c", name: "grammar", input: "x = 1" },
-        { type: "apply_patch_call", id: "apc_1", status: "completed", call_id: "call_p", operation: { type: "create_file", path: "a.txt", diff: "+a" } },
-        { type: "local_shell_call", id: "lsc_1", status: "completed", call_id: "call_l", action: { type: "exec", command: ["ls"] } },
+        {
+          type: "custom_tool_call",
+          id: "ctc_1",
+          status: "completed",
+          call_id: "call_c",
+          name: "grammar",
+          input: "x = 1"
+        },
+        {
+          type: "apply_patch_call",
+          id: "apc_1",
+          status: "completed",
+          call_id: "call_p",
+          operation: { type: "create_file", path: "a.txt", diff: "+a" }
+        },
+        {
+          type: "local_shell_call",
+          id: "lsc_1",
+          status: "completed",
+          call_id: "call_l",
+          action: { type: "exec", command: ["ls"] }
+        },
         { type: "shell_call", id: "sc_1", status: "in_progress", call_id: "call_s", action: { commands: ["pwd"] } },
         { type: "tool_search_call", id: "tsc_1", status: "completed", query: "weather" },
         { type: "mcp_approval_request", id: "mcpr_1", server_label: "deepwiki", name: "ask", arguments: "{}" },
@@ -106,11 +151,16 @@ describe("ResponsesDecoder", () => {
         data: item
       })))
       expect(Turn.text(turn)).toBe("Done.")
-      yield* run([ProviderServer.sse(new Script("resp_2").created().message("msg_2", 0, ["ok"]).completed(usage(1, 1)).frames)], {}, {}, [
-        ...hello,
-        ...turn.items,
-        { type: "x-app-note", id: "n", status: "completed", data: { mine: true } }
-      ])
+      yield* run(
+        [ProviderServer.sse(new Script("resp_2").created().message("msg_2", 0, ["ok"]).completed(usage(1, 1)).frames)],
+        {},
+        {},
+        [
+          ...hello,
+          ...turn.items,
+          { type: "x-app-note", id: "n", status: "completed", data: { mine: true } }
+        ]
+      )
       const requests = yield* (yield* ProviderServer.ProviderServer).requests
       const input = (requests[1]?.body as { readonly input: ReadonlyArray<unknown> }).input
       expect(input.slice(1, 1 + others.length)).toStrictEqual(others)
@@ -121,16 +171,44 @@ describe("ResponsesDecoder", () => {
     Effect.gen(function*() {
       const far = 4_294_967_295
       const script = new Script().created()
-        .event("response.output_item.added", { output_index: far, item: { id: "msg_far", type: "message", status: "in_progress", content: [] } })
-        .event("response.output_text.delta", { item_id: "msg_far", output_index: far, content_index: far, delta: "far " })
+        .event("response.output_item.added", {
+          output_index: far,
+          item: { id: "msg_far", type: "message", status: "in_progress", content: [] }
+        })
+        .event("response.output_text.delta", {
+          item_id: "msg_far",
+          output_index: far,
+          content_index: far,
+          delta: "far "
+        })
         .event("response.output_text.delta", { item_id: "msg_far", output_index: far, content_index: 0, delta: "near" })
-        .event("response.output_item.added", { output_index: 0, item: { id: "rs_far", type: "reasoning", summary: [] } })
-        .event("response.reasoning_summary_text.delta", { item_id: "rs_far", output_index: 0, summary_index: far - 1, delta: "deep" })
+        .event("response.output_item.added", {
+          output_index: 0,
+          item: { id: "rs_far", type: "reasoning", summary: [] }
+        })
+        .event("response.reasoning_summary_text.delta", {
+          item_id: "rs_far",
+          output_index: 0,
+          summary_index: far - 1,
+          delta: "deep"
+        })
         .completed(usage(1, 1))
       const turn = completeTurn(yield* run([ProviderServer.sse(script.frames)]))
       expect(turn.items).toStrictEqual([
-        { type: "reasoning", id: "rs_far", status: "completed", content: [], summary: [{ type: "output_text", text: "deep" }] },
-        { type: "message", id: "msg_far", status: "completed", role: "assistant", content: [{ type: "output_text", text: "near" }, { type: "output_text", text: "far " }] }
+        {
+          type: "reasoning",
+          id: "rs_far",
+          status: "completed",
+          content: [],
+          summary: [{ type: "output_text", text: "deep" }]
+        },
+        {
+          type: "message",
+          id: "msg_far",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text: "near" }, { type: "output_text", text: "far " }]
+        }
       ])
       for (const index of [-1, 1.5, 1e300, "0"]) {
         const bad = new Script().created().messageStart("msg_1", 0)
@@ -144,19 +222,33 @@ describe("ResponsesDecoder", () => {
   it.live("classifies insufficient_quota as QuotaExceeded whether it comes as a 429 or in the stream, and never retries it", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
-      const quota = { message: "You exceeded your current quota.", type: "insufficient_quota", code: "insufficient_quota", param: null }
+      const quota = {
+        message: "You exceeded your current quota.",
+        type: "insufficient_quota",
+        code: "insufficient_quota",
+        param: null
+      }
       const policy = { retryPolicy: Schedule.recurs(3) }
       const http = yield* runFailing([ProviderServer.status(429, { error: quota })], policy)
-      expect(http.error).toStrictEqual(new AiError.QuotaExceeded({
-        provider: "openai",
-        status: 429,
-        message: "You exceeded your current quota. (insufficient_quota)"
-      }))
-      const event = yield* runFailing([ProviderServer.sse(new Script().created().event("error", { error: quota }).frames)], policy)
-      expect(event.error).toStrictEqual(
-        new AiError.QuotaExceeded({ provider: "openai", message: "You exceeded your current quota. (insufficient_quota)" })
+      expect(http.error).toStrictEqual(
+        new AiError.QuotaExceeded({
+          provider: "openai",
+          status: 429,
+          message: "You exceeded your current quota. (insufficient_quota)"
+        })
       )
-      const failed = yield* runFailing([ProviderServer.sse(new Script().created().failed("insufficient_quota", quota.message).frames)], policy)
+      const event = yield* runFailing([
+        ProviderServer.sse(new Script().created().event("error", { error: quota }).frames)
+      ], policy)
+      expect(event.error).toStrictEqual(
+        new AiError.QuotaExceeded({
+          provider: "openai",
+          message: "You exceeded your current quota. (insufficient_quota)"
+        })
+      )
+      const failed = yield* runFailing([
+        ProviderServer.sse(new Script().created().failed("insufficient_quota", quota.message).frames)
+      ], policy)
       expect(failed.error._tag).toBe("QuotaExceeded")
       expect(yield* server.requests).toHaveLength(3)
     }).pipe(Effect.provide(TestLayer)))

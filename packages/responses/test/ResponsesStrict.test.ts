@@ -104,7 +104,8 @@ describe("ResponsesStrict.make", () => {
   it("takes the model's nulls for optional keys out again, and nothing else", () => {
     const normalize = ResponsesStrict.make(weather).normalize
     expect(normalize).toBeDefined()
-    const text = "{\"city\":\"Oslo\",\"unit\":null,\"note\":null,\"stops\":[{\"name\":\"a\",\"minutes\":null},{\"name\":\"b\",\"minutes\":3}]}"
+    const text =
+      "{\"city\":\"Oslo\",\"unit\":null,\"note\":null,\"stops\":[{\"name\":\"a\",\"minutes\":null},{\"name\":\"b\",\"minutes\":3}]}"
     expect(JSON.parse(normalize!(text))).toStrictEqual({
       city: "Oslo",
       note: null,
@@ -113,7 +114,12 @@ describe("ResponsesStrict.make", () => {
     const clean = "{\"city\": \"Oslo\", \"stops\": []}"
     expect(normalize!(clean)).toBe(clean)
     expect(normalize!("not json")).toBe("not json")
-    const closed = { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false }
+    const closed = {
+      type: "object",
+      properties: { city: { type: "string" } },
+      required: ["city"],
+      additionalProperties: false
+    }
     expect(ResponsesStrict.make(closed)).toStrictEqual({ schema: closed, strict: true, normalize: undefined })
   })
 
@@ -181,7 +187,9 @@ describe("strict tools and structured output over HTTP", () => {
         additionalProperties: false
       }
       const answer = "{\"city\":\"Oslo\",\"note\":null}"
-      const script = new Script().created().message("msg_1", 0, [answer.slice(0, 7), answer.slice(7)]).completed(usage(5, 5))
+      const script = new Script().created().message("msg_1", 0, [answer.slice(0, 7), answer.slice(7)]).completed(
+        usage(5, 5)
+      )
       const deltas = yield* run([ProviderServer.sse(script.frames)], { output: { name: "Answer", schema } })
       const [request] = yield* (yield* ProviderServer.ProviderServer).requests
       expect(request?.body).toMatchObject({

@@ -92,7 +92,10 @@ const cases: ReadonlyArray<Case> = [
       items: [
         message("msg_r", "", { content: [{ type: "refusal", refusal: "I can’t help with that request." }] }),
         message("msg_m", "", {
-          content: [{ type: "output_text", text: "Here is what I can say: " }, { type: "refusal", refusal: "not the rest 🙅." }]
+          content: [{ type: "output_text", text: "Here is what I can say: " }, {
+            type: "refusal",
+            refusal: "not the rest 🙅."
+          }]
         })
       ],
       usage: { input: 30, output: 12, total: 42 },
@@ -158,7 +161,12 @@ const cases: ReadonlyArray<Case> = [
           type: "x-openai.web_search_call",
           id: "ws_1",
           status: "completed",
-          data: { type: "web_search_call", id: "ws_1", status: "completed", action: { type: "search", query: "weather Zürich" } }
+          data: {
+            type: "web_search_call",
+            id: "ws_1",
+            status: "completed",
+            action: { type: "search", query: "weather Zürich" }
+          }
         },
         Item.assistantMessage("It is sunny. "),
         Item.assistantMessage("And warm.")
@@ -196,7 +204,9 @@ const decodedAs = ({ turn, providerStopReason }: Case): Turn.Turn => {
   const { cost: _cost, providerStopReason: _reason, ...rest } = turn
   return {
     ...rest,
-    items: turn.items.map((item) => item.type === "reasoning" && item.summary === undefined ? { ...item, summary: [] } : item),
+    items: turn.items.map((item) =>
+      item.type === "reasoning" && item.summary === undefined ? { ...item, summary: [] } : item
+    ),
     model: turn.model ?? Responses.defaultModel,
     responseId: turn.responseId ?? ResponsesWire.defaultResponseId,
     ...(providerStopReason === undefined ? {} : { providerStopReason })
@@ -221,7 +231,11 @@ const deltasOf = (turn: Turn.Turn, size: number): Array<TurnDelta.TurnDelta> => 
           for (const delta of split(part.refusal, size)) out.push({ type: "refusal_delta", delta })
         } else {
           for (const delta of split(part.text, size)) {
-            out.push(item.phase === undefined ? { type: "text_delta", delta } : { type: "text_delta", delta, phase: item.phase })
+            out.push(
+              item.phase === undefined
+                ? { type: "text_delta", delta }
+                : { type: "text_delta", delta, phase: item.phase }
+            )
           }
         }
       }
@@ -232,7 +246,9 @@ const deltasOf = (turn: Turn.Turn, size: number): Array<TurnDelta.TurnDelta> => 
     } else if (item.type === "function_call") {
       const { call_id, name } = item
       out.push({ type: "function_call_start", call_id, name })
-      for (const delta of split(item.arguments, size)) out.push({ type: "function_call_arguments_delta", call_id, delta })
+      for (const delta of split(item.arguments, size)) {
+        out.push({ type: "function_call_arguments_delta", call_id, delta })
+      }
       out.push({ type: "function_call_done", call_id, name, arguments: item.arguments })
     }
   }
@@ -253,7 +269,9 @@ const eventsOf = (frames: ReadonlyArray<string>): Array<{ readonly type: string;
     return event
   })
 
-const sizes: ReadonlyArray<{ readonly options: ProviderWire.TurnOptions; readonly size: number; readonly bytes?: number }> = [
+const sizes: ReadonlyArray<
+  { readonly options: ProviderWire.TurnOptions; readonly size: number; readonly bytes?: number }
+> = [
   { options: { chunkSize: 1 }, size: 1, bytes: 7 },
   { options: { chunkSize: 3 }, size: 3, bytes: 5 },
   { options: {}, size: 16 },
@@ -261,7 +279,8 @@ const sizes: ReadonlyArray<{ readonly options: ProviderWire.TurnOptions; readonl
 ]
 
 /** Serves `answer` as the loopback server's reply. */
-const reply = (answer: ProviderWire.HttpAnswer) => ProviderServer.status(answer.status, answer.body, { ...answer.headers })
+const reply = (answer: ProviderWire.HttpAnswer) =>
+  ProviderServer.status(answer.status, answer.body, { ...answer.headers })
 
 describe("ResponsesWire", () => {
   describe("turn", () => {
@@ -271,12 +290,15 @@ describe("ResponsesWire", () => {
           for (const { bytes, options, size } of sizes) {
             const frames = wire.turn(c.turn, options)
             const events = eventsOf(frames)
-            expect(events.at(-1)?.type).toBe(c.providerStopReason === undefined ? "response.completed" : "response.incomplete")
+            expect(events.at(-1)?.type).toBe(
+              c.providerStopReason === undefined ? "response.completed" : "response.incomplete"
+            )
             const deltas = yield* run([ProviderServer.sse(frames, { chunkSize: bytes })])
             const turn = completeTurn(deltas)
             expect(turn, `chunkSize ${size}`).toStrictEqual(decodedAs(c))
             expect(deltas.slice(0, -1), `chunkSize ${size}`).toStrictEqual(deltasOf(c.turn, size))
-            const answer = deltas.flatMap((d) => d.type === "text_delta" && d.phase !== "commentary" ? [d.delta] : []).join("")
+            const answer = deltas.flatMap((d) => d.type === "text_delta" && d.phase !== "commentary" ? [d.delta] : [])
+              .join("")
             expect(answer).toBe(Turn.text(c.turn))
           }
         }).pipe(Effect.provide(TestLayer)))
@@ -384,7 +406,12 @@ describe("ResponsesWire", () => {
         /x-app\.note.*not an OpenAI output item/
       )
       throws(
-        turn([{ type: "x-anthropic.server_tool_use", id: "st_1", status: "completed", data: { type: "server_tool_use" } }]),
+        turn([{
+          type: "x-anthropic.server_tool_use",
+          id: "st_1",
+          status: "completed",
+          data: { type: "server_tool_use" }
+        }]),
         /not an OpenAI output item/
       )
       const search = (data: Item.Extension["data"]): Item.Extension => ({
@@ -395,10 +422,22 @@ describe("ResponsesWire", () => {
       })
       throws(turn([search({ type: "file_search_call", id: "ws_1" })]), /data of type "file_search_call"/)
       throws(turn([search({ type: "web_search_call", id: "ws_2" })]), /data with id "ws_2"/)
-      throws(turn([search({ type: "web_search_call", id: "ws_1", status: "failed" })]), /is completed but its data says failed/)
-      throws(turn([message("msg_1", "", { content: [{ type: "input_text", text: "?" }] })]), /msg_1 has an input_text part/)
       throws(
-        turn([{ type: "reasoning", id: "rs_1", status: "completed", content: [], summary: [{ type: "refusal", refusal: "x" }] }]),
+        turn([search({ type: "web_search_call", id: "ws_1", status: "failed" })]),
+        /is completed but its data says failed/
+      )
+      throws(
+        turn([message("msg_1", "", { content: [{ type: "input_text", text: "?" }] })]),
+        /msg_1 has an input_text part/
+      )
+      throws(
+        turn([{
+          type: "reasoning",
+          id: "rs_1",
+          status: "completed",
+          content: [],
+          summary: [{ type: "refusal", refusal: "x" }]
+        }]),
         /reasoning item rs_1 has a refusal part in its summary/
       )
       throws(turn([call("a", "f", "{}")], "stop"), /stopReason "stop" cannot be sent with them/)
@@ -411,7 +450,9 @@ describe("ResponsesWire", () => {
   describe("error", () => {
     const seconds = Duration.seconds
     /** Each error the wire sends, and the error the provider reads back when it is not the same. */
-    const errors: { readonly [Tag in AiError.AiError["_tag"]]: ReadonlyArray<readonly [AiError.AiError, AiError.AiError?]> } = {
+    const errors: {
+      readonly [Tag in AiError.AiError["_tag"]]: ReadonlyArray<readonly [AiError.AiError, AiError.AiError?]>
+    } = {
       AuthFailed: [
         [new AiError.AuthFailed({ provider, status: 401, message: "Incorrect API key provided: sk-proj-****." })],
         [new AiError.AuthFailed({ provider, status: 403, message: "Country, region, or territory not supported" })],
@@ -426,7 +467,13 @@ describe("ResponsesWire", () => {
         [new AiError.RateLimited({ provider, message: "a moment", retryAfter: Duration.millis(1500) })]
       ],
       QuotaExceeded: [
-        [new AiError.QuotaExceeded({ provider, status: 429, message: "You exceeded your current quota. (insufficient_quota)" })],
+        [
+          new AiError.QuotaExceeded({
+            provider,
+            status: 429,
+            message: "You exceeded your current quota. (insufficient_quota)"
+          })
+        ],
         [
           new AiError.QuotaExceeded({ provider, message: "no credit left" }),
           new AiError.QuotaExceeded({ provider, status: 429, message: "no credit left (insufficient_quota)" })
@@ -435,7 +482,10 @@ describe("ResponsesWire", () => {
       Timeout: [[new AiError.Timeout({ provider, message: "the request took longer than 1m" })]],
       ContextLengthExceeded: [
         [
-          new AiError.ContextLengthExceeded({ provider, message: "Your input exceeds the context window of this model." }),
+          new AiError.ContextLengthExceeded({
+            provider,
+            message: "Your input exceeds the context window of this model."
+          }),
           new AiError.ContextLengthExceeded({
             provider,
             message: "Your input exceeds the context window of this model. (context_length_exceeded)"
@@ -444,7 +494,13 @@ describe("ResponsesWire", () => {
         [new AiError.ContextLengthExceeded({ provider, message: "too long (context_length_exceeded)" })]
       ],
       InvalidRequest: [
-        [new AiError.InvalidRequest({ provider, status: 400, message: "Invalid value: 'banana'. Supported values are: 'low'." })],
+        [
+          new AiError.InvalidRequest({
+            provider,
+            status: 400,
+            message: "Invalid value: 'banana'. Supported values are: 'low'."
+          })
+        ],
         [new AiError.InvalidRequest({ provider, status: 404, message: "The model `gpt-9` does not exist." })],
         [
           new AiError.InvalidRequest({ provider, message: "no status" }),
@@ -455,12 +511,26 @@ describe("ResponsesWire", () => {
           new AiError.InvalidRequest({ provider, status: 400, message: "a status that means another error" })
         ],
         [
-          new AiError.InvalidRequest({ provider, status: 400, message: "max_output_tokens exceeds the maximum context length" }),
-          new AiError.InvalidRequest({ provider, status: 422, message: "max_output_tokens exceeds the maximum context length" })
+          new AiError.InvalidRequest({
+            provider,
+            status: 400,
+            message: "max_output_tokens exceeds the maximum context length"
+          }),
+          new AiError.InvalidRequest({
+            provider,
+            status: 422,
+            message: "max_output_tokens exceeds the maximum context length"
+          })
         ]
       ],
       Unavailable: [
-        [new AiError.Unavailable({ provider, status: 500, message: "The server had an error while processing your request." })],
+        [
+          new AiError.Unavailable({
+            provider,
+            status: 500,
+            message: "The server had an error while processing your request."
+          })
+        ],
         [new AiError.Unavailable({ provider, status: 503, message: "overloaded", retryAfter: seconds(30) })],
         [
           new AiError.Unavailable({ provider, message: "fetch failed" }),
@@ -472,7 +542,13 @@ describe("ResponsesWire", () => {
         ]
       ],
       MalformedEvent: [
-        [new AiError.MalformedEvent({ provider, event: "response.output_text.delta", message: "delta: Expected string" })],
+        [
+          new AiError.MalformedEvent({
+            provider,
+            event: "response.output_text.delta",
+            message: "delta: Expected string"
+          })
+        ],
         [new AiError.MalformedEvent({ provider, event: "response.completed", message: "response: Expected object" })],
         [new AiError.MalformedEvent({ provider, event: "message", message: "data is not JSON" })],
         [
@@ -530,20 +606,28 @@ describe("ResponsesWire", () => {
 
     it("sends Retry-After in whole seconds, and OpenAI's retry-after-ms when the wait is not whole seconds", () => {
       const rateLimited = (retryAfter?: Duration.Duration) =>
-        wire.error(new AiError.RateLimited({ provider, message: "m", ...(retryAfter === undefined ? {} : { retryAfter }) }))
-      expect(rateLimited(Duration.seconds(20)).headers).toStrictEqual({ "content-type": "application/json", "retry-after": "20" })
+        wire.error(
+          new AiError.RateLimited({ provider, message: "m", ...(retryAfter === undefined ? {} : { retryAfter }) })
+        )
+      expect(rateLimited(Duration.seconds(20)).headers).toStrictEqual({
+        "content-type": "application/json",
+        "retry-after": "20"
+      })
       expect(rateLimited(Duration.millis(1500)).headers)
         .toStrictEqual({ "content-type": "application/json", "retry-after": "2", "retry-after-ms": "1500" })
       expect(rateLimited().headers).toStrictEqual({ "content-type": "application/json" })
-      expect(wire.error(new AiError.Unavailable({ provider, status: 503, message: "m", retryAfter: Duration.seconds(3) })))
+      expect(
+        wire.error(new AiError.Unavailable({ provider, status: 503, message: "m", retryAfter: Duration.seconds(3) }))
+      )
         .toMatchObject({ status: 503, headers: { "retry-after": "3" } })
     })
 
     it("writes OpenAI's error bodies", () => {
       const body = (error: AiError.AiError) => JSON.parse(wire.error(error).body)
-      expect(body(new AiError.QuotaExceeded({ provider, status: 429, message: "Quota (insufficient_quota)" }))).toStrictEqual({
-        error: { message: "Quota", type: "insufficient_quota", param: null, code: "insufficient_quota" }
-      })
+      expect(body(new AiError.QuotaExceeded({ provider, status: 429, message: "Quota (insufficient_quota)" })))
+        .toStrictEqual({
+          error: { message: "Quota", type: "insufficient_quota", param: null, code: "insufficient_quota" }
+        })
       expect(body(new AiError.ContextLengthExceeded({ provider, message: "Too long." }))).toStrictEqual({
         error: { message: "Too long.", type: "invalid_request_error", param: "input", code: "context_length_exceeded" }
       })

@@ -4,12 +4,12 @@
  * exporter: the GenAI span tree, the provider's HTTP-level attributes, and the
  * API key nowhere in what is exported.
  */
-import * as OtelTracer from "@effect/opentelemetry/OtelTracer"
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { AgentLoop, Tool, Toolkit } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
+import * as OtelTracer from "@effect/opentelemetry/OtelTracer"
 import { describe, expect, it } from "@effect/vitest"
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { Responses } from "../src/index.ts"
 import { canary, model, Script, TestLayer, usage } from "./fixtures.ts"
@@ -51,13 +51,15 @@ describe("traces over the Responses provider", () => {
       const second = new Script("resp_2").created().message("msg_1", 0, ["2 + 3 = 5"]).completed(usage(80, 8))
       yield* server.reply(ProviderServer.sse(first.frames), ProviderServer.sse(second.frames))
 
-      const result = yield* Effect.flatMap(AgentLoop.AgentLoop, (agent) =>
-        agent.run({ input: "Add 2 and 3", toolkit: Toolkit.make(add), model, name: "adder" })).pipe(
-          Effect.provide(AgentLoop.layer.pipe(
-            Layer.provide(Responses.layer({ apiKey: Redacted.make(canary), baseUrl: server.url }))
-          )),
-          Effect.provide(tracer)
-        )
+      const result = yield* Effect.flatMap(
+        AgentLoop.AgentLoop,
+        (agent) => agent.run({ input: "Add 2 and 3", toolkit: Toolkit.make(add), model, name: "adder" })
+      ).pipe(
+        Effect.provide(AgentLoop.layer.pipe(
+          Layer.provide(Responses.layer({ apiKey: Redacted.make(canary), baseUrl: server.url }))
+        )),
+        Effect.provide(tracer)
+      )
       expect(result._tag === "Stopped" && result.output).toBe("2 + 3 = 5")
 
       const spans = exporter.getFinishedSpans()
@@ -80,7 +82,9 @@ describe("traces over the Responses provider", () => {
       expect(chats[1]!.attributes["gen_ai.response.id"]).toBe("resp_2")
       // Each turn's HTTP request has its span (named by its method, as OpenTelemetry's HTTP conventions say) below it.
       const requests = spans.filter((span) => span.name === "POST")
-      expect(requests.map((span) => span.parentSpanContext?.spanId)).toStrictEqual(chats.map((span) => span.spanContext().spanId))
+      expect(requests.map((span) => span.parentSpanContext?.spanId)).toStrictEqual(
+        chats.map((span) => span.spanContext().spanId)
+      )
       // The key went to the server, and nowhere into what is exported.
       const [received] = yield* server.requests
       expect(received?.headers["authorization"]).toBe(`Bearer ${canary}`)

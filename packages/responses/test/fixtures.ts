@@ -83,7 +83,9 @@ export class Script {
       item_id: itemId,
       output_index: outputIndex,
       content_index: 0,
-      part: part === "output_text" ? { type: "output_text", text: "", annotations: [] } : { type: "refusal", refusal: "" }
+      part: part === "output_text"
+        ? { type: "output_text", text: "", annotations: [] }
+        : { type: "refusal", refusal: "" }
     })
   }
 
@@ -128,7 +130,12 @@ export class Script {
     }
     const refusal = deltas.join("")
     const part = { type: "refusal", refusal }
-    return this.event("response.refusal.done", { item_id: itemId, output_index: outputIndex, content_index: 0, refusal })
+    return this.event("response.refusal.done", {
+      item_id: itemId,
+      output_index: outputIndex,
+      content_index: 0,
+      refusal
+    })
       .event("response.content_part.done", { item_id: itemId, output_index: outputIndex, content_index: 0, part })
       .event("response.output_item.done", {
         output_index: outputIndex,
@@ -158,7 +165,12 @@ export class Script {
     })
   }
 
-  reasoning(itemId: string, outputIndex: number, summaries: ReadonlyArray<ReadonlyArray<string>>, encrypted?: string): this {
+  reasoning(
+    itemId: string,
+    outputIndex: number,
+    summaries: ReadonlyArray<ReadonlyArray<string>>,
+    encrypted?: string
+  ): this {
     this.event("response.output_item.added", {
       output_index: outputIndex,
       item: { id: itemId, type: "reasoning", summary: [] }
@@ -227,7 +239,9 @@ export const conformance: ProviderHarness.Fixture = {
     return script.frames
   },
   serverError: (message) =>
-    new Script().created().event("error", { error: { type: "server_error", code: "server_error", message, param: null } })
+    new Script().created().event("error", {
+      error: { type: "server_error", code: "server_error", message, param: null }
+    })
       .frames
 }
 
@@ -287,6 +301,7 @@ export const completeTurn = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): Turn.T
   return last.turn
 }
 
-export const textOf = (deltas: ReadonlyArray<TurnDelta.TurnDelta>, type: "text_delta" | "refusal_delta" | "reasoning_delta") =>
-  deltas.flatMap((d) => d.type === type ? [d.delta] : []).join("")
-
+export const textOf = (
+  deltas: ReadonlyArray<TurnDelta.TurnDelta>,
+  type: "text_delta" | "refusal_delta" | "reasoning_delta"
+) => deltas.flatMap((d) => d.type === type ? [d.delta] : []).join("")

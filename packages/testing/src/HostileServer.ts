@@ -7,13 +7,13 @@
  *
  * @since 0.1.0
  */
-import { Effect, Redacted } from "effect"
-import { HttpClient } from "effect/http"
-import * as assert from "node:assert/strict"
 import * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as ProviderRetry from "@agentloop/core/ProviderRetry"
 import * as ProviderStream from "@agentloop/core/ProviderStream"
 import * as Turn from "@agentloop/core/Turn"
+import { Effect, Redacted } from "effect"
+import { HttpClient } from "effect/http"
+import * as assert from "node:assert/strict"
 import type { Case } from "./ProviderConformance.ts"
 import * as ProviderHarness from "./ProviderHarness.ts"
 import * as ProviderServer from "./ProviderServer.ts"
@@ -42,11 +42,18 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => 
         )
         const errors = results.flatMap((result) => result.error === undefined ? [] : [result.error])
         assert.equal(errors.length, 3)
-        for (const error of errors) assert.equal(JSON.stringify(error).includes(ProviderHarness.canary), false, error.message)
-        assert.equal(JSON.stringify(results.map((result) => result.deltas)).includes(ProviderHarness.canary), false)
+        for (const error of errors) {
+          assert.equal(JSON.stringify(error).includes(ProviderHarness.canary), false, error.message)
+        }
+        assert.equal(
+          JSON.stringify(results.map((result) => result.deltas)).includes(ProviderHarness.canary),
+          false
+        )
         const seen = SpanRecorder.text(spans)
         assert.equal(seen.includes(ProviderHarness.canary), false)
-        const clientSpans = spans.filter((span) => span.attributes.has(`http.request.header.${fixture.credentialHeader}`))
+        const clientSpans = spans.filter((span) =>
+          span.attributes.has(`http.request.header.${fixture.credentialHeader}`)
+        )
         assert.equal(clientSpans.length, 4)
         for (const span of clientSpans) {
           assert.equal(span.attributes.get(`http.request.header.${fixture.credentialHeader}`), "<redacted>")
@@ -91,9 +98,13 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => 
         base.username = "user"
         base.password = ProviderHarness.canary
         const model = yield* LanguageModel.LanguageModel.pipe(
-          Effect.provide(fixture.layer({ apiKey: Redacted.make("sk-other"), baseUrl: base.href, retryPolicy: ProviderRetry.none }))
+          Effect.provide(
+            fixture.layer({ apiKey: Redacted.make("sk-other"), baseUrl: base.href, retryPolicy: ProviderRetry.none })
+          )
         )
-        const error = ProviderHarness.failed(yield* ProviderHarness.turn(model).pipe(Effect.withSpan("chat"), Effect.withTracer(tracer)))
+        const error = ProviderHarness.failed(
+          yield* ProviderHarness.turn(model).pipe(Effect.withSpan("chat"), Effect.withTracer(tracer))
+        )
         assert.equal(error._tag, "InvalidRequest")
         assert.equal(JSON.stringify(error).includes(ProviderHarness.canary), false)
         assert.equal(SpanRecorder.text(spans).includes(ProviderHarness.canary), false)
@@ -120,4 +131,3 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => 
       }))
   }
 ]
-

@@ -8,10 +8,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, Schema, Stream } from "effect"
 import * as AiError from "@agentloop/core/AiError"
 import * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Turn from "@agentloop/core/Turn"
+import { Effect, Layer, Schema, Stream } from "effect"
 import * as MockLanguageModel from "./MockLanguageModel.ts"
 import * as ProviderServer from "./ProviderServer.ts"
 

@@ -8,7 +8,6 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Ref, Stream } from "effect"
 import * as AiError from "@agentloop/core/AiError"
 import type * as Item from "@agentloop/core/Item"
 import { LanguageModel } from "@agentloop/core/LanguageModel"
@@ -17,6 +16,7 @@ import { pieces } from "@agentloop/core/ProviderWire"
 import * as TokenUsage from "@agentloop/core/TokenUsage"
 import type { StopReason, Turn } from "@agentloop/core/Turn"
 import type { TurnDelta } from "@agentloop/core/TurnDelta"
+import { Context, Duration, Effect, Layer, Ref, Stream } from "effect"
 
 /** A reply that streams the first `after` deltas of `turn` (never its `turn_complete`), then fails with `error`. */
 export interface Partial {

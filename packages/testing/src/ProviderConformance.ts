@@ -18,10 +18,10 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Schedule, Stream } from "effect"
-import * as assert from "node:assert/strict"
 import type * as AiError from "@agentloop/core/AiError"
 import * as Turn from "@agentloop/core/Turn"
+import { Deferred, Duration, Effect, Exit, Fiber, Schedule, Stream } from "effect"
+import * as assert from "node:assert/strict"
 import * as HostileServer from "./HostileServer.ts"
 import * as ProviderHarness from "./ProviderHarness.ts"
 import * as ProviderServer from "./ProviderServer.ts"
@@ -91,10 +91,18 @@ const turnCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
         ))
         const { deltas } = yield* ProviderHarness.turn(model)
         for (const call of calls) {
-          const pieces = deltas.flatMap((d) => d.type === "function_call_arguments_delta" && d.call_id === call.id ? [d.delta] : [])
+          const pieces = deltas.flatMap((d) =>
+            d.type === "function_call_arguments_delta" && d.call_id === call.id ? [d.delta] : []
+          )
           assert.equal(pieces.join(""), call.arguments)
-          assert.ok(deltas.some((d) => d.type === "function_call_start" && d.call_id === call.id && d.name === call.name))
-          assert.ok(deltas.some((d) => d.type === "function_call_done" && d.call_id === call.id && d.arguments === call.arguments))
+          assert.ok(
+            deltas.some((d) => d.type === "function_call_start" && d.call_id === call.id && d.name === call.name)
+          )
+          assert.ok(
+            deltas.some((d) =>
+              d.type === "function_call_done" && d.call_id === call.id && d.arguments === call.arguments
+            )
+          )
         }
         const result = ProviderHarness.completed(deltas)
         assert.equal(result.stopReason, "tool_calls")
@@ -199,7 +207,9 @@ const errorCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
     clock: "live",
     test: ProviderHarness.run(fixture, (server, model) =>
       Effect.gen(function*() {
-        yield* server.reply(ProviderServer.sse([...fixture.frames(WireTurn.text("a"), { complete: false }), "data: {\"broken\n\n"]))
+        yield* server.reply(
+          ProviderServer.sse([...fixture.frames(WireTurn.text("a"), { complete: false }), "data: {\"broken\n\n"])
+        )
         assert.equal(ProviderHarness.failed(yield* ProviderHarness.turn(model))._tag, "MalformedEvent")
       }))
   }
@@ -240,7 +250,9 @@ const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
       Effect.gen(function*() {
         // Comments every 10 ms keep the stream from ever being idle for 250 ms, so only the turn's deadline
         // can end it; the margins are wide, so a busy machine's pauses do not fire the idle timeout instead.
-        yield* server.reply(ProviderServer.sse(fixture.frames(WireTurn.text("still"), { complete: false }), { keepalive: "10 millis" }))
+        yield* server.reply(
+          ProviderServer.sse(fixture.frames(WireTurn.text("still"), { complete: false }), { keepalive: "10 millis" })
+        )
         const result = yield* ProviderHarness.turn(model)
         assert.equal(ProviderHarness.joined(result.deltas, "text_delta"), "still")
         const error = ProviderHarness.failed(result)

@@ -5,11 +5,6 @@
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Stream } from "effect"
-import type { Scope } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
-import { TestClock } from "effect/testing"
-import * as assert from "node:assert/strict"
 import type * as AiError from "@agentloop/core/AiError"
 import * as Item from "@agentloop/core/Item"
 import * as LanguageModel from "@agentloop/core/LanguageModel"
@@ -18,6 +13,11 @@ import * as ProviderRetry from "@agentloop/core/ProviderRetry"
 import type * as TokenUsage from "@agentloop/core/TokenUsage"
 import type * as Turn from "@agentloop/core/Turn"
 import type * as TurnDelta from "@agentloop/core/TurnDelta"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Stream } from "effect"
+import type { Scope } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
+import { TestClock } from "effect/testing"
+import * as assert from "node:assert/strict"
 import * as ProviderServer from "./ProviderServer.ts"
 import type * as WireTurn from "./WireTurn.ts"
 
@@ -28,7 +28,9 @@ export interface Fixture {
   /** The lower-case header that carries the key. */
   readonly credentialHeader: string
   /** The provider's layer with these settings, on the `HttpClient` in context. */
-  readonly layer: (settings: Provider.Settings) => Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient>
+  readonly layer: (
+    settings: Provider.Settings
+  ) => Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient>
   /** The SSE frames of `turn` in the provider's documented wire format; `complete: false` leaves out what ends the turn. */
   readonly frames: (turn: WireTurn.WireTurn, options?: { readonly complete: boolean }) => ReadonlyArray<string>
   /** The frames of a stream that fails, before any delta, with a server error saying `message`. */
@@ -69,7 +71,14 @@ export const run = <A, E>(
   Effect.gen(function*() {
     const server = yield* ProviderServer.ProviderServer
     const model = yield* LanguageModel.LanguageModel.pipe(
-      Effect.provide(fixture.layer({ apiKey: Redacted.make(canary), baseUrl: server.url, retryPolicy: ProviderRetry.none, ...settings }))
+      Effect.provide(
+        fixture.layer({
+          apiKey: Redacted.make(canary),
+          baseUrl: server.url,
+          retryPolicy: ProviderRetry.none,
+          ...settings
+        })
+      )
     )
     return yield* body(server, model)
   }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)))
@@ -82,7 +91,10 @@ export const turn = (model: Model, options: LanguageModel.TurnOptions = {}) =>
       Stream.runForEachArray((chunk) => Effect.sync(() => deltas.push(...chunk))),
       Effect.exit
     )
-    return { deltas, error: Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined }
+    return {
+      deltas,
+      error: Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+    }
   })
 
 /** The turn that completes `deltas`, checking it is their one and last `turn_complete`. */

@@ -14,13 +14,25 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import { Context, Deferred, Duration, Effect, Layer, Option, Ref, Schema, type Scope, Stream, SubscriptionRef } from "effect"
-import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
-import * as Http from "node:http"
 import * as AiError from "@agentloop/core/AiError"
 import type * as ProviderWire from "@agentloop/core/ProviderWire"
 import type * as Turn from "@agentloop/core/Turn"
+import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
+import {
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Layer,
+  Option,
+  Ref,
+  Schema,
+  type Scope,
+  Stream,
+  SubscriptionRef
+} from "effect"
+import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Http from "node:http"
 
 /** A request the server received. */
 export interface RecordedRequest {
@@ -246,7 +258,9 @@ const split = (bytes: Uint8Array, size: number): Array<Uint8Array> => {
 
 /** The writes of an SSE reply, `end` bytes in all: its frames, or pieces of `chunkSize` bytes. */
 const writesOf = (reply: SseReply, end: number): Array<Uint8Array> => {
-  const units = reply.chunkSize === undefined || reply.chunkSize <= 0 ? reply.frames : split(concat(reply.frames), reply.chunkSize)
+  const units = reply.chunkSize === undefined || reply.chunkSize <= 0
+    ? reply.frames
+    : split(concat(reply.frames), reply.chunkSize)
   const out: Array<Uint8Array> = []
   let sent = 0
   for (const unit of units) {
@@ -380,7 +394,10 @@ export const make = (options: Options = {}): Effect.Effect<ProviderServer["Servi
     /** The answer to the request: the next queued one, else the handler's, else a refusal that says why. */
     const answerFor = (received: RecordedRequest, index: number): Effect.Effect<Reply> =>
       Effect.gen(function*() {
-        const queued = yield* Ref.modify(queue, (answers): [Answer | undefined, ReadonlyArray<Answer>] => [answers[0], answers.slice(1)])
+        const queued = yield* Ref.modify(
+          queue,
+          (answers): [Answer | undefined, ReadonlyArray<Answer>] => [answers[0], answers.slice(1)]
+        )
         if (queued !== undefined) return toReply(queued)
         const handle = yield* Ref.get(handler)
         if (handle === undefined) return unscripted(wire, received, index)

@@ -50,14 +50,18 @@ export const spawn = (
         stdio: ["ignore", "pipe", "pipe"]
       })
       const messages: Array<Message> = []
-      const waiters: Array<{ readonly predicate: (message: Message) => boolean; readonly found: Deferred.Deferred<Message> }> = []
+      const waiters: Array<
+        { readonly predicate: (message: Message) => boolean; readonly found: Deferred.Deferred<Message> }
+      > = []
       let stderr = ""
       process.stderr.on("data", (chunk) => (stderr += String(chunk)))
       Readline.createInterface({ input: process.stdout }).on("line", (line) => {
         const decoded = Schema.decodeUnknownOption(Message)(line)
         if (decoded._tag === "None") return
         messages.push(decoded.value)
-        for (const waiter of waiters) if (waiter.predicate(decoded.value)) Deferred.doneUnsafe(waiter.found, Effect.succeed(decoded.value))
+        for (const waiter of waiters) {
+          if (waiter.predicate(decoded.value)) Deferred.doneUnsafe(waiter.found, Effect.succeed(decoded.value))
+        }
       })
       process.on("exit", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code)))
       const child: Child = {
@@ -89,9 +93,8 @@ export const has = (key: string) => (message: Message): boolean => key in messag
  * In the child: its config, the JSON argument {@link spawn} passed it,
  * decoded with `schema`; throws when it does not decode.
  */
-export const config = <S extends Schema.Codec<any, any, never, never>>(schema: S): S["Type"] =>
+export const config = <S extends Schema.Codec<unknown, unknown, never, never>>(schema: S): S["Type"] =>
   Schema.decodeUnknownSync(Schema.fromJsonString(schema))(process.argv[2])
 
 /** In the child: reports `message` to the test, as one JSON line of standard output. */
-export const report = (message: Message): Effect.Effect<void> =>
-  Effect.sync(() => console.log(JSON.stringify(message)))
+export const report = (message: Message): Effect.Effect<void> => Effect.sync(() => console.log(JSON.stringify(message)))

@@ -30,7 +30,12 @@ export interface WireTurn {
 }
 
 /** Builds a usage whose `total` is `input + output`. */
-export const usage = (input: number, output: number, cachedInput = 0, reasoning = 0): Required<TokenUsage.TokenUsage> => ({
+export const usage = (
+  input: number,
+  output: number,
+  cachedInput = 0,
+  reasoning = 0
+): Required<TokenUsage.TokenUsage> => ({
   input,
   output,
   total: input + output,

@@ -1,12 +1,12 @@
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Stream } from "effect"
-import { TestClock } from "effect/testing"
 import * as AiError from "@agentloop/core/AiError"
 import * as Item from "@agentloop/core/Item"
 import { LanguageModel } from "@agentloop/core/LanguageModel"
-import { MockLanguageModel } from "../src/index.ts"
 import * as Turn from "@agentloop/core/Turn"
 import type { TurnDelta } from "@agentloop/core/TurnDelta"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { MockLanguageModel } from "../src/index.ts"
 
 const streamTurn = Effect.fnUntraced(function*(history: ReadonlyArray<Item.Item>) {
   const model = yield* LanguageModel
@@ -26,7 +26,8 @@ describe("MockLanguageModel", () => {
         streamTurn([Item.userMessage("pong")]),
         Effect.flatMap(MockLanguageModel.MockLanguageModel, (recorder) => recorder.remaining)
       ]).pipe(Effect.provide(echo))
-      const text = (deltas: ReadonlyArray<TurnDelta>) => deltas.flatMap((delta) => delta.type === "text_delta" ? [delta.delta] : []).join("")
+      const text = (deltas: ReadonlyArray<TurnDelta>) =>
+        deltas.flatMap((delta) => delta.type === "text_delta" ? [delta.delta] : []).join("")
       expect([text(first), text(second), remaining]).toStrictEqual(["#0: ping", "#1: pong", Number.POSITIVE_INFINITY])
     }))
 
@@ -74,7 +75,10 @@ describe("MockLanguageModel", () => {
       const first = yield* streamTurn([Item.userMessage("one")])
       const second = yield* streamTurn([Item.userMessage("two")])
       expect(first.at(-1)).toMatchObject({ type: "turn_complete", turn: { items: [{ content: [{ text: "first" }] }] } })
-      expect(second.at(-1)).toMatchObject({ type: "turn_complete", turn: { items: [{ content: [{ text: "second" }] }] } })
+      expect(second.at(-1)).toMatchObject({
+        type: "turn_complete",
+        turn: { items: [{ content: [{ text: "second" }] }] }
+      })
       const recorder = yield* MockLanguageModel.MockLanguageModel
       const requests = yield* recorder.requests
       expect(requests.map((request) => request.history)).toStrictEqual([
@@ -84,7 +88,9 @@ describe("MockLanguageModel", () => {
       expect(requests[0]!.options).toStrictEqual({ model: "m" })
       expect(yield* recorder.remaining).toBe(0)
     }).pipe(
-      Effect.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("first"), MockLanguageModel.textTurn("second")]))
+      Effect.provide(
+        MockLanguageModel.layer([MockLanguageModel.textTurn("first"), MockLanguageModel.textTurn("second")])
+      )
     ))
 
   it.effect("sends nothing and records nothing until the stream is pulled", () =>
@@ -101,7 +107,9 @@ describe("MockLanguageModel", () => {
       const error = yield* Effect.flip(streamTurn([]))
       expect(error).toBeInstanceOf(AiError.AuthFailed)
     }).pipe(
-      Effect.provide(MockLanguageModel.layer([new AiError.AuthFailed({ provider: "mock", status: 401, message: "no" })]))
+      Effect.provide(
+        MockLanguageModel.layer([new AiError.AuthFailed({ provider: "mock", status: 401, message: "no" })])
+      )
     ))
 
   it.effect("fails with a clear error when the script runs out", () =>
@@ -131,6 +139,8 @@ describe("MockLanguageModel", () => {
       expect(received.at(-1)).toStrictEqual({ type: "turn_complete", turn })
       yield* Fiber.join(fiber)
     }).pipe(
-      Effect.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("abcdef")], { chunkSize: 2, delay: "100 millis" }))
+      Effect.provide(
+        MockLanguageModel.layer([MockLanguageModel.textTurn("abcdef")], { chunkSize: 2, delay: "100 millis" })
+      )
     ))
 })

@@ -53,7 +53,9 @@ export const make = <I, O, E, R, S, W = never>(
         yield* nonNegative(id, "ms", ms)
         yield* nonNegative(id, "jitter", jitter)
         const schedule = Schedule.spaced(ms).pipe(
-          Schedule.modifyDelay(() => jitter === 0 ? Effect.succeed(ms) : Effect.map(Random.next, (r) => ms + r * jitter))
+          Schedule.modifyDelay(() =>
+            jitter === 0 ? Effect.succeed(ms) : Effect.map(Random.next, (r) => ms + r * jitter)
+          )
         )
         const sleep = yield* Schedule.toStepWithSleep(schedule)
         const timer = Effect.orDie(sleep(undefined))

@@ -34,7 +34,10 @@ export interface AllOptions<I, Paths extends ReadonlyArray<Step.Some>, O, EP, RP
 {
   readonly mode: "all"
   /** Merges the outputs, in path order. */
-  readonly merge: (results: ReadonlyArray<Step.Output<Paths[number]>>, ctx: ExecutionContext<S>) => Step.MaybeEffect<O, EM, RM>
+  readonly merge: (
+    results: ReadonlyArray<Step.Output<Paths[number]>>,
+    ctx: ExecutionContext<S>
+  ) => Step.MaybeEffect<O, EM, RM>
 }
 
 /** The fields of a fork that settles every path. */
@@ -51,7 +54,10 @@ export interface SettleOptions<I, Paths extends ReadonlyArray<Step.Some>, O, EP,
 
 type ForkError<EP> = EP | StepFailed | InvalidStep
 
-const concurrencyOf = (stepId: string, concurrency: number | undefined): Effect.Effect<number | "unbounded", InvalidStep> =>
+const concurrencyOf = (
+  stepId: string,
+  concurrency: number | undefined
+): Effect.Effect<number | "unbounded", InvalidStep> =>
   concurrency === undefined
     ? Effect.succeed("unbounded")
     : Number.isInteger(concurrency) && concurrency >= 1
@@ -144,7 +150,9 @@ export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, E
         [Runner]: (input, scope) =>
           Effect.gen(function*() {
             const [limit, chosen] = yield* start(options, input, scope)
-            if (chosen.length === 0) return yield* new InvalidStep({ stepId: id, message: "a race needs at least one path" })
+            if (chosen.length === 0) {
+              return yield* new InvalidStep({ stepId: id, message: "a race needs at least one path" })
+            }
             const permits = limit === "unbounded" ? undefined : Semaphore.makeUnsafe(limit)
             const racers = chosen.map((path, index) => {
               const running = runChild(path, input, within(scope, index))
@@ -162,9 +170,13 @@ export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, E
         [Runner]: (input, scope) =>
           Effect.gen(function*() {
             const [limit, chosen] = yield* start(options, input, scope)
-            const results = yield* Effect.forEach(chosen, (path, index) => runChild(path, input, within(scope, index)), {
-              concurrency: limit
-            })
+            const results = yield* Effect.forEach(
+              chosen,
+              (path, index) => runChild(path, input, within(scope, index)),
+              {
+                concurrency: limit
+              }
+            )
             return yield* attempt(id, "merge", () => merge(results, scope.context))
           })
       }

@@ -48,7 +48,12 @@ const Context = Schema.Struct({
 type Context = typeof Context.Type
 
 const Entry = Schema.fromJsonString(Schema.Union([
-  Schema.TaggedStruct("Completed", { execution: Schema.String, key: Schema.String, output: Schema.Json, context: Context }),
+  Schema.TaggedStruct("Completed", {
+    execution: Schema.String,
+    key: Schema.String,
+    output: Schema.Json,
+    context: Context
+  }),
   Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
   // An `llm` step's turn, once the model answered it, and each of its calls as it ended.
   Schema.TaggedStruct("Answered", { execution: Schema.String, key: Schema.String, turn: Turn.Turn, cost: Cost }),
@@ -80,16 +85,33 @@ export interface Answered {
 /** The ledger of one execution id. */
 export interface Ledger {
   /** The output recorded for the step `key` of `execution` (as JSON), with the context it left, if it completed. */
-  readonly completed: (execution: string, key: string) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
+  readonly completed: (
+    execution: string,
+    key: string
+  ) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
   readonly saved: (execution: string, key: string) => Restorable | undefined
   /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
   readonly answered: (execution: string, key: string) => Answered | undefined
   /** The program's output (as JSON), when it ended. */
   readonly finished: Schema.Json | undefined
-  readonly answer: (execution: string, key: string, turn: Turn.Turn, cost: Cost) => Effect.Effect<void, CheckpointFailed>
-  readonly toolDone: (execution: string, key: string, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointFailed>
-  readonly complete: (execution: Execution<unknown>, key: string, output: unknown) => Effect.Effect<void, CheckpointFailed>
+  readonly answer: (
+    execution: string,
+    key: string,
+    turn: Turn.Turn,
+    cost: Cost
+  ) => Effect.Effect<void, CheckpointFailed>
+  readonly toolDone: (
+    execution: string,
+    key: string,
+    index: number,
+    result: Toolkit.Result
+  ) => Effect.Effect<void, CheckpointFailed>
+  readonly complete: (
+    execution: Execution<unknown>,
+    key: string,
+    output: unknown
+  ) => Effect.Effect<void, CheckpointFailed>
   readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, CheckpointFailed>
   readonly finish: (output: unknown) => Effect.Effect<void, CheckpointFailed>
 }
@@ -118,7 +140,10 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
       )
       switch (entry._tag) {
         case "Completed":
-          completed.set(`${entry.execution}|${entry.key}`, { output: entry.output, context: restorable(entry.execution, entry.context) })
+          completed.set(`${entry.execution}|${entry.key}`, {
+            output: entry.output,
+            context: restorable(entry.execution, entry.context)
+          })
           break
         case "Saved":
           saved.set(`${entry.execution}|${entry.key}`, restorable(entry.execution, entry.context))
@@ -129,7 +154,10 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
         case "ToolDone": {
           const turn = answered.get(`${entry.execution}|${entry.key}`)
           if (turn !== undefined) {
-            answered.set(`${entry.execution}|${entry.key}`, { ...turn, done: new Map(turn.done).set(entry.index, entry.record) })
+            answered.set(`${entry.execution}|${entry.key}`, {
+              ...turn,
+              done: new Map(turn.done).set(entry.index, entry.record)
+            })
           }
           break
         }
@@ -162,22 +190,31 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
     const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
       Schema.encodeUnknownEffect(Entry)(entry).pipe(
         Effect.mapError((error) =>
-          failed(id, `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`, error)
+          failed(
+            id,
+            `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`,
+            error
+          )
         ),
-        Effect.flatMap((text) => checkpointer.append(id, [text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))),
+        Effect.flatMap((text) =>
+          checkpointer.append(id, [text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+        ),
         Effect.uninterruptible
       )
 
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
       saved: (execution, key) => saved.get(`${execution}|${key}`),
-      answered: (execution, key) => completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
+      answered: (execution, key) =>
+        completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
       answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
       toolDone: (execution, key, index, result) =>
         write({ _tag: "ToolDone", execution, key, index, record: ToolRecord.fromResult(result) }),
       complete: (execution, key, output) =>
-        Effect.suspend(() => write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })),
+        Effect.suspend(() =>
+          write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })
+        ),
       save: (execution, key) =>
         Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
       finish: (output) => write({ _tag: "Finished", output })
@@ -207,15 +244,25 @@ const codecOf = (step: Step.Any): Schema.Codec<unknown, unknown> | undefined => 
 }
 
 /** A step's output as the ledger writes it (the entry then checks that it is JSON). */
-export const encodeOutput = (executionId: string, step: Step.Any, output: unknown): Effect.Effect<unknown, CheckpointFailed> => {
+export const encodeOutput = (
+  executionId: string,
+  step: Step.Any,
+  output: unknown
+): Effect.Effect<unknown, CheckpointFailed> => {
   const codec = codecOf(step)
   return codec === undefined ? Effect.succeed(output) : Schema.encodeUnknownEffect(codec)(output).pipe(
-    Effect.mapError((error) => failed(executionId, `the output of step ${step.id} does not encode: ${error.message}`, error))
+    Effect.mapError((error) =>
+      failed(executionId, `the output of step ${step.id} does not encode: ${error.message}`, error)
+    )
   )
 }
 
 /** A recorded output, read back with the step's schema. */
-export const decodeOutput = (executionId: string, step: Step.Any, output: Schema.Json): Effect.Effect<unknown, CheckpointFailed> => {
+export const decodeOutput = (
+  executionId: string,
+  step: Step.Any,
+  output: Schema.Json
+): Effect.Effect<unknown, CheckpointFailed> => {
   const codec = codecOf(step)
   if (codec === undefined) return Effect.succeed(output)
   const decoded = Schema.decodeUnknownExit(codec)(output)

@@ -42,7 +42,9 @@ export interface LlmOptions<I, O, E, R, S> {
    * appended to the item log as a user message, or items, appended as they
    * are. Without it the input adds nothing to the item log.
    */
-  readonly prompt?: ((input: I, ctx: ExecutionContext<S>) => MaybeEffect<string | ReadonlyArray<Item.Item>, E, R>) | undefined
+  readonly prompt?:
+    | ((input: I, ctx: ExecutionContext<S>) => MaybeEffect<string | ReadonlyArray<Item.Item>, E, R>)
+    | undefined
 }
 
 /** The errors of every `llm` step, besides its `prompt`'s. */
@@ -135,7 +137,9 @@ const build = <I, O, E, R, S>(
           // A checkpointed step records its answered turn and each call that ends, so a resumed one asks nothing twice.
           account: (completed: AgentTurn.Completed) =>
             Effect.map(
-              ledger === undefined ? Effect.void : Effect.orDie(ledger.answer(execution.id, key, completed.turn, completed.cost)),
+              ledger === undefined
+                ? Effect.void
+                : Effect.orDie(ledger.answer(execution.id, key, completed.turn, completed.cost)),
               () => {
                 execution.account(completed.turn.usage, completed.cost)
                 return {
@@ -156,14 +160,20 @@ const build = <I, O, E, R, S>(
           return Loop.stop
         }
         const answered = ledger?.answered(execution.id, key)
-        const resumed = answered === undefined ? undefined : yield* resumeTurn(id, execution, toolkit, history, answered)
-        const turn = Loop.loop(undefined, () =>
-          resumed === undefined ? AgentTurn.stream(request, then) : AgentTurn.resume(request, resumed, then))
+        const resumed = answered === undefined
+          ? undefined
+          : yield* resumeTurn(id, execution, toolkit, history, answered)
+        const turn = Loop.loop(
+          undefined,
+          () => resumed === undefined ? AgentTurn.stream(request, then) : AgentTurn.resume(request, resumed, then)
+        )
         const header = { stepId: id, kind: "llm" as const, contextId: execution.id }
         yield* scope.sink === undefined
           ? Stream.runDrain(turn)
           : Stream.runForEach(turn, (event) => emit(scope, step, { _tag: "Turn", ...header, event }))
-        if (outcome === undefined) return yield* Effect.die(new Error(`llm step ${id}: the turn ended without an outcome`))
+        if (outcome === undefined) {
+          return yield* Effect.die(new Error(`llm step ${id}: the turn ended without an outcome`))
+        }
 
         const produced = [...outcome.turn.items, ...Toolkit.outputs(outcome.results)]
         execution.itemLog.append(...produced)
@@ -232,5 +242,8 @@ const resumeTurn = <RT>(
       )
       done.set(index, result)
     }
-    return { completed: { turn: answered.turn, cost: answered.cost, history: [...history, ...answered.turn.items] }, done }
+    return {
+      completed: { turn: answered.turn, cost: answered.cost, history: [...history, ...answered.turn.items] },
+      done
+    }
   })

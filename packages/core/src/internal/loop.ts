@@ -72,7 +72,9 @@ export interface LoopOptions<S extends Steps, EU, RU, EO, RO, St> {
 }
 
 /** The fields of a `loop` step that maps each iteration's output to the next input. */
-export interface LoopNextOptions<S extends Steps, EU, RU, EO, RO, EP, RP, St> extends LoopOptions<S, EU, RU, EO, RO, St> {
+export interface LoopNextOptions<S extends Steps, EU, RU, EO, RO, EP, RP, St>
+  extends LoopOptions<S, EU, RU, EO, RO, St>
+{
   readonly prepareNext: (
     output: LoopOutput<S>,
     verdict: Verdict,
@@ -204,7 +206,9 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
             const result = yield* Effect.result(iterate(given, completed))
             if (Result.isFailure(result)) {
               const error = result.failure
-              const decision = onError === undefined ? "abort" : yield* attempt(id, "onError", () => onError(error, context))
+              const decision = onError === undefined
+                ? "abort"
+                : yield* attempt(id, "onError", () => onError(error, context))
               if (decision === "retry" || decision === "skip") continue
               if (decision === "abort") return yield* Effect.fail(error)
               return yield* new InvalidStep({

@@ -191,7 +191,9 @@ export const runStep = <I, O, E, R, S, RT>(
         Effect.provideService(Tracer.ParentSpan, span),
         Effect.provideService(ExecutionContext, context)
       )
-      return runtime.sink === undefined ? body : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
+      return runtime.sink === undefined
+        ? body
+        : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
     }
   )
 }
@@ -252,8 +254,8 @@ export const runChild = <T extends Step.Some, RT>(
   >
 
 /** The last of a non-empty tuple of steps. */
-export type Last<S extends ReadonlyArray<Step.Some>> = S extends
-  readonly [...ReadonlyArray<Step.Some>, infer L] ? L : S[number]
+export type Last<S extends ReadonlyArray<Step.Some>> = S extends readonly [...ReadonlyArray<Step.Some>, infer L] ? L :
+  S[number]
 
 /**
  * Runs `steps` in sequence, each output the next input (see {@link runChild}:
@@ -264,12 +266,20 @@ export const runSequence = <S extends readonly [Step.Some, ...ReadonlyArray<Step
   steps: S,
   input: unknown,
   runtime: Runtime<unknown, RT>
-): Effect.Effect<Step.Output<Last<S>>, Step.Error<S[number]>, Exclude<Step.Services<S[number]> | RT, ExecutionContext>> =>
+): Effect.Effect<
+  Step.Output<Last<S>>,
+  Step.Error<S[number]>,
+  Exclude<Step.Services<S[number]> | RT, ExecutionContext>
+> =>
   Effect.gen(function*() {
     let value = input
     for (const step of steps) value = yield* runChild(step, value, runtime)
     return value
-  }) as Effect.Effect<Step.Output<Last<S>>, Step.Error<S[number]>, Exclude<Step.Services<S[number]> | RT, ExecutionContext>>
+  }) as Effect.Effect<
+    Step.Output<Last<S>>,
+    Step.Error<S[number]>,
+    Exclude<Step.Services<S[number]> | RT, ExecutionContext>
+  >
 
 /**
  * Runs a step function, which may answer with a value, a Promise or an
@@ -281,7 +291,11 @@ export function attempt<A, E, R>(
   what: string,
   evaluate: () => A | PromiseLike<A> | Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | StepFailed, R>
-export function attempt(stepId: string, what: string, evaluate: () => unknown): Effect.Effect<unknown, unknown, unknown> {
+export function attempt(
+  stepId: string,
+  what: string,
+  evaluate: () => unknown
+): Effect.Effect<unknown, unknown, unknown> {
   return Effect.suspend(() => {
     let out: unknown
     try {
@@ -312,4 +326,6 @@ export const nonNegative = (
 ): Effect.Effect<void, StepErrors.InvalidStep> =>
   value === undefined || (Number.isFinite(value) && value >= 0)
     ? Effect.void
-    : Effect.fail(new StepErrors.InvalidStep({ stepId, message: `${field} must be a finite number of at least 0, not ${value}` }))
+    : Effect.fail(
+      new StepErrors.InvalidStep({ stepId, message: `${field} must be a finite number of at least 0, not ${value}` })
+    )

@@ -39,7 +39,9 @@ const run = <Output, Failure, P, R>(
       Stream.runHead,
       Effect.flatMap(Option.match({
         onNone: () =>
-          Effect.fail(new StepFailed({ stepId: tool.name, message: `tool ${tool.name}: its stream ended without a Done event` })),
+          Effect.fail(
+            new StepFailed({ stepId: tool.name, message: `tool ${tool.name}: its stream ended without a Done event` })
+          ),
         onSome: (event) => Effect.succeed(event.value)
       }))
     )
@@ -98,7 +100,9 @@ export const make = <
         if (tool.needsApproval(decoded)) {
           const approval = yield* Approval.Approval
           const decision = yield* approval.decide({ tool: tool.name, call, input: decoded })
-          if (decision._tag === "Denied") return yield* new ToolDenied({ stepId: id, tool: tool.name, reason: decision.reason })
+          if (decision._tag === "Denied") {
+            return yield* new ToolDenied({ stepId: id, tool: tool.name, reason: decision.reason })
+          }
         }
         const limit = tool.timeout
         const running = run(tool, decoded)

@@ -6,6 +6,8 @@
  * `<markers>/<tool>.log` when it starts; the first run of `slow` never ends,
  * so the test can kill the process in the middle of it.
  */
+import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
+import * as TestProcess from "@agentloop/testing/TestProcess"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Layer, Schema } from "effect"
@@ -16,8 +18,6 @@ import * as AgentLoop from "../../src/AgentLoop.ts"
 import * as Checkpointer from "../../src/Checkpointer.ts"
 import type { LanguageModel } from "../../src/LanguageModel.ts"
 import * as Step from "../../src/Step.ts"
-import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
-import * as TestProcess from "@agentloop/testing/TestProcess"
 import * as Tool from "../../src/Tool.ts"
 import * as Toolkit from "../../src/Toolkit.ts"
 import * as Until from "../../src/Until.ts"
@@ -64,10 +64,12 @@ const main = (config: Config) => {
   const toolkit = Toolkit.make(add, slow)
 
   const run: Effect.Effect<string, unknown, AgentLoop.AgentLoop | LanguageModel> = config.program === "agent"
-    ? Effect.flatMap(AgentLoop.AgentLoop, (agent) =>
-      agent.run({ input: "Add, then be slow", toolkit, runId: config.runId })).pipe(
-        Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag)
-      )
+    ? Effect.flatMap(
+      AgentLoop.AgentLoop,
+      (agent) => agent.run({ input: "Add, then be slow", toolkit, runId: config.runId })
+    ).pipe(
+      Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag)
+    )
     : Step.execute(
       Step.loop({ id: "agent", steps: [Step.llm({ id: "turn" })], until: Until.noToolCalls() }),
       "Add, then be slow",
