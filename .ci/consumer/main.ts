@@ -6,11 +6,14 @@
  * on an embedded SQLite runner. It fails (exit code 1) unless every run
  * streams the answer and ends with `Stop`.
  */
-import { Anthropic, AnthropicWire } from "@agentloop/anthropic"
+import { Anthropic } from "@agentloop/anthropic"
+import { AnthropicWire } from "@agentloop/anthropic/testing"
 import { AgentLoop, type LanguageModel, type ProviderWire, TokenUsage, Tool, Toolkit } from "@agentloop/core"
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
-import { Gemini, GeminiWire } from "@agentloop/gemini"
-import { Responses, ResponsesWire } from "@agentloop/responses"
+import { Gemini } from "@agentloop/gemini"
+import { GeminiWire } from "@agentloop/gemini/testing"
+import { Responses } from "@agentloop/responses"
+import { ResponsesWire } from "@agentloop/responses/testing"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { Effect, Layer, Redacted, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
