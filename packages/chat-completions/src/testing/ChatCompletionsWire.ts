@@ -257,13 +257,15 @@ const retryHeaders = (retryAfter: Duration.Duration | undefined): Record<string,
 const between = (status: number | undefined, low: number, high: number): status is number =>
   status !== undefined && Number.isInteger(status) && status >= low && status <= high
 
-/** A 4xx the layer reads as an invalid request: not one it reads as auth, quota, timeout, size or rate limit. */
-const invalidRequestStatus = (status: number | undefined, message: string): number =>
-  between(status, 400, 499) && ![401, 402, 403, 408, 413, 429].includes(status)
-    ? status
-    : ChatCompletionsError.isContextLengthMessage(message)
-    ? 422
-    : 400
+/**
+ * A 4xx the layer reads as an invalid request: not one it reads as auth,
+ * quota, timeout, size or rate limit, and not a 400 whose message reads as a
+ * context-length error (which becomes a 422, another "invalid").
+ */
+const invalidRequestStatus = (status: number | undefined, message: string): number => {
+  const invalid = between(status, 400, 499) && ![401, 402, 403, 408, 413, 429].includes(status) ? status : 400
+  return invalid === 400 && ChatCompletionsError.isContextLengthMessage(message) ? 422 : invalid
+}
 
 /** A `200` event stream: the answer starts, `frames` follow, and the body ends without a `finish_reason`. */
 const stream = (frames: (out: Writer) => void): ProviderWire.HttpAnswer => {
