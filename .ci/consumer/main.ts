@@ -7,6 +7,8 @@
  * streams the answer and ends with `Stop`.
  */
 import { Anthropic, AnthropicWire } from "@agentloop/anthropic"
+import { ChatCompletions } from "@agentloop/chat-completions"
+import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
 import { AgentLoop, type LanguageModel, type ProviderWire, TokenUsage, Tool, Toolkit } from "@agentloop/core"
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
 import { Gemini, GeminiWire } from "@agentloop/gemini"
@@ -66,7 +68,9 @@ const providers: ReadonlyArray<
 > = [
   ["responses", ResponsesWire.wire, (baseUrl) => Responses.layer({ apiKey: Redacted.make("key"), baseUrl })],
   ["gemini", GeminiWire.wire, (baseUrl) => Gemini.layer({ apiKey: Redacted.make("key"), baseUrl })],
-  ["anthropic", AnthropicWire.wire, (baseUrl) => Anthropic.layer({ apiKey: Redacted.make("key"), baseUrl })]
+  ["anthropic", AnthropicWire.wire, (baseUrl) => Anthropic.layer({ apiKey: Redacted.make("key"), baseUrl })],
+  // A local server: no key.
+  ["chat-completions", ChatCompletionsWire.wire, (baseUrl) => ChatCompletions.layer({ baseUrl, model: "llama3.2" })]
 ]
 
 const overHttp = (
