@@ -7,8 +7,8 @@
  * servers do besides, and how it is read:
  *
  * - a piece without `index` (Google's compatibility endpoint, whole calls):
- *   the call with its `id`, else a new call when it has an id no call has,
- *   else the last call;
+ *   the call with its `id`, else a new call when it has an id no call has or,
+ *   without an id, a name while the last call has one, else the last call;
  * - an index that starts at 1, or jumps: indices only key a map;
  * - a later piece of a call with another non-empty `id` at the same index
  *   (servers that number every call 0): a new call;
@@ -112,7 +112,7 @@ export const make = (options: Options): ToolCalls => {
     return call
   }
 
-  const locate = (index: number | undefined, id: string | undefined): Call => {
+  const locate = (index: number | undefined, id: string | undefined, named: boolean): Call => {
     if (index !== undefined) {
       const known = byIndex.get(index)
       if (known !== undefined && (id === undefined || known.id === undefined || known.id === id)) {
@@ -127,14 +127,15 @@ export const make = (options: Options): ToolCalls => {
       return call
     }
     if (id !== undefined) return byId.get(id) ?? open(id)
-    return calls[calls.length - 1] ?? open(undefined)
+    const last = calls[calls.length - 1]
+    return last === undefined || (named && last.name !== undefined) ? open(undefined) : last
   }
 
   return {
     calls,
     add: (piece, out) => {
-      const call = locate(piece.index ?? undefined, nonEmpty(piece.id))
       const name = nonEmpty(piece.function?.name)
+      const call = locate(piece.index ?? undefined, nonEmpty(piece.id), name !== undefined)
       const args = argumentsText(piece.function?.arguments)
       if (args !== "") call.pieces.push(args)
       if (call.callId === undefined) {

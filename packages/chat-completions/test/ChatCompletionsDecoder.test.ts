@@ -250,7 +250,7 @@ describe("ChatCompletionsDecoder: tool calls", () => {
       ])
     })))
 
-  it.effect("reads calls without index (Google), whole, two in one delta, told apart by id", () =>
+  it.effect("reads calls without index (Google), whole, two in one delta, told apart by id or, without ids, by name", () =>
     onLayer(Effect.gen(function*() {
       const deltas = yield* answer([
         delta({
@@ -264,6 +264,17 @@ describe("ChatCompletionsDecoder: tool calls", () => {
         done
       ])
       expect(calls(deltas)).toStrictEqual([["g1", "a", "{\"x\":1}"], ["g2", "b", "{}"]])
+      const unnamed = yield* answer([
+        delta({
+          tool_calls: [
+            { id: "", type: "function", function: { name: "a", arguments: "{\"x\":1}" } },
+            { id: "", type: "function", function: { name: "b", arguments: "{}" } }
+          ]
+        }),
+        finish("tool_calls"),
+        done
+      ])
+      expect(calls(unnamed)).toStrictEqual([[`call_${id}_0`, "a", "{\"x\":1}"], [`call_${id}_1`, "b", "{}"]])
     })))
 
   it.effect("reads an index that starts at 1, and later pieces that repeat id and name as empty strings", () =>

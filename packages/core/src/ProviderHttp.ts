@@ -65,6 +65,9 @@ const parseUrl = (text: string, base?: string): URL | undefined => {
  * Header names whose values are credentials whichever way they are given
  * (Azure's `api-key`, Google's `x-goog-api-key`, …): an extra header of one of
  * these names is redacted and kept out of errors like the key.
+ *
+ * @since 0.2.0
+ * @category constants
  */
 export const credentialHeaders: ReadonlyArray<string> = [
   "authorization",
