@@ -54,15 +54,18 @@ const provider = ChatCompletionsError.provider
  */
 export const itemIdPrefix = "chatcmpl_item_"
 
+const isDone = (data: string): boolean => data === "[DONE]" || (data.length < 16 && data.trim() === "[DONE]")
+
 /**
  * How servers of this wire bend the event-stream rules: llama.cpp reported
  * errors on an `error:` line, and servers end the body with a `data: [DONE]`
- * that no blank line follows.
+ * that no blank line follows (read; any other event the body ends inside of
+ * is cut, and dropped).
  *
  * @since 0.2.0
  * @category constants
  */
-export const dialect: SseParser.Dialect = { fieldEvents: ["error"], dispatchAtEnd: true }
+export const dialect: SseParser.Dialect = { fieldEvents: ["error"], dispatchAtEnd: isDone }
 
 /**
  * Maps a `finish_reason` (any case): `stop`, `tool_calls`, `function_call`,
@@ -121,8 +124,6 @@ export const make = (options: Options): ProviderStream.Decoder => new Decoder(op
 
 const nonEmpty = (text: string | null | undefined): string | undefined =>
   text === undefined || text === null || text === "" ? undefined : text
-
-const isDone = (data: string): boolean => data === "[DONE]" || (data.length < 16 && data.trim() === "[DONE]")
 
 const decodeChunk = ProviderStream.valueDecoder(provider, ChatCompletionsChunk.Chunk)
 const decodeErrorObject = ProviderStream.valueDecoder(provider, ChatCompletionsChunk.ErrorObject)

@@ -623,6 +623,12 @@ describe("ChatCompletionsDecoder: how a stream starts and ends", () => {
       expect(types(deltas)).toStrictEqual(["reasoning_delta", "text_delta"])
       expect(error._tag).toBe("IncompleteTurn")
       expect(error.message).toBe("chat-completions: the stream ended before a finish_reason")
+      // A body that ends inside a chunk: the cut chunk is dropped, and the turn is as far as it got.
+      const cut = delta({ content: "never read" }).slice(0, 40)
+      const inside = yield* broken([role, delta({ content: "cut " }), cut])
+      expect([textOf(inside.deltas, "text_delta"), inside.error._tag]).toStrictEqual(["cut ", "IncompleteTurn"])
+      const finished = completed(yield* answer([delta({ content: "whole" }), finish("stop"), usage().slice(0, 40)]))
+      expect([Turn.text(finished), finished.usage]).toStrictEqual(["whole", { input: 0, output: 0, total: 0 }])
     })))
 
   it.effect("skips SSE comments, empty data lines and fields no rule reads", () =>

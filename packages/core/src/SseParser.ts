@@ -25,9 +25,9 @@ export interface Parser {
    */
   readonly feed: (text: string) => Feed
   /**
-   * The stream ended. With `dispatchAtEnd` (see {@link Dialect}) the event it
-   * ended inside of, its last line included, is dispatched as a blank line
-   * would; otherwise it is dropped, as the SSE rules say.
+   * The stream ended. The event it ended inside of, its last line included, is
+   * dispatched as a blank line would when the dialect's `dispatchAtEnd` says
+   * so (see {@link Dialect}); otherwise it is dropped, as the SSE rules say.
    */
   readonly end: () => void
 }
@@ -47,9 +47,10 @@ export interface Dialect {
   readonly fieldEvents?: ReadonlyArray<string> | undefined
   /**
    * Whether {@link Parser.end} dispatches the event the stream ended inside
-   * of: some servers end the body with `data: [DONE]` and no blank line.
+   * of, given its data: some servers end the body with `data: [DONE]` and no
+   * blank line, while an event cut in the middle is better dropped.
    */
-  readonly dispatchAtEnd?: boolean | undefined
+  readonly dispatchAtEnd?: ((data: string) => boolean) | undefined
 }
 
 /**
@@ -67,7 +68,7 @@ export const make = (options: {
 }): Parser => {
   const { maxEventSize, onEvent } = options
   const fieldEvents = options.dialect?.fieldEvents ?? []
-  const dispatchAtEnd = options.dialect?.dispatchAtEnd === true
+  const dispatchAtEnd = options.dialect?.dispatchAtEnd
   let first = true
   let spent = false
   // The handler asked to stop: nothing more is dispatched, not even at the end.
@@ -164,11 +165,11 @@ export const make = (options: {
   }
 
   const end = (): void => {
-    if (spent || stopped || !dispatchAtEnd) return
+    if (spent || stopped || dispatchAtEnd === undefined) return
     const last = partial
     partial = ""
     if (last.length > 0 && !line(last, 0, last.length)) return
-    line("", 0, 0)
+    if (data !== undefined && dispatchAtEnd(data)) line("", 0, 0)
   }
 
   return { feed, end }

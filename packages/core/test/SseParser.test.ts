@@ -80,20 +80,18 @@ describe("SseParser", () => {
     ])
   })
 
-  it("dispatches the event the stream ends inside of only when the dialect says so", () => {
+  it("dispatches the event the stream ends inside of only when the dialect says so, given its data", () => {
+    const dialect = { dispatchAtEnd: (data: string) => data === "[DONE]" }
     for (const tail of ["data: [DONE]", "data: [DONE]\n", "data: [DONE]\r\n", "data: [DONE]\r"]) {
       expect(parse(["data: 1\n\n", tail]).events, JSON.stringify(tail)).toStrictEqual([["message", "1"]])
-      expect(parse(["data: 1\n\n", tail], { dialect: { dispatchAtEnd: true } }).events, JSON.stringify(tail))
+      expect(parse(["data: 1\n\n", tail], { dialect }).events, JSON.stringify(tail))
         .toStrictEqual([["message", "1"], ["message", "[DONE]"]])
     }
-    // Nothing pending, a pending comment or a lone event name: nothing more to dispatch.
-    for (const tail of ["", ": comment", "event: named\n"]) {
-      expect(parse(["data: 1\n\n", tail], { dialect: { dispatchAtEnd: true } }).events).toStrictEqual([[
-        "message",
-        "1"
-      ]])
+    // An event cut in the middle, nothing pending, a pending comment or a lone event name: nothing more.
+    for (const tail of ["data: {\"cut", "", ": comment", "event: named\n"]) {
+      expect(parse(["data: 1\n\n", tail], { dialect }).events).toStrictEqual([["message", "1"]])
     }
-    expect(parse(["data: 1\n\ndata: 2"], { dialect: { dispatchAtEnd: true }, stopAfter: 1 })).toStrictEqual({
+    expect(parse(["data: 1\n\ndata: [DONE]"], { dialect, stopAfter: 1 })).toStrictEqual({
       events: [["message", "1"]],
       last: "stopped"
     })
