@@ -58,14 +58,16 @@ const sources = (dir: string): Array<string> =>
     return /\.tsx?$/.test(name) ? [path] : []
   })
 
-const specifiers = /(?:^|\n)\s*(?:import|export)\b[^;'"]*?from\s*["']([^"']+)["']|import\s*\(\s*["']([^"']+)["']\s*\)/g
+const specifiers =
+  /(?:^|\n)\s*(?:import|export)\b[^;'"]*?from\s*["']([^"']+)["']|\bimport\s*\(\s*["']([^"']+)["']\s*\)/g
 
 const graph = new Map<string, Array<string>>()
 for (const dir of workspaces) {
   for (
     const file of sources(join(dir, "src")).concat(existsSync(join(dir, "test")) ? sources(join(dir, "test")) : [])
   ) {
-    const text = readFileSync(file, "utf8")
+    // Comments aside: an `@example` may import the package it documents.
+    const text = readFileSync(file, "utf8").replace(/\/\*[\s\S]*?\*\//g, "")
     const edges: Array<string> = []
     for (const match of text.matchAll(specifiers)) {
       const specifier = match[1] ?? match[2] ?? ""

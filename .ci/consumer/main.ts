@@ -8,6 +8,8 @@
  */
 import { Anthropic } from "@agentloop/anthropic"
 import { AnthropicWire } from "@agentloop/anthropic/testing"
+import { ChatCompletions } from "@agentloop/chat-completions"
+import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
 import { AgentLoop, type LanguageModel, type ProviderWire, TokenUsage, Tool, Toolkit } from "@agentloop/core"
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
 import { Gemini } from "@agentloop/gemini"
@@ -69,7 +71,9 @@ const providers: ReadonlyArray<
 > = [
   ["responses", ResponsesWire.wire, (baseUrl) => Responses.layer({ apiKey: Redacted.make("key"), baseUrl })],
   ["gemini", GeminiWire.wire, (baseUrl) => Gemini.layer({ apiKey: Redacted.make("key"), baseUrl })],
-  ["anthropic", AnthropicWire.wire, (baseUrl) => Anthropic.layer({ apiKey: Redacted.make("key"), baseUrl })]
+  ["anthropic", AnthropicWire.wire, (baseUrl) => Anthropic.layer({ apiKey: Redacted.make("key"), baseUrl })],
+  // A local server: no key.
+  ["chat-completions", ChatCompletionsWire.wire, (baseUrl) => ChatCompletions.layer({ baseUrl, model: "llama3.2" })]
 ]
 
 const overHttp = (

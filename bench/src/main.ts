@@ -9,7 +9,8 @@ const suites = [
   "./durable.ts",
   "./gemini.ts",
   "./responses.ts",
-  "./anthropic.ts"
+  "./anthropic.ts",
+  "./chatCompletions.ts"
 ]
 
 for (const suite of suites) await import(suite)

@@ -29,7 +29,8 @@ export const serve = async (body: Buffer): Promise<{ readonly url: string; reado
 
 /**
  * The floor for any client of an SSE wire format: `fetch`, split the body into
- * lines, `JSON.parse` each `data:` line. Checks it saw `events` of them.
+ * lines, `JSON.parse` each `data:` line (but a `[DONE]`, Chat Completions'
+ * end marker). Checks it saw `events` of them.
  */
 export const baseline = (url: string, events: number) => async (): Promise<void> => {
   const response = await fetch(url, { method: "POST", body: "{}" })
@@ -43,7 +44,8 @@ export const baseline = (url: string, events: number) => async (): Promise<void>
       const line = buffer.slice(0, newline)
       buffer = buffer.slice(newline + 1)
       if (line.startsWith("data: ")) {
-        JSON.parse(line.slice(6))
+        const data = line.slice(6)
+        if (data !== "[DONE]") JSON.parse(data)
         count++
       }
       newline = buffer.indexOf("\n")

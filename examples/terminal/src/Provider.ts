@@ -1,11 +1,15 @@
 /**
  * Which model the demo talks to. `AGENTLOOP_PROVIDER` chooses: `mock` (the
  * default, a scripted model that needs no key), `responses` (OpenAI, reads
- * `OPENAI_API_KEY`), `gemini` (Google, reads `GEMINI_API_KEY`) or `anthropic`
- * (Claude, reads `ANTHROPIC_API_KEY`).
+ * `OPENAI_API_KEY`), `gemini` (Google, reads `GEMINI_API_KEY`), `anthropic`
+ * (Claude, reads `ANTHROPIC_API_KEY`) or `chat-completions` (any server that
+ * speaks OpenAI's Chat Completions: needs `AGENTLOOP_BASE_URL`, e.g.
+ * `http://localhost:11434/v1` for Ollama, and reads `CHAT_COMPLETIONS_API_KEY`
+ * when the server wants a key).
  * `AGENTLOOP_BASE_URL` and `AGENTLOOP_MODEL` override the endpoint and model.
  */
 import { Anthropic } from "@agentloop/anthropic"
+import { ChatCompletions } from "@agentloop/chat-completions"
 import type { LanguageModel } from "@agentloop/core"
 import { Gemini } from "@agentloop/gemini"
 import { Responses } from "@agentloop/responses"
@@ -13,7 +17,10 @@ import { MockLanguageModel } from "@agentloop/testing"
 import { Config, Effect, Layer, Option, Schema } from "effect"
 import { script } from "./script.ts"
 
-export const name = Config.Literals(["mock", "responses", "gemini", "anthropic"], "AGENTLOOP_PROVIDER").pipe(
+export const name = Config.Literals(
+  ["mock", "responses", "gemini", "anthropic", "chat-completions"],
+  "AGENTLOOP_PROVIDER"
+).pipe(
   Config.withDefault("mock" as const)
 )
 
@@ -22,6 +29,11 @@ export const mock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "20 m
 
 /** The provider chosen has no API key in the environment. */
 export class MissingApiKey extends Schema.TaggedError<MissingApiKey>()("MissingApiKey", { message: Schema.String }) {}
+
+/** The provider chosen has no server to talk to: `chat-completions` has no default one. */
+export class MissingBaseUrl
+  extends Schema.TaggedError<MissingBaseUrl>()("MissingBaseUrl", { message: Schema.String })
+{}
 
 const apiKey = (provider: string, variable: string) =>
   Effect.mapError(
@@ -32,7 +44,7 @@ const apiKey = (provider: string, variable: string) =>
 /** The `LanguageModel` the environment asks for, with `scripted` as the mock. */
 export const layerWith = (
   scripted: Layer.Layer<LanguageModel.LanguageModel>
-): Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey> =>
+): Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey | MissingBaseUrl> =>
   Layer.unwrap(
     Effect.gen(function*() {
       const provider = yield* name
@@ -47,9 +59,20 @@ export const layerWith = (
           return Gemini.layer({ apiKey: yield* apiKey(provider, "GEMINI_API_KEY"), baseUrl, model })
         case "anthropic":
           return Anthropic.layer({ apiKey: yield* apiKey(provider, "ANTHROPIC_API_KEY"), baseUrl, model })
+        case "chat-completions": {
+          if (baseUrl === undefined) {
+            return yield* new MissingBaseUrl({
+              message: `AGENTLOOP_PROVIDER=${provider} needs AGENTLOOP_BASE_URL, the server's URL ` +
+                "(e.g. http://localhost:11434/v1 for Ollama)"
+            })
+          }
+          const key = Option.getOrUndefined(yield* Config.option(Config.Redacted("CHAT_COMPLETIONS_API_KEY")))
+          return ChatCompletions.layer({ apiKey: key, baseUrl, model })
+        }
       }
     })
   )
 
 /** The `LanguageModel` the environment asks for; the mock is the calculator agent's script. */
-export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey> = layerWith(mock)
+export const layer: Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError | MissingApiKey | MissingBaseUrl> =
+  layerWith(mock)

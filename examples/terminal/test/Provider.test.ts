@@ -1,4 +1,5 @@
 import { AnthropicWire } from "@agentloop/anthropic/testing"
+import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
 import { AgentLoop, type ProviderWire } from "@agentloop/core"
 import { GeminiWire } from "@agentloop/gemini/testing"
 import { ResponsesWire } from "@agentloop/responses/testing"
@@ -27,7 +28,8 @@ const timeless = (out: string) => out.replace(/ · [\d.]+ ?m?s\n*$/, "")
 const providers: ReadonlyArray<readonly [string, string, ProviderWire.ProviderWire]> = [
   ["responses", "OPENAI_API_KEY", ResponsesWire.wire],
   ["gemini", "GEMINI_API_KEY", GeminiWire.wire],
-  ["anthropic", "ANTHROPIC_API_KEY", AnthropicWire.wire]
+  ["anthropic", "ANTHROPIC_API_KEY", AnthropicWire.wire],
+  ["chat-completions", "CHAT_COMPLETIONS_API_KEY", ChatCompletionsWire.wire]
 ]
 
 describe("the demo's provider choice", () => {
@@ -45,11 +47,28 @@ describe("the demo's provider choice", () => {
       })
     }))
 
+  it.effect("says chat-completions needs AGENTLOOP_BASE_URL", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(demoWith({ AGENTLOOP_PROVIDER: "chat-completions" }))
+      expect(error).toMatchObject({ _tag: "MissingBaseUrl", message: expect.stringContaining("AGENTLOOP_BASE_URL") })
+    }))
+
+  it.live("talks to a chat-completions server that needs no key, sending none", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      yield* server.reply(ProviderServer.status(401, { error: { message: "key rejected" } }))
+      const out = yield* demoWith({ AGENTLOOP_PROVIDER: "chat-completions", AGENTLOOP_BASE_URL: server.url })
+      expect(out).toContain("✗ ProviderAuth (fatal)")
+      const [request] = yield* server.requests
+      expect([request?.url, request?.headers.authorization]).toStrictEqual(["/chat/completions", undefined])
+    }).pipe(Effect.provide(ProviderServer.layer)))
+
   for (
     const [provider, variable, path] of [
       ["responses", "OPENAI_API_KEY", "/responses"],
       ["gemini", "GEMINI_API_KEY", "/models/m:streamGenerateContent?alt=sse"],
-      ["anthropic", "ANTHROPIC_API_KEY", "/v1/messages"]
+      ["anthropic", "ANTHROPIC_API_KEY", "/v1/messages"],
+      ["chat-completions", "CHAT_COMPLETIONS_API_KEY", "/chat/completions"]
     ] as const
   ) {
     it.live(`talks to ${provider} at AGENTLOOP_BASE_URL with AGENTLOOP_MODEL`, () =>

@@ -84,6 +84,52 @@ describe("ProviderHttp.stream", () => {
       expect(request?.body).toStrictEqual({ stream: true })
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("sends the endpoint's headers over the wire format's, and no credential header without a key", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ ok: true })]))
+      const endpoint = ProviderHttp.endpoint({
+        provider: "test",
+        baseUrl: server.url,
+        headers: { "HTTP-Referer": "https://app.example", "X-Title": "demo", "x-version": "mine" }
+      })
+      expect(endpoint.credential).toBeUndefined()
+      expect(endpoint.secrets).toStrictEqual([])
+      yield* text(ProviderHttp.stream(endpoint, { path: "/chat", headers: { "x-version": "wire" }, body: {} }))
+      const [request] = yield* server.requests
+      expect(request?.headers["http-referer"]).toBe("https://app.example")
+      expect(request?.headers["x-title"]).toBe("demo")
+      expect(request?.headers["x-version"]).toBe("mine")
+      expect(request?.headers.authorization).toBeUndefined()
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("keeps secret headers out of spans, Redacted values and credential names alike, and among the secrets", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const { spans, tracer } = SpanRecorder.make()
+      yield* server.reply(ProviderServer.sse([ProviderServer.sseEvent({ ok: true })]))
+      const endpoint = ProviderHttp.endpoint({
+        provider: "test",
+        baseUrl: server.url,
+        credential,
+        headers: { "Api-Key": "azure-CANARY-1", "x-gateway-token": Redacted.make("gateway-CANARY-2"), "x-title": "t" }
+      })
+      expect(endpoint.secrets.map(Redacted.value)).toStrictEqual([canary, "azure-CANARY-1", "gateway-CANARY-2"])
+      yield* text(ProviderHttp.stream(endpoint, { path: "/chat", body: {} })).pipe(Effect.withTracer(tracer))
+      const [request] = yield* server.requests
+      expect([request?.headers["api-key"], request?.headers["x-gateway-token"], request?.headers.authorization])
+        .toStrictEqual(["azure-CANARY-1", "gateway-CANARY-2", `Bearer ${canary}`])
+      const seen = SpanRecorder.text(spans)
+      expect(seen).toContain("http.request.header.api-key")
+      expect(seen).toContain("http.request.header.x-gateway-token")
+      expect(seen).toContain("http.request.header.x-title")
+      expect(seen).not.toMatch(/CANARY/)
+      expect(seen).not.toContain(canary)
+    }).pipe(
+      Effect.provideService(HttpClient.TracerHeaderFilter, () => true),
+      Effect.provide(TestLayer)
+    ))
+
   it.live("fails a request to an unusable base URL with InvalidRequest, sending nothing", () =>
     Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer

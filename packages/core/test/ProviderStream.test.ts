@@ -97,6 +97,24 @@ describe("ProviderStream.decode", () => {
         })
       ))
     }))
+  it.effect("reads the body in the decoder's dialect: field lines as events, and the last event without its blank line", () =>
+    Effect.gen(function*() {
+      const decoder = Object.assign(toy(), { dialect: { fieldEvents: ["fail"] } })
+      const failed = yield* run(bytes("event: text\ndata: a\n\nfail: the server broke\n\n"), decoder)
+      expect(failed.deltas).toStrictEqual([{ type: "text_delta", delta: "a" }])
+      expect(failed.exit).toStrictEqual(
+        Exit.fail(new AiError.Unavailable({ provider: "toy", message: "the server broke" }))
+      )
+      const last = Object.assign(toy(), { dialect: { dispatchAtEnd: (data: string) => data === "b" } })
+      const ended = yield* run(bytes("event: text\ndata: a\n\nevent: text\ndata: b"), last)
+      expect(last.seen).toStrictEqual(["text", "text"])
+      // The last event is read before the decoder's end, which still closes the turn.
+      expect(ended.deltas.map((d) => d.type)).toStrictEqual(["text_delta", "text_delta", "usage"])
+      // An event that completes the turn at the end leaves the decoder's end uncalled.
+      const done = Object.assign(toy(), { dialect: { dispatchAtEnd: () => true } })
+      const completed = yield* run(bytes("event: text\ndata: a\n\nevent: done\ndata: x\n"), done)
+      expect(completed.deltas.map((d) => d.type)).toStrictEqual(["text_delta"])
+    }))
 })
 
 describe("ProviderStream.jsonDecoder", () => {

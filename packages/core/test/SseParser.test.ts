@@ -4,11 +4,12 @@ import * as SseParser from "../src/provider/SseParser.ts"
 /** Feeds `pieces` and returns the events, and what the last feed returned. */
 const parse = (
   pieces: ReadonlyArray<string>,
-  options?: { readonly maxEventSize?: number; readonly stopAfter?: number }
+  options?: { readonly maxEventSize?: number; readonly stopAfter?: number; readonly dialect?: SseParser.Dialect }
 ) => {
   const events: Array<[string, string]> = []
   const parser = SseParser.make({
     maxEventSize: options?.maxEventSize ?? 1024,
+    dialect: options?.dialect,
     onEvent: (event, data) => {
       events.push([event, data])
       return events.length !== options?.stopAfter
@@ -16,6 +17,7 @@ const parse = (
   })
   let last: SseParser.Feed = "more"
   for (const piece of pieces) last = parser.feed(piece)
+  parser.end()
   return { events, last }
 }
 
@@ -58,5 +60,40 @@ describe("SseParser", () => {
     const lines = Array.from({ length: 20 }, () => "data: xxxxxxxx\n")
     expect(parse(lines, { maxEventSize: 64 }).last).toBe("too-large")
     expect(parse(["data: ", "x".repeat(100)], { maxEventSize: 64 }).last).toBe("too-large")
+  })
+
+  it("reads a dialect's field lines as events of their own, and ignores them without one", () => {
+    const text = "error: {\"code\":400}\n\ndata: [DONE]\n\n"
+    const dialect = { fieldEvents: ["error"] }
+    expect(parse([text]).events).toStrictEqual([["message", "[DONE]"]])
+    expect(parse([text], { dialect }).events).toStrictEqual([["error", "{\"code\":400}"], ["message", "[DONE]"]])
+    for (let at = 0; at <= text.length; at++) {
+      expect(parse([text.slice(0, at), text.slice(at)], { dialect }).events).toStrictEqual([
+        ["error", "{\"code\":400}"],
+        ["message", "[DONE]"]
+      ])
+    }
+    // A field named like one but longer, and the field inside an event, which it interrupts without ending.
+    expect(parse(["errors: x\ndata: a\nerror: b\ndata: c\n\n"], { dialect }).events).toStrictEqual([
+      ["error", "b"],
+      ["message", "a\nc"]
+    ])
+  })
+
+  it("dispatches the event the stream ends inside of only when the dialect says so, given its data", () => {
+    const dialect = { dispatchAtEnd: (data: string) => data === "[DONE]" }
+    for (const tail of ["data: [DONE]", "data: [DONE]\n", "data: [DONE]\r\n", "data: [DONE]\r"]) {
+      expect(parse(["data: 1\n\n", tail]).events, JSON.stringify(tail)).toStrictEqual([["message", "1"]])
+      expect(parse(["data: 1\n\n", tail], { dialect }).events, JSON.stringify(tail))
+        .toStrictEqual([["message", "1"], ["message", "[DONE]"]])
+    }
+    // An event cut in the middle, nothing pending, a pending comment or a lone event name: nothing more.
+    for (const tail of ["data: {\"cut", "", ": comment", "event: named\n"]) {
+      expect(parse(["data: 1\n\n", tail], { dialect }).events).toStrictEqual([["message", "1"]])
+    }
+    expect(parse(["data: 1\n\ndata: [DONE]"], { dialect, stopAfter: 1 })).toStrictEqual({
+      events: [["message", "1"]],
+      last: "stopped"
+    })
   })
 })

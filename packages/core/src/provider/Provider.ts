@@ -23,12 +23,27 @@ import * as ProviderHttp from "./ProviderHttp.ts"
 import * as ProviderRetry from "./ProviderRetry.ts"
 import * as ProviderStream from "./ProviderStream.ts"
 
-/** What every provider layer is configured with. Only `apiKey` is required. */
-export interface Settings {
-  /** Sent in the provider's credential header only; never logged, traced or put in an error. */
-  readonly apiKey: Redacted.Redacted<string>
+/**
+ * What every provider layer is configured with, the key optional: the
+ * settings of a wire whose servers may need no key (a local model). A vendor's
+ * API takes {@link Settings}, which requires it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface CommonSettings {
+  /** Sent in the provider's credential header only; never logged, traced or put in an error. Unset sends no credential. */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
   /** The provider's public endpoint by default; any server speaking its API works. Must not carry credentials. */
   readonly baseUrl?: string | undefined
+  /**
+   * Headers sent with every request (a gateway's, a proxy's: OpenRouter's
+   * `HTTP-Referer`, Azure's `api-key`). A `Redacted` value, or any value of a
+   * credential header (`ProviderHttp.credentialHeaders`), is a secret: redacted
+   * on spans and cut out of errors like the key. They cannot replace the
+   * credential header, `accept` or `content-type`.
+   */
+  readonly headers?: Readonly<Record<string, string | Redacted.Redacted<string>>> | undefined
   /** The model when a turn names none. */
   readonly model?: string | undefined
   /** Longest wait for the response headers. Default 60 seconds. */
@@ -47,7 +62,13 @@ export interface Settings {
   readonly maxRetryAfter?: Duration.Input | undefined
 }
 
-/** The defaults of {@link Settings}. */
+/** What a vendor's provider layer is configured with: {@link CommonSettings} with `apiKey` required. */
+export interface Settings extends CommonSettings {
+  /** Sent in the provider's credential header only; never logged, traced or put in an error. */
+  readonly apiKey: Redacted.Redacted<string>
+}
+
+/** The defaults of {@link CommonSettings}. */
 export const defaults = {
   requestTimeout: Duration.seconds(60),
   idleTimeout: Duration.minutes(5),
@@ -64,12 +85,12 @@ export interface Request {
 }
 
 /** A wire format: everything a provider package supplies to become a `LanguageModel`. */
-export interface Spec<C extends Settings> {
+export interface Spec<C extends CommonSettings> {
   /** The provider's name in errors and on `LanguageModel.provider`. */
   readonly name: string
   readonly defaultBaseUrl: string
   readonly defaultModel: string
-  /** The header that carries the key, e.g. `{ header: "authorization", scheme: "Bearer" }`. */
+  /** The header that carries the key, e.g. `{ header: "authorization", scheme: "Bearer" }`; not sent without a key. */
   readonly credential: { readonly header: string; readonly scheme?: string | undefined }
   /**
    * The request of one attempt at a turn and the decoder of its stream (made
@@ -86,13 +107,14 @@ export interface Spec<C extends Settings> {
 }
 
 /** Builds the `LanguageModel` of `spec` configured with `config`, on the `HttpClient` in context. */
-export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spec: Spec<C>, config: C) {
+export const make = Effect.fn("Provider.make")(function*<C extends CommonSettings>(spec: Spec<C>, config: C) {
   const client = yield* HttpClient.HttpClient
   const provider = spec.name
   const endpoint = ProviderHttp.endpoint({
     provider,
     baseUrl: config.baseUrl ?? spec.defaultBaseUrl,
-    credential: { ...spec.credential, value: config.apiKey }
+    credential: config.apiKey === undefined ? undefined : { ...spec.credential, value: config.apiKey },
+    headers: config.headers
   })
   const turnTimeout = Duration.fromInputUnsafe(config.turnTimeout ?? defaults.turnTimeout)
   const overdue = new AiError.Timeout({
@@ -134,27 +156,27 @@ export const make = Effect.fn("Provider.make")(function*<C extends Settings>(spe
 })
 
 /** The `LanguageModel` of `spec` over whatever `HttpClient` the application provides. */
-export const layerWithoutHttpClient = <C extends Settings>(
+export const layerWithoutHttpClient = <C extends CommonSettings>(
   spec: Spec<C>,
   config: C
 ): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
   Layer.effect(LanguageModel.LanguageModel, make(spec, config))
 
 /** The `LanguageModel` of `spec` over `FetchHttpClient`. */
-export const layer = <C extends Settings>(spec: Spec<C>, config: C): Layer.Layer<LanguageModel.LanguageModel> =>
+export const layer = <C extends CommonSettings>(spec: Spec<C>, config: C): Layer.Layer<LanguageModel.LanguageModel> =>
   layerWithoutHttpClient(spec, config).pipe(Layer.provide(FetchHttpClient.layer))
 
 /** A provider's settings as `Config` values, each optional: what a provider's `layerConfig` takes. */
-export type ConfigOf<C extends Settings> = { readonly [K in keyof C]?: Config.Config<C[K]> }
+export type ConfigOf<C extends CommonSettings> = { readonly [K in keyof C]?: Config.Config<C[K]> }
 
 /**
  * The layer of `spec` over `FetchHttpClient`, configured from `Config` values:
  * those in `options`, else `defaults` (the vendor's standard variables, such as
- * `OPENAI_API_KEY`). Fails with a `ConfigError` when no key is found.
+ * `OPENAI_API_KEY`). Fails with a `ConfigError` when a required key is not found.
  */
-export const layerConfig = <C extends Settings>(
+export const layerConfig = <C extends CommonSettings>(
   spec: Spec<C>,
-  defaults: { readonly apiKey: Config.Config<Redacted.Redacted<string>> } & ConfigOf<C>,
+  defaults: { readonly apiKey: Config.Config<C["apiKey"]> } & ConfigOf<C>,
   options: ConfigOf<C> | undefined
 ): Layer.Layer<LanguageModel.LanguageModel, Config.ConfigError> => {
   // Every key of C is optional but `apiKey`, which `defaults` always has: the merged record is a C.

@@ -35,8 +35,17 @@ export interface Endpoint {
   readonly url: URL | undefined
   /** Why the base URL cannot be used; every request then fails with `AiError.InvalidRequest` saying so. */
   readonly problem: string | undefined
-  readonly credential: Credential
-  /** Secrets to cut out of every error message: the credential, and any userinfo the base URL carried. */
+  /** `undefined` for a server that needs no key (a local model). */
+  readonly credential: Credential | undefined
+  /**
+   * Headers sent with every request besides the credential (a gateway's, a
+   * proxy's); the secret ones as `Redacted`, see {@link endpoint}.
+   */
+  readonly headers: Readonly<Record<string, string | Redacted.Redacted<string>>>
+  /**
+   * Secrets to cut out of every error message: the credential, the secret
+   * headers' values, and any userinfo the base URL carried.
+   */
   readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
   /** OpenTelemetry's `server.address` and `server.port` of the endpoint (never its userinfo). */
   readonly attributes: Readonly<Record<string, string | number>>
@@ -53,17 +62,49 @@ const parseUrl = (text: string, base?: string): URL | undefined => {
 }
 
 /**
- * Checks a provider's base URL and pairs it with its credential. A base URL
- * that is not an `http(s)` URL, or that carries a user or password, is kept as
- * a `problem`, never quoted: userinfo is often a key, and `fetch` refuses it anyway.
+ * Header names whose values are credentials whichever way they are given
+ * (Azure's `api-key`, Google's `x-goog-api-key`, …): an extra header of one of
+ * these names is redacted and kept out of errors like the key.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const credentialHeaders: ReadonlyArray<string> = [
+  "authorization",
+  "proxy-authorization",
+  "api-key",
+  "x-api-key",
+  "x-goog-api-key",
+  "cookie"
+]
+
+/**
+ * Checks a provider's base URL and pairs it with its credential and extra
+ * headers. A base URL that is not an `http(s)` URL, or that carries a user or
+ * password, is kept as a `problem`, never quoted: userinfo is often a key, and
+ * `fetch` refuses it anyway. An extra header is secret when its value is
+ * `Redacted` or its name is one of {@link credentialHeaders}: sent as it is,
+ * redacted on the HTTP client's spans, cut out of error messages.
  */
 export const endpoint = (options: {
   readonly provider: string
   readonly baseUrl: string
-  readonly credential: Credential
+  readonly credential?: Credential | undefined
+  readonly headers?: Readonly<Record<string, string | Redacted.Redacted<string>>> | undefined
 }): Endpoint => {
   const url = parseUrl(options.baseUrl)
-  const secrets = [options.credential.value]
+  const secrets = options.credential === undefined ? [] : [options.credential.value]
+  const headers: Record<string, string | Redacted.Redacted<string>> = {}
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    const lower = name.toLowerCase()
+    const secret = Redacted.isRedacted(value)
+      ? value
+      : credentialHeaders.includes(lower)
+      ? Redacted.make(value)
+      : undefined
+    headers[lower] = secret ?? value
+    if (secret !== undefined) secrets.push(secret)
+  }
   const problem = url === undefined || !(url.protocol in defaultPorts)
     ? "the base URL is not an http or https URL"
     : url.username !== "" || url.password !== ""
@@ -81,6 +122,7 @@ export const endpoint = (options: {
     url: problem === undefined ? url : undefined,
     problem,
     credential: options.credential,
+    headers,
     secrets,
     attributes
   }
@@ -93,7 +135,8 @@ export interface RequestOptions {
   readonly urlParams?: Readonly<Record<string, string>> | undefined
   /**
    * Headers the wire format requires besides the credential, e.g. an API
-   * version; they cannot replace the credential, `accept` or `content-type`.
+   * version; the endpoint's own headers replace them, and none can replace the
+   * credential, `accept` or `content-type`.
    */
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** Sent as JSON. */
@@ -263,8 +306,8 @@ const redirectTarget = (
  * `classifyError`, else `AiError.fromHttpStatus`, with the provider's message
  * and `Retry-After`); a transport failure, including a connection cut mid-body,
  * becomes `AiError.Unavailable`; the timeouts become `AiError.Timeout`. The
- * credential header and credential query parameters are redacted from the HTTP
- * client's spans. Nothing is sent until the stream is pulled, and interrupting
+ * credential header, the secret extra headers and credential query parameters
+ * are redacted from the HTTP client's spans. Nothing is sent until the stream is pulled, and interrupting
  * the stream aborts the request.
  */
 export const stream = (
@@ -284,14 +327,21 @@ export const stream = (
     params.push([name, credentialParams.includes(name) ? Redacted.make(value) : value])
   }
   url.search = ""
-  const value = Redacted.value(credential.value)
+  const extra: Record<string, string> = {}
+  const redactedNames: Array<string> = []
+  for (const [name, value] of Object.entries(endpoint.headers)) {
+    extra[name] = Redacted.isRedacted(value) ? Redacted.value(value) : value
+    if (Redacted.isRedacted(value)) redactedNames.push(name)
+  }
+  if (credential !== undefined) {
+    const value = Redacted.value(credential.value)
+    extra[credential.header] = credential.scheme === undefined ? value : `${credential.scheme} ${value}`
+    redactedNames.push(credential.header)
+  }
   const initial = HttpClientRequest.post(url.href).pipe(
     HttpClientRequest.setHeaders(options.headers ?? {}),
     HttpClientRequest.setUrlParams(UrlParams.make(params)),
-    HttpClientRequest.setHeader(
-      credential.header,
-      credential.scheme === undefined ? value : `${credential.scheme} ${value}`
-    ),
+    HttpClientRequest.setHeaders(extra),
     HttpClientRequest.accept("text/event-stream"),
     HttpClientRequest.bodyJsonUnsafe(options.body)
   )
@@ -331,7 +381,7 @@ export const stream = (
       Scope.provide(requestScope),
       // `fetch` follows redirects itself, credential headers included; here they are seen and checked.
       Effect.provideService(FetchHttpClient.RequestInit, { ...init, redirect: "manual" }),
-      Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, credential.header]),
+      Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, ...redactedNames]),
       Effect.updateService(UrlParams.CurrentRedactedNames, (names) => [...names, ...credentialParams])
     )
     return yield* ProviderTimeout.watch(response.stream.pipe(Stream.mapError(fromClientError(provider))), {

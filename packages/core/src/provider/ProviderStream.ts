@@ -35,6 +35,8 @@ export interface Decoder {
    * returns the error (usually `AiError.IncompleteTurn`).
    */
   readonly end: (out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+  /** How the provider's servers bend the event-stream rules, if they do (see `SseParser.Dialect`). */
+  readonly dialect?: SseParser.Dialect | undefined
 }
 
 /** The longest event, in UTF-16 code units (16 MiB: a final event repeats the whole answer, so it can be long). */
@@ -70,6 +72,7 @@ export const decode: {
       let ended = false
       const parser = SseParser.make({
         maxEventSize,
+        dialect: decoder.dialect,
         onEvent: (name, data) => {
           failure = decoder.event(name, data, out)
           return failure === undefined && !decoder.complete
@@ -101,8 +104,9 @@ export const decode: {
         return Effect.flatMap(upstreamOrEnd, (chunk): Next => {
           if (chunk === undefined) {
             ended = true
-            // An event the body did not finish with a blank line is dropped, as the SSE rules say.
             feed(text.decode())
+            // An event the body did not finish with a blank line is dropped, as the SSE rules say, unless the dialect reads it.
+            if (failure === undefined && !decoder.complete) parser.end()
             if (failure === undefined && !decoder.complete) failure = decoder.end(out)
             return flush()
           }

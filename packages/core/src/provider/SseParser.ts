@@ -7,6 +7,7 @@
  * ignores `id` and `retry`: a model request is never resumed by reconnecting.
  * Unlike `effect/encoding`'s `Sse` it finds line ends with `indexOf`, which is
  * what keeps a provider's decode loop near the speed of a bare `JSON.parse` loop.
+ * A {@link Dialect} reads the few ways some servers bend these rules.
  *
  * @since 0.1.0
  */
@@ -23,6 +24,33 @@ export interface Parser {
    * the limit (the parser is then spent).
    */
   readonly feed: (text: string) => Feed
+  /**
+   * The stream ended. The event it ended inside of, its last line included, is
+   * dispatched as a blank line would when the dialect's `dispatchAtEnd` says
+   * so (see {@link Dialect}); otherwise it is dropped, as the SSE rules say.
+   */
+  readonly end: () => void
+}
+
+/**
+ * How a server bends the event-stream rules, for the parser to read it anyway.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Dialect {
+  /**
+   * Field names besides `data` and `event` whose lines are events of their
+   * own, named after the field, with the line's value as data: llama.cpp
+   * reported errors on an `error: {...}` line, which the SSE rules ignore.
+   */
+  readonly fieldEvents?: ReadonlyArray<string> | undefined
+  /**
+   * Whether {@link Parser.end} dispatches the event the stream ended inside
+   * of, given its data: some servers end the body with `data: [DONE]` and no
+   * blank line, while an event cut in the middle is better dropped.
+   */
+  readonly dispatchAtEnd?: ((data: string) => boolean) | undefined
 }
 
 /**
@@ -31,15 +59,20 @@ export interface Parser {
  *
  * `maxEventSize` bounds, in UTF-16 code units, an event's data plus the line
  * being read, so a peer that never ends a line or an event cannot make the
- * parser buffer without bound.
+ * parser buffer without bound. `dialect` reads a server that bends the rules.
  */
 export const make = (options: {
   readonly maxEventSize: number
   readonly onEvent: (event: string, data: string) => boolean
+  readonly dialect?: Dialect | undefined
 }): Parser => {
   const { maxEventSize, onEvent } = options
+  const fieldEvents = options.dialect?.fieldEvents ?? []
+  const dispatchAtEnd = options.dialect?.dispatchAtEnd
   let first = true
   let spent = false
+  // The handler asked to stop: nothing more is dispatched, not even at the end.
+  let stopped = false
   // The unterminated end of the previous text, and whether that text ended in a CR (whose LF may follow).
   let partial = ""
   let afterCr = false
@@ -73,8 +106,19 @@ export const make = (options: {
         ? lastEvent
         : text.slice(valueStart, end)
       lastEvent = event
+    } else {
+      for (const field of fieldEvents) {
+        if (length === field.length && text.startsWith(field, start)) {
+          return onEvent(field, valueStart >= end ? "" : text.slice(valueStart, end))
+        }
+      }
     }
     return true
+  }
+
+  const stop = (): Feed => {
+    stopped = true
+    return "stopped"
   }
 
   const feed = (text: string): Feed => {
@@ -106,11 +150,11 @@ export const make = (options: {
       const start = position
       position = end + width
       if (partial.length === 0) {
-        if (!line(text, start, end)) return "stopped"
+        if (!line(text, start, end)) return stop()
       } else {
         const joined = partial + text.slice(start, end)
         partial = ""
-        if (!line(joined, 0, joined.length)) return "stopped"
+        if (!line(joined, 0, joined.length)) return stop()
       }
     }
     if (partial.length + (data?.length ?? 0) > maxEventSize) {
@@ -120,5 +164,13 @@ export const make = (options: {
     return "more"
   }
 
-  return { feed }
+  const end = (): void => {
+    if (spent || stopped || dispatchAtEnd === undefined) return
+    const last = partial
+    partial = ""
+    if (last.length > 0 && !line(last, 0, last.length)) return
+    if (data !== undefined && dispatchAtEnd(data)) line("", 0, 0)
+  }
+
+  return { feed, end }
 }

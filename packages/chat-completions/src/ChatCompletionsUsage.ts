@@ -1,0 +1,85 @@
+/**
+ * A turn's usage as Chat Completions servers report it: in a last chunk with
+ * empty `choices` (OpenAI, with `stream_options.include_usage`), on the chunk
+ * that finishes (llama.cpp, Mistral), in Groq's `x_groq.usage`, or on every
+ * chunk with `null` counts until the last; followed, on some servers, by a
+ * chunk with `usage: null`. Each count is the last one a chunk reported, so
+ * neither a `null` nor a later chunk without usage erases one.
+ *
+ * @since 0.2.0
+ */
+import { TokenUsage } from "@agentloop/core"
+import type * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
+
+/**
+ * The counts reported so far; a count is absent until a chunk reports it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Counts {
+  readonly prompt?: number
+  readonly completion?: number
+  readonly total?: number
+  readonly cached?: number
+  readonly reasoning?: number
+  /** OpenRouter's `usage.cost`, in USD. */
+  readonly cost?: number
+}
+
+const latest = <A>(next: A | null | undefined, previous: A | undefined): A | undefined => next ?? previous
+
+/**
+ * The counts after `usage`: each count it reports replaces the one before, and
+ * the ones it leaves out or sends as `null` stay. Cache hits are read from
+ * `prompt_tokens_details.cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`,
+ * else a top-level `cached_tokens`.
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const merge = (counts: Counts, usage: ChatCompletionsChunk.Usage): Counts => {
+  const prompt = latest(usage.prompt_tokens, counts.prompt)
+  const completion = latest(usage.completion_tokens, counts.completion)
+  const total = latest(usage.total_tokens, counts.total)
+  const cached = latest(
+    usage.prompt_tokens_details?.cached_tokens ?? usage.prompt_cache_hit_tokens ?? usage.cached_tokens,
+    counts.cached
+  )
+  const reasoning = latest(usage.completion_tokens_details?.reasoning_tokens, counts.reasoning)
+  const cost = latest(usage.cost, counts.cost)
+  return {
+    ...(prompt === undefined ? {} : { prompt }),
+    ...(completion === undefined ? {} : { completion }),
+    ...(total === undefined ? {} : { total }),
+    ...(cached === undefined ? {} : { cached }),
+    ...(reasoning === undefined ? {} : { reasoning }),
+    ...(cost === undefined ? {} : { cost })
+  }
+}
+
+/**
+ * Whether any token count was reported.
+ *
+ * @since 0.2.0
+ * @category predicates
+ */
+export const isReported = (counts: Counts): boolean =>
+  counts.prompt !== undefined || counts.completion !== undefined || counts.total !== undefined
+
+/**
+ * The counts as a `TokenUsage`: `input` is `prompt_tokens` (cache hits
+ * included), `output` is `completion_tokens`, `total` the server's own
+ * `total_tokens` when it sent one, even when it is not their sum: xAI counts
+ * reasoning tokens in its total but not in `completion_tokens`.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const toTokenUsage = (counts: Counts): TokenUsage.TokenUsage => {
+  const usage = TokenUsage.make(counts.prompt ?? 0, counts.completion ?? 0, {
+    cachedInput: counts.cached,
+    reasoning: counts.reasoning
+  })
+  return counts.total === undefined ? usage : { ...usage, total: counts.total }
+}

@@ -1,0 +1,9 @@
+import { ProviderConformance } from "@agentloop/testing"
+import { describe, it } from "@effect/vitest"
+import { conformance } from "./fixtures.ts"
+
+describe("ChatCompletions conformance", () => {
+  for (const c of ProviderConformance.cases(conformance)) {
+    ;(c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)
+  }
+})
