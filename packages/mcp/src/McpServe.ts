@@ -189,14 +189,16 @@ const register = <R>(
 
 const decodeInputSchema = Schema.decodeUnknownEffect(McpSchema.ToolJson)
 
-// MCP requires an object root, which every agentloop tool has: its input is a Struct.
+// MCP requires `type: "object"` at the root. Arguments are always an object (providers send nothing
+// else), but an empty Struct's schema says only "not null": say "object" as well.
 const inputSchema = (tool: Tool.Any<unknown>): Effect.Effect<McpSchema.ToolJson> =>
-  decodeInputSchema(tool.parameters).pipe(
-    Effect.mapError((error) =>
-      new Error(`Mcp.serve: the input of tool "${tool.name}" is not a JSON object: ${error.message}`)
-    ),
-    Effect.orDie
-  )
+  decodeInputSchema(tool.parameters.type === undefined ? { ...tool.parameters, type: "object" } : tool.parameters)
+    .pipe(
+      Effect.mapError((error) =>
+        new Error(`Mcp.serve: the input of tool "${tool.name}" is not a JSON object: ${error.message}`)
+      ),
+      Effect.orDie
+    )
 
 // Structured content must be an object: only such outputs declare a schema.
 const objectSchema = (tool: Tool.Any<unknown>): McpSchema.ToolOutputJson | undefined => {
