@@ -54,9 +54,7 @@ const reasonOf = (error: AiError.AiError): EffectAiError.AiErrorReason => {
   const description = error.message
   switch (error._tag) {
     case "RateLimited":
-      return new EffectAiError.RateLimitError({
-        ...(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter })
-      })
+      return new EffectAiError.RateLimitError(error.retryAfter === undefined ? {} : { retryAfter: error.retryAfter })
     case "QuotaExceeded":
       return new EffectAiError.QuotaExhaustedError({})
     case "AuthFailed":
