@@ -79,7 +79,7 @@ export type Requirements<S extends Server> = S extends Stdio ? ChildProcessSpawn
  * ```ts
  * import { Mcp } from "@agentloop/mcp"
  *
- * const files = Mcp.stdio({
+ * export const files = Mcp.stdio({
  *   command: "npx",
  *   args: ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
  *   env: { LOG_LEVEL: "warn" }
@@ -117,7 +117,7 @@ export const stdio = (options: {
  * import { Mcp } from "@agentloop/mcp"
  * import { Redacted } from "effect"
  *
- * const tickets = Mcp.http({
+ * export const tickets = Mcp.http({
  *   url: "https://mcp.example.com/mcp",
  *   headers: { authorization: Redacted.make("Bearer my-token") }
  * })

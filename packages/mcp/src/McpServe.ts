@@ -68,7 +68,7 @@ export class ServerTransport extends Context.Service<ServerTransport, {
  * })
  *
  * // A stdio server: `NodeRuntime.runMain(Layer.launch(server.pipe(Layer.provide(NodeServices.layer))))`.
- * const server = Mcp.serve(Toolkit.make(add), { name: "calculator", version: "1.0.0" }).pipe(
+ * export const server = Mcp.serve(Toolkit.make(add), { name: "calculator", version: "1.0.0" }).pipe(
  *   Layer.provide(Mcp.layerServerStdio())
  * )
  * ```
@@ -120,7 +120,7 @@ export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =
  * import { HttpRouter } from "effect/http"
  *
  * declare const toolkit: Toolkit.Toolkit
- * const app = HttpRouter.serve(
+ * export const app = HttpRouter.serve(
  *   Mcp.serve(toolkit, { name: "calculator", version: "1.0.0" }).pipe(Layer.provide(Mcp.layerServerHttp({ path: "/mcp" })))
  * )
  * ```
