@@ -9,7 +9,8 @@ const suites = [
   "./durable.ts",
   "./gemini.ts",
   "./responses.ts",
-  "./anthropic.ts"
+  "./anthropic.ts",
+  "./mcp.ts"
 ]
 
 for (const suite of suites) await import(suite)
