@@ -174,6 +174,7 @@ export const connect = <S extends Server>(
   server: S,
   options: { readonly timeout?: Duration.Input | undefined } = {}
 ): Effect.Effect<Connection, McpClientError.McpClientError, Scope.Scope | Requirements<S>> =>
+  // The branch taken needs exactly what `Requirements<S>` names; TypeScript cannot narrow `S` by `_tag`.
   Effect.gen(function*() {
     const transport = server._tag === "Stdio" ? yield* stdioTransport(server) : yield* httpTransport(server)
     const client = yield* McpClient.make({ ...clientInfo, timeout: options.timeout }).pipe(

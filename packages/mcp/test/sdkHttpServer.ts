@@ -50,6 +50,12 @@ const tools = [
     name: "fail",
     description: "Always reports an error",
     inputSchema: { type: "object", properties: {} }
+  },
+  {
+    // MCP allows dots; model providers do not: left out of the toolkit.
+    name: "admin.reset",
+    description: "Resets everything",
+    inputSchema: { type: "object", properties: {} }
   }
 ]
 
