@@ -116,8 +116,12 @@ export const toolkit = <S extends McpConnection.Server>(
       names.add(name)
       tools.push(fromDescriptor(connection, descriptor, name, options))
     }
+    yield* Effect.annotateCurrentSpan({
+      "agentloop.mcp.server.name": connection.name,
+      "agentloop.mcp.tools": names.size
+    })
     return Toolkit.make(...tools)
-  })
+  }).pipe(Effect.withSpan("Mcp.toolkit", { attributes: { "agentloop.mcp.transport": server._tag } }))
 
 // What OpenAI, Gemini and Anthropic all accept as a function name.
 const validName = /^[a-zA-Z0-9_-]{1,64}$/

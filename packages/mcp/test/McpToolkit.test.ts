@@ -213,6 +213,10 @@ describe("Mcp.toolkit over stdio", () => {
         "agentloop.mcp.server.name": expect.stringContaining("everything"),
         "agentloop.tool.outcome": "success"
       })
+      // Connecting and listing is a span of its own.
+      const connecting = recorder.spans.find((span) => span.name === "Mcp.toolkit")
+      expect(connecting?.attributes.get("agentloop.mcp.transport")).toBe("Stdio")
+      expect(connecting?.attributes.get("agentloop.mcp.tools")).toBeGreaterThan(5)
     }))
 
   it.live("names the server as told", () =>
