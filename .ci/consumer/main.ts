@@ -7,12 +7,15 @@
  * program started again as a stdio server (`node build/main.js mcp-server`). It
  * fails (exit code 1) unless every run streams the answer and ends with `Stop`.
  */
-import { Anthropic, AnthropicWire } from "@agentloop/anthropic"
+import { Anthropic } from "@agentloop/anthropic"
+import { AnthropicWire } from "@agentloop/anthropic/testing"
 import { AgentLoop, type LanguageModel, type ProviderWire, TokenUsage, Tool, Toolkit } from "@agentloop/core"
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
-import { Gemini, GeminiWire } from "@agentloop/gemini"
+import { Gemini } from "@agentloop/gemini"
+import { GeminiWire } from "@agentloop/gemini/testing"
 import { Mcp } from "@agentloop/mcp"
-import { Responses, ResponsesWire } from "@agentloop/responses"
+import { Responses } from "@agentloop/responses"
+import { ResponsesWire } from "@agentloop/responses/testing"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Redacted, Schema, Stream } from "effect"

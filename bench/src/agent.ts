@@ -3,10 +3,10 @@
  * mock model (no HTTP), consumed
  *
  * - baseline: straight from `LanguageModel.streamTurn`;
- * - through `Loop.loop` + `Loop.streamUntilComplete` written by hand (the seed's pattern);
+ * - through `Loop.loop` + `TurnStream.streamUntilComplete` written by hand (the seed's pattern);
  * - through `AgentLoop.stream` (events, accounting, the stop predicate).
  */
-import { AgentLoop, Item, LanguageModel, Loop } from "@agentloop/core"
+import { AgentLoop, Item, LanguageModel, Loop, TurnStream } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { Effect, Layer, Stream } from "effect"
 import { compare } from "./measure.ts"
@@ -32,7 +32,7 @@ await compare({
   cases: [
     {
       name: "Loop.loop + streamUntilComplete",
-      run: run(Loop.loop(0, () => model.pipe(Loop.streamUntilComplete(() => Loop.stop))))
+      run: run(Loop.loop(0, () => model.pipe(TurnStream.streamUntilComplete(() => Loop.stop))))
     },
     {
       name: "AgentLoop.stream",

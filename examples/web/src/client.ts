@@ -5,7 +5,7 @@
  * server then interrupts the run.
  */
 import type { AgentLoop, Cost } from "@agentloop/core"
-import * as EventStream from "@agentloop/core/EventStream"
+import * as EventStream from "@agentloop/core/stream/EventStream"
 import { Cause, Effect, Exit, Fiber, Stream } from "effect"
 
 const element = <E extends HTMLElement>(id: string): E => {

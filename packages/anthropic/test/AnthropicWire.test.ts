@@ -3,7 +3,7 @@ import type { TurnDelta } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Schema } from "effect"
-import { AnthropicWire } from "../src/index.ts"
+import { AnthropicWire } from "../src/testing/index.ts"
 import { completed, failing, run, textOf, turn } from "./harness.ts"
 
 const { wire } = AnthropicWire

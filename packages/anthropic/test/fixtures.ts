@@ -4,7 +4,8 @@
  * loopback server.
  */
 import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
-import { Anthropic, AnthropicWire } from "../src/index.ts"
+import { Anthropic } from "../src/index.ts"
+import { AnthropicWire } from "../src/testing/index.ts"
 
 export const model = "claude-sonnet-4-5-20250929"
 

@@ -14,9 +14,6 @@
 import { Cause, Channel, Effect, Exit, Pull, Scope, Stream } from "effect"
 import type { Array as Arr } from "effect"
 import { dual } from "effect/Function"
-import { IncompleteTurn } from "./AiError.ts"
-import type { Turn } from "./Turn.ts"
-import type { TurnDelta } from "./TurnDelta.ts"
 
 /** A value that flows downstream to the loop's consumer. */
 export interface Value<out A> {
@@ -257,48 +254,3 @@ export const loop: {
   <S, A, E, R>(body: Body<S, A, E, R>): (initial: S) => Stream.Stream<A, E, R>
   <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, E, R>
 } = dual(2, make)
-
-/**
- * Turns a model's stream of deltas into loop events: every delta, including the
- * terminal `turn_complete`, flows downstream as a value; then `then` runs with the
- * assembled turn and its events follow. A stream that ends without a
- * `turn_complete` fails with `IncompleteTurn`.
- */
-export const streamUntilComplete: {
-  <A, S, E2, R2, E3 = never, R3 = never>(
-    then: (turn: Turn) => Stream.Stream<Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A, S>, E2, R2>, E3, R3>
-  ): <E, R>(
-    deltas: Stream.Stream<TurnDelta, E, R>
-  ) => Stream.Stream<Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
-  <E, R, A, S, E2, R2, E3 = never, R3 = never>(
-    deltas: Stream.Stream<TurnDelta, E, R>,
-    then: (turn: Turn) => Stream.Stream<Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A, S>, E2, R2>, E3, R3>
-  ): Stream.Stream<Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
-} = dual(2, <E, R, A, S, E2, R2, E3, R3>(
-  deltas: Stream.Stream<TurnDelta, E, R>,
-  then: (turn: Turn) => Stream.Stream<Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A, S>, E2, R2>, E3, R3>
-): Stream.Stream<Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>> =>
-  Stream.suspend(() => {
-    let turn: Turn | undefined
-    const forwarded = deltas.pipe(
-      Stream.takeUntil((delta) => delta.type === "turn_complete"),
-      Stream.map((delta): Event<TurnDelta | A, S> => {
-        if (delta.type === "turn_complete") turn = delta.turn
-        return value(delta)
-      })
-    )
-    const after = Stream.unwrap(Effect.suspend((): Effect.Effect<
-      Stream.Stream<Event<A, S>, E2, R2>,
-      E3 | IncompleteTurn,
-      R3
-    > => {
-      if (turn === undefined) {
-        return Effect.fail(
-          new IncompleteTurn({ message: "The model's stream ended before its turn_complete: the turn is lost" })
-        )
-      }
-      const events = then(turn)
-      return Effect.isEffect(events) ? events : Effect.succeed(events)
-    }))
-    return Stream.concat(forwarded, after)
-  }))

@@ -12,11 +12,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Layer } from "effect"
 import type { Tracer } from "effect"
 import type * as Item from "./Item.ts"
 import type { TurnOptions } from "./LanguageModel.ts"
-import * as Termination from "./Termination.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import type { Turn } from "./Turn.ts"
 
@@ -106,19 +105,6 @@ export const annotateTurn = (span: Tracer.Span, turn: Turn, captureContent: bool
   })
   for (const [key, value] of Object.entries(attributes)) span.attribute(key, value)
 }
-
-/**
- * Records how a run ended on the current span (the run's): the termination and
- * its category, the run's usage and known cost, and `error.type` for an error.
- */
-export const annotateTermination = (termination: Termination.Termination): Effect.Effect<void> =>
-  Effect.annotateCurrentSpan({
-    "agentloop.termination": termination._tag,
-    "agentloop.termination.category": Termination.category(termination),
-    ...usageAttributes(termination.accounting.usage),
-    ...(termination.accounting.cost === null ? {} : { "agentloop.cost_usd": termination.accounting.cost }),
-    ...(Termination.isError(termination) ? { "error.type": termination._tag } : {})
-  })
 
 /** The attributes of a tool call's span. Arguments and result are content: recorded only when captured. */
 export const toolAttributes = (options: {

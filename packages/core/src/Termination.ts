@@ -9,12 +9,13 @@
  *
  * @since 0.1.0
  */
-import { Schema, SchemaIssue } from "effect"
+import { Effect, Schema, SchemaIssue } from "effect"
 import { Accounting } from "./Accounting.ts"
 import * as AiError from "./AiError.ts"
 import * as Cost from "./Cost.ts"
 import * as Item from "./Item.ts"
 import { PredicateFailed } from "./PredicateFailed.ts"
+import * as Telemetry from "./Telemetry.ts"
 
 const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 
@@ -370,3 +371,16 @@ export const isError = <A>(termination: Termination<A>): termination is Error =>
 /** Whether the run ended well. */
 export const isSuccess = <A>(termination: Termination<A>): termination is Success<A> =>
   categories[termination._tag] === "success"
+
+/**
+ * Records how a run ended on the current span (the run's): the termination and
+ * its category, the run's usage and known cost, and `error.type` for an error.
+ */
+export const annotateCurrentSpan = (termination: Termination): Effect.Effect<void> =>
+  Effect.annotateCurrentSpan({
+    "agentloop.termination": termination._tag,
+    "agentloop.termination.category": category(termination),
+    ...Telemetry.usageAttributes(termination.accounting.usage),
+    ...(termination.accounting.cost === null ? {} : { "agentloop.cost_usd": termination.accounting.cost }),
+    ...(isError(termination) ? { "error.type": termination._tag } : {})
+  })

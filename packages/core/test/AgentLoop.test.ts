@@ -1,7 +1,7 @@
 import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Schema, Stream } from "effect"
-import * as AgentLoop from "../src/AgentLoop.ts"
+import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Compactor from "../src/Compactor.ts"
 import { Halt } from "../src/Halt.ts"

@@ -11,6 +11,7 @@ import { LanguageModel } from "../src/LanguageModel.ts"
 import * as Loop from "../src/Loop.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
+import * as TurnStream from "../src/TurnStream.ts"
 import { add } from "./fixtures.ts"
 
 const toolkit = Toolkit.make(add)
@@ -24,7 +25,7 @@ const agent = (initial: State) =>
     Effect.gen(function*() {
       const model = yield* LanguageModel
       return model.streamTurn(state.history, { tools: Toolkit.definitions(toolkit) }).pipe(
-        Loop.streamUntilComplete((turn) =>
+        TurnStream.streamUntilComplete((turn) =>
           Effect.gen(function*() {
             const next = Turn.cursor(state, turn)
             const calls = Turn.functionCalls(turn)

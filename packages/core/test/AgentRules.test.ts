@@ -1,6 +1,6 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import * as AgentRules from "../src/AgentRules.ts"
+import * as AgentRules from "../src/agent/AgentRules.ts"
 import type * as Item from "../src/Item.ts"
 import type * as Toolkit from "../src/Toolkit.ts"
 

@@ -8,7 +8,7 @@ import {
   Tool as AiTool,
   Toolkit as AiToolkit
 } from "effect/ai"
-import * as AgentLoop from "../src/AgentLoop.ts"
+import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Approval from "../src/Approval.ts"
 import * as EffectAi from "../src/EffectAi.ts"

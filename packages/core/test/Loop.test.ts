@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, pipe, Stream } from "effect"
 import * as Loop from "../src/Loop.ts"
 import type { TurnDelta } from "../src/TurnDelta.ts"
+import * as TurnStream from "../src/TurnStream.ts"
 
 const counter = (limit: number) => (n: number) => n < limit ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop
 
@@ -300,7 +301,7 @@ describe("streamUntilComplete", () => {
     Effect.gen(function*() {
       let seen: unknown
       const events = yield* Stream.fromIterable(deltas).pipe(
-        Loop.streamUntilComplete((completed) => {
+        TurnStream.streamUntilComplete((completed) => {
           seen = completed
           return Loop.nextAfter(Stream.make("tool output"), 1)
         }),
@@ -312,7 +313,7 @@ describe("streamUntilComplete", () => {
 
   it.effect("accepts an Effect callback, data-first", () =>
     Effect.gen(function*() {
-      const events = yield* Loop.streamUntilComplete(Stream.fromIterable(deltas), () => Effect.succeed(Loop.stop))
+      const events = yield* TurnStream.streamUntilComplete(Stream.fromIterable(deltas), () => Effect.succeed(Loop.stop))
         .pipe(Stream.runCollect)
       expect(events.at(-1)).toStrictEqual({ _tag: "Stop" })
       expect(events).toHaveLength(deltas.length + 1)
@@ -323,7 +324,7 @@ describe("streamUntilComplete", () => {
       let called = false
       const forwarded: Array<unknown> = []
       const error = yield* Stream.fromIterable(deltas.slice(0, 2)).pipe(
-        Loop.streamUntilComplete(() => {
+        TurnStream.streamUntilComplete(() => {
           called = true
           return Loop.stop
         }),
@@ -338,7 +339,7 @@ describe("streamUntilComplete", () => {
   it.effect("stops reading the upstream at turn_complete", () =>
     Effect.gen(function*() {
       const events = yield* Stream.concat(Stream.fromIterable(deltas), Stream.fail("read past the end" as const))
-        .pipe(Loop.streamUntilComplete(() => Loop.stop), Stream.runCollect)
+        .pipe(TurnStream.streamUntilComplete(() => Loop.stop), Stream.runCollect)
       expect(events).toHaveLength(deltas.length + 1)
     }))
 
@@ -347,7 +348,7 @@ describe("streamUntilComplete", () => {
       const turns = [textTurn("one"), textTurn("two")]
       const texts = yield* Loop.loop(0, (i) =>
         Stream.fromIterable([{ type: "turn_complete" as const, turn: turns[i]! }]).pipe(
-          Loop.streamUntilComplete(() =>
+          TurnStream.streamUntilComplete(() =>
             i + 1 < turns.length ? Loop.nextAfter(Stream.empty, i + 1) : Loop.stop
           )
         )).pipe(

@@ -5,7 +5,7 @@ import { Clock, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Stream
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
-import * as ProviderHttp from "../src/ProviderHttp.ts"
+import * as ProviderHttp from "../src/provider/ProviderHttp.ts"
 
 const TestLayer = Layer.mergeAll(ProviderServer.layer, FetchHttpClient.layer)
 const canary = "sk-canary-0123456789-DO-NOT-LEAK"

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as AiError from "../src/AiError.ts"
-import * as ProviderRetry from "../src/ProviderRetry.ts"
+import * as ProviderRetry from "../src/provider/ProviderRetry.ts"
 
 const unavailable = new AiError.Unavailable({ provider: "test", message: "down" })
 

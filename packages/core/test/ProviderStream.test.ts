@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Redacted, Result, Schema, Stream } from "effect"
 import * as AiError from "../src/AiError.ts"
-import * as ProviderStream from "../src/ProviderStream.ts"
+import * as ProviderStream from "../src/provider/ProviderStream.ts"
 import type * as TurnDelta from "../src/TurnDelta.ts"
 
 const encoder = new TextEncoder()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as SseParser from "../src/SseParser.ts"
+import * as SseParser from "../src/provider/SseParser.ts"
 
 /** Feeds `pieces` and returns the events, and what the last feed returned. */
 const parse = (

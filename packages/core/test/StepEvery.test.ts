@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import * as Channel from "../src/Channel.ts"
-import * as Step from "../src/Step.ts"
-import * as StepError from "../src/StepError.ts"
+import * as Channel from "../src/step/Channel.ts"
+import * as Step from "../src/step/Step.ts"
+import * as StepError from "../src/step/StepError.ts"
 
 class Down extends Schema.TaggedError<Down>()("Down", { at: Schema.Finite }) {}
 

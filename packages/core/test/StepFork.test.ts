@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Schema } from "effect"
 import { TestClock } from "effect/testing"
-import * as Step from "../src/Step.ts"
-import * as StepError from "../src/StepError.ts"
+import * as Step from "../src/step/Step.ts"
+import * as StepError from "../src/step/StepError.ts"
 
 class Lost extends Schema.TaggedError<Lost>()("Lost", { path: Schema.String }) {}
 

@@ -5,10 +5,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { ExecutionContext } from "../src/ExecutionContext.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
-import * as Step from "../src/Step.ts"
-import type * as StepError from "../src/StepError.ts"
+import { ExecutionContext } from "../src/step/ExecutionContext.ts"
+import * as Step from "../src/step/Step.ts"
+import type * as StepError from "../src/step/StepError.ts"
 import * as Until from "../src/Until.ts"
 
 class Missing extends Schema.TaggedError<Missing>()("Missing", {}) {}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Result, Schema, SchemaIssue, SchemaParser } from "effect"
-import * as WireDecoder from "../src/WireDecoder.ts"
+import * as WireDecoder from "../src/provider/WireDecoder.ts"
 
 const Index = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 

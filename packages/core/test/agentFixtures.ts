@@ -2,7 +2,7 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { expect } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import * as AgentLoop from "../src/AgentLoop.ts"
+import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import { Halt } from "../src/Halt.ts"
 import * as Pricing from "../src/Pricing.ts"
 import * as Termination from "../src/Termination.ts"

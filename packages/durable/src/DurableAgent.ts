@@ -13,10 +13,10 @@
  *
  * @since 0.1.0
  */
-import * as AgentEvent from "@agentloop/core/AgentEvent"
-import type * as AgentLoop from "@agentloop/core/AgentLoop"
-import * as AgentMachine from "@agentloop/core/AgentMachine"
-import type * as AgentTurn from "@agentloop/core/AgentTurn"
+import * as AgentEvent from "@agentloop/core/agent/AgentEvent"
+import type * as AgentLoop from "@agentloop/core/agent/AgentLoop"
+import * as AgentMachine from "@agentloop/core/agent/AgentMachine"
+import type * as AgentTurn from "@agentloop/core/agent/AgentTurn"
 import type * as Approval from "@agentloop/core/Approval"
 import * as Item from "@agentloop/core/Item"
 import type * as LanguageModel from "@agentloop/core/LanguageModel"

@@ -10,9 +10,9 @@
  *
  * @since 0.1.0
  */
-import * as AgentEvent from "@agentloop/core/AgentEvent"
-import type * as EventStream from "@agentloop/core/EventStream"
+import * as AgentEvent from "@agentloop/core/agent/AgentEvent"
 import * as Item from "@agentloop/core/Item"
+import type * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
 import { Schema } from "effect"
 import { RunStoreError } from "./RunStore.ts"

@@ -13,9 +13,9 @@
  *
  * @since 0.1.0
  */
-import * as AgentEvent from "@agentloop/core/AgentEvent"
-import * as AgentMachine from "@agentloop/core/AgentMachine"
-import * as AgentTurn from "@agentloop/core/AgentTurn"
+import * as AgentEvent from "@agentloop/core/agent/AgentEvent"
+import * as AgentMachine from "@agentloop/core/agent/AgentMachine"
+import * as AgentTurn from "@agentloop/core/agent/AgentTurn"
 import * as Approval from "@agentloop/core/Approval"
 import * as Cost from "@agentloop/core/Cost"
 import * as Item from "@agentloop/core/Item"

@@ -1,4 +1,4 @@
-import { AiError, Item, LanguageModel, Loop, Tool, Toolkit, Turn } from "@agentloop/core"
+import { AiError, Item, LanguageModel, Loop, Tool, Toolkit, Turn, TurnStream } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
 import { ProviderServer, SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
@@ -702,7 +702,7 @@ describe("an agent run over Gemini", () => {
       { history: [Item.userMessage("Weather in Zürich and Tokyo, then Oslo?")] },
       (state) =>
         lm.streamTurn(state.history, { tools: Toolkit.definitions(toolkit) }).pipe(
-          Loop.streamUntilComplete((turn) => {
+          TurnStream.streamUntilComplete((turn) => {
             const calls = Turn.functionCalls(turn)
             if (calls.length === 0) return Loop.stop
             return Effect.map(Toolkit.executeAllSafe(toolkit, calls), (results) =>

@@ -1,10 +1,11 @@
 import { AiError, Turn } from "@agentloop/core"
 import type { Item, TurnDelta } from "@agentloop/core"
-import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import type * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import { ProviderHarness, ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { Gemini, GeminiDecoder, GeminiWire } from "../src/index.ts"
+import { Gemini, GeminiDecoder } from "../src/index.ts"
+import { GeminiWire } from "../src/testing/index.ts"
 import { conformance } from "./fixtures.ts"
 
 const { wire } = GeminiWire

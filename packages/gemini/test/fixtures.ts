@@ -3,7 +3,8 @@
  * for the loopback server.
  */
 import { type ProviderHarness, ProviderServer } from "@agentloop/testing"
-import { Gemini, GeminiWire } from "../src/index.ts"
+import { Gemini } from "../src/index.ts"
+import { GeminiWire } from "../src/testing/index.ts"
 
 /** One `GenerateContentResponse` chunk of candidate 0. */
 export const chunk = (parts: ReadonlyArray<unknown>, extra: {

@@ -114,14 +114,24 @@ export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =
  *
  * @example
  * ```ts
- * import { Toolkit } from "@agentloop/core"
+ * import { Tool, Toolkit } from "@agentloop/core"
  * import { Mcp } from "@agentloop/mcp"
- * import { Layer } from "effect"
+ * import { Effect, Layer, Schema } from "effect"
  * import { HttpRouter } from "effect/http"
  *
- * declare const toolkit: Toolkit.Toolkit
+ * const now = Tool.make({
+ *   name: "now",
+ *   description: "The time on the server",
+ *   input: Schema.Struct({}),
+ *   output: Schema.String,
+ *   execute: () => Effect.sync(() => new Date().toISOString())
+ * })
+ *
+ * // Give it an `HttpServer`, e.g. `NodeHttpServer.layer(createServer, { port: 3000 })`.
  * export const app = HttpRouter.serve(
- *   Mcp.serve(toolkit, { name: "calculator", version: "1.0.0" }).pipe(Layer.provide(Mcp.layerServerHttp({ path: "/mcp" })))
+ *   Mcp.serve(Toolkit.make(now), { name: "clock", version: "1.0.0" }).pipe(
+ *     Layer.provide(Mcp.layerServerHttp({ path: "/mcp" }))
+ *   )
  * )
  * ```
  *

@@ -1,4 +1,4 @@
-import { type Item, LanguageModel, Loop, Tool, Toolkit, Turn, type TurnDelta } from "@agentloop/core"
+import { type Item, LanguageModel, Loop, Tool, Toolkit, Turn, type TurnDelta, TurnStream } from "@agentloop/core"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schema, Stream } from "effect"
@@ -40,7 +40,7 @@ const agent = (question: string) =>
     const model = yield* LanguageModel.LanguageModel
     const body = (state: State) =>
       model.streamTurn(state.history, { instructions: "Use the tools.", tools: Toolkit.definitions(toolkit) }).pipe(
-        Loop.streamUntilComplete((turn) =>
+        TurnStream.streamUntilComplete((turn) =>
           Effect.gen(function*() {
             const calls = Turn.functionCalls(turn)
             if (calls.length === 0) return Loop.stopAfter(Stream.empty)

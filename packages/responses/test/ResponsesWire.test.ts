@@ -1,10 +1,11 @@
 import { AiError, Item, Turn, type TurnDelta } from "@agentloop/core"
-import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import type * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { Responses, ResponsesWire } from "../src/index.ts"
+import { Responses } from "../src/index.ts"
+import { ResponsesWire } from "../src/testing/index.ts"
 import { completeTurn, hello, provider as responses, run, runFailing, TestLayer } from "./fixtures.ts"
 
 const { wire } = ResponsesWire

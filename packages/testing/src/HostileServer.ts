@@ -8,20 +8,19 @@
  * @since 0.1.0
  */
 import * as LanguageModel from "@agentloop/core/LanguageModel"
-import * as ProviderRetry from "@agentloop/core/ProviderRetry"
-import * as ProviderStream from "@agentloop/core/ProviderStream"
+import * as ProviderRetry from "@agentloop/core/provider/ProviderRetry"
+import * as ProviderStream from "@agentloop/core/provider/ProviderStream"
 import * as Turn from "@agentloop/core/Turn"
 import { Effect, Redacted } from "effect"
 import { HttpClient } from "effect/http"
 import * as assert from "node:assert/strict"
-import type { Case } from "./ProviderConformance.ts"
 import * as ProviderHarness from "./ProviderHarness.ts"
 import * as ProviderServer from "./ProviderServer.ts"
 import * as SpanRecorder from "./SpanRecorder.ts"
 import * as WireTurn from "./WireTurn.ts"
 
 /** The hostile-server cases for the provider `fixture` describes. */
-export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
+export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   {
     name: "never puts the key in an error, a delta or a span, and annotates the current span with the server",
     clock: "live",

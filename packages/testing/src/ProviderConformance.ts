@@ -27,14 +27,12 @@ import * as ProviderHarness from "./ProviderHarness.ts"
 import * as ProviderServer from "./ProviderServer.ts"
 import * as WireTurn from "./WireTurn.ts"
 
-/** One case of the suite. `clock: "test"` cases run under `TestClock` (`it.effect`), the others in real time (`it.live`). */
-export interface Case {
-  readonly name: string
-  readonly clock: "live" | "test"
-  readonly test: Effect.Effect<void, unknown>
-}
+export type {
+  /** One case of the suite. */
+  Case
+} from "./ProviderHarness.ts"
 
-const turnCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
+const turnCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   {
     name: "streams text in order, split at every byte, and completes the turn with its usage",
     clock: "live",
@@ -128,7 +126,7 @@ const statuses: ReadonlyArray<readonly [number, AiError.AiError["_tag"]]> = [
   [504, "Timeout"]
 ]
 
-const errorCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
+const errorCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   {
     name: "maps every error status to its AiError with the provider's message",
     clock: "live",
@@ -215,7 +213,7 @@ const errorCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
   }
 ]
 
-const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
+const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   {
     name: "ends a stalled stream with Timeout after the default idle timeout, closing the connection",
     clock: "test",
@@ -291,7 +289,7 @@ const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
 ]
 
 /** Every case of the suite for the provider `fixture` describes. */
-export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<Case> => [
+export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   ...turnCases(fixture),
   ...errorCases(fixture),
   ...timeCases(fixture),

@@ -8,8 +8,8 @@
 import type * as AiError from "@agentloop/core/AiError"
 import * as Item from "@agentloop/core/Item"
 import * as LanguageModel from "@agentloop/core/LanguageModel"
-import type * as Provider from "@agentloop/core/Provider"
-import * as ProviderRetry from "@agentloop/core/ProviderRetry"
+import type * as Provider from "@agentloop/core/provider/Provider"
+import * as ProviderRetry from "@agentloop/core/provider/ProviderRetry"
 import type * as TokenUsage from "@agentloop/core/TokenUsage"
 import type * as Turn from "@agentloop/core/Turn"
 import type * as TurnDelta from "@agentloop/core/TurnDelta"
@@ -20,6 +20,13 @@ import { TestClock } from "effect/testing"
 import * as assert from "node:assert/strict"
 import * as ProviderServer from "./ProviderServer.ts"
 import type * as WireTurn from "./WireTurn.ts"
+
+/** One case of the suite. `clock: "test"` cases run under `TestClock` (`it.effect`), the others in real time (`it.live`). */
+export interface Case {
+  readonly name: string
+  readonly clock: "live" | "test"
+  readonly test: Effect.Effect<void, unknown>
+}
 
 /** What a provider package supplies to run the conformance suite. */
 export interface Fixture {

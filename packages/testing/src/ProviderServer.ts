@@ -15,7 +15,7 @@
  * @since 0.1.0
  */
 import * as AiError from "@agentloop/core/AiError"
-import type * as ProviderWire from "@agentloop/core/ProviderWire"
+import type * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import type * as Turn from "@agentloop/core/Turn"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
 import {

@@ -1,0 +1,64 @@
+/**
+ * A model's turn as a stream: its deltas forwarded into a loop until the turn
+ * completes, then the loop's decision on the assembled turn.
+ *
+ * @since 0.2.0
+ */
+import { Effect, Stream } from "effect"
+import type { Scope } from "effect"
+import { dual } from "effect/Function"
+import { IncompleteTurn } from "./AiError.ts"
+import * as Loop from "./Loop.ts"
+import type { Turn } from "./Turn.ts"
+import type { TurnDelta } from "./TurnDelta.ts"
+
+/**
+ * Turns a model's stream of deltas into loop events: every delta, including the
+ * terminal `turn_complete`, flows downstream as a value; then `then` runs with the
+ * assembled turn and its events follow. A stream that ends without a
+ * `turn_complete` fails with `IncompleteTurn`.
+ */
+export const streamUntilComplete: {
+  <A, S, E2, R2, E3 = never, R3 = never>(
+    then: (
+      turn: Turn
+    ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E3, R3>
+  ): <E, R>(
+    deltas: Stream.Stream<TurnDelta, E, R>
+  ) => Stream.Stream<Loop.Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
+  <E, R, A, S, E2, R2, E3 = never, R3 = never>(
+    deltas: Stream.Stream<TurnDelta, E, R>,
+    then: (
+      turn: Turn
+    ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E3, R3>
+  ): Stream.Stream<Loop.Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
+} = dual(2, <E, R, A, S, E2, R2, E3, R3>(
+  deltas: Stream.Stream<TurnDelta, E, R>,
+  then: (
+    turn: Turn
+  ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E3, R3>
+): Stream.Stream<Loop.Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>> =>
+  Stream.suspend(() => {
+    let turn: Turn | undefined
+    const forwarded = deltas.pipe(
+      Stream.takeUntil((delta) => delta.type === "turn_complete"),
+      Stream.map((delta): Loop.Event<TurnDelta | A, S> => {
+        if (delta.type === "turn_complete") turn = delta.turn
+        return Loop.value(delta)
+      })
+    )
+    const after = Stream.unwrap(Effect.suspend((): Effect.Effect<
+      Stream.Stream<Loop.Event<A, S>, E2, R2>,
+      E3 | IncompleteTurn,
+      R3
+    > => {
+      if (turn === undefined) {
+        return Effect.fail(
+          new IncompleteTurn({ message: "The model's stream ended before its turn_complete: the turn is lost" })
+        )
+      }
+      const events = then(turn)
+      return Effect.isEffect(events) ? events : Effect.succeed(events)
+    }))
+    return Stream.concat(forwarded, after)
+  }))

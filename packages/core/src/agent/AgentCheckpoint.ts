@@ -1,0 +1,203 @@
+/**
+ * What an `AgentLoop` run records in a `Checkpointer`, and how a run is
+ * recovered from it.
+ *
+ * A run with a `runId` appends, per turn: `Answered` once the model's turn is
+ * complete (the turn, its cost, and how the history changed), `ToolDone` as
+ * each tool call ends, and `Decided` once the turn's decision is made (the
+ * counters and what the decision added to the history); a run that ends well
+ * appends `Finished` with its result. Entries carry what changed, never the
+ * whole history again. Recovering folds the entries with the run's own
+ * `AgentMachine`, so a resumed run is where the crashed one was: between two
+ * turns, in the middle of a turn's tools (calls that ended are not run again),
+ * or finished.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Schema } from "effect"
+import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
+import { Cost } from "../Cost.ts"
+import * as Item from "../Item.ts"
+import type * as Termination from "../Termination.ts"
+import * as Toolkit from "../Toolkit.ts"
+import * as ToolRecord from "../ToolRecord.ts"
+import * as Turn from "../Turn.ts"
+import * as AgentEvent from "./AgentEvent.ts"
+import * as AgentMachine from "./AgentMachine.ts"
+import type * as AgentTurn from "./AgentTurn.ts"
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** A history that keeps the first `keep` items of the one before it and appends `append`. */
+export const HistoryChange = Schema.Struct({ keep: Count, append: Item.History })
+export type HistoryChange = typeof HistoryChange.Type
+
+/** The change from `before` to `after`: their common prefix (the same items, by identity) and what follows it. */
+export const change = (before: ReadonlyArray<Item.Item>, after: ReadonlyArray<Item.Item>): HistoryChange => {
+  let keep = 0
+  while (keep < before.length && keep < after.length && before[keep] === after[keep]) keep++
+  return { keep, append: after.slice(keep) }
+}
+
+/** Applies a change to the history it was taken from. */
+export const apply = (
+  history: ReadonlyArray<Item.Item>,
+  change: HistoryChange
+): ReadonlyArray<Item.Item> => [...history.slice(0, change.keep), ...change.append]
+
+/** Turn `step` is complete: the model's turn, its cost, and the history it answered plus the turn's items. */
+export const Answered = Schema.TaggedStruct("Answered", {
+  step: Count,
+  turn: Turn.Turn,
+  cost: Cost,
+  history: HistoryChange
+})
+
+/** Call `index` of turn `step` ended with `record`. */
+export const ToolDone = Schema.TaggedStruct("ToolDone", { step: Count, index: Count, record: ToolRecord.ToolRecord })
+
+/** Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history. */
+export const Decided = Schema.TaggedStruct("Decided", {
+  step: Count,
+  history: HistoryChange,
+  mistakes: Schema.Array(Schema.String),
+  progress: AgentMachine.State.fields.progress,
+  repairs: Count
+})
+
+/** The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output). */
+export const Entry = <O extends Schema.Top>(output: O) =>
+  Schema.Union([
+    Answered,
+    ToolDone,
+    Decided,
+    Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
+  ])
+
+/** Where a recovered run stands. */
+export type Position<O> =
+  | { readonly _tag: "Between"; readonly state: AgentMachine.State }
+  | { readonly _tag: "Answered"; readonly state: AgentMachine.State; readonly answered: AgentTurn.Answered }
+  | { readonly _tag: "Finished"; readonly result: AgentEvent.RunResult<O> }
+
+/** Why a run's checkpoint could not be used: it did not decode, or a recorded tool result could not be restored. */
+export type RecoveryError = Schema.SchemaError | ToolRecord.RestoreFailed
+
+/** Writes a run's entries, and recovers a run from them. */
+export interface Recorder<O> {
+  /** Where the run stands according to its log: `initial` when it has none. */
+  readonly recover: (
+    initial: AgentMachine.State
+  ) => Effect.Effect<
+    Position<O>,
+    CheckpointError | RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
+  >
+  readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
+  readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
+  readonly decided: (
+    outcome: AgentTurn.Outcome,
+    transition: AgentMachine.Transition<O>
+  ) => Effect.Effect<void, CheckpointError>
+}
+
+/**
+ * The recorder of run `runId` in the `Checkpointer` in context. `output` is the
+ * schema of the run's output; `toolkit` restores recorded tool results.
+ */
+export const recorder = <O, R, RU, TR>(options: {
+  readonly runId: string
+  readonly machine: AgentMachine.Machine<O, R, RU>
+  readonly output: Schema.Codec<O, unknown>
+  readonly toolkit: Toolkit.Toolkit<TR> | undefined
+}): Effect.Effect<Recorder<O>, never, Checkpointer> =>
+  Effect.map(Checkpointer, (checkpointer): Recorder<O> => {
+    const { machine, runId } = options
+    const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
+    const encode = Schema.encodeEffect(codec)
+    const decode = Schema.decodeUnknownEffect(codec)
+    const write = (value: typeof codec.Type) =>
+      encode(value).pipe(
+        Effect.mapError((error) =>
+          new CheckpointError({
+            operation: "append",
+            id: runId,
+            message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
+            cause: error
+          })
+        ),
+        Effect.flatMap((text) => checkpointer.append(runId, [text]))
+      )
+    const toolkit = options.toolkit ?? Toolkit.make()
+    const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
+
+    const recover = (initial: AgentMachine.State) =>
+      Effect.gen(function*() {
+        let state = initial
+        let answered: AgentTurn.Answered | undefined
+        let finished: AgentEvent.RunResult<O> | undefined
+        for (const text of yield* checkpointer.read(runId)) {
+          const recorded = yield* decode(text)
+          switch (recorded._tag) {
+            case "Answered": {
+              const completed: AgentTurn.Completed = {
+                turn: recorded.turn,
+                cost: recorded.cost,
+                history: apply(state.history, recorded.history)
+              }
+              state = (yield* machine.account(state, completed)).state
+              answered = { completed, done: new Map() }
+              break
+            }
+            case "ToolDone": {
+              if (answered === undefined) break
+              const done = new Map(answered.done).set(recorded.index, yield* restore(recorded.record))
+              answered = { ...answered, done }
+              break
+            }
+            case "Decided": {
+              if (answered === undefined) break
+              const outputs = [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) => result.output)
+              const history = apply([...answered.completed.history, ...outputs], recorded.history)
+              const { mistakes, progress, repairs } = recorded
+              state = { ...state, history, mistakes, progress, repairs }
+              answered = undefined
+              break
+            }
+            case "Finished":
+              finished = recorded.result
+              break
+          }
+        }
+        const position: Position<O> = finished !== undefined
+          ? { _tag: "Finished", result: finished }
+          : answered !== undefined
+          ? { _tag: "Answered", state, answered }
+          : { _tag: "Between", state }
+        return position
+      })
+
+    return {
+      recover,
+      answered: (state, completed) =>
+        write({
+          _tag: "Answered",
+          step: state.steps + 1,
+          turn: completed.turn,
+          cost: completed.cost,
+          history: change(state.history, completed.history)
+        }),
+      toolDone: (step, index, result) =>
+        write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
+      decided: (outcome, transition) =>
+        transition._tag === "Finish"
+          ? write({ _tag: "Finished", result: transition.result })
+          : write({
+            _tag: "Decided",
+            step: transition.state.steps,
+            history: change(outcome.history, transition.state.history),
+            mistakes: transition.state.mistakes,
+            progress: transition.state.progress,
+            repairs: transition.state.repairs
+          })
+    }
+  })

@@ -1,0 +1,195 @@
+/**
+ * The agent service: a model, tools, a stop predicate and limits, run as one
+ * pull-based stream that ends with exactly one typed termination.
+ *
+ * A run is a small state machine (`AgentMachine`) driven on `Loop.loop`: each
+ * iteration is one `AgentTurn` (the request with reactive compaction, the
+ * accounted turn, the tool calls), and the machine's `decide` (the
+ * `AgentRules`, the `afterTurn` hook, the stop predicate, the structured
+ * output) says whether to go on. Nothing runs ahead of the consumer: a
+ * consumer that stops pulling stops the run, and its HTTP request.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Checkpointer } from "../Checkpointer.ts"
+import type { CheckpointError } from "../Checkpointer.ts"
+import { LanguageModel } from "../LanguageModel.ts"
+import * as Loop from "../Loop.ts"
+import * as Telemetry from "../Telemetry.ts"
+import * as Termination from "../Termination.ts"
+import * as AgentCheckpoint from "./AgentCheckpoint.ts"
+import type * as Events from "./AgentEvent.ts"
+import * as AgentMachine from "./AgentMachine.ts"
+import type { Options } from "./AgentOptions.ts"
+import * as AgentRules from "./AgentRules.ts"
+import * as AgentTurn from "./AgentTurn.ts"
+
+export {
+  /** What a run streams, as a `Schema` union a client decodes by `_tag` (see the `AgentEvent` module). */
+  AgentEvent,
+  /** How a successful run ended: `Stopped` with its output, or `Submitted` through its finish tool. */
+  RunResult,
+  /** A run stopped by its predicate. */
+  Stopped,
+  /** A run ended by its finish tool. */
+  Submitted
+} from "./AgentEvent.ts"
+
+export type {
+  /** The limits of a run, and the termination each one ends it with. */
+  Limits,
+  /** What to run. */
+  Options
+} from "./AgentOptions.ts"
+
+type RunResult<O> = Events.RunResult<O>
+type AgentEvent<O> = Events.AgentEvent<O>
+
+/** The agent service; `layer` builds it on whatever `LanguageModel` is provided. */
+export class AgentLoop extends Context.Service<AgentLoop, {
+  /** Streams a run's events; the stream fails with the run's termination when it is not a success. */
+  stream<O = string, R = never, E = never, RU = never>(
+    options: Options<O, R, E, RU>
+  ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU>
+  /** Runs to the end and returns the result; fails with the run's termination when it is not a success. */
+  run<O = string, R = never, E = never, RU = never>(
+    options: Options<O, R, E, RU>
+  ): Effect.Effect<RunResult<O>, Termination.Error, R | RU>
+}>()("@agentloop/core/agent/AgentLoop") {}
+
+/** Whether a run's recovery failed for its checkpoint's sake (rather than ending on a recovered budget). */
+const isRecoveryFailure = (
+  error: CheckpointError | AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
+): error is CheckpointError | AgentCheckpoint.RecoveryError =>
+  error._tag === "CheckpointError" || error._tag === "RestoreFailed" || error._tag === "SchemaError"
+
+/** The stream of one run; `stream` and `run` of the service are built on it. */
+export const stream = <O = string, R = never, E = never, RU = never>(
+  options: Options<O, R, E, RU>
+): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const model = yield* LanguageModel
+    const machine = yield* AgentMachine.make(options)
+    yield* Effect.annotateCurrentSpan({
+      "gen_ai.operation.name": "invoke_agent",
+      "gen_ai.provider.name": Telemetry.providerName(model.provider),
+      "agentloop.run.id": machine.runId,
+      ...(options.model === undefined ? {} : { "gen_ai.request.model": options.model }),
+      ...(options.name === undefined ? {} : { "gen_ai.agent.name": options.name })
+    })
+    const start = yield* machine.start
+    /** The run as last accounted: what a deadline or a failed turn reports. */
+    let latest = start
+    const checkpointFailed = (error: CheckpointError | AgentCheckpoint.RecoveryError) =>
+      Effect.flatMap(machine.accounting(latest), (accounting) =>
+        Effect.fail(
+          new Termination.CheckpointFailed({
+            message: `the run's checkpoint failed: ${error.message}`,
+            cause: error,
+            accounting
+          })
+        ))
+
+    const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
+    const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
+      runId: machine.runId,
+      machine,
+      // Without a structured output, O is the text (its default).
+      output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
+      toolkit: options.toolkit
+    }).pipe(Effect.provideService(Checkpointer, checkpointer.value))
+    const position = recorder === undefined
+      ? { _tag: "Between" as const, state: start }
+      : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))
+    if (position._tag === "Finished") {
+      yield* Termination.annotateCurrentSpan(position.result.termination)
+      return Stream.succeed<AgentEvent<O>>({ _tag: "Finished", result: position.result })
+    }
+
+    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
+      const state = at.state
+      latest = state
+      let accounted = state
+      const step = at._tag === "Answered" ? state.steps : state.steps + 1
+      const request: AgentTurn.Request<Termination.Error | CheckpointError, R> = {
+        step,
+        history: state.history,
+        options: machine.turnOptions,
+        toolkit: options.toolkit,
+        tools: machine.tools,
+        account: (completed) =>
+          Effect.gen(function*() {
+            if (recorder !== undefined) {
+              yield* recorder.answered(state, completed)
+            }
+            const books = yield* machine.account(state, completed)
+            latest = accounted = books.state
+            return books.accounting
+          }),
+        onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result)
+      }
+      const then = (outcome: AgentTurn.Outcome) =>
+        Effect.gen(function*() {
+          const transition = yield* machine.decide(accounted, outcome)
+          if (recorder !== undefined) yield* Effect.uninterruptible(recorder.decided(outcome, transition))
+          if (transition._tag === "Continue") {
+            return Loop.nextAfter(Stream.fromIterable(transition.events), {
+              _tag: "Between" as const,
+              state: transition.state
+            })
+          }
+          yield* Termination.annotateCurrentSpan(transition.result.termination)
+          return Loop.stopAfter(Stream.fromIterable(transition.events))
+        })
+      if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
+      const started: Events.TurnStarted = { _tag: "TurnStarted", step }
+      return Effect.as(
+        machine.beforeTurn(state),
+        Loop.decideAfter(Stream.make(started), () => AgentTurn.stream(request, then))
+      )
+    }
+
+    const run = Loop.loop(position, body).pipe(
+      Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
+      Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
+    )
+    const deadline = machine.maxDurationMs
+    if (deadline === undefined) return run
+    return run.pipe(Stream.interruptWhen(
+      Effect.sleep(deadline).pipe(
+        Effect.andThen(Effect.suspend(() => machine.deadlinePassed(latest)))
+      )
+    ))
+  })).pipe(
+    Stream.tapError((termination: Termination.Error) => Termination.annotateCurrentSpan(termination)),
+    Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
+  )
+
+/** Runs to the end; the result is the `Finished` event's. */
+export const run = <O = string, R = never, E = never, RU = never>(
+  options: Options<O, R, E, RU>
+): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> =>
+  stream(options).pipe(
+    Stream.runFold(
+      (): RunResult<O> | undefined => undefined,
+      (result, event) => event._tag === "Finished" ? event.result : result
+    ),
+    Effect.flatMap((result) =>
+      result === undefined
+        ? Effect.die(new Error("AgentLoop: the run ended without a Finished event"))
+        : Effect.succeed(result)
+    )
+  )
+
+/** Builds the service on the `LanguageModel` in context. */
+export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = Effect.gen(function*() {
+  const model = yield* LanguageModel
+  return AgentLoop.of({
+    stream: (options) => Stream.provideService(stream(options), LanguageModel, model),
+    run: (options) => Effect.provideService(run(options), LanguageModel, model)
+  })
+})
+
+/** The agent service on whatever `LanguageModel` layer is provided: Responses, Gemini or the mock. */
+export const layer: Layer.Layer<AgentLoop, never, LanguageModel> = Layer.effect(AgentLoop)(make)

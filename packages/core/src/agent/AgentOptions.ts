@@ -1,0 +1,69 @@
+/**
+ * What an agent run is asked to do: its input, instructions, tools, stop
+ * predicate, structured output and limits. `AgentLoop.stream`/`run` take
+ * these; the run's machine is built from them.
+ *
+ * @since 0.2.0
+ */
+import type { Duration, Effect, Schema } from "effect"
+import type { Halt } from "../Halt.ts"
+import type * as Item from "../Item.ts"
+import type { ModelParams, ToolChoice } from "../LanguageModel.ts"
+import type { Snapshot } from "../Snapshot.ts"
+import type * as Toolkit from "../Toolkit.ts"
+import type * as Turn from "../Turn.ts"
+import type * as Until from "../Until.ts"
+
+/** The limits of a run, and the termination each one ends it with. */
+export interface Limits {
+  /** Model turns at most (default 50); one more would end the run with `MaxTurns`. */
+  readonly maxTurns?: number | undefined
+  /**
+   * Cost in USD at most, this turn's included (default none); reaching it ends
+   * the run with `MaxBudgetUsd`. A model without a price ends it with
+   * `UnpricedModel`: before the first request when `model` is given, else at
+   * the first turn the provider answers with an unpriced model.
+   */
+  readonly maxBudgetUsd?: number | undefined
+  /** Wall-clock time at most (default none): reaching it ends the run with `MaxDuration`, even mid-turn or mid-tool. */
+  readonly maxDuration?: Duration.Input | undefined
+  /** Turns in a row whose tool calls all failed (default 3) before `ConsecutiveMistakes`. */
+  readonly maxConsecutiveMistakes?: number | undefined
+  /** Turns in a row that repeat the previous turn's calls and results with no text (default 3) before `NoProgress`. */
+  readonly maxNoProgress?: number | undefined
+  /** Repair turns for a structured output that does not decode (default 2) before `MaxStructuredOutputRetries`. */
+  readonly maxStructuredOutputRetries?: number | undefined
+  /** Tool calls running at once (default 4). */
+  readonly toolConcurrency?: number | undefined
+  /** Time limit of each tool call (default `Toolkit.defaultTimeout`, five minutes; a tool's own `timeout` wins). */
+  readonly toolTimeout?: Toolkit.Options["timeout"]
+}
+
+/** What to run. `O` is the structured output's type (the last turn's text without `output`). */
+export interface Options<O = string, R = never, E = never, RU = never> {
+  /** The task: a user message, or a whole history to continue. */
+  readonly input: string | ReadonlyArray<Item.Item>
+  readonly instructions?: string | undefined
+  readonly toolkit?: Toolkit.Toolkit<R> | undefined
+  /** When to stop; the `StopPolicy` in context when absent (by default: when the model calls no tool). */
+  readonly until?: Until.Until<E, RU> | undefined
+  /** A structured output: the final answer must decode with this Schema (from its JSON form). */
+  readonly output?: Schema.Codec<O, unknown> | undefined
+  /** The name of a tool in `toolkit` whose successful call ends the run with `Submitted` and the tool's output. */
+  readonly finish?: string | undefined
+  /**
+   * Runs after each turn and its tools, before the stop predicate: to log,
+   * audit or gate a run. Failing with `Halt` ends the run with `Halted`.
+   */
+  readonly afterTurn?: ((turn: Turn.Turn, snapshot: Snapshot) => Effect.Effect<void, Halt, R>) | undefined
+  readonly model?: string | undefined
+  readonly params?: ModelParams | undefined
+  readonly toolChoice?: ToolChoice | undefined
+  readonly limits?: Limits | undefined
+  /** Names the agent in traces (`gen_ai.agent.name`). */
+  readonly name?: string | undefined
+  /** Names the run (in the predicates' snapshots and caches); a random id when absent. */
+  readonly runId?: string | undefined
+  /** Nesting depth, for runs started by other runs (default 0). */
+  readonly depth?: number | undefined
+}

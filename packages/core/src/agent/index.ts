@@ -1,0 +1,12 @@
+/**
+ * The agent: `AgentLoop` and what it is built from (one turn, the decision rules, the run's state, its checkpoints) and the events it streams.
+ *
+ * @since 0.2.0
+ */
+export * as AgentCheckpoint from "./AgentCheckpoint.ts"
+export * as AgentEvent from "./AgentEvent.ts"
+export * as AgentLoop from "./AgentLoop.ts"
+export * as AgentMachine from "./AgentMachine.ts"
+export * as AgentOptions from "./AgentOptions.ts"
+export * as AgentRules from "./AgentRules.ts"
+export * as AgentTurn from "./AgentTurn.ts"

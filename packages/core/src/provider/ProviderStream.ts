@@ -1,0 +1,207 @@
+/**
+ * The decode half of a provider layer: a response body of Server-Sent Events
+ * in, `TurnDelta`s out. A provider supplies a {@link Decoder} (its wire
+ * schemas and turn assembly); the pull loop, the pending error and the end of
+ * the body are handled here, once for every provider.
+ *
+ * The loop is fused: bytes are decoded to text, split into events, parsed,
+ * decoded by `Schema` and assembled in one synchronous pass per network chunk,
+ * so a long stream costs a few stream steps per chunk rather than per event.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Effect, Function, Pull, Redacted, Result, SchemaIssue, Stream } from "effect"
+import type { Schema } from "effect"
+import * as Arr from "effect/Array"
+import * as AiError from "../AiError.ts"
+import type * as TurnDelta from "../TurnDelta.ts"
+import * as SseParser from "./SseParser.ts"
+import * as WireDecoder from "./WireDecoder.ts"
+
+/**
+ * The wire format of one provider for one turn: what each event means, and
+ * what the end of the body means. Decoders are stateful; make one per request.
+ */
+export interface Decoder {
+  /**
+   * Handles one event (`name` is its SSE `event:` field, or `"message"`),
+   * pushing the deltas it makes to `out`. Returns the error that ends the turn, if any.
+   */
+  readonly event: (name: string, data: string, out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+  /** Whether the turn is complete: nothing more is read, and the request is closed. */
+  readonly complete: boolean
+  /**
+   * The body ended before the turn was complete: pushes the closing deltas, or
+   * returns the error (usually `AiError.IncompleteTurn`).
+   */
+  readonly end: (out: Array<TurnDelta.TurnDelta>) => AiError.AiError | undefined
+}
+
+/** The longest event, in UTF-16 code units (16 MiB: a final event repeats the whole answer, so it can be long). */
+export const defaultMaxEventSize = 16 * 1024 * 1024
+
+/**
+ * Decodes a response body into turn deltas with `decoder`. Deltas decoded
+ * before a failure reach the consumer first; the failure follows on the next
+ * pull. The stream ends as soon as the decoder is complete. An event longer
+ * than `maxEventSize` (default {@link defaultMaxEventSize}) fails the stream with
+ * `AiError.MalformedEvent` instead of buffering without bound.
+ */
+export const decode: {
+  (decoder: Decoder, options: { readonly provider: string; readonly maxEventSize?: number | undefined }): <E, R>(
+    body: Stream.Stream<Uint8Array, E, R>
+  ) => Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R>
+  <E, R>(
+    body: Stream.Stream<Uint8Array, E, R>,
+    decoder: Decoder,
+    options: { readonly provider: string; readonly maxEventSize?: number | undefined }
+  ): Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R>
+} = Function.dual(3, <E, R>(
+  body: Stream.Stream<Uint8Array, E, R>,
+  decoder: Decoder,
+  options: { readonly provider: string; readonly maxEventSize?: number | undefined }
+): Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R> =>
+  Stream.transformPull(body, (upstream) =>
+    Effect.sync(() => {
+      const maxEventSize = options.maxEventSize ?? defaultMaxEventSize
+      const text = new TextDecoder()
+      let out: Array<TurnDelta.TurnDelta> = []
+      let failure: AiError.AiError | undefined
+      let ended = false
+      const parser = SseParser.make({
+        maxEventSize,
+        onEvent: (name, data) => {
+          failure = decoder.event(name, data, out)
+          return failure === undefined && !decoder.complete
+        }
+      })
+      const feed = (piece: string): void => {
+        if (piece.length > 0 && parser.feed(piece) === "too-large") {
+          failure = new AiError.MalformedEvent({
+            provider: options.provider,
+            event: "(too large)",
+            message: `an event is longer than ${maxEventSize} characters`
+          })
+        }
+      }
+      const upstreamOrEnd = Pull.catchDone(upstream, () => Effect.succeed(undefined))
+      type Next = Pull.Pull<Arr.NonEmptyReadonlyArray<TurnDelta.TurnDelta>, E | AiError.AiError>
+      const flush = (): Next => {
+        if (Arr.isArrayNonEmpty(out)) {
+          const deltas = out
+          out = []
+          return Effect.succeed(deltas)
+        }
+        return next
+      }
+      // `next` recurses as the last step of a flatMap, so a run of chunks without a delta costs no stack.
+      const next: Next = Effect.suspend((): Next => {
+        if (failure !== undefined) return Effect.fail(failure)
+        if (ended || decoder.complete) return Cause.done()
+        return Effect.flatMap(upstreamOrEnd, (chunk): Next => {
+          if (chunk === undefined) {
+            ended = true
+            // An event the body did not finish with a blank line is dropped, as the SSE rules say.
+            feed(text.decode())
+            if (failure === undefined && !decoder.complete) failure = decoder.end(out)
+            return flush()
+          }
+          for (const bytes of chunk) {
+            feed(text.decode(bytes, { stream: true }))
+            if (failure !== undefined || decoder.complete) break
+          }
+          return flush()
+        })
+      })
+      return next
+    })))
+
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>): string =>
+  path.map((segment, i) => {
+    const key = typeof segment === "object" ? segment.key : segment
+    return typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`
+  }).join("")
+
+/** Parses an event's `data` as JSON; on failure the `AiError.MalformedEvent` names the event. */
+export const parseJson = (
+  provider: string,
+  event: string,
+  data: string
+): Result.Result<unknown, AiError.MalformedEvent> => {
+  try {
+    return Result.succeed(JSON.parse(data))
+  } catch (cause) {
+    return Result.fail(
+      new AiError.MalformedEvent({
+        provider,
+        event,
+        message: `data is not JSON: ${cause instanceof Error ? cause.message : String(cause)}`
+      })
+    )
+  }
+}
+
+/**
+ * A decoder of a parsed event (or a part of one, found at path `at`) with
+ * `schema` (through `WireDecoder`). On failure the `AiError.MalformedEvent`
+ * names the event and the fields that did not match, e.g.
+ * `content_index: Expected an integer`.
+ */
+export const valueDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => {
+  const decode = WireDecoder.make(schema)
+  return (event: string, value: unknown, at?: string): Result.Result<A, AiError.MalformedEvent> => {
+    const decoded = decode(value)
+    if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
+    const message = formatIssue(decoded.failure).issues
+      .map(({ message, path }) => {
+        const where = [at, path === undefined || path.length === 0 ? undefined : pathText(path)]
+          .filter((part) => part !== undefined).join(".")
+        return where.length === 0 ? message : `${where}: ${message}`
+      })
+      .join("; ")
+    return Result.fail(new AiError.MalformedEvent({ provider, event, message }))
+  }
+}
+
+/** A decoder of an event's JSON `data` with `schema`: {@link parseJson}, then {@link valueDecoder}. */
+export const jsonDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => {
+  const decodeValue = valueDecoder(provider, schema)
+  return (event: string, data: string): Result.Result<A, AiError.MalformedEvent> => {
+    const json = parseJson(provider, event, data)
+    return Result.isSuccess(json) ? decodeValue(event, json.success) : Result.fail(json.failure)
+  }
+}
+
+/** Error messages are cut to this many characters (4,000): a peer can send megabytes of message. */
+export const maxMessageLength = 4000
+
+const scrub = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string => {
+  let out = text
+  for (const secret of secrets) {
+    const value = Redacted.value(secret)
+    if (value.length > 0 && out.includes(value)) out = out.split(value).join("<redacted>")
+  }
+  return out.length > maxMessageLength ? `${out.slice(0, maxMessageLength)}… (${out.length} characters)` : out
+}
+
+/**
+ * Cuts `secrets` out of the message of any error the stream fails with, and
+ * shortens a message longer than {@link maxMessageLength}. Apply it last in a
+ * provider's pipeline: providers echo keys back in error bodies and in stream
+ * events, not only in HTTP errors.
+ */
+export const sanitizeErrors: {
+  (secrets: ReadonlyArray<Redacted.Redacted<string>>): <A, R>(
+    self: Stream.Stream<A, AiError.AiError, R>
+  ) => Stream.Stream<A, AiError.AiError, R>
+  <A, R>(
+    self: Stream.Stream<A, AiError.AiError, R>,
+    secrets: ReadonlyArray<Redacted.Redacted<string>>
+  ): Stream.Stream<A, AiError.AiError, R>
+} = Function.dual(
+  2,
+  <A, R>(self: Stream.Stream<A, AiError.AiError, R>, secrets: ReadonlyArray<Redacted.Redacted<string>>) =>
+    Stream.mapError(self, (error) => AiError.withMessage(error, scrub(secrets, error.message)))
+)

@@ -1,0 +1,255 @@
+/**
+ * Step programs: agents and workflows as plain data, interpreted with Effect.
+ *
+ * A step is an object with a `kind` (`run`, `llm`, `tool`, `branch`, `fork`,
+ * `spawn`, `provide`, `loop`, `every`) and an `id`, built by the constructor of
+ * its kind. Steps nest: a `loop` of `llm` steps is the agent loop, a `fork`
+ * runs paths at once, a `spawn` starts a sub-agent with its own context.
+ * `execute` runs a program to its output; `stream` runs it as a stream of
+ * `StepEvent`s ending with the output.
+ *
+ * Every function of a step gets the step's input (where it has one) and the
+ * {@link ExecutionContext} last, and may answer with a value, a Promise or an
+ * Effect: a throw or a rejection fails the step with `StepFailed`, an Effect
+ * keeps its own typed error. A step's type says what it takes (`I`), gives
+ * (`O`), may fail with (`E`), needs (`R`) and which user state it reads (`S`).
+ *
+ * @since 0.1.0
+ */
+import { Effect, Queue, Stream } from "effect"
+import * as Branch from "./internal/branch.ts"
+import * as Every from "./internal/every.ts"
+import { program } from "./internal/execute.ts"
+import type { ExecutionServices, Options, StateOptions } from "./internal/execute.ts"
+import * as Fork from "./internal/fork.ts"
+import * as Llm from "./internal/llm.ts"
+import * as Loops from "./internal/loop.ts"
+import * as Run_ from "./internal/run.ts"
+import * as Spawn from "./internal/spawn.ts"
+import * as ToolStep from "./internal/tool.ts"
+import type { Any, Step } from "./StepAst.ts"
+import type { Aborted, CheckpointFailed } from "./StepError.ts"
+import type * as StepEvent from "./StepEvent.ts"
+
+export type {
+  /** How a `run` step retries (see the `RetryPolicy` module). */
+  RetryPolicy
+} from "./RetryPolicy.ts"
+
+export type {
+  /** The fields of a `branch` step. */
+  BranchOptions
+} from "./internal/branch.ts"
+export type {
+  /** The fields of an `every` step. */
+  EveryOptions
+} from "./internal/every.ts"
+export type {
+  /** What a program's execution needs: its steps' services and its tools', the context aside. */
+  ExecutionServices,
+  /** How `execute` and `stream` run a program. */
+  Options,
+  /** The options of a program whose steps read a user state of type `S`: its initial value. */
+  StateOptions
+} from "./internal/execute.ts"
+export type {
+  /** The fields of a fork that needs every path. */
+  AllOptions,
+  /** A path of a fork on input `I`. */
+  Path,
+  /** The fields of a racing fork. */
+  RaceOptions,
+  /** The fields of a fork that settles every path. */
+  SettleOptions
+} from "./internal/fork.ts"
+export type {
+  /** The errors of every `llm` step, besides its `prompt`'s. */
+  LlmError,
+  /** The fields of an `llm` step. */
+  LlmOptions
+} from "./internal/llm.ts"
+export type {
+  /** How a loop checks that each of its steps takes what it is given. */
+  Chain,
+  /** The fields of a `loop` step with a `prepareNext`. */
+  LoopNextOptions,
+  /** The fields of a `loop` step. */
+  LoopOptions
+} from "./internal/loop.ts"
+export type {
+  /** The fields of a `run` step. */
+  RunOptions
+} from "./internal/run.ts"
+export type {
+  /** The fields of a `provide` step. */
+  ProvideOptions,
+  /** The fields of a `spawn` step. */
+  SpawnOptions
+} from "./internal/spawn.ts"
+export type {
+  /** The input of a `tool` step: the tool's input, less what the preset `args` give. */
+  ToolInput,
+  /** The fields of a `tool` step. */
+  ToolOptions,
+  /** The errors of every `tool` step, besides its tool's own. */
+  ToolStepError
+} from "./internal/tool.ts"
+export type {
+  Any,
+  EmitFilter,
+  Error,
+  Input,
+  MaybeEffect,
+  MemoryLayers,
+  OnError,
+  Output,
+  Proto,
+  Services,
+  SettleResult,
+  Some,
+  State,
+  StateOf,
+  Step,
+  StepBranch,
+  StepEvery,
+  StepFork,
+  StepForkAll,
+  StepForkRace,
+  StepForkSettle,
+  StepLLM,
+  StepLoop,
+  StepProvide,
+  StepRun,
+  StepSpawn,
+  StepTool,
+  Takes
+} from "./StepAst.ts"
+
+/**
+ * A step that runs `execute` on its input; its output is `execute`'s answer.
+ * With a `retry` policy, a failed `execute` runs again as the policy says.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Step } from "@agentloop/core"
+ *
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * Effect.runPromise(Step.execute(double, 21)).then(console.log) // 42
+ * ```
+ */
+export const run = Run_.make
+
+/**
+ * A step that runs one model turn on the context's item log, offering the
+ * `tools` of the toolkit and running the calls the model makes safely; its
+ * output is the turn's text, or its `output` schema decoded. Its input adds
+ * nothing to the item log unless it has a `prompt`.
+ * `loop({ steps: [llm(…)], until: Until.noToolCalls() })` is the agent loop.
+ */
+export const llm = Llm.make
+
+/** A step that runs a tool on its input merged over preset `args`, decoded with the tool's input schema. */
+export const tool = ToolStep.make
+
+/** A step that runs the step `route` picks, on the same input; `null` skips it and passes the input on. */
+export const branch = Branch.make
+
+/**
+ * A step that runs paths at once, as fibers: `race` (the first success wins,
+ * the rest are interrupted, finalizers included, before it returns), `all`
+ * (outputs in path order, merged; the first failure interrupts the rest) or
+ * `settle` (every outcome, merged). `concurrency` bounds the paths in flight.
+ */
+export const fork = Fork.make
+
+/**
+ * A step that runs its child as a sub-agent in a new execution context (new
+ * id, `parent`, `depth` + 1, its own item log), with memory of its own and a
+ * `timeout` if given. Its usage and cost roll up into every ancestor.
+ */
+export const spawn = Spawn.spawn
+
+/** A step that runs its child with memory layers every `llm` step below it consults. */
+export const provide = Spawn.provide
+
+/**
+ * A step that runs its `steps` in sequence, again and again, until `until`
+ * says stop; see `LoopOptions` for `maxIterations`, `maxHistorySize`,
+ * `inbox`, `prepareNext` and `onError`.
+ */
+export const loop = Loops.make
+
+/** A step that runs a step, parks `ms` (plus up to `jitter`), and runs it again, forever, woken early by `wakeOn`. */
+export const every = Every.make
+
+/**
+ * Runs a program on `input` and returns its output. A text input starts the
+ * program's item log as a user message, so `execute(agent, "question")` asks
+ * the question. The program fails with its steps' errors, or `Aborted` when a
+ * step aborts it; interrupting it interrupts every step, finalizers included.
+ *
+ * With a `Checkpointer` in context and an `id`, every step that completes is
+ * recorded (its output and the context then; outputs and the state must be
+ * JSON, or have a schema: an `llm` step's `output`, a tool step's tool), and
+ * executing again with the same id skips the recorded steps (their outputs are
+ * used and their contexts restored) and runs the rest; a program that ended
+ * returns its recorded output at once. A record that cannot be written fails
+ * the program with `CheckpointFailed`.
+ */
+export function execute<I, O, E, R, RT = never>(
+  step: Step<I, O, E, R, unknown>,
+  input: NoInfer<I>,
+  options?: Options<RT> & { readonly state?: unknown }
+): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+export function execute<I, O, E, R, S, RT = never>(
+  step: Step<I, O, E, R, S>,
+  input: NoInfer<I>,
+  options: Options<RT> & StateOptions<S>
+): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+export function execute(
+  step: Any,
+  input: unknown,
+  options?: Options<unknown> & { readonly state?: unknown }
+): Effect.Effect<unknown, unknown, unknown> {
+  return program(step, input, options, undefined)
+}
+
+/**
+ * Events `stream` holds for a consumer that has not pulled them yet: one. A
+ * step waits at its next event until the consumer takes the one before, so a
+ * program never runs more than an event ahead of its consumer.
+ */
+export const streamBuffer = 1
+
+/**
+ * Runs a program as a stream of its `StepEvent`s, ending with an `Output`
+ * event carrying its output (or failing as `execute` would). The program runs
+ * as the consumer pulls: a step waits at its next event until the consumer
+ * has taken the one before ({@link streamBuffer}). A consumer that stops
+ * pulling interrupts every step.
+ */
+export function stream<I, O, E, R, RT = never>(
+  step: Step<I, O, E, R, unknown>,
+  input: NoInfer<I>,
+  options?: Options<RT> & { readonly state?: unknown }
+): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+export function stream<I, O, E, R, S, RT = never>(
+  step: Step<I, O, E, R, S>,
+  input: NoInfer<I>,
+  options: Options<RT> & StateOptions<S>
+): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+export function stream(
+  step: Any,
+  input: unknown,
+  options?: Options<unknown> & { readonly state?: unknown }
+): Stream.Stream<StepEvent.Event<unknown>, unknown, unknown> {
+  return Stream.callback<StepEvent.Event<unknown>, unknown, unknown>(
+    (queue) =>
+      program(step, input, options, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }).pipe(
+        Effect.flatMap((value) => Queue.offer(queue, { _tag: "Output", value })),
+        Effect.andThen(Queue.end(queue))
+      ),
+    { bufferSize: streamBuffer }
+  )
+}

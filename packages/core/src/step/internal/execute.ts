@@ -1,0 +1,87 @@
+/**
+ * A program's execution: its context, its frame, its first step, and, with a
+ * `Checkpointer` and an execution id, its ledger.
+ *
+ * @internal
+ */
+import { Cause, Clock, Effect, Option, Random } from "effect"
+import { Checkpointer } from "../../Checkpointer.ts"
+import type { Toolkit } from "../../Toolkit.ts"
+import type { ExecutionContext } from "../ExecutionContext.ts"
+import type * as Step from "../StepAst.ts"
+import { CheckpointFailed } from "../StepError.ts"
+import * as Ledger from "./ledger.ts"
+import * as Outputs from "./outputs.ts"
+import type { Sink } from "./runner.ts"
+import { makeExecution, runChild, runFrame } from "./runtime.ts"
+
+/** How `execute` and `stream` run a program. */
+export interface Options<RT = never> {
+  /** The tools `llm` steps may offer (each step picks among them with its `tools`). */
+  readonly toolkit?: Toolkit<RT> | undefined
+  /** The conversation, for memory (default: the execution's id). */
+  readonly threadId?: string | undefined
+  /** Who owns the conversation, for memory. */
+  readonly resourceId?: string | undefined
+  /**
+   * The execution's id: its context's `id`, the prefix of its sub-agents'
+   * (default: a random one). With a `Checkpointer` in context, it is also the
+   * key of the execution's record: executing again with the same id resumes it.
+   */
+  readonly id?: string | undefined
+}
+
+/** The options of a program whose steps read a user state of type `S`: its initial value. */
+export interface StateOptions<S> {
+  readonly state: S
+}
+
+/** What a program's execution needs: its steps' services and its tools', the context aside (each step has its own). */
+export type ExecutionServices<R, RT> = Exclude<R | RT, ExecutionContext>
+
+/**
+ * Runs `step` on `input` as a new execution, sending its events to `sink`
+ * (`Step.execute` and `Step.stream` give it their types). With a
+ * `Checkpointer` in context and an `id`, every completed step is recorded, an
+ * execution run again skips the steps it recorded, and one that ended returns
+ * its recorded output without running anything.
+ */
+export const program = (
+  step: Step.Any,
+  input: unknown,
+  options: (Options<unknown> & { readonly state?: unknown }) | undefined,
+  sink: Sink | undefined
+): Effect.Effect<unknown, unknown, unknown> =>
+  Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    const id = options?.id ??
+      `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
+    const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
+    const ledger = Option.isNone(checkpointer) ? undefined : yield* Ledger.load(checkpointer.value, id)
+    if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
+    const execution = makeExecution({
+      id,
+      threadId: options?.threadId ?? id,
+      resourceId: options?.resourceId,
+      parent: undefined,
+      parentContext: null,
+      clock,
+      input,
+      state: options?.state
+    })
+    const output = yield* runFrame(
+      execution.frame,
+      runChild(step, input, { execution, toolkit: options?.toolkit, sink, frame: execution.frame, path: "", ledger })
+    )
+    if (ledger !== undefined) yield* ledger.finish(yield* Outputs.encodeOutput(id, step, output))
+    return output
+  }).pipe(
+    // A step that could not be recorded dies with the reason (so no step's error handling retries
+    // it); the program fails with it, typed.
+    Effect.catchCause((cause) => {
+      const defect = Cause.findDefect(cause)
+      return defect._tag === "Success" && defect.success instanceof CheckpointFailed
+        ? Effect.fail(defect.success)
+        : Effect.failCause(cause)
+    })
+  )

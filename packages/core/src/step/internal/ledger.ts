@@ -1,0 +1,236 @@
+/**
+ * The ledger of a step program's execution in a `Checkpointer`: every step
+ * that completed (its output and its context then), the context a step's
+ * `checkpoint()` saved, and the program's output once it ended.
+ *
+ * An `llm` step also records its turn once the model answered it, and each of
+ * its tool calls as it ends, so one cut off in the middle of its tools runs
+ * only the calls that had not ended, without asking the model again.
+ *
+ * A step is known by its key: its position in the program (the keys of the
+ * steps around it, a loop's iteration, a fork's path, and how many times a
+ * step of its id ran there before), which is the same when the program is
+ * executed again with the same id. The context is written as what changed:
+ * the item log as a change from the one written before, the rest (state,
+ * books, counters) as they are.
+ *
+ * @internal
+ */
+import { Effect, Schema } from "effect"
+import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
+import type { Checkpointer } from "../../Checkpointer.ts"
+import { Cost } from "../../Cost.ts"
+import type * as Item from "../../Item.ts"
+import { StepMeta } from "../../StepMeta.ts"
+import { TokenUsage } from "../../TokenUsage.ts"
+import type * as Toolkit from "../../Toolkit.ts"
+import * as ToolRecord from "../../ToolRecord.ts"
+import * as Turn from "../../Turn.ts"
+import { RecordedError } from "../ExecutionContext.ts"
+import { CheckpointFailed } from "../StepError.ts"
+import type { Execution } from "./execution.ts"
+
+const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+
+/** An execution's context, as the ledger writes it. */
+const Context = Schema.Struct({
+  log: AgentCheckpoint.HistoryChange,
+  state: Schema.optionalKey(Schema.Json),
+  tokens: TokenUsage,
+  cost: Cost,
+  stepCount: Count,
+  turns: Count,
+  spawns: Schema.Record(Schema.String, Count),
+  lastStepMeta: Schema.NullOr(StepMeta),
+  errors: Schema.Array(RecordedError)
+})
+type Context = typeof Context.Type
+
+const Entry = Schema.fromJsonString(Schema.Union([
+  Schema.TaggedStruct("Completed", {
+    execution: Schema.String,
+    key: Schema.String,
+    output: Schema.Json,
+    context: Context
+  }),
+  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
+  // An `llm` step's turn, once the model answered it, and each of its calls as it ended.
+  Schema.TaggedStruct("Answered", { execution: Schema.String, key: Schema.String, turn: Turn.Turn, cost: Cost }),
+  Schema.TaggedStruct("ToolDone", {
+    execution: Schema.String,
+    key: Schema.String,
+    index: Count,
+    record: ToolRecord.ToolRecord
+  }),
+  Schema.TaggedStruct("Finished", { output: Schema.Json })
+]))
+type Entry = typeof Entry.Type
+
+/** A context to write: its state is checked to be JSON when it is written. */
+type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
+
+/** A context as it was, item log whole, ready to be put back. */
+export interface Restorable extends Omit<Context, "log"> {
+  readonly items: ReadonlyArray<Item.Item>
+}
+
+/** The turn an `llm` step's model answered, and the calls of it that ended, by index. */
+export interface Answered {
+  readonly turn: Turn.Turn
+  readonly cost: Cost
+  readonly done: ReadonlyMap<number, ToolRecord.ToolRecord>
+}
+
+/** The ledger of one execution id. */
+export interface Ledger {
+  /** The output recorded for the step `key` of `execution` (as JSON), with the context it left, if it completed. */
+  readonly completed: (
+    execution: string,
+    key: string
+  ) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
+  /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
+  readonly saved: (execution: string, key: string) => Restorable | undefined
+  /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
+  readonly answered: (execution: string, key: string) => Answered | undefined
+  /** The program's output (as JSON), when it ended. */
+  readonly finished: Schema.Json | undefined
+  readonly answer: (
+    execution: string,
+    key: string,
+    turn: Turn.Turn,
+    cost: Cost
+  ) => Effect.Effect<void, CheckpointFailed>
+  readonly toolDone: (
+    execution: string,
+    key: string,
+    index: number,
+    result: Toolkit.Result
+  ) => Effect.Effect<void, CheckpointFailed>
+  readonly complete: (
+    execution: Execution<unknown>,
+    key: string,
+    output: unknown
+  ) => Effect.Effect<void, CheckpointFailed>
+  readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, CheckpointFailed>
+  readonly finish: (output: unknown) => Effect.Effect<void, CheckpointFailed>
+}
+
+/** A checkpoint of execution `id` that could not be written or read. */
+export const failed = (id: string, message: string, cause?: unknown): CheckpointFailed =>
+  new CheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
+
+/** Reads the ledger of execution `id`: what its earlier executions recorded. */
+export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.Effect<Ledger, CheckpointFailed> =>
+  Effect.gen(function*() {
+    const texts = yield* checkpointer.read(id).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+    const completed = new Map<string, { readonly output: Schema.Json; readonly context: Restorable }>()
+    const saved = new Map<string, Restorable>()
+    const answered = new Map<string, Answered>()
+    const logs = new Map<string, ReadonlyArray<Item.Item>>()
+    let finished: Schema.Json | undefined
+    const restorable = (execution: string, context: Context): Restorable => {
+      const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
+      logs.set(execution, items)
+      const { log: _, ...rest } = context
+      return { ...rest, items }
+    }
+    for (const text of texts) {
+      const entry = yield* Schema.decodeUnknownEffect(Entry)(text).pipe(
+        Effect.mapError((error) => failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error))
+      )
+      switch (entry._tag) {
+        case "Completed":
+          completed.set(`${entry.execution}|${entry.key}`, {
+            output: entry.output,
+            context: restorable(entry.execution, entry.context)
+          })
+          break
+        case "Saved":
+          saved.set(`${entry.execution}|${entry.key}`, restorable(entry.execution, entry.context))
+          break
+        case "Answered":
+          answered.set(`${entry.execution}|${entry.key}`, { turn: entry.turn, cost: entry.cost, done: new Map() })
+          break
+        case "ToolDone": {
+          const turn = answered.get(`${entry.execution}|${entry.key}`)
+          if (turn !== undefined) {
+            answered.set(`${entry.execution}|${entry.key}`, {
+              ...turn,
+              done: new Map(turn.done).set(entry.index, entry.record)
+            })
+          }
+          break
+        }
+        case "Finished":
+          finished = entry.output
+          break
+      }
+    }
+
+    // What the item log of each execution was when last written: the base of the next change.
+    const written = new Map(logs)
+    const context = (execution: Execution<unknown>): Unchecked => {
+      const items = execution.itemLog.items
+      const state = execution.getState()
+      const context: Unchecked = {
+        log: AgentCheckpoint.change(written.get(execution.id) ?? [], items),
+        ...(state === undefined ? {} : { state }),
+        tokens: execution.tokens,
+        cost: execution.cost,
+        stepCount: execution.stepCount,
+        turns: execution.turns,
+        spawns: Object.fromEntries(execution.spawns),
+        lastStepMeta: execution.lastStepMeta,
+        errors: execution.errors
+      }
+      written.set(execution.id, items)
+      return context
+    }
+    // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
+    const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
+      Schema.encodeUnknownEffect(Entry)(entry).pipe(
+        Effect.mapError((error) =>
+          failed(
+            id,
+            `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`,
+            error
+          )
+        ),
+        Effect.flatMap((text) =>
+          checkpointer.append(id, [text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+        ),
+        Effect.uninterruptible
+      )
+
+    return {
+      completed: (execution, key) => completed.get(`${execution}|${key}`),
+      saved: (execution, key) => saved.get(`${execution}|${key}`),
+      answered: (execution, key) =>
+        completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
+      finished,
+      answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
+      toolDone: (execution, key, index, result) =>
+        write({ _tag: "ToolDone", execution, key, index, record: ToolRecord.fromResult(result) }),
+      complete: (execution, key, output) =>
+        Effect.suspend(() =>
+          write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })
+        ),
+      save: (execution, key) =>
+        Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
+      finish: (output) => write({ _tag: "Finished", output })
+    }
+  })
+
+/** Puts a recorded context back into `execution`. */
+export const restore = (execution: Execution<unknown>, context: Restorable): void => {
+  execution.itemLog.replace(context.items)
+  execution.setState(context.state)
+  execution.tokens = context.tokens
+  execution.cost = context.cost
+  execution.stepCount = context.stepCount
+  execution.turns = context.turns
+  execution.spawns.clear()
+  for (const [id, runs] of Object.entries(context.spawns)) execution.spawns.set(id, runs)
+  execution.lastStepMeta = context.lastStepMeta
+  execution.errors.splice(0, execution.errors.length, ...context.errors)
+}

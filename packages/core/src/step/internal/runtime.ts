@@ -1,0 +1,270 @@
+/**
+ * What every kind of step runs on: a step's types and runner, where it runs
+ * (its execution, the toolkit, the event sink), the step wrapper (span,
+ * events, step count, context service), and the normalisation of a step
+ * function's answer (a value, a Promise or an Effect).
+ *
+ * @internal
+ */
+import { Cause, Effect, Exit, Predicate, Tracer } from "effect"
+import type { Schema } from "effect"
+import type { StepMeta } from "../../StepMeta.ts"
+import { ExecutionContext } from "../ExecutionContext.ts"
+import type * as Step from "../StepAst.ts"
+import { StepFailed } from "../StepError.ts"
+import * as StepErrors from "../StepError.ts"
+import * as StepEvent from "../StepEvent.ts"
+import { View } from "./context.ts"
+import * as Ledger from "./ledger.ts"
+import * as Outputs from "./outputs.ts"
+import { Runner } from "./runner.ts"
+import type { Runtime, Scope } from "./runner.ts"
+
+export {
+  /** What a context's `complete` ends. */
+  type Completion,
+  /** An execution context's own record. */
+  type Execution,
+  /** A loop's or an execution's frame. */
+  Frame,
+  /** Makes an execution. */
+  makeExecution,
+  /** Runs a body in a frame. */
+  runFrame,
+  /** A completed user message. */
+  userMessage
+} from "./execution.ts"
+
+const withMeta = (kind: StepEvent.Kind) => kind === "llm" || kind === "tool"
+
+/** Whether an `llm` step's `emit` lets `event` through; every other step's events always go. */
+const allows = (step: Step.Any, event: StepEvent.StepEvent): boolean => {
+  if (step.kind !== "llm" || step.emit === undefined || step.emit === true) return true
+  if (step.emit === false) return false
+  return step.emit(StepEvent.eventType(event), event)
+}
+
+/** Sends a step's event to the sink, when there is one and the step's `emit` allows it. */
+export const emit = (
+  runtime: Runtime<unknown, unknown>,
+  step: Step.Any,
+  event: StepEvent.StepEvent
+): Effect.Effect<void> => runtime.sink === undefined || !allows(step, event) ? Effect.void : runtime.sink.emit(event)
+
+/**
+ * Runs one step: in its span (`step.{kind} {id}`, a child of the enclosing
+ * step's), with its context provided as the `ExecutionContext` service, its
+ * `Started` and `Completed`/`Failed` events sent, and the context's step count
+ * raised when it ends.
+ */
+export const runStep = <I, O, E, R, S, RT>(
+  step: Step.Step<I, O, E, R, S>,
+  input: I,
+  runtime: Runtime<S, RT>
+): Effect.Effect<O, E, Exclude<R | RT, ExecutionContext>> => {
+  const execution = runtime.execution
+  const header = { stepId: step.id, kind: step.kind, contextId: execution.id }
+  const key = keyOf(runtime, step.id)
+  const ledger = runtime.ledger
+  const recorded = ledger?.completed(execution.id, key)
+  if (recorded !== undefined) return replay(step, runtime, recorded)
+  return Effect.useSpan(
+    `step.${step.kind} ${step.id}`,
+    {
+      attributes: {
+        "agentloop.step.id": step.id,
+        "agentloop.step.kind": step.kind,
+        "agentloop.context.id": execution.id,
+        "agentloop.context.depth": execution.depth
+      }
+    },
+    (span) => {
+      const saved = ledger?.saved(execution.id, key)
+      if (saved !== undefined) Ledger.restore(execution, saved)
+      const checkpoint = ledger === undefined ? Effect.void : ledger.save(execution, key)
+      const context = new View(execution, runtime.frame, span, step.id, checkpoint)
+      let meta: StepMeta | undefined
+      const scope: Scope<S, RT> = {
+        ...runtime,
+        path: key,
+        context,
+        report: (reported) => {
+          meta = reported
+          execution.lastStepMeta = reported
+        }
+      }
+      const body = step[Runner](input, scope).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          execution.stepCount++
+        })),
+        // A completed step is recorded before anything sees its output; a record that fails ends the
+        // program (see `program`) rather than let it go on without being durable.
+        Effect.tap((output) =>
+          ledger === undefined ? Effect.void : Effect.orDie(Effect.flatMap(
+            Outputs.encodeOutput(execution.id, step, output),
+            (encoded) => ledger.complete(execution, key, encoded)
+          ))
+        ),
+        Effect.exit,
+        Effect.flatMap((exit) => {
+          // A step that completed its loop or aborted its execution (or ran inside one that did)
+          // waits here to be interrupted, so nothing after it runs before the frame's race notices.
+          const then = runtime.frame.completed || execution.aborted ? Effect.never : exit
+          if (runtime.sink === undefined) return then
+          // Sent here, not in a finalizer: a consumer that stops pulling must be able to interrupt a
+          // step waiting to send its event.
+          const event: StepEvent.StepEvent | undefined = Exit.isSuccess(exit)
+            ? {
+              _tag: "Completed",
+              ...header,
+              output: exit.value,
+              ...(meta !== undefined && withMeta(step.kind) ? { meta } : {})
+            }
+            : Cause.hasInterruptsOnly(exit.cause)
+            ? undefined
+            : { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) }
+          return event === undefined ? then : Effect.andThen(emit(runtime, step, event), then)
+        }),
+        // The span is the parent of the spans inside the step: `withParentSpan`, less the stack trace
+        // it captures, which says nothing about a step and costs more than the rest of the step.
+        Effect.provideService(Tracer.ParentSpan, span),
+        Effect.provideService(ExecutionContext, context)
+      )
+      return runtime.sink === undefined
+        ? body
+        : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
+    }
+  )
+}
+
+/**
+ * The key of the next step of id `stepId` to start below the step of
+ * `runtime`: that step's key, the id, and how many steps of that id started
+ * there before. An execution run again reaches its steps in the same order, so
+ * a step's key is the same each time.
+ */
+const keyOf = (runtime: Runtime<unknown, unknown>, stepId: string): string => {
+  const base = `${runtime.path}/${stepId}`
+  const started = runtime.execution.occurrences.get(base) ?? 0
+  runtime.execution.occurrences.set(base, started + 1)
+  return `${base}#${started}`
+}
+
+/** A step an earlier execution completed: its context put back, its `Completed` event sent again, its output read back. */
+const replay = <I, O, E, R, S, RT>(
+  step: Step.Step<I, O, E, R, S>,
+  runtime: Runtime<S, RT>,
+  recorded: { readonly output: Schema.Json; readonly context: Ledger.Restorable }
+): Effect.Effect<O, E, never> => {
+  const execution = runtime.execution
+  return Effect.suspend(() => {
+    Ledger.restore(execution, recorded.context)
+    return Outputs.decodeOutput(execution.id, step, recorded.output).pipe(
+      Effect.orDie,
+      // The output was `O` when it was recorded; the step's schema (or JSON) read it back.
+      Effect.map((output) => output as O),
+      Effect.tap((output) =>
+        emit(runtime, step, { _tag: "Completed", stepId: step.id, kind: step.kind, contextId: execution.id, output })
+      )
+    )
+  })
+}
+
+/** Any step, with its types forgotten. */
+type Erased = Step.Step<unknown, unknown, unknown, unknown, unknown>
+
+/**
+ * Runs a child of a composite step. A composite's children have many types at
+ * once (the steps of a loop, the paths of a fork), and its constructor computes
+ * its own types from theirs and checks that each child takes what it is given;
+ * the composite then runs each child with the types the child's own type
+ * records. This and {@link runSequence} are the only places a step's types
+ * are set aside and taken back.
+ */
+export const runChild = <T extends Step.Some, RT>(
+  step: T,
+  input: unknown,
+  runtime: Runtime<unknown, RT>
+): Effect.Effect<Step.Output<T>, Step.Error<T>, Exclude<Step.Services<T> | RT, ExecutionContext>> =>
+  runStep(step as unknown as Erased, input, runtime) as Effect.Effect<
+    Step.Output<T>,
+    Step.Error<T>,
+    Exclude<Step.Services<T> | RT, ExecutionContext>
+  >
+
+/** The last of a non-empty tuple of steps. */
+export type Last<S extends ReadonlyArray<Step.Some>> = S extends readonly [...ReadonlyArray<Step.Some>, infer L] ? L :
+  S[number]
+
+/**
+ * Runs `steps` in sequence, each output the next input (see {@link runChild}:
+ * the composite's constructor checked that each step takes what the one
+ * before gives); the output is the last step's.
+ */
+export const runSequence = <S extends readonly [Step.Some, ...ReadonlyArray<Step.Some>], RT>(
+  steps: S,
+  input: unknown,
+  runtime: Runtime<unknown, RT>
+): Effect.Effect<
+  Step.Output<Last<S>>,
+  Step.Error<S[number]>,
+  Exclude<Step.Services<S[number]> | RT, ExecutionContext>
+> =>
+  Effect.gen(function*() {
+    let value = input
+    for (const step of steps) value = yield* runChild(step, value, runtime)
+    return value
+  }) as Effect.Effect<
+    Step.Output<Last<S>>,
+    Step.Error<S[number]>,
+    Exclude<Step.Services<S[number]> | RT, ExecutionContext>
+  >
+
+/**
+ * Runs a step function, which may answer with a value, a Promise or an
+ * Effect. A throw or a rejection fails with `StepFailed`; an Effect keeps its
+ * own error (and its defects stay defects).
+ */
+export function attempt<A, E, R>(
+  stepId: string,
+  what: string,
+  evaluate: () => A | PromiseLike<A> | Effect.Effect<A, E, R>
+): Effect.Effect<A, E | StepFailed, R>
+export function attempt(
+  stepId: string,
+  what: string,
+  evaluate: () => unknown
+): Effect.Effect<unknown, unknown, unknown> {
+  return Effect.suspend(() => {
+    let out: unknown
+    try {
+      out = evaluate()
+    } catch (cause) {
+      return Effect.fail(failed(stepId, `${what} threw`, cause))
+    }
+    if (Effect.isEffect(out)) return out
+    if (Predicate.isPromiseLike(out)) {
+      const promise = out
+      return Effect.tryPromise({
+        try: () => Promise.resolve(promise),
+        catch: (cause) => failed(stepId, `${what} rejected`, cause)
+      })
+    }
+    return Effect.succeed(out)
+  })
+}
+
+const failed = (stepId: string, what: string, cause: unknown): StepFailed =>
+  new StepFailed({ stepId, message: `step ${stepId}: ${what}: ${StepErrors.info(cause).message}`, cause })
+
+/** Fails with `InvalidStep` unless `value` is a finite number of at least 0 (a duration in ms, a count). */
+export const nonNegative = (
+  stepId: string,
+  field: string,
+  value: number | undefined
+): Effect.Effect<void, StepErrors.InvalidStep> =>
+  value === undefined || (Number.isFinite(value) && value >= 0)
+    ? Effect.void
+    : Effect.fail(
+      new StepErrors.InvalidStep({ stepId, message: `${field} must be a finite number of at least 0, not ${value}` })
+    )

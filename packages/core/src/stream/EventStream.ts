@@ -1,0 +1,271 @@
+/**
+ * A stream of `Schema` events over Server-Sent Events, both ways: a server
+ * turns a run's event stream (`agent.stream(...)`, or any stream of Schema
+ * values) into an SSE response, and a client, in a browser or in Node, reads it
+ * back into the same typed events.
+ *
+ * The wire format: each event is an SSE `message` whose `data` is the event's
+ * JSON encoding; a failure is one `failure` event carrying the encoded error
+ * (a `Termination.Error`, say); a stream that ends well ends with one `end`
+ * event. Keepalive comments (`: keepalive`) keep proxies from closing an idle
+ * connection. A client whose connection ends without `end` or `failure` knows
+ * the stream was cut off, and fails with `EventStreamError` rather than
+ * passing a half run off as a whole one.
+ *
+ * Closing the connection interrupts the stream on the server: the run stops,
+ * down to its provider's HTTP request.
+ *
+ * @since 0.1.0
+ */
+import { Array as Arr, Cause, Context, Duration, Effect, Exit, Pull, Schedule, Schema, Stream } from "effect"
+import { Sse } from "effect/encoding"
+import { HttpServerResponse } from "effect/http"
+import * as AgentEvent from "../agent/AgentEvent.ts"
+import * as StepError from "../step/StepError.ts"
+import * as StepEvent from "../step/StepEvent.ts"
+import * as Termination from "../Termination.ts"
+
+/** The schemas of a stream's events and of the error it may fail with. Neither may need services. */
+export interface Codec<A, E> {
+  readonly events: Schema.Codec<A, unknown>
+  readonly failure: Schema.Codec<E, unknown>
+}
+
+/** The codec of an `AgentLoop` run whose output is text: `AgentEvent`s, failing with a `Termination.Error`. */
+export const agent: Codec<AgentEvent.AgentEvent, Termination.Error> = {
+  events: AgentEvent.AgentEvent,
+  failure: Termination.Error
+}
+
+/**
+ * The codec of a step program's stream (`Step.stream(...)`) whose output
+ * `output` describes: its `StepEvent`s and the final `Output` event, failing
+ * with a `StepError`. A program whose steps fail with errors of their own
+ * needs their schema: `{ events: StepEvent.schema(output), failure: Schema.Union([StepError.StepError, Mine]) }`.
+ */
+export const steps = <S extends Schema.Top>(output: S) => ({
+  events: StepEvent.schema(output),
+  failure: StepError.StepError
+})
+
+/** Options of the server side. */
+export interface EncodeOptions {
+  /** How often to send a keepalive comment while no event is due (default 15 seconds; `Duration.infinity` for never). */
+  readonly keepAlive?: Duration.Input | undefined
+}
+
+/** Headers of an event-stream response: no caching, no proxy buffering. */
+export const headers: Readonly<Record<string, string>> = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no"
+}
+
+const defaultKeepAlive = Duration.seconds(15)
+
+const frame = (event: string, data: string): string => Sse.encoder.write({ _tag: "Event", event, id: undefined, data })
+
+const keepAliveFrame = ": keepalive\n\n"
+
+/**
+ * The SSE text of a stream: one `message` per event, then `end`, or `failure`
+ * with the encoded error. The result never fails; an event or error that its
+ * schema cannot encode (a bug of the server) ends it with an `error` event.
+ */
+export const encode =
+  <A, E>(codec: Codec<A, E>, options: EncodeOptions = {}) =>
+  <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<string, never, R> => {
+    const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
+    const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
+    const broken = (message: string) => Stream.succeed(frame("error", JSON.stringify({ message })))
+    const frames = stream.pipe(
+      Stream.mapEffect((event) => Effect.map(encodeEvent(event), (data) => frame("message", data))),
+      Stream.concat(Stream.succeed(frame("end", "{}"))),
+      Stream.catchCause((cause): Stream.Stream<string> => {
+        const failure = Cause.findErrorOption(cause)
+        if (failure._tag === "None") return broken(Cause.pretty(cause))
+        const error = failure.value
+        if (Schema.isSchemaError(error)) return broken(`an event could not be encoded: ${error.message}`)
+        return Stream.unwrap(Effect.match(encodeFailure(error), {
+          onFailure: (encoding) => broken(`the failure could not be encoded: ${encoding.message}`),
+          onSuccess: (data) => Stream.succeed(frame("failure", data))
+        }))
+      })
+    )
+    const every = Duration.fromInputUnsafe(options.keepAlive ?? defaultKeepAlive)
+    if (!Duration.isFinite(every) || Duration.isZero(every)) return frames
+    const keepAlives = Stream.fromSchedule(Schedule.spaced(every)).pipe(Stream.map(() => keepAliveFrame))
+    return Stream.merge(frames, keepAlives, { haltStrategy: "left" })
+  }
+
+/** The SSE bytes of a stream, as {@link encode} writes them. */
+export const encodeBytes =
+  <A, E>(codec: Codec<A, E>, options?: EncodeOptions) =>
+  <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<Uint8Array, never, R> =>
+    Stream.encodeText(encode(codec, options)(stream))
+
+/**
+ * An `effect/http` response streaming `stream` as Server-Sent Events. The
+ * stream runs with the services of the handler that built the response; when
+ * the client goes away, it is interrupted.
+ */
+export const toHttpResponse = <A, E, R>(
+  stream: Stream.Stream<A, E, R>,
+  codec: Codec<A, E>,
+  options?: EncodeOptions
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+  Effect.map(
+    Effect.context<R>(),
+    (context) =>
+      HttpServerResponse.stream(Stream.provideContext(encodeBytes(codec, options)(stream), context), { headers })
+  )
+
+/**
+ * A web `Response` streaming `stream` as Server-Sent Events, for any framework
+ * whose route handlers return one (Hono, Next.js, Bun, Deno…). Cancelling the
+ * body (the client went away) interrupts the stream.
+ */
+export const toWebResponse = <A, E, R>(
+  stream: Stream.Stream<A, E, R>,
+  codec: Codec<A, E>,
+  options?: EncodeOptions
+): Effect.Effect<Response, never, R> =>
+  Effect.map(
+    Stream.toReadableStreamEffect(encodeBytes(codec, options)(stream)),
+    (body) => new Response(body, { headers })
+  )
+
+/** Why a client could not read an event stream. */
+export class EventStreamError extends Schema.TaggedError<EventStreamError>()("EventStreamError", {
+  reason: Schema.Literals(["http", "truncated", "malformed", "server"]),
+  message: Schema.String,
+  status: Schema.optionalKey(Schema.Number)
+}) {}
+
+/** Options of the client side. */
+export interface DecodeOptions {
+  /** The largest event accepted, in characters (default 16 MiB); a larger one fails the stream as malformed. */
+  readonly maxEventSize?: number | undefined
+}
+
+const malformed = (message: string) => new EventStreamError({ reason: "malformed", message })
+
+const ServerError = Schema.fromJsonString(Schema.Struct({ message: Schema.String }))
+
+/**
+ * Reads an event stream's bytes back into its events. The stream fails with
+ * the server's typed error after a `failure` event, and with `EventStreamError`
+ * when the bytes end without `end` (`truncated`), an event does not decode
+ * (`malformed`), or the server broke (`server`).
+ */
+export const decode =
+  <A, E>(codec: Codec<A, E>, options: DecodeOptions = {}) =>
+  <EIn, R>(bytes: Stream.Stream<Uint8Array, EIn, R>): Stream.Stream<A, E | EIn | EventStreamError, R> => {
+    const decodeEvent = Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
+    const decodeFailure = Schema.decodeUnknownExit(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
+    const events = Stream.decodeText(bytes).pipe(
+      Stream.pipeThroughChannel(Sse.decode<EIn, unknown>({ maxEventSize: options.maxEventSize ?? 16 * 1024 * 1024 })),
+      Stream.mapError((error) =>
+        Sse.Retry.is(error)
+          ? malformed("the server asked to reconnect, which an event stream does not do")
+          : error instanceof Sse.SseError || error instanceof Sse.EventTooLarge
+          ? malformed(`not a valid event stream: ${String(error)}`)
+          : error
+      )
+    )
+    return Stream.transformPull(events, (pull) =>
+      Effect.sync(() => {
+        let ended = false
+        const next: Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E | EIn | EventStreamError, void> = Effect.suspend(() =>
+          ended ? Cause.done() : pull.pipe(
+            Pull.catchDone(() =>
+              Effect.fail(
+                new EventStreamError({ reason: "truncated", message: "the event stream ended before its end event" })
+              )
+            ),
+            Effect.flatMap((chunk) => {
+              const out: Array<A> = []
+              for (const event of chunk) {
+                switch (event.event) {
+                  case "message": {
+                    const decoded = decodeEvent(event.data)
+                    if (Exit.isFailure(decoded)) {
+                      return Effect.fail(malformed(`an event did not decode: ${Cause.pretty(decoded.cause)}`))
+                    }
+                    out.push(decoded.value)
+                    break
+                  }
+                  case "failure": {
+                    const decoded = decodeFailure(event.data)
+                    return Exit.isSuccess(decoded)
+                      ? Effect.fail(decoded.value)
+                      : Effect.fail(malformed(`the failure did not decode: ${Cause.pretty(decoded.cause)}`))
+                  }
+                  case "error": {
+                    const decoded = Schema.decodeUnknownExit(ServerError)(event.data)
+                    const message = Exit.isSuccess(decoded) ? decoded.value.message : event.data
+                    return Effect.fail(new EventStreamError({ reason: "server", message }))
+                  }
+                  case "end":
+                    ended = true
+                    return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : Cause.done()
+                  default:
+                    break
+                }
+              }
+              return Arr.isArrayNonEmpty(out) ? Effect.succeed(out) : next
+            })
+          )
+        )
+        return next
+      }))
+  }
+
+/**
+ * Requests an event stream with `fetch` and reads its events. Interrupting the
+ * stream aborts the request, which the server sees as the client going away.
+ * A response that is not a successful `text/event-stream` fails with an
+ * `EventStreamError` of reason `http`, carrying its status.
+ */
+export const fetch = <A, E>(
+  codec: Codec<A, E>,
+  input: string | URL,
+  init?: RequestInit,
+  options?: DecodeOptions
+): Stream.Stream<A, E | EventStreamError> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const response = yield* Effect.tryPromise({
+      try: (signal) => globalThis.fetch(input, { ...init, signal }),
+      catch: (error) => new EventStreamError({ reason: "http", message: `the request failed: ${String(error)}` })
+    })
+    const type = response.headers.get("content-type") ?? ""
+    if (!response.ok || !type.startsWith("text/event-stream") || response.body === null) {
+      yield* Effect.promise(() => response.body?.cancel() ?? Promise.resolve())
+      return yield* new EventStreamError({
+        reason: "http",
+        status: response.status,
+        message: `expected an event stream, got HTTP ${response.status} ${
+          type === "" ? "without a content type" : type
+        }`
+      })
+    }
+    const body = response.body
+    return decode(codec, options)(Stream.fromReadableStream({
+      evaluate: () => body,
+      onError: (error) =>
+        new EventStreamError({ reason: "truncated", message: `the connection broke: ${String(error)}` })
+    }))
+  }))
+
+/**
+ * The events of {@link fetch} as an async iterable, for code outside Effect:
+ * `for await (const event of EventStream.iterate(...))`. The loop throws the
+ * server's typed error, or an `EventStreamError`; breaking out of it aborts
+ * the request.
+ */
+export const iterate = <A, E>(
+  codec: Codec<A, E>,
+  input: string | URL,
+  init?: RequestInit,
+  options?: DecodeOptions
+): AsyncIterable<A> => Stream.toAsyncIterableWith(fetch(codec, input, init, options), Context.empty())
