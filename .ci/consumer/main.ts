@@ -3,8 +3,9 @@
  * installed the packed tarballs: an agent that calls a tool and answers,
  * streamed from the scripted model, then from each provider's layer against a
  * loopback server speaking that provider's wire format, then as a durable run
- * on an embedded SQLite runner. It fails (exit code 1) unless every run
- * streams the answer and ends with `Stop`.
+ * on an embedded SQLite runner, then with the tool served over MCP by this same
+ * program started again as a stdio server (`node build/main.js mcp-server`). It
+ * fails (exit code 1) unless every run streams the answer and ends with `Stop`.
  */
 import { Anthropic } from "@agentloop/anthropic"
 import { AnthropicWire } from "@agentloop/anthropic/testing"
@@ -14,9 +15,11 @@ import { AgentLoop, type LanguageModel, type ProviderWire, TokenUsage, Tool, Too
 import { DurableAgent, DurableRunner } from "@agentloop/durable"
 import { Gemini } from "@agentloop/gemini"
 import { GeminiWire } from "@agentloop/gemini/testing"
+import { Mcp } from "@agentloop/mcp"
 import { Responses } from "@agentloop/responses"
 import { ResponsesWire } from "@agentloop/responses/testing"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer, Redacted, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -43,28 +46,29 @@ const expect = (what: string, actual: string, expected: string) =>
     ? Effect.void
     : Effect.die(new Error(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`))
 
-/** Streams the agent's run and checks what it streamed. */
-const ask = Effect.gen(function*() {
-  const agent = yield* AgentLoop.AgentLoop
-  let text = ""
-  const tools: Array<string> = []
-  let ended = ""
-  yield* agent.stream({ input, toolkit }).pipe(
-    Stream.runForEach((event) =>
-      Effect.sync(() => {
-        if (event._tag === "Delta" && event.delta.type === "text_delta") text += event.delta.delta
-        if (event._tag === "ToolResult") tools.push(`${event.call.name} -> ${event.output.output}`)
-        if (event._tag === "Finished") ended = event.result.termination._tag
-      })
+/** Streams the agent's run with `available` tools and checks what it streamed, the tool's output as `results`. */
+const askWith = (available: Toolkit.Toolkit, results: string) =>
+  Effect.gen(function*() {
+    const agent = yield* AgentLoop.AgentLoop
+    let text = ""
+    const tools: Array<string> = []
+    let ended = ""
+    yield* agent.stream({ input, toolkit: available }).pipe(
+      Stream.runForEach((event) =>
+        Effect.sync(() => {
+          if (event._tag === "Delta" && event.delta.type === "text_delta") text += event.delta.delta
+          if (event._tag === "ToolResult") tools.push(`${event.call.name} -> ${event.output.output}`)
+          if (event._tag === "Finished") ended = event.result.termination._tag
+        })
+      )
     )
-  )
-  yield* expect("text", text, answer)
-  yield* expect("tools", tools.join(), "add -> 5")
-  yield* expect("termination", ended, "Stop")
-})
+    yield* expect("text", text, answer)
+    yield* expect("tools", tools.join(), results)
+    yield* expect("termination", ended, "Stop")
+  })
 
 const onModel = (model: Layer.Layer<LanguageModel.LanguageModel>) =>
-  ask.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model))))
+  askWith(toolkit, "add -> 5").pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model))))
 
 const providers: ReadonlyArray<
   readonly [string, ProviderWire.ProviderWire, (baseUrl: string) => Layer.Layer<LanguageModel.LanguageModel>]
@@ -100,6 +104,15 @@ const durable = Effect.gen(function*() {
   yield* expect("durable run", result._tag === "Stopped" ? String(result.output) : result._tag, answer)
 })
 
+// The same agent, its tool served over MCP by this program run as a stdio server, from the packages' builds.
+const overMcp = Effect.gen(function*() {
+  const served = yield* Mcp.toolkit(Mcp.stdio({ command: process.execPath, args: [process.argv[1]!, "mcp-server"] }))
+  // An MCP tool's output is the text of its result: the JSON string "5".
+  yield* askWith(served, `add -> "5"`).pipe(
+    Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script))))
+  )
+}).pipe(Effect.scoped, Effect.provide(NodeServices.layer))
+
 const main = Effect.gen(function*() {
   yield* onModel(MockLanguageModel.layer(script))
   console.log("mock: ok")
@@ -109,9 +122,19 @@ const main = Effect.gen(function*() {
   }
   yield* durable
   console.log("durable on SQLite: ok")
+  yield* overMcp
+  console.log("tool over MCP (stdio): ok")
 })
 
-Effect.runPromise(main).catch((error) => {
-  console.error(error)
-  process.exitCode = 1
-})
+if (process.argv[2] === "mcp-server") {
+  const server = Mcp.serve(toolkit, { name: "consumer", version: "1.0.0" }).pipe(
+    Layer.provide(Mcp.layerServerStdio()),
+    Layer.provide(NodeServices.layer)
+  )
+  NodeRuntime.runMain(Layer.launch(server))
+} else {
+  Effect.runPromise(main).catch((error) => {
+    console.error(error)
+    process.exitCode = 1
+  })
+}

@@ -10,7 +10,8 @@ const suites = [
   "./gemini.ts",
   "./responses.ts",
   "./anthropic.ts",
-  "./chatCompletions.ts"
+  "./chatCompletions.ts",
+  "./mcp.ts"
 ]
 
 for (const suite of suites) await import(suite)

@@ -3,22 +3,24 @@
  * its events printed as they stream.
  */
 import { AgentLoop } from "@agentloop/core"
-import type { Termination } from "@agentloop/core"
+import type { Termination, Toolkit } from "@agentloop/core"
 import { Effect, Stream } from "effect"
 import * as Render from "./render.ts"
-import { toolkit } from "./tools.ts"
+import * as Tools from "./tools.ts"
 
 /** What the demo agent is told to do. */
 export const instructions = "You are a careful assistant. Use the tools for every calculation and unit conversion, " +
   "then answer briefly."
 
 /**
- * Runs the agent on `question`, writing its output with `write`, and returns
- * how the run ended: a termination is printed and returned, not raised.
+ * Runs the agent on `question` with `toolkit` (the calculator and the unit
+ * converter by default), writing its output with `write`, and returns how the
+ * run ended: a termination is printed and returned, not raised.
  */
 export const run = (
   question: string,
-  write: (text: string) => Effect.Effect<void>
+  write: (text: string) => Effect.Effect<void>,
+  toolkit: Toolkit.Toolkit = Tools.toolkit
 ): Effect.Effect<Termination.Termination, never, AgentLoop.AgentLoop> =>
   Effect.gen(function*() {
     const agent = yield* AgentLoop.AgentLoop

@@ -5,17 +5,23 @@
  * `npm run demo -- --program research [question]` (or `AGENTLOOP_PROGRAM=research`)
  * runs the step program of `Research.ts` instead: three searching sub-agents at
  * once, then a writer checked by a verifier.
+ *
+ * `npm run demo -- --mcp "npx -y @modelcontextprotocol/server-everything" [question]`
+ * adds the tools of that MCP server (any command that starts one on stdio) to
+ * the agent's; `--mcp` may be given more than once.
  */
 import { AgentLoop, Termination } from "@agentloop/core"
-import { NodeRuntime } from "@effect/platform-node"
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { parse } from "./Args.ts"
 import * as Demo from "./Demo.ts"
+import * as McpServers from "./McpServers.ts"
 import * as Provider from "./Provider.ts"
 import * as Research from "./Research.ts"
 import { question } from "./script.ts"
+import * as Tools from "./tools.ts"
 
-const { program: chosen, asked } = parse(process.argv.slice(2), process.env["AGENTLOOP_PROGRAM"])
+const { asked, mcp, program: chosen } = parse(process.argv.slice(2), process.env["AGENTLOOP_PROGRAM"])
 
 const write = (text: string) => Effect.sync(() => process.stdout.write(text))
 
@@ -28,9 +34,16 @@ const banner = (provider: string, what: string) =>
 
 const agent = Effect.gen(function*() {
   yield* banner(yield* Provider.name, "agent")
-  const ended = yield* Demo.run(asked === "" ? question : asked, write)
+  const { started, toolkit } = yield* McpServers.load(mcp, Tools.toolkit)
+  yield* write(McpServers.describe(started))
+  const ended = yield* Demo.run(asked === "" ? question : asked, write, toolkit)
   if (Termination.isError(ended)) process.exitCode = 1
-}).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer))))
+}).pipe(
+  // The MCP servers end with the scope, before the program exits.
+  Effect.scoped,
+  Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer))),
+  Effect.provide(NodeServices.layer)
+)
 
 const research = Effect.gen(function*() {
   yield* banner(yield* Provider.name, "research program")

@@ -1,0 +1,249 @@
+/**
+ * An agentloop `Toolkit` served as an MCP server, on `effect/ai`'s `McpServer`.
+ *
+ * Every call goes through `Toolkit.executeAllSafe`, as a call of the agent
+ * loop does: arguments decoded with the tool's Schema, its approval asked of
+ * the `Approval` service, its time limit kept, its `execute_tool` span
+ * recorded. A call that does not succeed (bad arguments, a failure, a denied
+ * approval, a timeout) is a result with `isError: true` and the reason as its
+ * text, so the client's model can read it and try again, as MCP `2025-11-25`
+ * asks for argument errors too; the server goes on answering.
+ *
+ * @since 0.2.0
+ */
+import { Tool, Toolkit } from "@agentloop/core"
+import type { Item } from "@agentloop/core"
+import { Context, Effect, Layer, Logger, Schema } from "effect"
+import type { Cause } from "effect"
+import { McpProtocol, McpSchema, McpServer } from "effect/ai"
+import type { HttpRouter } from "effect/http"
+import type { Stdio } from "effect/Stdio"
+
+/**
+ * How the server introduces itself to clients.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Info {
+  readonly name: string
+  readonly version: string
+  /** What the client's model should know about using these tools. */
+  readonly instructions?: string | undefined
+}
+
+/**
+ * A transport to serve on: {@link layerServerStdio} or {@link layerServerHttp}.
+ *
+ * @since 0.2.0
+ * @category services
+ */
+export class ServerTransport extends Context.Service<ServerTransport, {
+  readonly serve: (
+    info: Info,
+    registrations: Layer.Layer<never, never, McpServer.McpServer>
+  ) => Layer.Layer<never, Cause.IllegalArgumentError>
+}>()("@agentloop/mcp/McpServe/ServerTransport") {}
+
+/**
+ * Serves `toolkit` as an MCP server named by `info`, on the transport layer
+ * provided to it. The server runs while the layer is alive (`Layer.launch` for
+ * a program that is only the server). A tool's input Schema becomes its
+ * input JSON Schema, as a model would see it; a tool whose output encodes to a
+ * JSON object also declares an output schema, and its results carry
+ * `structuredContent`.
+ *
+ * @example
+ * ```ts
+ * import { Tool, Toolkit } from "@agentloop/core"
+ * import { Mcp } from "@agentloop/mcp"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * // A stdio server: `NodeRuntime.runMain(Layer.launch(server.pipe(Layer.provide(NodeServices.layer))))`.
+ * export const server = Mcp.serve(Toolkit.make(add), { name: "calculator", version: "1.0.0" }).pipe(
+ *   Layer.provide(Mcp.layerServerStdio())
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const serve = <R>(
+  toolkit: Toolkit.Toolkit<R>,
+  info: Info
+): Layer.Layer<never, Cause.IllegalArgumentError, R | ServerTransport> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const transport = yield* ServerTransport
+    return transport.serve(info, register(toolkit, yield* Effect.context<R>()))
+  }))
+
+/**
+ * Serves over this process's standard input and output (`Stdio`, which
+ * `NodeServices.layer` from `@effect/platform-node` provides). Standard output
+ * carries nothing but protocol while the server runs: Effect's loggers write
+ * to standard error, and so do `console.log`, `info`, `debug` and `warn`.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =>
+  Layer.effect(ServerTransport)(Effect.map(Effect.context<Stdio>(), (stdio) =>
+    ServerTransport.of({
+      serve: (info, registrations) =>
+        McpServer.layerStdio({ ...info, protocols, registrations }).pipe(
+          Layer.provide(Layer.succeedContext(stdio)),
+          Layer.provide(consoleToStderr),
+          Layer.provide(Layer.succeed(Logger.LogToStderr, true)),
+          running
+        )
+    })))
+
+/**
+ * Serves MCP's streamable HTTP transport at `path` of the `HttpRouter`: give
+ * the result to `HttpRouter.serve`. Authenticate requests in the router (any
+ * caller holding a session id can use it); a request with an `Origin` header
+ * is refused unless the origin is in `allowedOrigins`.
+ *
+ * @example
+ * ```ts
+ * import { Tool, Toolkit } from "@agentloop/core"
+ * import { Mcp } from "@agentloop/mcp"
+ * import { Effect, Layer, Schema } from "effect"
+ * import { HttpRouter } from "effect/http"
+ *
+ * const now = Tool.make({
+ *   name: "now",
+ *   description: "The time on the server",
+ *   input: Schema.Struct({}),
+ *   output: Schema.String,
+ *   execute: () => Effect.sync(() => new Date().toISOString())
+ * })
+ *
+ * // Give it an `HttpServer`, e.g. `NodeHttpServer.layer(createServer, { port: 3000 })`.
+ * export const app = HttpRouter.serve(
+ *   Mcp.serve(Toolkit.make(now), { name: "clock", version: "1.0.0" }).pipe(
+ *     Layer.provide(Mcp.layerServerHttp({ path: "/mcp" }))
+ *   )
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerServerHttp = (options: {
+  readonly path: HttpRouter.PathInput
+  readonly allowedOrigins?: ReadonlyArray<string> | undefined
+}): Layer.Layer<ServerTransport, never, HttpRouter.HttpRouter> =>
+  Layer.effect(ServerTransport)(Effect.map(Effect.context<HttpRouter.HttpRouter>(), (router) =>
+    ServerTransport.of({
+      serve: (info, registrations) =>
+        McpServer.layerHttp({ ...info, ...options, protocols, registrations, allowSessionTermination: true }).pipe(
+          Layer.provide(Layer.succeedContext(router)),
+          running
+        )
+    })))
+
+// A server layer, without the services it provides: what runs is the point.
+const running = <A, E>(server: Layer.Layer<A, E>): Layer.Layer<never, E> => Layer.provide(Layer.empty, server)
+
+// The revisions the official SDKs speak; `2026-07-28` is sessionless and not yet spoken by them.
+const protocols = [McpProtocol.v2025_11_25, McpProtocol.v2025_06_18, McpProtocol.v2025_03_26] as const
+
+const consoleToStderr: Layer.Layer<never> = Layer.effectDiscard(Effect.acquireRelease(
+  Effect.sync(() => {
+    const console = globalThis.console
+    const saved = { log: console.log, info: console.info, debug: console.debug, warn: console.warn }
+    console.log =
+      console.info =
+      console.debug =
+      console.warn =
+        console.error
+    return saved
+  }),
+  (saved) => Effect.sync(() => Object.assign(globalThis.console, saved))
+))
+
+const register = <R>(
+  toolkit: Toolkit.Toolkit<R>,
+  services: Context.Context<R>
+): Layer.Layer<never, never, McpServer.McpServer> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const server = yield* McpServer.McpServer
+    let calls = 0
+    for (const tool of toolkit.tools) {
+      const outputSchema = objectSchema(tool)
+      yield* server.addTool({
+        tool: new McpSchema.Tool({
+          name: tool.name,
+          description: tool.description,
+          inputSchema: yield* inputSchema(tool),
+          ...(outputSchema === undefined ? {} : { outputSchema })
+        }),
+        annotations: Context.empty(),
+        handle: (payload) =>
+          Effect.suspend(() => {
+            calls += 1
+            return call(toolkit, tool.name, payload, calls, outputSchema !== undefined)
+          }).pipe(Effect.updateContext((request: Context.Context<never>) => Context.merge(services, request)))
+      })
+    }
+  }))
+
+const decodeInputSchema = Schema.decodeUnknownEffect(McpSchema.ToolJson)
+
+// MCP requires `type: "object"` at the root. Arguments are always an object (providers send nothing
+// else), but an empty Struct's schema says only "not null": say "object" as well.
+const inputSchema = (tool: Tool.Any<unknown>): Effect.Effect<McpSchema.ToolJson> =>
+  decodeInputSchema(tool.parameters.type === undefined ? { ...tool.parameters, type: "object" } : tool.parameters)
+    .pipe(
+      Effect.mapError((error) =>
+        new Error(`Mcp.serve: the input of tool "${tool.name}" is not a JSON object: ${error.message}`)
+      ),
+      Effect.orDie
+    )
+
+// Structured content must be an object: only such outputs declare a schema.
+const objectSchema = (tool: Tool.Any<unknown>): McpSchema.ToolOutputJson | undefined => {
+  const schema = Tool.toParameters(tool.output)
+  return schema.type === "object" ? schema : undefined
+}
+
+const call = <R>(
+  toolkit: Toolkit.Toolkit<R>,
+  name: string,
+  payload: unknown,
+  index: number,
+  structured: boolean
+): Effect.Effect<McpSchema.CallToolResult, never, R> => {
+  const functionCall: Item.FunctionCall = {
+    type: "function_call",
+    id: `fc_mcp_${index}`,
+    status: "completed",
+    call_id: `mcp_${index}`,
+    name,
+    arguments: JSON.stringify(payload ?? {})
+  }
+  return Effect.map(Toolkit.executeAllSafe(toolkit, [functionCall]), ([result]) => toResult(result!, structured))
+}
+
+const toResult = (result: Toolkit.Result, structured: boolean): McpSchema.CallToolResult => {
+  if (result.outcome !== "success") {
+    const text = result.output.output === JSON.stringify({ error: result.reason })
+      ? result.reason
+      : result.output.output
+    return new McpSchema.CallToolResult({ isError: true, content: [{ type: "text", text }] })
+  }
+  const encoded: unknown = JSON.parse(result.output.output)
+  return new McpSchema.CallToolResult({
+    content: [{ type: "text", text: typeof encoded === "string" ? encoded : result.output.output }],
+    ...(structured ? { structuredContent: encoded } : {})
+  })
+}

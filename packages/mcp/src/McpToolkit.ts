@@ -1,0 +1,155 @@
+/**
+ * An MCP server's tools as an agentloop `Toolkit`.
+ *
+ * Each tool keeps the name the server lists (after an optional prefix), its
+ * description, and its input JSON Schema exactly as the server wrote it: that
+ * is what the model sees, and arguments that break it are a mistake the model
+ * reads before any call. A call's result is the text of its content; a result
+ * with `isError: true`, a protocol error or a server gone away is a mistake
+ * the model reads, never a crash. Approval and timeouts work as for any
+ * agentloop tool, and each call is an `execute_tool` span naming the server.
+ *
+ * @since 0.2.0
+ */
+import { Tool, Toolkit } from "@agentloop/core"
+import { Effect, Schema } from "effect"
+import type { Duration, Scope } from "effect"
+import type { McpClientError, McpSchema } from "effect/ai"
+import * as McpArguments from "./McpArguments.ts"
+import * as McpConnection from "./McpConnection.ts"
+import * as McpResult from "./McpResult.ts"
+
+/**
+ * A call whose result the server marked `isError: true`; `message` is the
+ * result's text, which the model reads.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class McpToolError extends Schema.TaggedError<McpToolError>()("McpToolError", {
+  tool: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * Options of {@link toolkit}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  /** Put before every tool's name (`"files_"` makes `read` `files_read`), to tell servers apart. */
+  readonly prefix?: string | undefined
+  /**
+   * Whether a call waits for the `Approval` service: for every call, or as a
+   * function of the tool's name (as the server lists it, without the prefix)
+   * and its arguments.
+   */
+  readonly needsApproval?: boolean | ((tool: string, input: McpArguments.Arguments) => boolean) | undefined
+  /** The time limit of each call; the call is cancelled on the server when it passes. */
+  readonly timeout?: Duration.Input | undefined
+  /** The time limit of connecting and listing the tools (default 60 seconds). */
+  readonly connectTimeout?: Duration.Input | undefined
+}
+
+/**
+ * Connects to `server`, lists its tools and gives them as a toolkit, for as
+ * long as the scope is open; closing it ends a stdio server's process. Tools
+ * whose name (with the prefix) a model provider refuses (anything but 1 to 64
+ * letters, digits, `_` and `-`) are left out with a warning in the log; tools
+ * the server requires to run as tasks are left out by `effect/ai`. The list is read once: a server
+ * that restarted, or changed its tools, needs a new `toolkit`.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, Approval } from "@agentloop/core"
+ * import { Mcp } from "@agentloop/mcp"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { NodeServices } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ * import { createRequire } from "node:module"
+ *
+ * const everything = Mcp.stdio({
+ *   command: process.execPath,
+ *   args: [createRequire(import.meta.url).resolve("@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const toolkit = yield* Mcp.toolkit(everything, { needsApproval: (tool) => tool !== "echo" })
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   return yield* agent.run({ input: "Say hi through echo", toolkit })
+ * }).pipe(Effect.scoped)
+ *
+ * const script = [
+ *   MockLanguageModel.callsTurn([{ name: "echo", arguments: { message: "hi" } }]),
+ *   MockLanguageModel.textTurn("It said: Echo: hi")
+ * ]
+ * const result = await Effect.runPromise(program.pipe(
+ *   Effect.provide(AgentLoop.layer),
+ *   Effect.provide(Layer.mergeAll(MockLanguageModel.layer(script), NodeServices.layer, Approval.allowAll))
+ * ))
+ * console.log(result._tag) // Stopped
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const toolkit = <S extends McpConnection.Server>(
+  server: S,
+  options: Options = {}
+): Effect.Effect<Toolkit.Toolkit, McpClientError.McpClientError, Scope.Scope | McpConnection.Requirements<S>> =>
+  Effect.gen(function*() {
+    const connection = yield* McpConnection.connect(server, { timeout: options.connectTimeout })
+    const descriptors = yield* connection.client.listTools()
+    const tools: Array<Tool.Any<never>> = []
+    const names = new Set<string>()
+    for (const descriptor of descriptors) {
+      const name = `${options.prefix ?? ""}${descriptor.name}`
+      if (!validName.test(name) || names.has(name)) {
+        yield* Effect.logWarning(
+          `MCP server "${connection.name}": tool "${name.slice(0, 80)}" left out: ${
+            names.has(name) ? "listed twice" : "model providers accept only 1 to 64 letters, digits, _ and -"
+          }`
+        )
+        continue
+      }
+      names.add(name)
+      tools.push(fromDescriptor(connection, descriptor, name, options))
+    }
+    yield* Effect.annotateCurrentSpan({
+      "agentloop.mcp.server.name": connection.name,
+      "agentloop.mcp.tools": names.size
+    })
+    return Toolkit.make(...tools)
+  }).pipe(Effect.withSpan("Mcp.toolkit", { attributes: { "agentloop.mcp.transport": server._tag } }))
+
+// What OpenAI, Gemini and Anthropic all accept as a function name.
+const validName = /^[a-zA-Z0-9_-]{1,64}$/
+
+const fromDescriptor = (
+  connection: McpConnection.Connection,
+  descriptor: McpSchema.Tool,
+  name: string,
+  options: Options
+): Tool.Any<never> => {
+  const approval = options.needsApproval
+  const tool = Tool.make({
+    name,
+    description: descriptor.description ?? descriptor.title ?? "",
+    input: McpArguments.schema(descriptor.inputSchema),
+    output: Schema.String,
+    timeout: options.timeout,
+    needsApproval: typeof approval === "function" ? (input) => approval(descriptor.name, input) : approval,
+    execute: (input) =>
+      Effect.annotateCurrentSpan(connection.attributes).pipe(
+        Effect.andThen(connection.client.callTool({ tool: descriptor, arguments: input })),
+        Effect.flatMap((result) =>
+          result.isError === true
+            ? Effect.fail(new McpToolError({ tool: descriptor.name, message: McpResult.text(result) }))
+            : Effect.succeed(McpResult.text(result))
+        )
+      )
+  })
+  // The model sees the schema as the server wrote it, not one derived from the checking Schema.
+  return { ...tool, parameters: descriptor.inputSchema }
+}

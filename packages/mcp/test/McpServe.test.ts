@@ -1,0 +1,159 @@
+/**
+ * `Mcp.serve` tested with the official TypeScript SDK's client: over stdio
+ * against a child process running `serveStdio.ts`, and over streamable HTTP
+ * against a server in this process.
+ */
+import { Tool } from "@agentloop/core"
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { spawn } from "node:child_process"
+import * as Http from "node:http"
+import { fileURLToPath } from "node:url"
+import { Mcp } from "../src/index.ts"
+import { noise, toolkit } from "./servedToolkit.ts"
+
+const script = fileURLToPath(new URL("./serveStdio.ts", import.meta.url))
+const nodeArgs = ["--no-warnings", "--conditions=@agentloop/source", script]
+
+/** An SDK client connected through `transport`, closed with the scope. */
+const connect = (transport: Transport) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new Client({ name: "sdk-test-client", version: "1.0.0" })
+      await client.connect(transport)
+      return client
+    }),
+    (client) => Effect.promise(() => client.close())
+  )
+
+const stdioClient = connect(new StdioClientTransport({ command: process.execPath, args: nodeArgs, stderr: "ignore" }))
+
+/** Serves the toolkit over streamable HTTP on a random local port for the scope; returns the endpoint. */
+const httpServer = Effect.gen(function*() {
+  const nodeServer = Http.createServer()
+  yield* Layer.build(
+    HttpRouter.serve(
+      Mcp.serve(toolkit, { name: "agentloop-http-test", version: "1.0.0" }).pipe(
+        Layer.provide(Mcp.layerServerHttp({ path: "/mcp" }))
+      ),
+      { disableLogger: true, disableListenLog: true }
+    ).pipe(Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" })))
+  )
+  yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
+  const address = nodeServer.address()
+  return new URL(`http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/mcp`)
+})
+
+const httpClient = Effect.flatMap(httpServer, (url) => connect(new StreamableHTTPClientTransport(url)))
+
+const text = (result: Awaited<ReturnType<Client["callTool"]>>): string => {
+  const content = result.content as ReadonlyArray<{ readonly type: string; readonly text?: string }>
+  return content.map((block) => block.text ?? "").join("")
+}
+
+// The same behaviour over both transports.
+for (const [transport, client] of [["stdio", stdioClient], ["HTTP", httpClient]] as const) {
+  describe(`Mcp.serve over ${transport}, with the SDK's client`, () => {
+    it.live("lists the tools with their schemas", () =>
+      Effect.gen(function*() {
+        const sdk = yield* client
+        const { tools } = yield* Effect.promise(() => sdk.listTools())
+        expect(tools.map((tool) => tool.name)).toEqual(toolkit.tools.map((tool) => tool.name))
+        const add = tools.find((tool) => tool.name === "add")!
+        expect(add.description).toBe("Adds two numbers")
+        expect(add.inputSchema).toEqual(Tool.toParameters(toolkit.byName.get("add")!.input))
+        expect(add.outputSchema).toBeUndefined()
+        // Only an output that is an object declares a schema.
+        expect(tools.find((tool) => tool.name === "weather")!.outputSchema).toMatchObject({
+          type: "object",
+          required: ["city", "celsius"]
+        })
+        // A tool without arguments still has an object root, as MCP requires.
+        expect(tools.find((tool) => tool.name === "shout")!.inputSchema.type).toBe("object")
+      }).pipe(Effect.scoped))
+
+    it.live("answers calls: text, and structured content where the tool declares an object output", () =>
+      Effect.gen(function*() {
+        const sdk = yield* client
+        const sum = yield* Effect.promise(() => sdk.callTool({ name: "add", arguments: { a: 2, b: 3 } }))
+        expect(sum.isError).toBeFalsy()
+        expect(text(sum)).toBe("5")
+        // The SDK's client checks structured content against the declared output schema.
+        const weather = yield* Effect.promise(() => sdk.callTool({ name: "weather", arguments: { city: "Oslo" } }))
+        expect(weather.structuredContent).toEqual({ city: "Oslo", celsius: 21 })
+        expect(JSON.parse(text(weather))).toEqual({ city: "Oslo", celsius: 21 })
+        const shouted = yield* Effect.promise(() => sdk.callTool({ name: "shout", arguments: {} }))
+        expect(text(shouted)).toBe("shouted")
+      }).pipe(Effect.scoped))
+
+    it.live("a failure, bad arguments and a denied approval are isError results; the server goes on", () =>
+      Effect.gen(function*() {
+        const sdk = yield* client
+        const failed = yield* Effect.promise(() => sdk.callTool({ name: "order", arguments: { item: "tea" } }))
+        expect(failed.isError).toBe(true)
+        expect(text(failed)).toBe(`Tool "order" failed: no tea left`)
+        const bad = yield* Effect.promise(() => sdk.callTool({ name: "add", arguments: { a: "two" } }))
+        expect(bad.isError).toBe(true)
+        expect(text(bad)).toContain(`The arguments of tool "add" do not match its parameters`)
+        expect(text(bad)).toContain(`["b"]`)
+        // No approver in the server: its approval still applies, and denies.
+        const erased = yield* Effect.promise(() => sdk.callTool({ name: "erase", arguments: { path: "/etc" } }))
+        expect(erased.isError).toBe(true)
+        expect(text(erased)).toContain("requires approval")
+        // An unknown tool is a protocol error.
+        const unknown = yield* Effect.promise(() => sdk.callTool({ name: "nope", arguments: {} })).pipe(
+          Effect.catchDefect((error) => Effect.succeed(String(error)))
+        )
+        expect(unknown).toContain("nope")
+        const sum = yield* Effect.promise(() => sdk.callTool({ name: "add", arguments: { a: 1, b: 1 } }))
+        expect(text(sum)).toBe("2")
+      }).pipe(Effect.scoped))
+  })
+}
+
+describe("Mcp.serve over stdio", () => {
+  it.live("writes nothing but protocol to standard output", () =>
+    Effect.promise(() =>
+      new Promise<{ readonly stdout: string; readonly stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, nodeArgs, { stdio: ["pipe", "pipe", "pipe"] })
+        let stdout = ""
+        let stderr = ""
+        child.stdout.on("data", (chunk) => (stdout += String(chunk)))
+        child.stderr.on("data", (chunk) => (stderr += String(chunk)))
+        child.on("error", reject)
+        child.on("exit", () => resolve({ stdout, stderr }))
+        const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
+        send({
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+        })
+        send({ method: "notifications/initialized" })
+        send({ id: 2, method: "tools/call", params: { name: "shout", arguments: {} } })
+        send({ id: 3, method: "tools/call", params: { name: "add", arguments: [1] } })
+        send({ id: 4, method: "tools/call", params: { name: "add", arguments: { a: 1, b: 2 } } })
+        const check = setInterval(() => {
+          if (stdout.includes(`"id":4`)) {
+            clearInterval(check)
+            child.stdin.end()
+            child.kill("SIGTERM")
+          }
+        }, 20)
+      })
+    ).pipe(Effect.map(({ stderr, stdout }) => {
+      const lines = stdout.split("\n").filter((line) => line !== "")
+      expect(lines.map((line) => JSON.parse(line).jsonrpc)).toEqual(["2.0", "2.0", "2.0", "2.0"])
+      expect(stdout).not.toContain(noise)
+      // What the tool printed went to standard error.
+      expect(stderr).toContain(noise)
+      // Arguments that are not an object are refused by the protocol layer, and the server answers the next call.
+      expect(JSON.parse(lines[2]!).error.code).toBe(-32602)
+      expect(JSON.parse(lines[3]!).result.content[0].text).toBe("3")
+    })))
+})

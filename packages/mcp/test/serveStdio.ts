@@ -1,0 +1,15 @@
+/**
+ * A child process serving `servedToolkit` as an MCP server over stdio, as a
+ * user's program would: `node --conditions=@agentloop/source serveStdio.ts`.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Layer } from "effect"
+import { Mcp } from "../src/index.ts"
+import { toolkit } from "./servedToolkit.ts"
+
+const server = Mcp.serve(toolkit, { name: "agentloop-test", version: "1.0.0" }).pipe(
+  Layer.provide(Mcp.layerServerStdio()),
+  Layer.provide(NodeServices.layer)
+)
+
+NodeRuntime.runMain(Layer.launch(server))

@@ -1,0 +1,57 @@
+/**
+ * The toolkit the `Mcp.serve` tests serve, over stdio from a child process and
+ * over HTTP in the test's own process.
+ */
+import { Tool, Toolkit } from "@agentloop/core"
+import { Effect, Schema } from "effect"
+
+/** Printed to `console.log` and the Effect log by `shout`: it must never reach standard output. */
+export const noise = "NOISE-ON-STDOUT"
+
+const add = Tool.make({
+  name: "add",
+  description: "Adds two numbers",
+  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+  output: Schema.Finite,
+  execute: ({ a, b }) => Effect.succeed(a + b)
+})
+
+const weather = Tool.make({
+  name: "weather",
+  description: "The weather in a city",
+  input: Schema.Struct({ city: Schema.String }),
+  output: Schema.Struct({ city: Schema.String, celsius: Schema.Finite }),
+  execute: ({ city }) => Effect.succeed({ city, celsius: 21 })
+})
+
+const order = Tool.make({
+  name: "order",
+  description: "Orders an item",
+  input: Schema.Struct({ item: Schema.String }),
+  output: Schema.String,
+  execute: ({ item }) => Effect.fail(`no ${item} left`)
+})
+
+const erase = Tool.make({
+  name: "erase",
+  description: "Erases a file",
+  input: Schema.Struct({ path: Schema.String }),
+  output: Schema.String,
+  needsApproval: true,
+  execute: ({ path }) => Effect.succeed(`erased ${path}`)
+})
+
+const shout = Tool.make({
+  name: "shout",
+  description: "Writes to the console and the log, then answers",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  execute: () =>
+    Effect.sync(() => {
+      console.log(noise)
+      console.info(noise)
+    }).pipe(Effect.andThen(Effect.log(noise)), Effect.as("shouted"))
+})
+
+/** The served tools. */
+export const toolkit = Toolkit.make(add, weather, order, erase, shout)
