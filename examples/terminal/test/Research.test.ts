@@ -49,13 +49,14 @@ describe("the research program", () => {
 
 describe("the demo's command line", () => {
   it("chooses the program with --program or AGENTLOOP_PROGRAM, the flag first, and keeps the question", () => {
-    expect(parse([], undefined)).toStrictEqual({ program: "agent", asked: "" })
-    expect(parse(["How", "far?"], undefined)).toStrictEqual({ program: "agent", asked: "How far?" })
+    expect(parse([], undefined)).toStrictEqual({ program: "agent", mcp: [], asked: "" })
+    expect(parse(["How", "far?"], undefined)).toStrictEqual({ program: "agent", mcp: [], asked: "How far?" })
     expect(parse(["--program", "research", "Why", "not?"], undefined)).toStrictEqual({
       program: "research",
+      mcp: [],
       asked: "Why not?"
     })
-    expect(parse(["Why?"], "research")).toStrictEqual({ program: "research", asked: "Why?" })
-    expect(parse(["--program", "agent"], "research")).toStrictEqual({ program: "agent", asked: "" })
+    expect(parse(["Why?"], "research")).toStrictEqual({ program: "research", mcp: [], asked: "Why?" })
+    expect(parse(["--program", "agent"], "research")).toStrictEqual({ program: "agent", mcp: [], asked: "" })
   })
 })

@@ -11,7 +11,7 @@ import {
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Approval from "../src/Approval.ts"
-import * as EffectAi from "../src/EffectAi.ts"
+import * as EffectAi from "../src/effect-ai/EffectAi.ts"
 import type * as Item from "../src/Item.ts"
 import * as LanguageModel from "../src/LanguageModel.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"

@@ -12,9 +12,9 @@
 import { Context, Effect, Schema, Stream } from "effect"
 import type { JsonSchema } from "effect"
 import { Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
-import type * as Item from "./Item.ts"
-import * as Tool from "./Tool.ts"
-import * as Toolkit from "./Toolkit.ts"
+import type * as Item from "../Item.ts"
+import * as Tool from "../Tool.ts"
+import * as Toolkit from "../Toolkit.ts"
 
 /**
  * The agentloop toolkit of an `effect/ai` toolkit with its handlers (yield the

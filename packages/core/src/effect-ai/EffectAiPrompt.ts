@@ -10,9 +10,9 @@
  */
 import { Effect, Option, Schema } from "effect"
 import type { Prompt } from "effect/ai"
-import * as AiError from "./AiError.ts"
-import * as Item from "./Item.ts"
-import type { ToolChoice } from "./LanguageModel.ts"
+import * as AiError from "../AiError.ts"
+import * as Item from "../Item.ts"
+import type { ToolChoice } from "../LanguageModel.ts"
 
 /**
  * The history and instructions of an `effect/ai` prompt: its system messages

@@ -8,13 +8,13 @@
  */
 import { Effect, Layer, Stream } from "effect"
 import { LanguageModel as AiLanguageModel, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
-import * as AiError from "./AiError.ts"
+import * as AiError from "../AiError.ts"
+import type { ToolDefinition, TurnOptions } from "../LanguageModel.ts"
+import { LanguageModel } from "../LanguageModel.ts"
+import { isTurnComplete } from "../TurnDelta.ts"
 import * as EffectAiError from "./EffectAiError.ts"
 import * as EffectAiPrompt from "./EffectAiPrompt.ts"
 import * as EffectAiResponse from "./EffectAiResponse.ts"
-import type { ToolDefinition, TurnOptions } from "./LanguageModel.ts"
-import { LanguageModel } from "./LanguageModel.ts"
-import { isTurnComplete } from "./TurnDelta.ts"
 
 /**
  * Provides `effect/ai`'s `LanguageModel` from agentloop's: `generateText`,

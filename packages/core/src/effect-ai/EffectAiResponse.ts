@@ -9,10 +9,10 @@
  * @since 0.2.0
  */
 import type { Response } from "effect/ai"
-import * as Item from "./Item.ts"
-import * as TokenUsage from "./TokenUsage.ts"
-import type { StopReason, Turn } from "./Turn.ts"
-import type { TurnDelta } from "./TurnDelta.ts"
+import * as Item from "../Item.ts"
+import * as TokenUsage from "../TokenUsage.ts"
+import type { StopReason, Turn } from "../Turn.ts"
+import type { TurnDelta } from "../TurnDelta.ts"
 
 const finishReasons: Readonly<Record<StopReason, Response.FinishReason>> = {
   stop: "stop",

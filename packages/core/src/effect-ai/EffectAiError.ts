@@ -7,7 +7,7 @@
  * @since 0.2.0
  */
 import { AiError as EffectAiError } from "effect/ai"
-import * as AiError from "./AiError.ts"
+import * as AiError from "../AiError.ts"
 
 /**
  * The agentloop error of an `effect/ai` error; `provider` names the model's provider.
