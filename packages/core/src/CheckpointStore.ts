@@ -91,9 +91,29 @@ export interface Log {
   /**
    * Appends entries, all or none, after every entry appended before (appends
    * that run at once are written in the order they were made, together when
-   * they wait for one another). Once it succeeds, the entries are in the store.
+   * they wait for one another). Once it succeeds, the entries are in the store
+   * and survive the process; unless `durable: false` says otherwise, they also
+   * survive a power cut.
    */
-  readonly append: (entries: ReadonlyArray<string>) => Effect.Effect<void, CheckpointError>
+  readonly append: (entries: ReadonlyArray<string>, options?: AppendOptions) => Effect.Effect<void, CheckpointError>
+}
+
+/**
+ * How an append is written.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface AppendOptions {
+  /**
+   * `false`: the entries need not reach the disk before the append succeeds;
+   * the next durable append (or the log's close) takes them there. A power
+   * cut before then loses them, and only them: for entries whose loss costs
+   * work done again that has no effect outside the run (an `AgentLoop` run's
+   * decision after a turn), never work whose effects would repeat. Stores
+   * whose every write is durable (SQL) ignore it. Default `true`.
+   */
+  readonly durable?: boolean | undefined
 }
 
 /**

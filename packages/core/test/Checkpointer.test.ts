@@ -3,7 +3,7 @@ import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schedule, Schema } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -185,6 +185,47 @@ describe("Checkpointer", () => {
           _tag: "CheckpointError",
           operation: "read"
         })
+      }))
+
+    it.effect("each durable append group syncs the log once; entries appended with durable: false wait for the next", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "syncs-"))
+        let syncs = 0
+        let beforeClose = 0
+        // The platform's file system, counting the syncs of the log's append handle.
+        const counting = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
+          ...fs,
+          open: (path: string, options?: Parameters<typeof fs.open>[1]) =>
+            Effect.map(fs.open(path, options), (file) =>
+              path.endsWith(`${Path.sep}log`)
+                ? new Proxy(file, {
+                  get: (target, key) =>
+                    key === "sync"
+                      ? Effect.tap(target.sync, () => Effect.sync(() => syncs++))
+                      : Reflect.get(target, key)
+                })
+                : file)
+        }))).pipe(Layer.provide(NodeFileSystem.layer))
+        const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(counting), Layer.provide(NodePath.layer))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
+          yield* log.append(["answered"])
+          expect(syncs).toBe(1)
+          yield* Effect.forEach(["done 1", "done 2", "done 3"], (entry) => log.append([entry]), {
+            concurrency: "unbounded"
+          })
+          expect(syncs).toBeLessThanOrEqual(3)
+          const before = syncs
+          yield* log.append(["decided"], { durable: false })
+          expect(syncs).toBe(before)
+          yield* log.append(["answered again"])
+          expect(syncs).toBe(before + 1)
+          yield* log.append(["decided again"], { durable: false })
+          beforeClose = syncs
+        })).pipe(Effect.provide(store))
+        // The log's close synced what was left.
+        expect(syncs).toBe(beforeClose + 1)
+        expect(yield* readWith(files(dir), "syncs")).toHaveLength(7)
       }))
 
     it.effect("no log is rewritten in place: the file only grows, and no temporary file is left", () =>

@@ -154,7 +154,7 @@ export const recorder = <O, R, RU, TR>(options: {
       const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
       const encode = Schema.encodeEffect(codec)
       const decode = Schema.decodeUnknownEffect(codec)
-      const write = (value: typeof codec.Type) =>
+      const write = (value: typeof codec.Type, durable = true) =>
         encode(value).pipe(
           Effect.mapError((error) =>
             new CheckpointError({
@@ -164,7 +164,7 @@ export const recorder = <O, R, RU, TR>(options: {
               cause: error
             })
           ),
-          Effect.flatMap((text) => log.append([text]))
+          Effect.flatMap((text) => log.append([text], { durable }))
         )
       const toolkit = options.toolkit ?? Toolkit.make()
       const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
@@ -232,6 +232,8 @@ export const recorder = <O, R, RU, TR>(options: {
         decided: (outcome, transition) =>
           transition._tag === "Finish"
             ? write({ _tag: "Finished", result: transition.result })
+            // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
+            // turn's durable append takes it to the disk.
             : write({
               _tag: "Decided",
               step: transition.state.steps,
@@ -239,7 +241,7 @@ export const recorder = <O, R, RU, TR>(options: {
               mistakes: transition.state.mistakes,
               progress: transition.state.progress,
               repairs: transition.state.repairs
-            })
+            }, false)
       }
     }
   )

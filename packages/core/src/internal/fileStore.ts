@@ -208,13 +208,17 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           if (log.torn !== undefined) yield* fs.truncate(file, log.torn).pipe(Effect.mapError(failed("open", id)))
         }
         const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
-        const append = GroupCommit.make((entries: ReadonlyArray<string>) =>
+        // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.
+        let unsynced = false
+        yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
+        const append = GroupCommit.make((entries: ReadonlyArray<string>, durable: boolean) =>
           Effect.gen(function*() {
             if (lease.kept.lost() || (yield* superseded(dir, lease.number))) {
               return yield* Effect.fail(new Error("its lease was taken over by another executor"))
             }
             yield* handle.writeAll(LogFrame.encode(entries.map((text) => ({ kind: "entry" as const, text }))))
-            if (options.sync) yield* handle.sync
+            unsynced = !durable
+            if (options.sync && durable) yield* handle.sync
           }).pipe(Effect.mapError(failed("append", id)))
         )
         return { entries: log?.entries ?? [], append }

@@ -10,17 +10,19 @@ import { Deferred, Effect, Semaphore } from "effect"
 
 interface Pending<E> {
   readonly entries: ReadonlyArray<string>
+  readonly durable: boolean
   readonly done: Deferred.Deferred<void, E>
 }
 
 /**
- * The append of a log whose one write of a group is `write`. After a write
- * fails, every later append fails with the same error: what reached the store
- * is unknown, and the log is read again by the next execution.
+ * The append of a log whose one write of a group is `write` (durable when any
+ * append of the group asked to be). After a write fails, every later append
+ * fails with the same error: what reached the store is unknown, and the log is
+ * read again by the next execution.
  */
 export const make = <E>(
-  write: (entries: ReadonlyArray<string>) => Effect.Effect<void, E>
-): (entries: ReadonlyArray<string>) => Effect.Effect<void, E> => {
+  write: (entries: ReadonlyArray<string>, durable: boolean) => Effect.Effect<void, E>
+): (entries: ReadonlyArray<string>, options?: { readonly durable?: boolean | undefined }) => Effect.Effect<void, E> => {
   const lock = Semaphore.makeUnsafe(1)
   let pending: Array<Pending<E>> = []
   let broken: E | undefined
@@ -31,7 +33,7 @@ export const make = <E>(
     if (broken !== undefined) {
       return Effect.forEach(group, (item) => Deferred.fail(item.done, broken!), { discard: true })
     }
-    return write(group.flatMap((item) => item.entries)).pipe(
+    return write(group.flatMap((item) => item.entries), group.some((item) => item.durable)).pipe(
       Effect.exit,
       Effect.flatMap((exit) => {
         if (exit._tag === "Failure") {
@@ -42,10 +44,10 @@ export const make = <E>(
       })
     )
   })
-  return (entries) =>
+  return (entries, options) =>
     entries.length === 0 ? Effect.void : Effect.uninterruptible(Effect.gen(function*() {
       const done = yield* Deferred.make<void, E>()
-      pending.push({ entries, done })
+      pending.push({ entries, durable: options?.durable ?? true, done })
       yield* lock.withPermits(1)(flush)
       return yield* Deferred.await(done)
     }))
