@@ -111,7 +111,8 @@ export interface AppendOptions {
    * cut before then loses them, and only them: for entries whose loss costs
    * work done again that has no effect outside the run (an `AgentLoop` run's
    * decision after a turn), never work whose effects would repeat. Stores
-   * whose every write is durable (SQL) ignore it. Default `true`.
+   * where it makes no difference ignore it (PostgreSQL commits such an append
+   * without waiting for its WAL to reach the disk). Default `true`.
    */
   readonly durable?: boolean | undefined
 }

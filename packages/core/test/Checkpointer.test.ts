@@ -34,7 +34,7 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* checkpoints.open(id, fingerprint)
           expect(log.entries).toStrictEqual([])
-          yield* log.append(["{\"a\":1}"])
+          yield* log.append(["{\"a\":1}"], { durable: false })
           yield* log.append([])
           yield* log.append(["{\"b\":2}", "{\"c\":\"three\\nlines\"}"])
         }))

@@ -168,8 +168,18 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         }
 
         /** One try: the rows inserted, or found already there from an earlier try. */
-        const attempt = (batch: ReadonlyArray<string>) =>
-          insert(batch).pipe(
+        /**
+         * The insert; on PostgreSQL, one that need not be durable commits without waiting for its WAL to be
+         * flushed (a later durable commit flushes it; a crash of the server loses it, and only what came after).
+         */
+        const write = (batch: ReadonlyArray<string>, durable: boolean) =>
+          durable ? insert(batch) : sql.onDialectOrElse({
+            pg: () => sql.withTransaction(Effect.andThen(sql`SET LOCAL synchronous_commit TO OFF`, insert(batch))),
+            orElse: () => insert(batch)
+          })
+
+        const attempt = (batch: ReadonlyArray<string>, durable: boolean) =>
+          write(batch, durable).pipe(
             Effect.flatMap((inserted) =>
               inserted.length === batch.length
                 ? Effect.void
@@ -182,11 +192,11 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
                   : Effect.fail(new Error("another executor appended to it at the same position"))))
           )
 
-        const append = GroupCommit.make((batch: ReadonlyArray<string>) =>
+        const append = GroupCommit.make((batch: ReadonlyArray<string>, durable: boolean) =>
           Effect.suspend(() =>
             kept.lost()
               ? Effect.fail(new Error("its lease was taken over by another executor"))
-              : retrying(attempt(batch))
+              : retrying(attempt(batch, durable))
           ).pipe(
             Effect.tap(() =>
               Effect.sync(() => next += batch.length)
