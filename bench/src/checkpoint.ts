@@ -1,16 +1,20 @@
 /**
  * What checkpointing costs an `AgentLoop` run: 40 turns, each calling one tool,
- * on the mock model (no network, so the checkpoint is the whole difference):
+ * on the mock model (no network, so the checkpoint is the whole difference).
+ * Each turn appends three entries (answered, tool done, decided); every store
+ * below makes each append durable before it returns, except where it says so:
  *
  * - baseline: the run with no `Checkpointer`;
- * - with `Checkpointer.layerKeyValueStore` over `KeyValueStore.layerFileSystem`
- *   (the embedded default: a file per entry);
- * - with `Checkpointer.layerSql` on the local PostgreSQL (skipped, saying so,
+ * - `Checkpointer.layerFileSystem` (the embedded default: an append-only log
+ *   per run, one write and one sync per append), and the same without syncs;
+ * - the 0.1 layout, `layerKeyValueStore` over `KeyValueStore.layerFileSystem`
+ *   (a file per entry and a rewritten length file, no sync), for comparison;
+ * - `Checkpointer.layerSql` on a SQLite file (`node:sqlite`, WAL,
+ *   `synchronous = FULL`), and on the local PostgreSQL (skipped, saying so,
  *   when none listens on 127.0.0.1:5432).
- *
- * Each turn appends three entries (answered, tool done, decided).
  */
 import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
+import { NodeSqliteClient } from "@agentloop/durable"
 import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -55,22 +59,35 @@ const run = (checkpointer: Layer.Layer<never> | Layer.Layer<Checkpointer.Checkpo
   )
 
 const directory = mkdtempSync(join(tmpdir(), "agentloop-bench-checkpoints-"))
-const files = Checkpointer.layerKeyValueStore().pipe(
-  Layer.provide(KeyValueStore.layerFileSystem(directory)),
-  Layer.provide(NodeFileSystem.layer),
-  Layer.provide(NodePath.layer)
+const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
+const files = Checkpointer.layerFileSystem(join(directory, "logs")).pipe(Layer.provide(platform))
+const unsynced = Checkpointer.layerFileSystem(join(directory, "unsynced"), { sync: false }).pipe(
+  Layer.provide(platform)
+)
+const keyValueFiles = Checkpointer.layerKeyValueStore().pipe(
+  Layer.provide(KeyValueStore.layerFileSystem(join(directory, "kv"))),
+  Layer.provide(platform)
+)
+const sqlite = Checkpointer.layerSql().pipe(
+  Layer.provide(NodeSqliteClient.layer({ filename: join(directory, "checkpoints.db") }))
 )
 
 const postgresReachable = await Reachable.listening(5432)
-
 const table = `agentloop_checkpoints_bench_${process.pid}`
 const pgClient = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
-const postgres = Layer.build(Checkpointer.layerSql({ table }).pipe(Layer.provide(pgClient)))
+const postgres = Checkpointer.layerSql({ table }).pipe(Layer.provide(pgClient))
 
 // Each store is built once and stays open across runs, as it would in an application.
 await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-  const file = Layer.succeedContext(yield* Layer.build(files))
-  const pg = postgresReachable ? Layer.succeedContext(yield* postgres) : undefined
+  const built = (layer: Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
+    Effect.map(Layer.build(layer), Layer.succeedContext)
+  const pg = postgresReachable ? yield* built(postgres) : undefined
+  const stores = {
+    files: yield* built(files),
+    unsynced: yield* built(unsynced),
+    keyValueFiles: yield* built(keyValueFiles),
+    sqlite: yield* built(sqlite)
+  }
   if (pg === undefined) console.log("\n  (PostgreSQL case skipped: nothing listens on 127.0.0.1:5432)")
   yield* Effect.promise(() =>
     compare({
@@ -80,13 +97,19 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       rounds: 5,
       baseline: { name: "AgentLoop.run without a Checkpointer", run: run(Layer.empty) },
       cases: [
-        { name: "with a file-system Checkpointer", run: run(file) },
-        ...(pg === undefined ? [] : [{ name: "with a PostgreSQL Checkpointer", run: run(pg) }])
+        { name: "layerFileSystem (the embedded default)", run: run(stores.files) },
+        { name: "layerFileSystem, sync: false", run: run(stores.unsynced) },
+        { name: "0.1 layout: key-value files, no sync", run: run(stores.keyValueFiles) },
+        { name: "layerSql on SQLite (synchronous FULL)", run: run(stores.sqlite) },
+        ...(pg === undefined ? [] : [{ name: "layerSql on PostgreSQL", run: run(pg) }])
       ]
     })
   )
   if (postgresReachable) {
-    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(
+    yield* Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => Effect.all([sql`DROP TABLE IF EXISTS ${sql(table)}`, sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`])
+    ).pipe(
       Effect.provide(pgClient),
       Effect.orDie
     )

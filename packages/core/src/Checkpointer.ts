@@ -1,183 +1,182 @@
 /**
- * Where executions keep their progress: an append-only log of entries per
- * execution id, so an execution that crashed, was interrupted or died resumes
- * where it was when it is executed again with the same id.
+ * Where runs keep their progress: an append-only log of entries per run id,
+ * so a run that crashed, was interrupted or died resumes where it was when it
+ * is executed again with the same id.
  *
  * The service stores JSON text; what an entry means is its writer's business
- * (an `AgentLoop` run writes `AgentCheckpoint` entries). Appending writes only
- * the new entries, never the whole history again. Layers: over any
- * `KeyValueStore` ({@link layerKeyValueStore}: `KeyValueStore.layerMemory` in
- * tests, `layerFileSystem` as the embedded default on one machine), and over
- * any `SqlClient` ({@link layerSql}: PostgreSQL in production, SQLite or MySQL
- * too).
+ * (an `AgentLoop` run writes `AgentCheckpoint` entries, a step program its
+ * ledger). A writer opens a run's log (see `CheckpointStore`): it takes the
+ * run's lease, so one executor at a time writes it and a second one gets
+ * `RunInProgress`; it checks the run's fingerprint, so the same id executed
+ * with another input fails with `CheckpointMismatch`; and its appends are
+ * ordered even when they run at once, each durable once it succeeds.
  *
- * One execution id has one writer at a time: each layer remembers the length
- * of the logs it wrote, so an append costs one write. Two processes executing
- * the same id at once is a mistake the SQL layer detects (a duplicate key)
- * and the key-value layer does not.
+ * Layers:
+ * - {@link layerFileSystem}: the embedded default on one machine, a folder of
+ *   append-only log files (one write and one sync per append, nothing
+ *   rewritten in place; a torn last record is cut off, any other damage
+ *   reported);
+ * - {@link layerSql}: PostgreSQL when runs are shared between machines
+ *   (SQLite works too), passing failures retried;
+ * - {@link layerMemory} for tests, and {@link layerKeyValueStore} over any
+ *   `KeyValueStore` a single process owns.
  *
  * @since 0.1.0
  */
-import { Array as Arr, Context, Effect, Layer, Schema } from "effect"
+import { Context, Duration, Layer, Schedule } from "effect"
+import type { FileSystem, Path } from "effect"
 import { KeyValueStore } from "effect/persistence"
-import { SqlClient } from "effect/sql"
+import type { SqlClient } from "effect/sql"
+import type { Store } from "./CheckpointStore.ts"
+import type { CheckpointError } from "./CheckpointStore.ts"
+import * as FileStore from "./internal/fileStore.ts"
+import * as KeyValueStoreStore from "./internal/keyValueStore.ts"
+import * as SqlStore from "./internal/sqlStore.ts"
 
-/** A checkpoint could not be read, written or cleared; `cause` says why. */
-export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
-  operation: Schema.Literals(["read", "append", "clear"]),
-  id: Schema.String,
-  message: Schema.String,
-  cause: Schema.optionalKey(Schema.Defect())
-}) {}
-
-/** The store of executions' logs. */
-export class Checkpointer extends Context.Service<Checkpointer, {
-  /** Every entry of execution `id`, oldest first; none for an execution that never ran (or was cleared). */
-  readonly read: (id: string) => Effect.Effect<ReadonlyArray<string>, CheckpointError>
-  /** Appends entries to execution `id`'s log, all or none. */
-  readonly append: (id: string, entries: ReadonlyArray<string>) => Effect.Effect<void, CheckpointError>
-  /** Forgets execution `id`: executing it again starts afresh. */
-  readonly clear: (id: string) => Effect.Effect<void, CheckpointError>
-}>()("@agentloop/core/Checkpointer") {}
-
-const failed = (operation: CheckpointError["operation"], id: string) => (cause: unknown) =>
-  new CheckpointError({
-    operation,
-    id,
-    message: `could not ${operation} the checkpoint of "${id}": ${
-      cause instanceof Error ? cause.message : String(cause)
-    }`,
-    cause
-  })
-
-const Length = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
-const decodeLength = Schema.decodeUnknownEffect(Length)
+export {
+  /** A checkpoint could not be opened, read, written or cleared. */
+  CheckpointError,
+  /** A run was recorded with another fingerprint. */
+  CheckpointMismatch,
+  /** Another executor holds the run's lease. */
+  RunInProgress
+} from "./CheckpointStore.ts"
 
 /**
- * Keeps each execution's log in the `KeyValueStore` in context: entry `i` of
- * execution `id` under `<prefix><id>/<i>`, and the log's length under
- * `<prefix><id>/length` (written last, so a crash mid-append leaves the log as
- * it was). The default prefix is `@agentloop/checkpoints/`.
+ * The store of runs' logs.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Checkpointer extends Context.Service<Checkpointer, Store>()("@agentloop/core/Checkpointer") {}
+
+/**
+ * How long a lease lasts when its owner stops renewing it (default: 10
+ * seconds). Its owner renews it every third of that; a run whose executor died
+ * can be taken over once it lapses.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultLease: Duration.Duration = Duration.seconds(10)
+
+const defaultOwner = typeof globalThis.process?.pid === "number" ? `pid ${globalThis.process.pid}` : "an executor"
+
+/**
+ * The options every lease-taking layer has.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface LeaseOptions {
+  /** How long a lease outlives its owner's last renewal (default {@link defaultLease}). */
+  readonly lease?: Duration.Input | undefined
+  /** Who this process is, in a `RunInProgress` another executor gets (default: `pid <n>`). */
+  readonly owner?: string | undefined
+}
+
+/**
+ * Keeps each run's log in a folder of `directory` (created when missing) with
+ * the `FileSystem` and `Path` in context (`NodeFileSystem.layer` and
+ * `NodePath.layer` on Node): the embedded default on one machine, for any
+ * number of processes sharing the folder.
+ *
+ * Each append is one write and one sync of the log: once it succeeds, the
+ * entry survives the process and a power cut (`sync: false` keeps it through a
+ * crashed process only, and writes faster). Files are named after a digest of
+ * the run id, so any valid id works.
+ *
+ * @example
+ * ```ts
+ * import { Checkpointer } from "@agentloop/core"
+ * import { NodeFileSystem, NodePath } from "@effect/platform-node"
+ * import { Layer } from "effect"
+ *
+ * const Checkpoints = Checkpointer.layerFileSystem("./checkpoints").pipe(
+ *   Layer.provide(NodeFileSystem.layer),
+ *   Layer.provide(NodePath.layer)
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerFileSystem = (
+  directory: string,
+  options: LeaseOptions & { readonly sync?: boolean | undefined } = {}
+): Layer.Layer<Checkpointer, never, FileSystem.FileSystem | Path.Path> =>
+  Layer.effect(Checkpointer)(FileStore.make({
+    directory,
+    lease: Duration.fromInputUnsafe(options.lease ?? defaultLease),
+    owner: options.owner ?? defaultOwner,
+    sync: options.sync ?? true
+  }))
+
+/**
+ * Keeps each run's log in the `KeyValueStore` in context: entry `i` of run
+ * `id` under `<prefix><id>/<i>`, the log's length under `<prefix><id>/length`,
+ * its fingerprint under `<prefix><id>/fingerprint`. The default prefix is
+ * `@agentloop/checkpoints/`.
+ *
+ * A key-value store has neither locks nor atomic appends: runs are kept apart
+ * within this process only, and a store that rewrites a key in place may lose
+ * a log's length in a crash. Use it in memory or over a store one process
+ * owns; {@link layerFileSystem} for files.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerKeyValueStore = (
   options: { readonly prefix?: string | undefined } = {}
 ): Layer.Layer<Checkpointer, never, KeyValueStore.KeyValueStore> =>
-  Layer.effect(Checkpointer)(Effect.gen(function*() {
-    const store = yield* KeyValueStore.KeyValueStore
-    const prefix = options.prefix ?? "@agentloop/checkpoints/"
-    const key = (id: string, suffix: string) => `${prefix}${encodeURIComponent(id)}/${suffix}`
-    const lengths = new Map<string, number>()
-    const length = (id: string) => {
-      const known = lengths.get(id)
-      if (known !== undefined) return Effect.succeed(known)
-      return Effect.flatMap(store.get(key(id, "length")), (text) =>
-        text === undefined ? Effect.succeed(0) : decodeLength(text))
-    }
+  Layer.effect(Checkpointer)(KeyValueStoreStore.make(options.prefix ?? "@agentloop/checkpoints/"))
 
-    return Checkpointer.of({
-      read: (id) =>
-        Effect.flatMap(length(id), (count) =>
-          Effect.forEach(
-            Array.from({ length: count }, (_, i) =>
-              i),
-            (i) =>
-              Effect.flatMap(store.get(key(id, String(i))), (entry) =>
-                entry === undefined
-                  ? Effect.fail(new Error(`entry ${i} of ${count} is missing`))
-                  : Effect.succeed(entry))
-          )).pipe(
-            Effect.mapError(failed("read", id))
-          ),
-      append: (id, entries) =>
-        Effect.gen(function*() {
-          if (entries.length === 0) {
-            return
-          }
-          const start = yield* length(id)
-          yield* Effect.forEach(entries, (entry, i) => store.set(key(id, String(start + i)), entry), { discard: true })
-          yield* store.set(key(id, "length"), String(start + entries.length))
-          lengths.set(id, start + entries.length)
-        }).pipe(Effect.mapError(failed("append", id))),
-      clear: (id) =>
-        Effect.gen(function*() {
-          const count = yield* length(id)
-          lengths.delete(id)
-          yield* store.remove(key(id, "length"))
-          yield* Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => store.remove(key(id, String(i))), {
-            discard: true
-          })
-        }).pipe(Effect.mapError(failed("clear", id)))
-    })
-  }))
-
-/** An in-memory checkpointer, for tests: nothing survives the process. */
+/**
+ * An in-memory checkpointer, for tests: nothing survives the process.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerMemory: Layer.Layer<Checkpointer> = layerKeyValueStore().pipe(
   Layer.provide(KeyValueStore.layerMemory)
 )
 
 /**
- * Keeps each execution's log in a table of the database in context (created
- * when missing; `agentloop_checkpoints` by default): one row per entry, keyed
- * by execution id and position, an append's rows inserted by one statement.
+ * How a SQL statement that failed for a passing reason (a dropped connection,
+ * a deadlock, a timeout) is tried again by default: six more times, waiting
+ * 100 ms and doubling (about 6 s in all).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultRetry: Schedule.Schedule<unknown, unknown> = Schedule.max([
+  Schedule.exponential(Duration.millis(100), 2),
+  Schedule.recurs(6)
+])
+
+/**
+ * Keeps each run's log in the database in context (PostgreSQL, or SQLite):
+ * a table of entries (`agentloop_checkpoints` by default) and a table of runs
+ * with their fingerprints and leases (the same name with `_runs`), created
+ * when missing.
+ *
+ * Each append is one statement that writes only while this executor holds
+ * the run's lease. A statement that fails for a passing reason is tried again
+ * (`retry`, default {@link defaultRetry}); an append that landed before its
+ * connection dropped is recognised, not written twice.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerSql = (
-  options: { readonly table?: string | undefined } = {}
+  options: LeaseOptions & {
+    readonly table?: string | undefined
+    readonly retry?: Schedule.Schedule<unknown, unknown> | undefined
+  } = {}
 ): Layer.Layer<Checkpointer, CheckpointError, SqlClient.SqlClient> =>
-  Layer.effect(Checkpointer)(Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const name = options.table ?? "agentloop_checkpoints"
-    const table = sql(name)
-    yield* sql.onDialectOrElse({
-      mysql: () =>
-        sql`CREATE TABLE IF NOT EXISTS ${table} (
-          execution_id VARCHAR(191) NOT NULL, seq INTEGER NOT NULL, entry LONGTEXT NOT NULL,
-          PRIMARY KEY (execution_id, seq))`,
-      orElse: () =>
-        sql`CREATE TABLE IF NOT EXISTS ${table} (
-          execution_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,
-          PRIMARY KEY (execution_id, seq))`
-    }).pipe(Effect.mapError(failed("append", name)))
-
-    const Rows = Schema.Array(Schema.Struct({ entry: Schema.String }))
-    const Next = Schema.Array(Schema.Struct({ next: Schema.Union([Schema.Number, Schema.NumberFromString]) }))
-    const lengths = new Map<string, number>()
-    const length = (id: string) => {
-      const known = lengths.get(id)
-      if (known !== undefined) return Effect.succeed(known)
-      return Effect.map(
-        Effect.flatMap(
-          sql`SELECT COALESCE(MAX(seq) + 1, 0) AS next FROM ${table} WHERE execution_id = ${id}`,
-          Schema.decodeUnknownEffect(Next)
-        ),
-        ([row]) => row?.next ?? 0
-      )
-    }
-
-    return Checkpointer.of({
-      read: (id) =>
-        sql`SELECT entry FROM ${table} WHERE execution_id = ${id} ORDER BY seq`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Rows)),
-          Effect.map((rows) => rows.map((row) => row.entry)),
-          Effect.mapError(failed("read", id))
-        ),
-      append: (id, entries) =>
-        Arr.isReadonlyArrayNonEmpty(entries)
-          ? Effect.gen(function*() {
-            const start = yield* length(id)
-            const rows = Arr.map(entries, (entry, i) => ({ execution_id: id, seq: start + i, entry }))
-            // One statement: every row or none.
-            yield* sql`INSERT INTO ${table} ${sql.insert(rows)}`
-            lengths.set(id, start + entries.length)
-          }).pipe(
-            Effect.tapError(() => Effect.sync(() => lengths.delete(id))),
-            Effect.mapError(failed("append", id))
-          )
-          : Effect.void,
-      clear: (id) =>
-        sql`DELETE FROM ${table} WHERE execution_id = ${id}`.pipe(
-          Effect.ensuring(Effect.sync(() => lengths.delete(id))),
-          Effect.asVoid,
-          Effect.mapError(failed("clear", id))
-        )
-    })
+  Layer.effect(Checkpointer)(SqlStore.make({
+    table: options.table ?? "agentloop_checkpoints",
+    lease: Duration.fromInputUnsafe(options.lease ?? defaultLease),
+    owner: options.owner ?? defaultOwner,
+    retry: options.retry ?? defaultRetry
   }))

@@ -249,6 +249,10 @@ export class ProviderQuota extends Schema.TaggedError<ProviderQuota>()("Provider
 /**
  * The run's checkpoint could not be written, or read back on resume (see
  * `Checkpointer`): the run stops rather than go on without being durable.
+ * `cause` says why; a run refused before anything ran has a typed one:
+ * `RunInProgress` (another executor holds the run), `CheckpointMismatch` (the
+ * id was recorded with another input, instructions, tools or output) or
+ * `InvalidRunId`.
  */
 export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("CheckpointFailed", {
   message: Schema.String,

@@ -134,9 +134,13 @@ describe("AgentLoop with a Checkpointer", () => {
     Effect.gen(function*() {
       const { ran, toolkit } = yield* tools
       const full = Layer.succeed(Checkpointer.Checkpointer, {
+        open: (id) =>
+          Effect.succeed({
+            entries: [],
+            append: () =>
+              Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" }))
+          }),
         read: () => Effect.succeed([]),
-        append: (id) =>
-          Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" })),
         clear: () => Effect.void
       })
       const { exit } = yield* execute([addCall(1, 1), answer("never")], {
@@ -155,26 +159,88 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("a checkpoint that does not decode ends the run with CheckpointFailed instead of guessing", () =>
     Effect.gen(function*() {
-      yield* Effect.flatMap(
-        Checkpointer.Checkpointer,
-        (c) => c.append("run-corrupt", ["{\"_tag\":\"Answered\",\"step\":-1}"])
+      const corrupt = Layer.succeed(Checkpointer.Checkpointer, {
+        open: () => Effect.succeed({ entries: ["{\"_tag\":\"Answered\",\"step\":-1}"], append: () => Effect.void }),
+        read: () => Effect.succeed([]),
+        clear: () => Effect.void
+      })
+      const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId: "run-corrupt" }).pipe(
+        Effect.provide(corrupt)
       )
-      const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId: "run-corrupt" })
       expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({ error: { _tag: "CheckpointFailed" } })
       expect(requests).toHaveLength(0)
-    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+    }))
 
   it.effect("without a runId nothing is written: the run cannot be resumed, so it is not recorded", () =>
     Effect.gen(function*() {
       const written: Array<string> = []
       const spy = Layer.succeed(Checkpointer.Checkpointer, {
+        open: (id) => Effect.succeed({ entries: [], append: () => Effect.sync(() => written.push(id)) }),
         read: () => Effect.succeed([]),
-        append: (id) => Effect.sync(() => written.push(id)),
         clear: () => Effect.void
       })
       yield* execute([answer("hi")], { input: "Hi", model }).pipe(Effect.provide(spy))
       expect(written).toStrictEqual([])
     }))
+
+  it.effect("a second executor of a run in progress ends at once with RunInProgress, asking nothing", () =>
+    Effect.gen(function*() {
+      const { ran, started, toolkit } = yield* tools
+      const options = { input: "Work", toolkit, model, runId: "run-twice" }
+      const slow = MockLanguageModel.callsTurn([{ name: "slow", arguments: { id: "y" }, callId: "call_slow" }], {
+        model,
+        usage
+      })
+      const first = yield* Effect.forkChild(execute([slow, answer("first")], options))
+      yield* Deferred.await(started)
+      const second = yield* execute([answer("second")], options)
+      expect(second.requests).toHaveLength(0)
+      expect(second.exit._tag === "Failure" && second.exit.cause.reasons[0]).toMatchObject({
+        error: { _tag: "CheckpointFailed", cause: { _tag: "RunInProgress", id: "run-twice" } }
+      })
+      yield* Fiber.interrupt(first)
+      // The lease went with the first executor: the run goes on from its tool call.
+      const third = yield* execute([answer("third")], options)
+      expect(third.exit._tag === "Success" && third.exit.value._tag === "Stopped" && third.exit.value.output).toBe(
+        "third"
+      )
+      expect(ran).toStrictEqual(["slow y", "slow y"])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a run executed again with another input, tools or output fails with CheckpointMismatch, asking nothing", () =>
+    Effect.gen(function*() {
+      const { toolkit } = yield* tools
+      const options = { input: "Question A", toolkit, model, runId: "run-fingerprinted" }
+      yield* execute([addCall(1, 1), answer("A")], options)
+      for (
+        const [changed, field] of [
+          [{ ...options, input: "Question B" }, "input"],
+          [{ ...options, instructions: "Be terse." }, "instructions"],
+          [{ ...options, toolkit: Toolkit.make() }, "tools"],
+          [{ ...options, output: Schema.Struct({ answer: Schema.String }) }, "output"]
+        ] as const
+      ) {
+        const { exit, requests } = yield* execute([answer("never")], changed)
+        expect(requests).toHaveLength(0)
+        expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
+          error: { _tag: "CheckpointFailed", cause: { _tag: "CheckpointMismatch", differences: [{ field }] } }
+        })
+      }
+      // The same run again returns its result; a higher limit does not change the fingerprint.
+      const again = yield* execute([], { ...options, limits: { maxTurns: 99 } })
+      expect(again.exit._tag === "Success" && again.exit.value._tag === "Stopped" && again.exit.value.output).toBe("A")
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("an invalid run id ends the run with CheckpointFailed caused by InvalidRunId, before anything runs", () =>
+    Effect.gen(function*() {
+      for (const runId of ["", "x".repeat(600), "bad\u0000id"]) {
+        const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId })
+        expect(requests).toHaveLength(0)
+        expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
+          error: { _tag: "CheckpointFailed", cause: { _tag: "InvalidRunId" } }
+        })
+      }
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it("HistoryChange keeps the common prefix by identity and carries the rest", () => {
     const [a, b, c, d] = [1, 2, 3, 4].map((n) => ({ ...answer(String(n)).items[0]! }))

@@ -1,106 +1,222 @@
 /**
- * Checkpoints across real processes: a child executing a run is killed
- * (`SIGKILL`) in the middle of a tool call, and a new process executes the run
- * again from the same store, files or PostgreSQL. The loopback server records
- * every model request of every process, so the test sees that no turn was
- * asked twice; the tools' marker files show which call ran again.
+ * Checkpoints across real processes, on files, SQLite and PostgreSQL.
+ *
+ * A child executing a run is killed (`SIGKILL`) in the middle of a turn whose
+ * calls (or a fork whose paths) ended in the same tick while one more never
+ * ends; a new process executes the run again from the same store, waiting for
+ * the dead one's lease to lapse. The loopback server records every model
+ * request of every process, so the test sees that no turn was asked twice and
+ * that the history sent to the model pairs every call with its output; the
+ * marker files show which call ran, and in which process; the store is read
+ * back to see every record once. Then two processes execute one run at once:
+ * one runs, the other is refused.
  */
+import { NodeSqliteClient } from "@agentloop/durable"
 import { LoopbackModel, MockLanguageModel, ProviderServer, Reachable, TestProcess } from "@agentloop/testing"
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Checkpointer from "../src/Checkpointer.ts"
+import * as Item from "../src/Item.ts"
 import type { Config } from "./crash/child.ts"
 import { sources } from "./fixtures.ts"
 
 const child = new URL("./crash/child.ts", import.meta.url).pathname
-const postgres = await Reachable.listening(5432)
-if (!postgres) console.warn("CheckpointCrash: SKIPPING the PostgreSQL case: nothing listens on 127.0.0.1:5432")
+const postgresReachable = await Reachable.listening(5432)
+if (!postgresReachable) {
+  console.warn("CheckpointCrash: SKIPPING the PostgreSQL cases: nothing listens on 127.0.0.1:5432")
+}
+
+/** The quick tools (and fork paths), which end at once; `slow` is the one cut off. */
+const quick = ["alpha", "beta", "gamma"]
+
+const pg = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
 
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
 
-/** Runs the crash scenario on `store`, for `program`; cleans up after itself. */
-const scenario = (store: (dir: string) => Config["store"], program: Config["program"]) =>
+type Store = Config["store"]
+
+/** A checkpointer over `store`, in the test's process (once the children are gone). */
+const checkpointer = (store: Store): Layer.Layer<Checkpointer.Checkpointer, unknown> =>
+  store._tag === "files"
+    ? Checkpointer.layerFileSystem(store.directory).pipe(
+      Layer.provide(NodeFileSystem.layer),
+      Layer.provide(NodePath.layer)
+    )
+    : store._tag === "sqlite"
+    ? Checkpointer.layerSql().pipe(Layer.provide(NodeSqliteClient.layer({ filename: store.filename })))
+    : Checkpointer.layerSql({ table: store.table }).pipe(Layer.provide(pg))
+
+/** The stores a case runs on: each in `dir` (files, SQLite) or a table of its own (PostgreSQL). */
+const stores: ReadonlyArray<{ readonly name: string; readonly store: (dir: string) => Store; readonly skip: boolean }> =
+  [
+    { name: "files", store: (dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), skip: false },
+    { name: "SQLite", store: (dir) => ({ _tag: "sqlite", filename: Path.join(dir, "runs.db") }), skip: false },
+    {
+      name: "PostgreSQL",
+      store: () => ({ _tag: "pg", table: `agentloop_crash_${process.pid}_${Math.random().toString(36).slice(2, 8)}` }),
+      skip: !postgresReachable
+    }
+  ]
+
+/** A folder for the case's markers and store, and a store; both gone after the case. */
+const workspace = (store: (dir: string) => Store) =>
   Effect.gen(function*() {
     const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-crash-"))
-    yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
+    const chosen = store(dir)
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        Fs.rmSync(dir, { recursive: true, force: true })
+        if (chosen._tag !== "pg") return
+        const table = chosen.table
+        yield* Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            Effect.all([sql`DROP TABLE IF EXISTS ${sql(table)}`, sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`])
+        )
+          .pipe(Effect.provide(pg), Effect.orDie)
+      })
+    )
+    return { dir, store: chosen }
+  })
+
+/** How many entries of `tag` the process's reported appends held. */
+const appended = (messages: ReadonlyArray<TestProcess.Message>, tag: string): number =>
+  messages.flatMap((message) => Array.isArray(message["appended"]) ? message["appended"] : []).filter((t) => t === tag)
+    .length
+
+const started = (messages: ReadonlyArray<TestProcess.Message>, name: string): boolean =>
+  messages.some((message) => message["toolStarted"] === name)
+
+const ended = (message: TestProcess.Message) => TestProcess.has("result")(message) || TestProcess.has("error")(message)
+
+const Body = Schema.Struct({ history: Item.History })
+
+/** Kills a process mid-turn once the quick calls (or paths) are recorded, and resumes the run in another. */
+const crashAndResume = (store: (dir: string) => Store, program: Config["program"]) =>
+  Effect.gen(function*() {
+    const { dir, store: chosen } = yield* workspace(store)
     const server = yield* ProviderServer.ProviderServer
+    const calls = [...quick, "slow"].map((name) => ({ name, arguments: {}, callId: `call_${name}` }))
     yield* server.reply(
-      LoopbackModel.reply(
-        MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" }])
-      ),
-      LoopbackModel.reply(MockLanguageModel.callsTurn([
-        { name: "add", arguments: { a: 5, b: 5 }, callId: "call_add_again" },
-        { name: "slow", arguments: {}, callId: "call_slow" }
-      ])),
+      LoopbackModel.reply(MockLanguageModel.callsTurn(calls)),
       LoopbackModel.reply(MockLanguageModel.textTurn("done"))
     )
     const config = (runner: string): Config => ({
-      store: store(dir),
+      store: chosen,
       program,
       runner,
       provider: server.url,
       markers: dir,
-      runId: "crash-run"
+      runId: `crash/${program}`,
+      lease: 1500,
+      waitForLease: true,
+      quick
     })
+    // What the first process must have recorded before it is killed: the quick calls' results (or paths' outputs).
+    const recordedTag = program === "agent" ? "ToolDone" : "Completed"
 
-    // Killed while the second turn's `slow` runs (its `add` may or may not have ended and been recorded).
     const one = yield* TestProcess.spawn(child, config("one"), sources)
-    yield* one.waitFor((message) => message["toolStarted"] === "slow")
+    yield* one.waitFor(() =>
+      (appended(one.messages, recordedTag) >= quick.length && started(one.messages, "slow")) ||
+      one.messages.some(ended)
+    )
+    expect(one.messages.some(ended), one.stderr()).toBe(false)
     yield* one.kill
 
     const two = yield* TestProcess.spawn(child, config("two"), sources)
-    const ended = yield* two.waitFor((message) =>
-      TestProcess.has("result")(message) || TestProcess.has("error")(message)
-    )
-    expect(ended, two.stderr()).toStrictEqual({ result: "done" })
-
-    // The first two turns were asked once, by the killed process; the resumed one asked only for the third.
-    const requests = yield* server.requests
-    expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "one", "two"])
-    const diagnostics = JSON.stringify({
-      one: one.messages,
-      two: two.messages,
-      store: Fs.readdirSync(dir, { recursive: true })
+    const end = yield* two.waitFor(ended)
+    const diagnostics = JSON.stringify({ one: one.messages, two: two.messages, stderr: two.stderr() })
+    expect(end, diagnostics).toStrictEqual({
+      result: program === "agent" ? "done" : "alpha done, beta done, gamma done, slow done"
     })
-    expect(JSON.stringify(requests[2]?.body), diagnostics).toContain("finally")
-    // The first turn's `add` ended (and was recorded) long before the kill: not run again. `slow` was cut off: run
-    // again. The second turn's `add` ran concurrently with `slow`: at most once more.
-    const adds = lines(Path.join(dir, "add.log"))
-    expect(adds.slice(0, 2)).toStrictEqual(["one", "one"])
-    expect(adds.length).toBeLessThanOrEqual(3)
+
+    // No finished call (or path) ran again; the one cut off did, in the second process.
+    // (The embedded SQLite file is the process's until it exits.)
+    yield* two.exit
+    for (const name of quick) expect(lines(Path.join(dir, `${name}.log`)), name).toStrictEqual(["one"])
     expect(lines(Path.join(dir, "slow.log"))).toStrictEqual(["one", "two"])
+
+    const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(`crash/${program}`)).pipe(
+      Effect.provide(checkpointer(chosen)),
+      Effect.map((texts) => texts.map((text) => JSON.parse(text) as Record<string, unknown>))
+    )
+    if (program === "fork") {
+      const keys = entries.filter((entry) => entry["_tag"] === "Completed").map((entry) => String(entry["key"]))
+      expect(new Set(keys).size, JSON.stringify(keys)).toBe(keys.length)
+      for (const name of [...quick, "slow"]) expect(keys.filter((key) => key.includes(name))).toHaveLength(1)
+      return
+    }
+    // Every call's result recorded once; the turn asked once, by the first process; the history pairs every call.
+    const indices = entries.filter((entry) => entry["_tag"] === "ToolDone").map((entry) => entry["index"])
+    expect([...indices].sort()).toStrictEqual([0, 1, 2, 3])
+    const requests = yield* server.requests
+    expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two"])
+    const history = Schema.decodeUnknownSync(Body)(requests[1]?.body).history
+    const callIds = history.flatMap((item) => item.type === "function_call" ? [item.call_id] : [])
+    const outputIds = history.flatMap((item) => item.type === "function_call_output" ? [item.call_id] : [])
+    expect(callIds).toStrictEqual(calls.map((call) => call.callId))
+    expect(outputIds).toStrictEqual(callIds)
+  }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
+
+/** Two processes execute one run at once: one runs its tool, the other is refused at once. */
+const twoWriters = (store: (dir: string) => Store) =>
+  Effect.gen(function*() {
+    const { dir, store: chosen } = yield* workspace(store)
+    const server = yield* ProviderServer.ProviderServer
+    yield* server.reply(
+      LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "slow", arguments: {}, callId: "call_slow" }]))
+    )
+    const config = (runner: string): Config => ({
+      store: chosen,
+      program: "agent",
+      runner,
+      provider: server.url,
+      markers: dir,
+      runId: "contended",
+      lease: 10_000,
+      waitForLease: false,
+      quick
+    })
+    const first = yield* TestProcess.spawn(child, config("first"), sources)
+    const second = yield* TestProcess.spawn(child, config("second"), sources)
+    // Whichever took the run runs the slow tool (for ever); the other ends with an error.
+    const runs = (process: TestProcess.Child) =>
+      Effect.as(process.waitFor(() => started(process.messages, "slow")), process)
+    const running = yield* Effect.raceFirst(runs(first), runs(second))
+    const refused = running === first ? second : first
+    const error = yield* refused.waitFor(ended)
+    expect(running.messages.some(ended)).toBe(false)
+    if (chosen._tag === "sqlite") {
+      // The embedded SQLite file is held by one process for its lifetime: the other cannot even open it.
+      expect(String(error["error"])).toContain("another process holds the SQLite database")
+    } else {
+      expect(error["tag"], JSON.stringify(error)).toBe("RunInProgress")
+    }
+    expect(lines(Path.join(dir, "slow.log"))).toHaveLength(1)
+    expect(yield* server.requests).toHaveLength(1)
   }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
 
 describe("checkpoints across processes", () => {
-  it.live(
-    "an AgentLoop run killed mid-tool resumes in a new process, on the file system",
-    () => scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "agent"),
-    30_000
-  )
-
-  it.live(
-    "a step program killed mid-tool resumes in a new process, on the file system",
-    () => scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "steps"),
-    30_000
-  )
-
-  const table = `agentloop_crash_${process.pid}`
-  it.live.skipIf(!postgres)(
-    "an AgentLoop run killed mid-tool resumes in a new process, on PostgreSQL",
-    () =>
-      scenario(() => ({ _tag: "pg", table }), "agent").pipe(
-        Effect.ensuring(
-          Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(
-            Effect.provide(PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })),
-            Effect.orDie
-          )
-        )
-      ),
-    30_000
-  )
+  for (const { name, skip, store } of stores) {
+    describe.skipIf(skip)(`on ${name}`, () => {
+      it.live(
+        "an AgentLoop run killed mid-turn, its parallel calls recorded, resumes in a new process",
+        () => crashAndResume(store, "agent"),
+        60_000
+      )
+      it.live(
+        "a step program killed mid-fork, its ended paths recorded, resumes in a new process",
+        () => crashAndResume(store, "fork"),
+        60_000
+      )
+      it.live("two processes executing one run: one runs it, the other is refused", () => twoWriters(store), 60_000)
+    })
+  }
 })

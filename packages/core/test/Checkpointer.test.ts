@@ -1,61 +1,255 @@
+import { NodeSqliteClient } from "@agentloop/durable"
 import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import type * as CheckpointStore from "../src/CheckpointStore.ts"
+
+const fingerprint = { input: "sha256:aa", tools: "add" }
+const fresh = (name: string) => `${name}/${Math.random().toString(36).slice(2)}`
+
+/** Opens run `id` in a scope of its own, appends `entries` one append each, and closes it; the entries it found. */
+const appendAll = (id: string, entries: ReadonlyArray<string>, given: Record<string, string> = fingerprint) =>
+  Effect.scoped(Effect.gen(function*() {
+    const log = yield* (yield* Checkpointer.Checkpointer).open(id, given)
+    for (const entry of entries) yield* log.append([entry])
+    return log.entries
+  }))
 
 /** The behaviour every checkpointer layer must have. */
 const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
-  it.effect(`${name}: appends in order, reads back, keeps executions apart, clears`, () =>
-    Effect.gen(function*() {
-      const checkpoints = yield* Checkpointer.Checkpointer
-      const id = `run/${Math.random().toString(36).slice(2)}`
-      expect(yield* checkpoints.read(id)).toStrictEqual([])
-      yield* checkpoints.append(id, ["{\"a\":1}"])
-      yield* checkpoints.append(id, [])
-      yield* checkpoints.append(id, ["{\"b\":2}", "{\"c\":\"three\\nlines\"}"])
-      yield* checkpoints.append(`${id}-other`, ["{\"z\":0}"])
-      expect(yield* checkpoints.read(id)).toStrictEqual(["{\"a\":1}", "{\"b\":2}", "{\"c\":\"three\\nlines\"}"])
-      yield* checkpoints.clear(id)
-      expect(yield* checkpoints.read(id)).toStrictEqual([])
-      expect(yield* checkpoints.read(`${id}-other`)).toStrictEqual(["{\"z\":0}"])
-      yield* checkpoints.clear(`${id}-other`)
-    }).pipe(Effect.provide(layer())))
+  describe(name, () => {
+    it.effect("appends in order, reads back, keeps runs apart, clears", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("run")
+        expect(yield* checkpoints.read(id)).toStrictEqual([])
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* checkpoints.open(id, fingerprint)
+          expect(log.entries).toStrictEqual([])
+          yield* log.append(["{\"a\":1}"], { durable: false })
+          yield* log.append([])
+          yield* log.append(["{\"b\":2}", "{\"c\":\"three\\nlines\"}"])
+        }))
+        yield* appendAll(`${id}-other`, ["{\"z\":0}"])
+        expect(yield* checkpoints.read(id)).toStrictEqual(["{\"a\":1}", "{\"b\":2}", "{\"c\":\"three\\nlines\"}"])
+        // Opened again, the log has what was appended, and goes on after it.
+        expect(yield* appendAll(id, ["{\"d\":4}"])).toHaveLength(3)
+        expect(yield* checkpoints.read(id)).toHaveLength(4)
+        yield* checkpoints.clear(id)
+        expect(yield* checkpoints.read(id)).toStrictEqual([])
+        expect(yield* checkpoints.read(`${id}-other`)).toStrictEqual(["{\"z\":0}"])
+        // A cleared run starts afresh, with any fingerprint.
+        expect(yield* appendAll(id, ["again"], { input: "sha256:bb" })).toStrictEqual([])
+        yield* checkpoints.clear(id)
+        yield* checkpoints.clear(`${id}-other`)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("appends made at once are all kept, each once, in the order they were made", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("parallel")
+        const entries = Array.from({ length: 24 }, (_, i) => JSON.stringify({ call: i }))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* checkpoints.open(id, fingerprint)
+          yield* log.append(["first"])
+          yield* Effect.forEach(entries, (entry) => log.append([entry]), { concurrency: "unbounded", discard: true })
+        }))
+        expect(yield* checkpoints.read(id)).toStrictEqual(["first", ...entries])
+        yield* checkpoints.clear(id)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("one executor at a time: a second open of a run in progress fails with RunInProgress", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("leased")
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* checkpoints.open(id, fingerprint)
+          const second = yield* Effect.flip(Effect.scoped(checkpoints.open(id, fingerprint)))
+          expect(second).toMatchObject({ _tag: "RunInProgress", id })
+          expect(yield* Effect.flip(checkpoints.clear(id))).toMatchObject({ _tag: "RunInProgress" })
+        }))
+        // Released with the scope: the next executor gets it at once.
+        expect(yield* appendAll(id, ["after"])).toStrictEqual([])
+        yield* checkpoints.clear(id)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a run executed with another fingerprint fails with CheckpointMismatch naming what differs", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("fingerprinted")
+        yield* appendAll(id, ["one"])
+        const error = yield* Effect.flip(appendAll(id, ["two"], { input: "sha256:bb", tools: "add" }))
+        expect(error).toMatchObject({
+          _tag: "CheckpointMismatch",
+          id,
+          differences: [{ field: "input", recorded: "sha256:aa", given: "sha256:bb" }]
+        })
+        expect(error.message).toContain("input")
+        expect(yield* checkpoints.read(id)).toStrictEqual(["one"])
+        yield* checkpoints.clear(id)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("any valid run id works, long or in any script; an invalid one is InvalidRunId", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        for (const id of ["a".repeat(300), "長い実行識別子".repeat(30), "run/with spaces & %2F"]) {
+          yield* appendAll(id, ["kept"])
+          expect(yield* checkpoints.read(id)).toStrictEqual(["kept"])
+          yield* checkpoints.clear(id)
+        }
+        for (const id of ["", "a".repeat(513), "nul\u0000byte", "lone \ud800"]) {
+          expect(yield* Effect.flip(Effect.scoped(checkpoints.open(id, fingerprint)))).toMatchObject({
+            _tag: "InvalidRunId"
+          })
+          expect(yield* Effect.flip(checkpoints.read(id))).toMatchObject({ _tag: "InvalidRunId" })
+        }
+      }).pipe(Effect.provide(layer())))
+  })
 
 const postgresReachable = await Reachable.listening(5432)
 if (!postgresReachable) console.warn("Checkpointer: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432")
 
+const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-checkpoints-"))
+afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
+
+const files = (dir: string) =>
+  Checkpointer.layerFileSystem(dir).pipe(Layer.provide(NodeFileSystem.layer), Layer.provide(NodePath.layer))
+
+/** The one log file under `dir`. */
+const logFile = (dir: string): string => {
+  const logs = Fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith("log"))
+  expect(logs).toHaveLength(1)
+  return Path.join(dir, logs[0]!)
+}
+
+const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
+  Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
+
 describe("Checkpointer", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
-
-  const directory = mkdtempSync(join(tmpdir(), "agentloop-checkpoints-"))
-  const files = () =>
-    Checkpointer.layerKeyValueStore().pipe(
-      Layer.provide(KeyValueStore.layerFileSystem(directory)),
-      Layer.provide(NodeFileSystem.layer),
-      Layer.provide(NodePath.layer)
-    )
-  conformance("on the file system", files)
-
-  it.effect("on the file system, a log survives the layer that wrote it (a new process)", () =>
-    Effect.gen(function*() {
-      yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("survivor", ["1", "2"])).pipe(
-        Effect.provide(files())
+  conformance("on the file system", () => files(directory))
+  conformance(
+    "on SQLite",
+    () =>
+      Checkpointer.layerSql().pipe(
+        Layer.provide(NodeSqliteClient.layer({ filename: Path.join(directory, "checkpoints.db") }))
       )
-      const read = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("survivor")).pipe(
-        Effect.provide(files())
-      )
-      expect(read).toStrictEqual(["1", "2"])
-      rmSync(directory, { recursive: true, force: true })
-    }))
+  )
 
-  it.effect("a store that fails is a CheckpointError naming the operation and the execution", () =>
+  describe("on the file system", () => {
+    it.effect("a log survives the layer that wrote it (a new process)", () =>
+      Effect.gen(function*() {
+        yield* appendAll("survivor", ["1", "2"]).pipe(Effect.provide(files(directory)))
+        expect(yield* readWith(files(directory), "survivor")).toStrictEqual(["1", "2"])
+      }))
+
+    it.effect("a torn last record (a crash mid-append) is cut off: the entries before it stay, appends go on", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "torn-"))
+        yield* appendAll("torn", ["one", "two", "three"]).pipe(Effect.provide(files(dir)))
+        const file = logFile(dir)
+        Fs.truncateSync(file, Fs.statSync(file).size - 2)
+        // A reader skips the torn record; the next writer cuts it off and appends after the last whole one.
+        expect(yield* readWith(files(dir), "torn")).toStrictEqual(["one", "two"])
+        expect(yield* appendAll("torn", ["four"]).pipe(Effect.provide(files(dir)))).toStrictEqual(["one", "two"])
+        expect(yield* readWith(files(dir), "torn")).toStrictEqual(["one", "two", "four"])
+      }))
+
+    it.effect("an emptied or damaged log is reported, never read as an empty one", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "damaged-"))
+        yield* appendAll("damaged", ["one", "two", "three"]).pipe(Effect.provide(files(dir)))
+        const file = logFile(dir)
+        const bytes = Fs.readFileSync(file)
+        // A byte of the second record changed: records follow it, so it is not a torn tail.
+        const flipped = Buffer.from(bytes)
+        const at = bytes.indexOf("two")
+        flipped[at] = flipped[at]! ^ 0xff
+        Fs.writeFileSync(file, flipped)
+        const damaged = yield* Effect.flip(appendAll("damaged", ["four"]).pipe(Effect.provide(files(dir))))
+        expect(damaged).toMatchObject({ _tag: "CheckpointError", operation: "open" })
+        expect(damaged.message).toContain("damaged")
+        Fs.writeFileSync(file, "")
+        const emptied = yield* Effect.flip(appendAll("damaged", ["four"]).pipe(Effect.provide(files(dir))))
+        expect(emptied).toMatchObject({ _tag: "CheckpointError", operation: "open" })
+        expect(emptied.message).toContain("truncated")
+        expect(yield* Effect.flip(readWith(files(dir), "damaged"))).toMatchObject({
+          _tag: "CheckpointError",
+          operation: "read"
+        })
+      }))
+
+    it.effect("each durable append group syncs the log once; entries appended with durable: false wait for the next", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "syncs-"))
+        let syncs = 0
+        let beforeClose = 0
+        // The platform's file system, counting the syncs of the log's append handle.
+        const counting = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
+          ...fs,
+          open: (path: string, options?: Parameters<typeof fs.open>[1]) =>
+            Effect.map(fs.open(path, options), (file) =>
+              path.endsWith(`${Path.sep}log`)
+                ? new Proxy(file, {
+                  get: (target, key) =>
+                    key === "sync"
+                      ? Effect.tap(target.sync, () => Effect.sync(() => syncs++))
+                      : Reflect.get(target, key)
+                })
+                : file)
+        }))).pipe(Layer.provide(NodeFileSystem.layer))
+        const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(counting), Layer.provide(NodePath.layer))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
+          yield* log.append(["answered"])
+          expect(syncs).toBe(1)
+          yield* Effect.forEach(["done 1", "done 2", "done 3"], (entry) => log.append([entry]), {
+            concurrency: "unbounded"
+          })
+          expect(syncs).toBeLessThanOrEqual(3)
+          const before = syncs
+          yield* log.append(["decided"], { durable: false })
+          expect(syncs).toBe(before)
+          yield* log.append(["answered again"])
+          expect(syncs).toBe(before + 1)
+          yield* log.append(["decided again"], { durable: false })
+          beforeClose = syncs
+        })).pipe(Effect.provide(store))
+        // The log's close synced what was left.
+        expect(syncs).toBe(beforeClose + 1)
+        expect(yield* readWith(files(dir), "syncs")).toHaveLength(7)
+      }))
+
+    it.effect("no log is rewritten in place: the file only grows, and no temporary file is left", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "append-only-"))
+        const sizes: Array<number> = []
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("grows", fingerprint)
+          const file = logFile(dir)
+          const inode = Fs.statSync(file).ino
+          for (const entry of ["a", "b", "c"]) {
+            yield* log.append([entry])
+            sizes.push(Fs.statSync(file).size)
+            expect(Fs.statSync(file).ino).toBe(inode)
+          }
+        })).pipe(Effect.provide(files(dir)))
+        expect(sizes).toStrictEqual([...sizes].sort((a, b) => a - b))
+        expect(new Set(sizes).size).toBe(3)
+        expect(Fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => name.includes(".tmp-")))
+          .toStrictEqual([])
+      }))
+  })
+
+  it.effect("a store that fails is a CheckpointError naming the operation and the run", () =>
     Effect.gen(function*() {
       const broken = Layer.succeed(
         KeyValueStore.KeyValueStore,
@@ -69,44 +263,90 @@ describe("Checkpointer", () => {
         })
       )
       const error = yield* Effect.flip(
-        Effect.flatMap(Checkpointer.Checkpointer, (c) => c.append("run-x", ["{}"])).pipe(
+        appendAll("run-x", ["{}"]).pipe(
           Effect.provide(Checkpointer.layerKeyValueStore().pipe(Layer.provide(broken)))
         )
       )
-      expect(error).toMatchObject({ _tag: "CheckpointError", operation: "append", id: "run-x" })
+      expect(error).toMatchObject({ _tag: "CheckpointError", operation: "open", id: "run-x" })
       expect(error.message).toContain("disk gone")
     }))
 
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
     const table = `agentloop_checkpoints_test_${process.pid}`
-    const client = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
-    const postgres = () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client))
+    const application = `agentloop-checkpointer-test-${process.pid}`
+    const connection = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
+    const client = PgClient.layer({ ...connection, applicationName: application })
+    const admin = PgClient.layer(connection)
+    const postgres = (retry?: Schedule.Schedule<unknown, unknown>) =>
+      Checkpointer.layerSql({ table, retry }).pipe(Layer.provide(client))
     afterAll(() =>
       Effect.runPromise(
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}`).pipe(
-          Effect.provide(client)
-        )
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.all([
+            sql`DROP TABLE IF EXISTS ${sql(table)}`,
+            sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`
+          ])).pipe(Effect.provide(admin))
       )
     )
-    conformance("on PostgreSQL", postgres)
+    conformance("on PostgreSQL", () => postgres())
 
-    it.effect("two writers appending the same position of one execution: the second fails, nothing is lost", () =>
+    const Count = Schema.Array(
+      Schema.Struct({ waiting: Schema.Union([Schema.Number, Schema.NumberFromString, Schema.BigInt]) })
+    )
+    /**
+     * Appends `entry` while its connection is dropped: the entries table is locked, so the append's statement
+     * waits in the server, whose backend is then terminated; the table is unlocked after.
+     */
+    const appendThroughDrop = (log: CheckpointStore.Log, entry: string) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const locked = yield* Deferred.make<void>()
+        const unlock = yield* Deferred.make<void>()
+        const lock = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+          yield* sql`LOCK TABLE ${sql(table)} IN ACCESS EXCLUSIVE MODE`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(unlock)
+        })))
+        yield* Deferred.await(locked)
+        const append = yield* Effect.forkChild(log.append([entry]))
+        yield* Effect.flatMap(
+          sql`SELECT count(*) AS waiting FROM pg_stat_activity
+            WHERE application_name = ${application} AND wait_event_type = 'Lock'`,
+          Schema.decodeUnknownEffect(Count)
+        ).pipe(
+          Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: ([row]) => Number(row?.waiting) > 0 }),
+          Effect.timeout("20 seconds")
+        )
+        yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${application}`
+        yield* Deferred.succeed(unlock, undefined)
+        yield* Fiber.join(lock)
+        return yield* Fiber.join(append)
+      }).pipe(Effect.provide(admin))
+
+    it.live("a connection dropped mid-append is retried: the entry lands once", () =>
       Effect.gen(function*() {
         const checkpoints = yield* Checkpointer.Checkpointer
-        yield* checkpoints.append("contended", ["first"])
-        const both = yield* Effect.all(
-          [checkpoints.append("contended", ["a"]), checkpoints.append("contended", ["b"])],
-          {
-            concurrency: 2,
-            mode: "result"
-          }
-        )
-        const read = yield* checkpoints.read("contended")
-        expect(read[0]).toBe("first")
-        // Each append is all-or-nothing: every entry read back was appended whole, none twice.
-        const appended = both.filter((result) => result._tag === "Success").length
-        expect(read).toHaveLength(1 + appended)
-        yield* checkpoints.clear("contended")
-      }).pipe(Effect.provide(postgres())))
+        const id = fresh("dropped")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* checkpoints.open(id, fingerprint)
+          yield* log.append(["before"])
+          yield* appendThroughDrop(log, "during")
+          yield* log.append(["after"])
+        }))
+        expect(yield* checkpoints.read(id)).toStrictEqual(["before", "during", "after"])
+        yield* checkpoints.clear(id)
+      }).pipe(Effect.provide(postgres())), 30_000)
+
+    it.live("without retries, the same drop fails the append (the test does drop the connection)", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("dropped-for-good")
+        const error = yield* Effect.flip(Effect.scoped(Effect.gen(function*() {
+          const log = yield* checkpoints.open(id, fingerprint)
+          yield* appendThroughDrop(log, "during")
+        })))
+        expect(error).toMatchObject({ _tag: "CheckpointError", operation: "append" })
+        yield* checkpoints.clear(id)
+      }).pipe(Effect.provide(postgres(Schedule.recurs(0)))))
   })
 })

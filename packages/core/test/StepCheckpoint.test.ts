@@ -109,10 +109,16 @@ describe("Step.execute with a Checkpointer", () => {
       // with the context the turn left.
       const checkpoints = yield* Checkpointer.Checkpointer
       const entries = yield* checkpoints.read("exec-3")
-      yield* checkpoints.clear("exec-3")
       const turnDone = entries.findIndex((entry) => entry.includes("/turn#0"))
-      yield* checkpoints.append("exec-3", entries.slice(0, turnDone + 1))
-      yield* execute(Step.execute(program, "Say hi", { id: "exec-3", state: {} }), [])
+      const forgetful = Layer.succeed(Checkpointer.Checkpointer, {
+        ...checkpoints,
+        open: (id, fingerprint) =>
+          Effect.map(
+            checkpoints.open(id, fingerprint),
+            (log) => ({ ...log, entries: log.entries.slice(0, turnDone + 1) })
+          )
+      })
+      yield* execute(Step.execute(program, "Say hi", { id: "exec-3", state: {} }), []).pipe(Effect.provide(forgetful))
       expect(seen).toHaveLength(2)
       expect(seen[1]).toStrictEqual(seen[0])
       expect(seen[0]).toMatchObject({ items: 2, tokens: usage.total, steps: 2, state: { counted: 2 }, meta: 0 })
@@ -192,6 +198,32 @@ describe("Step.execute with a Checkpointer", () => {
       ).pipe(Effect.provide(Checkpointer.layerMemory))
       expect(exit._tag === "Success" && exit.value.at).toBeInstanceOf(Date)
     }))
+
+  it.effect("an execution in progress, or executed with another input, fails with CheckpointFailed saying why", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const waits = Step.run({
+        id: "waits",
+        execute: (n: number) =>
+          Effect.andThen(Deferred.succeed(started, undefined), n > 0 ? Effect.never : Effect.succeed(n))
+      })
+      const first = yield* Effect.forkChild(Step.execute(waits, 1, { id: "exec-9" }))
+      yield* Deferred.await(started)
+      expect(yield* Effect.flip(Step.execute(waits, 1, { id: "exec-9" }))).toMatchObject({
+        _tag: "CheckpointFailed",
+        executionId: "exec-9",
+        cause: { _tag: "RunInProgress" }
+      })
+      yield* Fiber.interrupt(first)
+      expect(yield* Effect.flip(Step.execute(waits, 0, { id: "exec-9" }))).toMatchObject({
+        _tag: "CheckpointFailed",
+        cause: { _tag: "CheckpointMismatch", differences: [{ field: "input" }] }
+      })
+      expect(yield* Effect.flip(Step.execute(waits, 1, { id: "" }))).toMatchObject({
+        _tag: "CheckpointFailed",
+        cause: { _tag: "InvalidRunId" }
+      })
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("entries carry what changed: no entry repeats the item log", () =>
     Effect.gen(function*() {

@@ -12,12 +12,20 @@
  * turns, in the middle of a turn's tools (calls that ended are not run again),
  * or finished.
  *
+ * A run's log is opened with its fingerprint (its input, instructions, tool
+ * names and output schema): executing the run again with another one fails
+ * with `CheckpointMismatch` instead of mixing two runs' histories. The log's
+ * lease is held for as long as the run executes.
+ *
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
+import type { Scope } from "effect"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
+import type { OpenError } from "../CheckpointStore.ts"
 import { Cost } from "../Cost.ts"
 import * as Item from "../Item.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
 import type * as Termination from "../Termination.ts"
 import * as Toolkit from "../Toolkit.ts"
 import * as ToolRecord from "../ToolRecord.ts"
@@ -74,6 +82,35 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
   ])
 
+/**
+ * The fingerprint of a run: what shapes its history. Limits are not in it, so
+ * a run stopped by a limit may be executed again with a higher one.
+ *
+ * @since 0.2.0
+ * @category fingerprints
+ */
+export const fingerprint = <R>(options: {
+  readonly input: string | ReadonlyArray<Item.Item>
+  readonly instructions?: string | undefined
+  readonly toolkit?: Toolkit.Toolkit<R> | undefined
+  readonly output?: Schema.Top | undefined
+}): Effect.Effect<RunFingerprint.Fingerprint> =>
+  Effect.gen(function*() {
+    const output = options.output
+    const schema = output === undefined ? undefined : Effect.try(() => Schema.toJsonSchemaDocument(output))
+    return {
+      input: yield* RunFingerprint.digest(RunFingerprint.stableJson(options.input)),
+      instructions: options.instructions === undefined
+        ? "none"
+        : yield* RunFingerprint.digest(options.instructions),
+      tools: [...(options.toolkit?.byName.keys() ?? [])].join(", "),
+      output: schema === undefined ? "text" : yield* schema.pipe(
+        Effect.flatMap((document) => RunFingerprint.digest(RunFingerprint.stableJson(document))),
+        Effect.orElseSucceed(() => "a schema without a JSON Schema")
+      )
+    }
+  })
+
 /** Where a recovered run stands. */
 export type Position<O> =
   | { readonly _tag: "Between"; readonly state: AgentMachine.State }
@@ -88,10 +125,7 @@ export interface Recorder<O> {
   /** Where the run stands according to its log: `initial` when it has none. */
   readonly recover: (
     initial: AgentMachine.State
-  ) => Effect.Effect<
-    Position<O>,
-    CheckpointError | RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
-  >
+  ) => Effect.Effect<Position<O>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
   readonly decided: (
@@ -101,103 +135,113 @@ export interface Recorder<O> {
 }
 
 /**
- * The recorder of run `runId` in the `Checkpointer` in context. `output` is the
- * schema of the run's output; `toolkit` restores recorded tool results.
+ * The recorder of run `runId` in the `Checkpointer` in context: opens the
+ * run's log with `fingerprint`, holding its lease until the scope closes.
+ * `output` is the schema of the run's output; `toolkit` restores recorded
+ * tool results.
  */
 export const recorder = <O, R, RU, TR>(options: {
   readonly runId: string
+  readonly fingerprint: RunFingerprint.Fingerprint
   readonly machine: AgentMachine.Machine<O, R, RU>
   readonly output: Schema.Codec<O, unknown>
   readonly toolkit: Toolkit.Toolkit<TR> | undefined
-}): Effect.Effect<Recorder<O>, never, Checkpointer> =>
-  Effect.map(Checkpointer, (checkpointer): Recorder<O> => {
-    const { machine, runId } = options
-    const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
-    const encode = Schema.encodeEffect(codec)
-    const decode = Schema.decodeUnknownEffect(codec)
-    const write = (value: typeof codec.Type) =>
-      encode(value).pipe(
-        Effect.mapError((error) =>
-          new CheckpointError({
-            operation: "append",
-            id: runId,
-            message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
-            cause: error
-          })
-        ),
-        Effect.flatMap((text) => checkpointer.append(runId, [text]))
-      )
-    const toolkit = options.toolkit ?? Toolkit.make()
-    const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
+}): Effect.Effect<Recorder<O>, OpenError, Checkpointer | Scope.Scope> =>
+  Effect.map(
+    Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.open(options.runId, options.fingerprint)),
+    (log): Recorder<O> => {
+      const { machine, runId } = options
+      const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
+      const encode = Schema.encodeEffect(codec)
+      const decode = Schema.decodeUnknownEffect(codec)
+      const write = (value: typeof codec.Type, durable = true) =>
+        encode(value).pipe(
+          Effect.mapError((error) =>
+            new CheckpointError({
+              operation: "append",
+              id: runId,
+              message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
+              cause: error
+            })
+          ),
+          Effect.flatMap((text) => log.append([text], { durable }))
+        )
+      const toolkit = options.toolkit ?? Toolkit.make()
+      const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
 
-    const recover = (initial: AgentMachine.State) =>
-      Effect.gen(function*() {
-        let state = initial
-        let answered: AgentTurn.Answered | undefined
-        let finished: AgentEvent.RunResult<O> | undefined
-        for (const text of yield* checkpointer.read(runId)) {
-          const recorded = yield* decode(text)
-          switch (recorded._tag) {
-            case "Answered": {
-              const completed: AgentTurn.Completed = {
-                turn: recorded.turn,
-                cost: recorded.cost,
-                history: apply(state.history, recorded.history)
+      const recover = (initial: AgentMachine.State) =>
+        Effect.gen(function*() {
+          let state = initial
+          let answered: AgentTurn.Answered | undefined
+          let finished: AgentEvent.RunResult<O> | undefined
+          for (const text of log.entries) {
+            const recorded = yield* decode(text)
+            switch (recorded._tag) {
+              case "Answered": {
+                const completed: AgentTurn.Completed = {
+                  turn: recorded.turn,
+                  cost: recorded.cost,
+                  history: apply(state.history, recorded.history)
+                }
+                state = (yield* machine.account(state, completed)).state
+                answered = { completed, done: new Map() }
+                break
               }
-              state = (yield* machine.account(state, completed)).state
-              answered = { completed, done: new Map() }
-              break
+              case "ToolDone": {
+                if (answered === undefined) break
+                const done = new Map(answered.done).set(recorded.index, yield* restore(recorded.record))
+                answered = { ...answered, done }
+                break
+              }
+              case "Decided": {
+                if (answered === undefined) break
+                const outputs = [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) =>
+                  result.output
+                )
+                const history = apply([...answered.completed.history, ...outputs], recorded.history)
+                const { mistakes, progress, repairs } = recorded
+                state = { ...state, history, mistakes, progress, repairs }
+                answered = undefined
+                break
+              }
+              case "Finished":
+                finished = recorded.result
+                break
             }
-            case "ToolDone": {
-              if (answered === undefined) break
-              const done = new Map(answered.done).set(recorded.index, yield* restore(recorded.record))
-              answered = { ...answered, done }
-              break
-            }
-            case "Decided": {
-              if (answered === undefined) break
-              const outputs = [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) => result.output)
-              const history = apply([...answered.completed.history, ...outputs], recorded.history)
-              const { mistakes, progress, repairs } = recorded
-              state = { ...state, history, mistakes, progress, repairs }
-              answered = undefined
-              break
-            }
-            case "Finished":
-              finished = recorded.result
-              break
           }
-        }
-        const position: Position<O> = finished !== undefined
-          ? { _tag: "Finished", result: finished }
-          : answered !== undefined
-          ? { _tag: "Answered", state, answered }
-          : { _tag: "Between", state }
-        return position
-      })
+          const position: Position<O> = finished !== undefined
+            ? { _tag: "Finished", result: finished }
+            : answered !== undefined
+            ? { _tag: "Answered", state, answered }
+            : { _tag: "Between", state }
+          return position
+        })
 
-    return {
-      recover,
-      answered: (state, completed) =>
-        write({
-          _tag: "Answered",
-          step: state.steps + 1,
-          turn: completed.turn,
-          cost: completed.cost,
-          history: change(state.history, completed.history)
-        }),
-      toolDone: (step, index, result) =>
-        write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
-      decided: (outcome, transition) =>
-        transition._tag === "Finish"
-          ? write({ _tag: "Finished", result: transition.result })
-          : write({
-            _tag: "Decided",
-            step: transition.state.steps,
-            history: change(outcome.history, transition.state.history),
-            mistakes: transition.state.mistakes,
-            progress: transition.state.progress,
-            repairs: transition.state.repairs
-          })
+      return {
+        recover,
+        answered: (state, completed) =>
+          write({
+            _tag: "Answered",
+            step: state.steps + 1,
+            turn: completed.turn,
+            cost: completed.cost,
+            history: change(state.history, completed.history)
+          }),
+        toolDone: (step, index, result) =>
+          write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
+        decided: (outcome, transition) =>
+          transition._tag === "Finish"
+            ? write({ _tag: "Finished", result: transition.result })
+            // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
+            // turn's durable append takes it to the disk.
+            : write({
+              _tag: "Decided",
+              step: transition.state.steps,
+              history: change(outcome.history, transition.state.history),
+              mistakes: transition.state.mistakes,
+              progress: transition.state.progress,
+              repairs: transition.state.repairs
+            }, false)
+      }
     }
-  })
+  )

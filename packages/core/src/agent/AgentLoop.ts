@@ -13,7 +13,7 @@
  */
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Checkpointer } from "../Checkpointer.ts"
-import type { CheckpointError } from "../Checkpointer.ts"
+import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
 import * as Telemetry from "../Telemetry.ts"
@@ -60,9 +60,8 @@ export class AgentLoop extends Context.Service<AgentLoop, {
 
 /** Whether a run's recovery failed for its checkpoint's sake (rather than ending on a recovered budget). */
 const isRecoveryFailure = (
-  error: CheckpointError | AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
-): error is CheckpointError | AgentCheckpoint.RecoveryError =>
-  error._tag === "CheckpointError" || error._tag === "RestoreFailed" || error._tag === "SchemaError"
+  error: AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
+): error is AgentCheckpoint.RecoveryError => error._tag === "RestoreFailed" || error._tag === "SchemaError"
 
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(
@@ -81,7 +80,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     const start = yield* machine.start
     /** The run as last accounted: what a deadline or a failed turn reports. */
     let latest = start
-    const checkpointFailed = (error: CheckpointError | AgentCheckpoint.RecoveryError) =>
+    const checkpointFailed = (error: OpenError | AgentCheckpoint.RecoveryError) =>
       Effect.flatMap(machine.accounting(latest), (accounting) =>
         Effect.fail(
           new Termination.CheckpointFailed({
@@ -92,13 +91,15 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         ))
 
     const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
+    // The log stays open (its lease held) for as long as the run's stream.
     const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
       runId: machine.runId,
+      fingerprint: yield* AgentCheckpoint.fingerprint(options),
       machine,
       // Without a structured output, O is the text (its default).
       output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
       toolkit: options.toolkit
-    }).pipe(Effect.provideService(Checkpointer, checkpointer.value))
+    }).pipe(Effect.provideService(Checkpointer, checkpointer.value), Effect.catch(checkpointFailed))
     const position = recorder === undefined
       ? { _tag: "Between" as const, state: start }
       : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))

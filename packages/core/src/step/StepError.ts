@@ -115,7 +115,9 @@ export class ToolDenied extends Schema.TaggedError<ToolDenied>()("ToolDenied", {
 /**
  * With a `Checkpointer`, the execution's progress could not be recorded (or
  * read back): a step output or the state that is not JSON, a store that fails.
- * The execution stops rather than go on without being durable.
+ * The execution stops rather than go on without being durable. An execution
+ * refused before anything ran has a typed `cause`: `RunInProgress`,
+ * `CheckpointMismatch` or `InvalidRunId`.
  */
 export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("CheckpointFailed", {
   executionId: Schema.String,

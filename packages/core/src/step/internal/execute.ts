@@ -6,6 +6,7 @@
  */
 import { Cause, Clock, Effect, Option, Random } from "effect"
 import { Checkpointer } from "../../Checkpointer.ts"
+import * as RunFingerprint from "../../RunFingerprint.ts"
 import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
@@ -39,6 +40,14 @@ export interface StateOptions<S> {
 /** What a program's execution needs: its steps' services and its tools', the context aside (each step has its own). */
 export type ExecutionServices<R, RT> = Exclude<R | RT, ExecutionContext>
 
+/** What shapes a program's record: its input, its first step, and the tools its steps may offer. */
+const fingerprint = (step: Step.Any, input: unknown, toolkit: Toolkit<unknown> | undefined) =>
+  Effect.map(RunFingerprint.digest(RunFingerprint.stableJson(input)), (digest): RunFingerprint.Fingerprint => ({
+    input: digest,
+    program: `${step.kind} ${step.id}`,
+    tools: [...(toolkit?.byName.keys() ?? [])].join(", ")
+  }))
+
 /**
  * Runs `step` on `input` as a new execution, sending its events to `sink`
  * (`Step.execute` and `Step.stream` give it their types). With a
@@ -57,7 +66,9 @@ export const program = (
     const id = options?.id ??
       `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
     const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
-    const ledger = Option.isNone(checkpointer) ? undefined : yield* Ledger.load(checkpointer.value, id)
+    const ledger = Option.isNone(checkpointer)
+      ? undefined
+      : yield* Ledger.load(checkpointer.value, id, yield* fingerprint(step, input, options?.toolkit))
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
     const execution = makeExecution({
       id,
@@ -76,6 +87,8 @@ export const program = (
     if (ledger !== undefined) yield* ledger.finish(yield* Outputs.encodeOutput(id, step, output))
     return output
   }).pipe(
+    // The ledger's lease is held until the program ends.
+    Effect.scoped,
     // A step that could not be recorded dies with the reason (so no step's error handling retries
     // it); the program fails with it, typed.
     Effect.catchCause((cause) => {

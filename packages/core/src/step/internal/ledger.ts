@@ -17,10 +17,12 @@
  * @internal
  */
 import { Effect, Schema } from "effect"
+import type { Scope } from "effect"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
 import { Cost } from "../../Cost.ts"
 import type * as Item from "../../Item.ts"
+import type * as RunFingerprint from "../../RunFingerprint.ts"
 import { StepMeta } from "../../StepMeta.ts"
 import { TokenUsage } from "../../TokenUsage.ts"
 import type * as Toolkit from "../../Toolkit.ts"
@@ -119,10 +121,21 @@ export interface Ledger {
 export const failed = (id: string, message: string, cause?: unknown): CheckpointFailed =>
   new CheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
 
-/** Reads the ledger of execution `id`: what its earlier executions recorded. */
-export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.Effect<Ledger, CheckpointFailed> =>
+/**
+ * Opens the ledger of execution `id` with its fingerprint, holding its lease
+ * until the scope closes: what its earlier executions recorded, and how to
+ * record more.
+ */
+export const load = (
+  checkpointer: Checkpointer["Service"],
+  id: string,
+  fingerprint: RunFingerprint.Fingerprint
+): Effect.Effect<Ledger, CheckpointFailed, Scope.Scope> =>
   Effect.gen(function*() {
-    const texts = yield* checkpointer.read(id).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+    const log = yield* checkpointer.open(id, fingerprint).pipe(
+      Effect.mapError((error) => failed(id, error.message, error))
+    )
+    const texts = log.entries
     const completed = new Map<string, { readonly output: Schema.Json; readonly context: Restorable }>()
     const saved = new Map<string, Restorable>()
     const answered = new Map<string, Answered>()
@@ -196,9 +209,7 @@ export const load = (checkpointer: Checkpointer["Service"], id: string): Effect.
             error
           )
         ),
-        Effect.flatMap((text) =>
-          checkpointer.append(id, [text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))
-        ),
+        Effect.flatMap((text) => log.append([text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))),
         Effect.uninterruptible
       )
 

@@ -1,0 +1,248 @@
+/**
+ * The file store: a folder per run, named after a digest of the run id, with
+ * the run's log and its lease.
+ *
+ * - `log` is append-only: a head record (the run id and its fingerprint), then
+ *   one framed record per entry (see `logFrame`). A log is created whole (a
+ *   temporary file, synced, renamed into place) and then only appended to:
+ *   each group of appends is one write and one sync. Nothing is ever rewritten
+ *   in place, so a crash at any point leaves every acknowledged entry intact
+ *   and at most a torn last record, which the next writer cuts off.
+ * - `lease.<n>` holds the lease's owner and expiry. A new lease is the next
+ *   number, created whole by a hard link that fails when the number exists, so
+ *   of two executors taking a lapsed lease at once exactly one wins. Its owner
+ *   renews it by replacing the file (a temporary file renamed over it); a
+ *   lease is lost once a higher number exists.
+ *
+ * @internal
+ */
+import { Clock, Duration, Effect, FileSystem, Path, Schema } from "effect"
+import type { Scope } from "effect"
+import { CheckpointError, CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
+import type { Log, OpenError, Store } from "../CheckpointStore.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
+import * as RunId from "../RunId.ts"
+import * as GroupCommit from "./groupCommit.ts"
+import * as LeaseKeeper from "./leaseKeeper.ts"
+import * as LogFrame from "./logFrame.ts"
+import { failed } from "./storeFailure.ts"
+
+/** How the file store is set up. */
+export interface Options {
+  readonly directory: string
+  readonly lease: Duration.Duration
+  /** Who takes leases: a name for people (a host and process), made unique per open. */
+  readonly owner: string
+  /** Whether each append is synced to disk before it succeeds. */
+  readonly sync: boolean
+}
+
+const Head = Schema.fromJsonString(Schema.Struct({
+  version: Schema.Literal(1),
+  id: Schema.String,
+  fingerprint: RunFingerprint.Fingerprint
+}))
+const decodeHead = Schema.decodeUnknownEffect(Head)
+const encodeHead = Schema.encodeEffect(Head)
+
+const Lease = Schema.fromJsonString(Schema.Struct({ owner: Schema.String, expiresAt: Schema.Number }))
+const decodeLease = Schema.decodeUnknownEffect(Lease)
+const encodeLease = Schema.encodeEffect(Lease)
+
+const leaseName = /^lease\.(\d+)$/
+
+const isReason = (reason: string) => (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "reason" in error && typeof error.reason === "object" &&
+  error.reason !== null && "_tag" in error.reason && error.reason._tag === reason
+
+const encoder = new TextEncoder()
+let opened = 0
+
+/** Builds the file store over the `FileSystem` and `Path` in context. */
+export const make = (options: Options): Effect.Effect<Store, never, FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const ttl = Duration.toMillis(options.lease)
+
+    const folder = (id: string) =>
+      Effect.map(RunFingerprint.digest(id), (digest) => path.join(options.directory, digest.slice("sha256:".length)))
+
+    /** Writes `bytes` to `file` whole: a temporary file beside it, synced, then renamed (or linked) into place. */
+    const writeWhole = (file: string, bytes: Uint8Array, place: "rename" | "link") =>
+      Effect.gen(function*() {
+        const temporary = `${file}.tmp-${Math.random().toString(36).slice(2)}`
+        yield* Effect.scoped(Effect.gen(function*() {
+          const handle = yield* fs.open(temporary, { flag: "wx" })
+          yield* handle.writeAll(bytes)
+          if (options.sync) yield* handle.sync
+        }))
+        if (place === "rename") return yield* fs.rename(temporary, file)
+        yield* fs.link(temporary, file).pipe(Effect.ensuring(Effect.ignore(fs.remove(temporary))))
+      })
+
+    /** Syncs a folder, so that a file renamed into it stays there after a power cut (where the platform can). */
+    const syncFolder = (dir: string) =>
+      options.sync
+        ? Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
+        : Effect.void
+
+    const leases = (dir: string) =>
+      Effect.map(fs.readDirectory(dir), (names) =>
+        names.flatMap((name) => {
+          const match = leaseName.exec(name)
+          return match === null ? [] : [Number(match[1])]
+        }).sort((a, b) => a - b))
+
+    const readLease = (dir: string, number: number) =>
+      Effect.flatMap(fs.readFileString(path.join(dir, `lease.${number}`)), decodeLease)
+
+    /** Takes run `id`'s lease as `owner`: the number of the lease taken. */
+    const acquire = (id: string, dir: string, owner: string): Effect.Effect<number, RunInProgress | CheckpointError> =>
+      Effect.gen(function*() {
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const numbers = yield* leases(dir)
+          const top = numbers.at(-1) ?? 0
+          if (top > 0) {
+            const held = yield* Effect.result(readLease(dir, top))
+            // Removed by a new owner cleaning up: look again.
+            if (held._tag === "Failure" && isReason("NotFound")(held.failure)) continue
+            if (held._tag === "Failure") return yield* Effect.fail(held.failure)
+            const now = yield* Clock.currentTimeMillis
+            if (held.success.expiresAt > now) {
+              return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
+            }
+          }
+          const now = yield* Clock.currentTimeMillis
+          const taken = yield* Effect.result(
+            Effect.flatMap(
+              encodeLease({ owner, expiresAt: now + ttl }),
+              (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link")
+            )
+          )
+          if (taken._tag === "Failure" && isReason("AlreadyExists")(taken.failure)) continue
+          if (taken._tag === "Failure") return yield* Effect.fail(taken.failure)
+          yield* Effect.forEach(
+            numbers,
+            (number) => Effect.ignore(fs.remove(path.join(dir, `lease.${number}`))),
+            { discard: true }
+          )
+          return top + 1
+        }
+        return yield* Effect.fail(new Error("the lease changed hands five times while it was being taken"))
+      }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
+
+    /** Whether a lease newer than `number` exists: then it was taken over. */
+    const superseded = (dir: string, number: number) => fs.exists(path.join(dir, `lease.${number + 1}`))
+
+    /** Sets lease `number`'s expiry, unless it was taken over: whether it is still held. */
+    const extend = (dir: string, number: number, owner: string, expiresAt: Effect.Effect<number>) =>
+      Effect.gen(function*() {
+        if (yield* superseded(dir, number)) return false
+        const text = yield* encodeLease({ owner, expiresAt: yield* expiresAt })
+        yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename")
+        return true
+      })
+
+    /** Holds run `id`'s lease until the scope closes; fails with `RunInProgress` when another executor holds it. */
+    const hold = (id: string, dir: string) =>
+      Effect.gen(function*() {
+        const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
+        const number = yield* acquire(id, dir, owner)
+        const kept = yield* LeaseKeeper.keep({
+          ttl: options.lease,
+          renew: extend(dir, number, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
+          release: extend(dir, number, owner, Effect.succeed(0))
+        })
+        return { number, kept }
+      })
+
+    /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
+    const load = (id: string, file: string) =>
+      Effect.gen(function*() {
+        const bytes = yield* Effect.catchIf(
+          fs.readFile(file),
+          isReason("NotFound"),
+          () => Effect.succeed(undefined)
+        )
+        if (bytes === undefined) return undefined
+        const decoded = LogFrame.decode(bytes)
+        if ("corrupt" in decoded) return yield* Effect.fail(new Error(`its log is damaged: ${decoded.corrupt}`))
+        const [head, ...entries] = decoded.records
+        if (head?.kind !== "head") {
+          return yield* Effect.fail(
+            new Error(`its log (${bytes.length} bytes) has no head: the file was truncated or is not a log`)
+          )
+        }
+        const recorded = yield* decodeHead(head.text)
+        if (recorded.id !== id) {
+          return yield* Effect.fail(new Error(`its log file belongs to run "${recorded.id}" (a digest collision)`))
+        }
+        return {
+          fingerprint: recorded.fingerprint,
+          entries: entries.map((entry) => entry.text),
+          torn: decoded.length < bytes.length ? decoded.length : undefined
+        }
+      })
+
+    const open = (
+      id: string,
+      fingerprint: RunFingerprint.Fingerprint
+    ): Effect.Effect<Log, OpenError, Scope.Scope> =>
+      Effect.gen(function*() {
+        yield* RunId.validate(id)
+        const dir = yield* folder(id)
+        yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(failed("open", id)))
+        const lease = yield* hold(id, dir)
+        const file = path.join(dir, "log")
+        const log = yield* load(id, file).pipe(Effect.mapError(failed("open", id)))
+        if (log === undefined) {
+          const head = yield* encodeHead({ version: 1, id, fingerprint }).pipe(Effect.mapError(failed("open", id)))
+          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename").pipe(
+            Effect.andThen(syncFolder(dir)),
+            Effect.mapError(failed("open", id))
+          )
+        } else {
+          const differences = RunFingerprint.differences(log.fingerprint, fingerprint)
+          if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
+          if (log.torn !== undefined) yield* fs.truncate(file, log.torn).pipe(Effect.mapError(failed("open", id)))
+        }
+        const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
+        // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.
+        let unsynced = false
+        yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
+        const append = GroupCommit.make((entries: ReadonlyArray<string>, durable: boolean) =>
+          Effect.gen(function*() {
+            if (lease.kept.lost() || (yield* superseded(dir, lease.number))) {
+              return yield* Effect.fail(new Error("its lease was taken over by another executor"))
+            }
+            yield* handle.writeAll(LogFrame.encode(entries.map((text) => ({ kind: "entry" as const, text }))))
+            unsynced = !durable
+            if (options.sync && durable) yield* handle.sync
+          }).pipe(Effect.mapError(failed("append", id)))
+        )
+        return { entries: log?.entries ?? [], append }
+      })
+
+    const read = (id: string) =>
+      Effect.gen(function*() {
+        yield* RunId.validate(id)
+        const log = yield* load(id, path.join(yield* folder(id), "log")).pipe(Effect.mapError(failed("read", id)))
+        return log?.entries ?? []
+      })
+
+    const clear = (id: string) =>
+      Effect.scoped(Effect.gen(function*() {
+        yield* RunId.validate(id)
+        const dir = yield* folder(id)
+        if (!(yield* fs.exists(dir).pipe(Effect.mapError(failed("clear", id))))) return
+        yield* hold(id, dir)
+        yield* fs.remove(path.join(dir, "log")).pipe(
+          Effect.catchIf(isReason("NotFound"), () => Effect.void),
+          Effect.mapError(failed("clear", id))
+        )
+      }))
+
+    const store: Store = { open, read, clear }
+    return store
+  })

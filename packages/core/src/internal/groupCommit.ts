@@ -1,0 +1,54 @@
+/**
+ * Appends to one log, in order, grouped: an append that comes while another
+ * is being written waits for it, then is written together with every other
+ * append that waited (one write, one sync). Parallel tool calls that end in
+ * the same tick cost one write between them, and never interleave.
+ *
+ * @internal
+ */
+import { Deferred, Effect, Semaphore } from "effect"
+
+interface Pending<E> {
+  readonly entries: ReadonlyArray<string>
+  readonly durable: boolean
+  readonly done: Deferred.Deferred<void, E>
+}
+
+/**
+ * The append of a log whose one write of a group is `write` (durable when any
+ * append of the group asked to be). After a write fails, every later append
+ * fails with the same error: what reached the store is unknown, and the log is
+ * read again by the next execution.
+ */
+export const make = <E>(
+  write: (entries: ReadonlyArray<string>, durable: boolean) => Effect.Effect<void, E>
+): (entries: ReadonlyArray<string>, options?: { readonly durable?: boolean | undefined }) => Effect.Effect<void, E> => {
+  const lock = Semaphore.makeUnsafe(1)
+  let pending: Array<Pending<E>> = []
+  let broken: E | undefined
+  const flush = Effect.suspend(() => {
+    const group = pending
+    pending = []
+    if (group.length === 0) return Effect.void
+    if (broken !== undefined) {
+      return Effect.forEach(group, (item) => Deferred.fail(item.done, broken!), { discard: true })
+    }
+    return write(group.flatMap((item) => item.entries), group.some((item) => item.durable)).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => {
+        if (exit._tag === "Failure") {
+          const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+          if (failure !== undefined) broken = failure.error
+        }
+        return Effect.forEach(group, (item) => Deferred.done(item.done, exit), { discard: true })
+      })
+    )
+  })
+  return (entries, options) =>
+    entries.length === 0 ? Effect.void : Effect.uninterruptible(Effect.gen(function*() {
+      const done = yield* Deferred.make<void, E>()
+      pending.push({ entries, durable: options?.durable ?? true, done })
+      yield* lock.withPermits(1)(flush)
+      return yield* Deferred.await(done)
+    }))
+}

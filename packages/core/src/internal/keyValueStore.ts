@@ -1,0 +1,115 @@
+/**
+ * The store over a `KeyValueStore`: entry `i` of run `id` under
+ * `<prefix><id>/<i>`, the log's length under `<prefix><id>/length` (written
+ * after the entries), its fingerprint under `<prefix><id>/fingerprint`.
+ *
+ * A key-value store has no lock and no atomic append, so the lease is held in
+ * this process only (two fibers executing one run get `RunInProgress`; two
+ * processes are not kept apart), and a store that rewrites a key in place can
+ * lose the length when the process dies mid-write. It suits memory, and
+ * stores a single process owns.
+ *
+ * @internal
+ */
+import { Effect, Schema } from "effect"
+import type { Scope } from "effect"
+import { KeyValueStore } from "effect/persistence"
+import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
+import type { Log, OpenError, Store } from "../CheckpointStore.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
+import * as RunId from "../RunId.ts"
+import * as GroupCommit from "./groupCommit.ts"
+import { failed } from "./storeFailure.ts"
+
+const Length = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
+const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
+
+let opened = 0
+
+/** Builds the store over the `KeyValueStore` in context. */
+export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.KeyValueStore> =>
+  Effect.gen(function*() {
+    const store = yield* KeyValueStore.KeyValueStore
+    const key = (id: string, suffix: string) => `${prefix}${encodeURIComponent(id)}/${suffix}`
+    const held = new Map<string, string>()
+
+    const length = (id: string) =>
+      Effect.flatMap(
+        store.get(key(id, "length")),
+        (text) => text === undefined ? Effect.succeed(0) : Schema.decodeUnknownEffect(Length)(text)
+      )
+
+    const entries = (id: string) =>
+      Effect.flatMap(
+        length(id),
+        (count) =>
+          Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) =>
+            Effect.flatMap(store.get(key(id, String(i))), (entry) =>
+              entry === undefined
+                ? Effect.fail(new Error(`entry ${i} of ${count} is missing`))
+                : Effect.succeed(entry)))
+      )
+
+    /** Holds run `id` in this process until the scope closes. */
+    const hold = (id: string) =>
+      Effect.acquireRelease(
+        Effect.suspend(() => {
+          const owner = held.get(id)
+          if (owner !== undefined) return Effect.fail(new RunInProgress({ id, owner, expiresAt: null }))
+          const mine = `this process#${++opened}`
+          held.set(id, mine)
+          return Effect.succeed(mine)
+        }),
+        (mine) => Effect.sync(() => held.get(id) === mine && held.delete(id))
+      )
+
+    const open = (
+      id: string,
+      fingerprint: RunFingerprint.Fingerprint
+    ): Effect.Effect<Log, OpenError, Scope.Scope> =>
+      Effect.gen(function*() {
+        yield* RunId.validate(id)
+        yield* hold(id)
+        const text = yield* store.get(key(id, "fingerprint")).pipe(Effect.mapError(failed("open", id)))
+        if (text === undefined) {
+          yield* Effect.flatMap(
+            Schema.encodeEffect(FingerprintJson)(fingerprint),
+            (encoded) => store.set(key(id, "fingerprint"), encoded)
+          ).pipe(Effect.mapError(failed("open", id)))
+        } else {
+          const recorded = yield* Schema.decodeUnknownEffect(FingerprintJson)(text).pipe(
+            Effect.mapError(failed("open", id))
+          )
+          const differences = RunFingerprint.differences(recorded, fingerprint)
+          if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
+        }
+        const before = yield* entries(id).pipe(Effect.mapError(failed("open", id)))
+        let count = before.length
+        const append = GroupCommit.make((batch: ReadonlyArray<string>) =>
+          Effect.gen(function*() {
+            yield* Effect.forEach(batch, (entry, i) => store.set(key(id, String(count + i)), entry), { discard: true })
+            yield* store.set(key(id, "length"), String(count + batch.length))
+            count += batch.length
+          }).pipe(Effect.mapError(failed("append", id)))
+        )
+        return { entries: before, append }
+      })
+
+    const read = (id: string) =>
+      Effect.flatMap(RunId.validate(id), () => entries(id).pipe(Effect.mapError(failed("read", id))))
+
+    const clear = (id: string) =>
+      Effect.scoped(Effect.gen(function*() {
+        yield* RunId.validate(id)
+        yield* hold(id)
+        const count = yield* length(id).pipe(Effect.mapError(failed("clear", id)))
+        yield* Effect.forEach(
+          ["length", "fingerprint", ...Array.from({ length: count }, (_, i) => String(i))],
+          (suffix) => store.remove(key(id, suffix)),
+          { discard: true }
+        ).pipe(Effect.mapError(failed("clear", id)))
+      }))
+
+    const result: Store = { open, read, clear }
+    return result
+  })

@@ -1,0 +1,38 @@
+/**
+ * Keeps a lease while a scope is open: renews it every third of its duration,
+ * notes when another owner took it over, and releases it when the scope
+ * closes. A renewal that fails for a passing reason (a dropped connection) is
+ * tried again at the next beat; the lease is only lost when someone else holds
+ * it.
+ *
+ * @internal
+ */
+import { Duration, Effect, Schedule } from "effect"
+import type { Scope } from "effect"
+
+/** A lease that the scope keeps. */
+export interface Kept {
+  /** Whether another owner has taken the lease over. */
+  readonly lost: () => boolean
+}
+
+/** Keeps the lease that `renew` renews (false: another owner holds it) and `release` gives back. */
+export const keep = (options: {
+  readonly ttl: Duration.Duration
+  readonly renew: Effect.Effect<boolean, unknown>
+  readonly release: Effect.Effect<void, unknown>
+}): Effect.Effect<Kept, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    let lost = false
+    const beat = Effect.flatMap(Effect.result(options.renew), (renewed) =>
+      Effect.sync(() => {
+        if (renewed._tag === "Success" && !renewed.success) lost = true
+      }))
+    yield* Effect.addFinalizer(() => lost ? Effect.void : Effect.ignore(options.release))
+    yield* beat.pipe(
+      Effect.repeat({ schedule: Schedule.spaced(Duration.divideUnsafe(options.ttl, 3)), until: () => lost }),
+      Effect.delay(Duration.divideUnsafe(options.ttl, 3)),
+      Effect.forkScoped
+    )
+    return { lost: () => lost }
+  })

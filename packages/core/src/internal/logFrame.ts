@@ -1,0 +1,88 @@
+/**
+ * The frames of a file log: each record is its length (4 bytes), the CRC-32
+ * of its kind and payload (4 bytes), its kind (1 byte), then the payload
+ * (UTF-8), so a reader finds where each record ends and whether it is whole.
+ *
+ * A record cut short, or whose checksum fails, at the end of the file is a
+ * torn tail (the process or the machine died while appending it: its append
+ * never succeeded) and is cut off. One anywhere else is corruption, and is
+ * reported, never skipped.
+ *
+ * @internal
+ */
+
+/** What a record is: the log's head (its run id and fingerprint), or an entry. */
+export type Kind = "head" | "entry"
+
+const kindByte: Record<Kind, number> = { head: 1, entry: 2 }
+const headerLength = 9
+
+const table = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  return c >>> 0
+})
+
+const crc32 = (bytes: Uint8Array, from: number, to: number): number => {
+  let crc = 0xffffffff
+  for (let i = from; i < to; i++) crc = table[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8)
+  return (crc ^ 0xffffffff) >>> 0
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+/** The frames of `records`, one after another. */
+export const encode = (records: ReadonlyArray<{ readonly kind: Kind; readonly text: string }>): Uint8Array => {
+  const payloads = records.map((record) => encoder.encode(record.text))
+  const bytes = new Uint8Array(payloads.reduce((total, payload) => total + headerLength + payload.length, 0))
+  const view = new DataView(bytes.buffer)
+  let offset = 0
+  records.forEach((record, i) => {
+    const payload = payloads[i]!
+    view.setUint32(offset, payload.length, true)
+    bytes[offset + 8] = kindByte[record.kind]
+    bytes.set(payload, offset + headerLength)
+    view.setUint32(offset + 4, crc32(bytes, offset + 8, offset + headerLength + payload.length), true)
+    offset += headerLength + payload.length
+  })
+  return bytes
+}
+
+/** A log read back: its records, and how many bytes of the file hold whole ones (less than its size after a torn tail). */
+export interface Decoded {
+  readonly records: ReadonlyArray<{ readonly kind: Kind; readonly text: string }>
+  readonly length: number
+}
+
+/** Reads the frames of a log file; fails (with a message saying where) on a damaged record that is not the last. */
+export const decode = (bytes: Uint8Array): Decoded | { readonly corrupt: string } => {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const records: Array<{ readonly kind: Kind; readonly text: string }> = []
+  let offset = 0
+  while (offset < bytes.length) {
+    if (bytes.length - offset < headerLength) break
+    const length = view.getUint32(offset, true)
+    const end = offset + headerLength + length
+    if (end > bytes.length) break
+    const whole = view.getUint32(offset + 4, true) === crc32(bytes, offset + 8, end)
+    const kind = bytes[offset + 8] === kindByte.head
+      ? "head"
+      : bytes[offset + 8] === kindByte.entry
+      ? "entry"
+      : undefined
+    if (!whole || kind === undefined) {
+      if (end === bytes.length) break
+      return { corrupt: `the record at byte ${offset} is damaged, and ${bytes.length - end} bytes follow it` }
+    }
+    let text: string
+    try {
+      text = decoder.decode(bytes.subarray(offset + headerLength, end))
+    } catch {
+      return { corrupt: `the record at byte ${offset} is not UTF-8` }
+    }
+    records.push({ kind, text })
+    offset = end
+  }
+  return { records, length: offset }
+}

@@ -1,0 +1,233 @@
+/**
+ * The SQL store (PostgreSQL, SQLite): a table of entries, one row per entry
+ * keyed by run id and position, and a table of runs holding each run's
+ * fingerprint and lease (its owner and expiry).
+ *
+ * - A lease is taken by one statement (an insert, or an update of a lapsed
+ *   lease), so of two executors exactly one gets it.
+ * - An append is one statement that inserts its rows only while the writer
+ *   still holds the lease (and returns them), at the positions after the last:
+ *   a writer that lost its lease, or another writer at the same positions,
+ *   fails instead of mixing two runs' entries.
+ * - A statement that fails for a passing reason (a dropped connection, a
+ *   deadlock, a timeout) is tried again, a bounded number of times. An append
+ *   whose rows did land before the failure is recognised when tried again
+ *   (the same rows are there), so nothing is written or run twice.
+ *
+ * @internal
+ */
+import { Clock, Duration, Effect, Schedule, Schema } from "effect"
+import type { Scope } from "effect"
+import { SqlClient, SqlError } from "effect/sql"
+import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
+import type { CheckpointError, Log, OpenError, Store } from "../CheckpointStore.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
+import * as RunId from "../RunId.ts"
+import * as GroupCommit from "./groupCommit.ts"
+import * as LeaseKeeper from "./leaseKeeper.ts"
+import { failed } from "./storeFailure.ts"
+
+/** How the SQL store is set up. */
+export interface Options {
+  /** The table of entries; the table of runs is named after it, with `_runs`. */
+  readonly table: string
+  readonly lease: Duration.Duration
+  /** Who takes leases: a name for people (a host and process), made unique per open. */
+  readonly owner: string
+  /** How a statement that failed for a passing reason is tried again. */
+  readonly retry: Schedule.Schedule<unknown, unknown>
+}
+
+// Drivers return a BIGINT as a number, a string or a bigint.
+const Integer = Schema.Union([Schema.Number, Schema.NumberFromString, Schema.BigInt])
+const Entries = Schema.Array(Schema.Struct({ seq: Integer, entry: Schema.String }))
+const Holders = Schema.Array(Schema.Struct({ owner: Schema.String, expires_at: Integer, fingerprint: Schema.String }))
+const Positions = Schema.Array(Schema.Struct({ seq: Integer }))
+const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
+
+/** A failure that may pass: the same statement may succeed when tried again. */
+const isTransient = (error: unknown): boolean => SqlError.isSqlError(error) && error.isRetryable
+
+const isUniqueViolation = (error: unknown): boolean =>
+  SqlError.isSqlError(error) && error.reason._tag === "UniqueViolation"
+
+let opened = 0
+
+/** Builds the SQL store over the `SqlClient` in context, creating its tables when missing. */
+export const make = (options: Options): Effect.Effect<Store, CheckpointError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const entries = sql(options.table)
+    const runs = sql(`${options.table}_runs`)
+    const ttl = Duration.toMillis(options.lease)
+    const retrying = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.retry(effect, { schedule: options.retry, while: isTransient })
+
+    const create = Effect.all([
+      sql`CREATE TABLE IF NOT EXISTS ${entries} (
+        execution_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,
+        PRIMARY KEY (execution_id, seq))`,
+      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+        execution_id TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, owner TEXT NOT NULL,
+        expires_at BIGINT NOT NULL)`
+    ], { discard: true })
+    // Two processes creating the tables at once: one of them meets the other's (PostgreSQL's catalog is unique).
+    yield* retrying(create).pipe(
+      Effect.catchIf(isUniqueViolation, () => create),
+      Effect.mapError(failed("open", options.table))
+    )
+
+    const holder = (id: string) =>
+      Effect.map(
+        Effect.flatMap(
+          sql`SELECT owner, expires_at, fingerprint FROM ${runs} WHERE execution_id = ${id}`,
+          Schema.decodeUnknownEffect(Holders)
+        ),
+        (rows) => rows[0]
+      )
+
+    /** Takes run `id`'s lease as `owner`, recording `fingerprint` for a new run: the fingerprint recorded. */
+    const acquire = (id: string, owner: string, fingerprint: RunFingerprint.Fingerprint) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const recorded = yield* Schema.encodeEffect(FingerprintJson)(fingerprint)
+        yield* retrying(sql`INSERT INTO ${runs} (execution_id, fingerprint, owner, expires_at)
+          VALUES (${id}, ${recorded}, ${owner}, ${now + ttl})
+          ON CONFLICT (execution_id) DO UPDATE SET owner = ${owner}, expires_at = ${now + ttl}
+          WHERE ${runs}.expires_at <= ${now}`)
+        const held = yield* retrying(holder(id))
+        if (held === undefined) return yield* Effect.fail(new Error("the run's lease vanished as it was taken"))
+        if (held.owner !== owner) {
+          return yield* new RunInProgress({ id, owner: held.owner, expiresAt: Number(held.expires_at) })
+        }
+        return yield* Schema.decodeUnknownEffect(FingerprintJson)(held.fingerprint)
+      }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
+
+    const extend = (id: string, owner: string, expiresAt: Effect.Effect<number>) =>
+      Effect.flatMap(expiresAt, (at) =>
+        Effect.map(
+          retrying(sql`UPDATE ${runs} SET expires_at = ${at} WHERE execution_id = ${id} AND owner = ${owner}
+            RETURNING owner`),
+          (rows) => rows.length > 0
+        ))
+
+    /** Holds run `id`'s lease until the scope closes; the fingerprint the run was recorded with. */
+    const hold = (id: string, fingerprint: RunFingerprint.Fingerprint) =>
+      Effect.gen(function*() {
+        const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
+        const recorded = yield* Effect.uninterruptible(acquire(id, owner, fingerprint))
+        const kept = yield* LeaseKeeper.keep({
+          ttl: options.lease,
+          renew: extend(id, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
+          release: extend(id, owner, Effect.succeed(0))
+        })
+        return { owner, recorded, kept }
+      })
+
+    const rows = (id: string) =>
+      Effect.flatMap(
+        sql`SELECT seq, entry FROM ${entries} WHERE execution_id = ${id} ORDER BY seq`,
+        Schema.decodeUnknownEffect(Entries)
+      )
+
+    const open = (
+      id: string,
+      fingerprint: RunFingerprint.Fingerprint
+    ): Effect.Effect<Log, OpenError, Scope.Scope> =>
+      Effect.gen(function*() {
+        yield* RunId.validate(id)
+        const { kept, owner, recorded } = yield* hold(id, fingerprint)
+        const differences = RunFingerprint.differences(recorded, fingerprint)
+        if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
+        const before = yield* retrying(rows(id)).pipe(Effect.mapError(failed("open", id)))
+        let next = Number(before.at(-1)?.seq ?? -1) + 1
+
+        /** The rows already at positions `from`…: what an earlier try of this append may have written. */
+        const landed = (from: number, count: number) =>
+          Effect.flatMap(
+            sql`SELECT seq, entry FROM ${entries} WHERE execution_id = ${id} AND seq >= ${from}
+              ORDER BY seq LIMIT ${count}`,
+            Schema.decodeUnknownEffect(Entries)
+          )
+
+        const insert = (batch: ReadonlyArray<string>) => {
+          const selects = batch.map((entry, i) =>
+            i === 0
+              ? sql`SELECT CAST(${id} AS TEXT) AS execution_id, CAST(${
+                next + i
+              } AS INTEGER) AS seq, CAST(${entry} AS TEXT) AS entry`
+              : sql`SELECT CAST(${id} AS TEXT), CAST(${next + i} AS INTEGER), CAST(${entry} AS TEXT)`
+          )
+          return Effect.flatMap(
+            sql`INSERT INTO ${entries} (execution_id, seq, entry)
+              SELECT r.execution_id, r.seq, r.entry FROM (${sql.join(" UNION ALL ", false)(selects)}) AS r
+              WHERE EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner})
+              RETURNING seq`,
+            Schema.decodeUnknownEffect(Positions)
+          )
+        }
+
+        /** One try: the rows inserted, or found already there from an earlier try. */
+        /**
+         * The insert; on PostgreSQL, one that need not be durable commits without waiting for its WAL to be
+         * flushed (a later durable commit flushes it; a crash of the server loses it, and only what came after).
+         */
+        const write = (batch: ReadonlyArray<string>, durable: boolean) =>
+          durable ? insert(batch) : sql.onDialectOrElse({
+            pg: () => sql.withTransaction(Effect.andThen(sql`SET LOCAL synchronous_commit TO OFF`, insert(batch))),
+            orElse: () => insert(batch)
+          })
+
+        const attempt = (batch: ReadonlyArray<string>, durable: boolean) =>
+          write(batch, durable).pipe(
+            Effect.flatMap((inserted) =>
+              inserted.length === batch.length
+                ? Effect.void
+                : Effect.fail(new Error("its lease was taken over by another executor"))
+            ),
+            Effect.catchIf(isUniqueViolation, () =>
+              Effect.flatMap(landed(next, batch.length), (found) =>
+                found.length === batch.length && found.every((row, i) => row.entry === batch[i])
+                  ? Effect.void
+                  : Effect.fail(new Error("another executor appended to it at the same position"))))
+          )
+
+        const append = GroupCommit.make((batch: ReadonlyArray<string>, durable: boolean) =>
+          Effect.suspend(() =>
+            kept.lost()
+              ? Effect.fail(new Error("its lease was taken over by another executor"))
+              : retrying(attempt(batch, durable))
+          ).pipe(
+            Effect.tap(() =>
+              Effect.sync(() => next += batch.length)
+            ),
+            Effect.mapError(failed("append", id))
+          )
+        )
+        return { entries: before.map((row) => row.entry), append }
+      })
+
+    const read = (id: string) =>
+      Effect.gen(function*() {
+        yield* RunId.validate(id)
+        const found = yield* retrying(rows(id)).pipe(Effect.mapError(failed("read", id)))
+        return found.map((row) => row.entry)
+      })
+
+    const clear = (id: string) =>
+      Effect.scoped(Effect.gen(function*() {
+        yield* RunId.validate(id)
+        const { owner } = yield* hold(id, {})
+        yield* retrying(
+          sql.withTransaction(Effect.all([
+            sql`DELETE FROM ${entries} WHERE execution_id = ${id}`,
+            sql`DELETE FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner}`
+          ], { discard: true }))
+        ).pipe(Effect.mapError(failed("clear", id)))
+      })).pipe(
+        Effect.catchTag("CheckpointError", (error) => Effect.fail(failed("clear", id)(error.cause ?? error)))
+      )
+
+    const store: Store = { open, read, clear }
+    return store
+  })
