@@ -401,7 +401,12 @@ describe("AnthropicWire", () => {
       [
         "more cached input than input",
         { ...base, usage: { input: 1, output: 1, total: 2, cachedInput: 2 } },
-        /more cached input/
+        /more cache reads and writes/
+      ],
+      [
+        "more cache reads and writes than input",
+        { ...base, usage: { input: 3, output: 1, total: 4, cachedInput: 2, cacheWrite: 2 } },
+        /more cache reads and writes \(4\) than input \(3\)/
       ]
     ]
     for (const [name, t, message] of throwing) {

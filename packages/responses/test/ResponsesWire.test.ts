@@ -231,7 +231,7 @@ const deltasOf = (turn: Turn.Turn, size: number): Array<TurnDelta.TurnDelta> => 
         if (part.type === "refusal") {
           for (const delta of split(part.refusal, size)) out.push({ type: "refusal_delta", delta })
         } else {
-          for (const delta of split(part.text, size)) {
+          for (const delta of split(Item.partText(part), size)) {
             out.push(
               item.phase === undefined
                 ? { type: "text_delta", delta }
