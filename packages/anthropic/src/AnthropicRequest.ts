@@ -209,7 +209,9 @@ const mediaBlock = (
     })
   }
   const title = part.filename === undefined ? {} : { title: part.filename }
-  if (source.type === "url") return Result.succeed({ type: "document", source: { type: "url", url: source.url }, ...title })
+  if (source.type === "url") {
+    return Result.succeed({ type: "document", source: { type: "url", url: source.url }, ...title })
+  }
   if (source.mediaType === "application/pdf") {
     return Result.succeed({
       type: "document",
@@ -219,7 +221,11 @@ const mediaBlock = (
   }
   const text = ProviderContent.decodeText(source.data)
   if (Result.isFailure(text)) return Result.fail(ProviderContent.refuse(AnthropicError.provider, at, text.failure))
-  return Result.succeed({ type: "document", source: { type: "text", media_type: "text/plain", data: text.success }, ...title })
+  return Result.succeed({
+    type: "document",
+    source: { type: "text", media_type: "text/plain", data: text.success },
+    ...title
+  })
 }
 
 /** The blocks of a message: its text, and in a user message its images and files; fails for media elsewhere or refused. */

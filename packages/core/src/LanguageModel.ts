@@ -115,10 +115,10 @@ type StepServices<S> = S extends FallbackStep<infer _E, infer R> ? R : never
  * import { MockLanguageModel } from "@agentloop/testing"
  * import { Effect, Layer, Stream } from "effect"
  *
- * const down = Layer.effect(LanguageModel.LanguageModel, MockLanguageModel.make([
- *   new AiError.Unavailable({ provider: "primary", status: 529, message: "Overloaded" })
- * ]))
- * const up = Layer.effect(LanguageModel.LanguageModel, MockLanguageModel.make([MockLanguageModel.textTurn("Hi!")]))
+ * const scripted = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
+ *   Layer.effect(LanguageModel.LanguageModel, Effect.map(MockLanguageModel.make(script), ({ model }) => model))
+ * const down = scripted([new AiError.Unavailable({ provider: "mock", status: 529, message: "Overloaded" })])
+ * const up = scripted([MockLanguageModel.textTurn("Hi!")])
  *
  * const program = Effect.gen(function*() {
  *   const model = yield* LanguageModel.LanguageModel
@@ -132,10 +132,11 @@ type StepServices<S> = S extends FallbackStep<infer _E, infer R> ? R : never
  * ))))
  * ```
  */
-export const fallback = <const Steps extends Arr.NonEmptyReadonlyArray<FallbackStep<any, any>>>(
+export const fallback = <const Steps extends Arr.NonEmptyReadonlyArray<FallbackStep<unknown, unknown>>>(
   ...steps: Steps
 ): Layer.Layer<LanguageModel, StepError<Steps[number]>, StepServices<Steps[number]>> =>
-  fallbackOf<StepError<Steps[number]>, StepServices<Steps[number]>>(steps)
+  // Each step's layer fails with, and needs, a member of the unions: the steps are steps of the unions.
+  fallbackOf(steps as Arr.NonEmptyReadonlyArray<FallbackStep<StepError<Steps[number]>, StepServices<Steps[number]>>>)
 
 const fallbackOf = <E, R>(list: Arr.NonEmptyReadonlyArray<FallbackStep<E, R>>): Layer.Layer<LanguageModel, E, R> =>
   Layer.effect(
@@ -187,7 +188,7 @@ const fallbackOf = <E, R>(list: Arr.NonEmptyReadonlyArray<FallbackStep<E, R>>): 
           )
         }))
         return attempt.pipe(
-          Stream.withExecutionPlan(plan, { preventFallbackOnPartialStream: true, onEvent: recordAttempt(models) })
+          Stream.withExecutionPlan(plan, { onEvent: recordAttempt(models) })
         )
       }
       return LanguageModel.of({ provider: models[0]!.provider, streamTurn })
@@ -199,15 +200,20 @@ const recordAttempt = (models: ReadonlyArray<LanguageModel["Service"]>) =>
 (
   event: ExecutionPlan.Event<AiError.AiError>
 ): Effect.Effect<void> =>
-  event._tag !== "AttemptFailure" ? Effect.void : Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
-    Effect.flatMap(Effect.clockWith((clock) => clock.currentTimeNanos), (now) =>
-      Effect.sync(() => {
-        if (span._tag === "None") return
-        const error = event.cause.reasons.find((reason) => reason._tag === "Fail")
-        span.value.event("gen_ai.fallback", now, {
-          "gen_ai.provider.name": Telemetry.providerName(models[event.stepIndex]?.provider ?? "unknown"),
-          "agentloop.fallback.step": event.stepIndex,
-          "agentloop.fallback.attempt": event.stepAttempt,
-          "error.type": error?._tag === "Fail" ? error.error._tag : "defect"
-        })
-      })))
+  event._tag !== "AttemptFailure" ?
+    Effect.void :
+    Effect.flatMap(Effect.option(Effect.currentSpan), (span) =>
+      Effect.flatMap(
+        Effect.clockWith((clock) => clock.currentTimeNanos),
+        (now) =>
+          Effect.sync(() => {
+            if (span._tag === "None") return
+            const error = event.cause.reasons.find((reason) => reason._tag === "Fail")
+            span.value.event("gen_ai.fallback", now, {
+              "gen_ai.provider.name": Telemetry.providerName(models[event.stepIndex]?.provider ?? "unknown"),
+              "agentloop.fallback.step": event.stepIndex,
+              "agentloop.fallback.attempt": event.stepAttempt,
+              "error.type": error?._tag === "Fail" ? error.error._tag : "defect"
+            })
+          })
+      ))

@@ -106,7 +106,8 @@ export const decodedSize = (data: string): number => {
 
 const sizeOf = (data: string, limit: Limit): number => limit.of === "encoded" ? data.length : decodedSize(data)
 
-const megabytes = (bytes: number): string => `${Number((bytes / 1_000_000).toFixed(2))} MB`
+const bytesText = (bytes: number): string =>
+  bytes >= 1_000_000 ? `${Number((bytes / 1_000_000).toFixed(2))} MB` : `${bytes} bytes`
 
 /**
  * Reads where a part's bytes are, without checking them against any
@@ -139,7 +140,9 @@ export const source = (part: Item.MediaPart): Result.Result<Source, string> => {
   } catch {
     return Result.fail("its URL is neither an http(s) URL nor a data: URL")
   }
-  const named = part.type === "input_file" && part.filename !== undefined ? MediaType.fromName(part.filename) : undefined
+  const named = part.type === "input_file" && part.filename !== undefined
+    ? MediaType.fromName(part.filename)
+    : undefined
   return Result.succeed({ type: "url", url: url.href, mediaType: named ?? MediaType.fromName(url.pathname) })
 }
 
@@ -188,11 +191,15 @@ export const checker = (request: Rules) => {
     if (found.type === "url") {
       const scheme = new URL(found.url).protocol
       if (schemes.length === 0) return fail(`${provider} fetches no URLs here: send the ${kind}'s bytes`)
-      if (!schemes.includes(scheme)) return fail(`${provider} does not fetch ${scheme} URLs (it fetches ${list(schemes)})`)
+      if (!schemes.includes(scheme)) {
+        return fail(`${provider} does not fetch ${scheme} URLs (it fetches ${list(schemes)})`)
+      }
       if (found.mediaType === undefined) {
         return rules.urlNeedsType === true
           ? fail(
-            `${provider} needs the media type of a ${kind} URL, and neither its URL nor its filename ends with a known extension`
+            `${provider} needs the media type of ${
+              image ? "an image" : "a file"
+            } URL, and neither its URL nor its filename ends with a known extension`
           )
           : Result.succeed(found)
       }
@@ -207,7 +214,7 @@ export const checker = (request: Rules) => {
     const limit = rules.partLimit?.(found.mediaType)
     if (limit !== undefined && sizeOf(found.data, limit) > limit.max) {
       return fail(
-        `${megabytes(sizeOf(found.data, limit))} is over ${provider}'s limit of ${megabytes(limit.max)} ${limit.what}`
+        `${bytesText(sizeOf(found.data, limit))} is over ${provider}'s limit of ${bytesText(limit.max)} ${limit.what}`
       )
     }
     const requestLimit = request.requestLimit
@@ -215,9 +222,9 @@ export const checker = (request: Rules) => {
       total += sizeOf(found.data, requestLimit)
       if (total > requestLimit.max) {
         return fail(
-          `the request's inline images and files come to ${megabytes(total)} with this one, over ${provider}'s limit of ${
-            megabytes(requestLimit.max)
-          } ${requestLimit.what}`
+          `the request's inline images and files come to ${
+            bytesText(total)
+          } with this one, over ${provider}'s limit of ${bytesText(requestLimit.max)} ${requestLimit.what}`
         )
       }
     }
