@@ -432,6 +432,10 @@ describe("ResponsesWire", () => {
         /msg_1 has an input_text part/
       )
       throws(
+        turn([message("msg_2", "", { content: [{ type: "input_image", image_url: "https://example.com/a.png" }] })]),
+        /msg_2 has an input_image part; the API streams only output_text and refusal parts/
+      )
+      throws(
         turn([{
           type: "reasoning",
           id: "rs_1",
