@@ -51,7 +51,12 @@ export type Thinking =
   | { readonly type: "adaptive"; readonly display?: "summarized" | "omitted" }
   | { readonly type: "disabled" }
 
-/** An image: its bytes (JPEG, PNG, GIF or WebP) or a URL the API fetches. */
+/**
+ * An image: its bytes (JPEG, PNG, GIF or WebP) or a URL the API fetches.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface ImageBlock {
   readonly type: "image"
   readonly source:
@@ -60,7 +65,12 @@ export interface ImageBlock {
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
-/** A document: a PDF's bytes or URL, or plain text. */
+/**
+ * A document: a PDF's bytes or URL, or plain text.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface DocumentBlock {
   readonly type: "document"
   readonly source:
@@ -71,7 +81,12 @@ export interface DocumentBlock {
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
-/** A text block. */
+/**
+ * A text block.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface TextBlock {
   readonly type: "text"
   readonly text: string
@@ -178,6 +193,9 @@ const textBlocks = (parts: ReadonlyArray<Item.ContentPart>): Array<TextBlock> =>
  * /pdf-support): JPEG, PNG, GIF and WebP images of at most 5 MB each (the
  * API counts the base64 text), PDFs (from their bytes or a URL) and plain
  * text documents, within the API's 32 MB request size.
+ *
+ * @since 0.2.0
+ * @category content
  */
 export const contentRules: ProviderContent.Rules = {
   provider: AnthropicError.provider,

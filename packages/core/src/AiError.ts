@@ -119,6 +119,9 @@ export const isRetryable = (error: AiError): error is RateLimited | Timeout | Un
  * rate limiting, out of quota, too slow, or refusing the key. Another provider
  * may answer the same request, so these are the errors `LanguageModel.fallback`
  * moves on from by default.
+ *
+ * @since 0.2.0
+ * @category guards
  */
 export const isProviderFailure = (
   error: AiError

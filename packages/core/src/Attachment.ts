@@ -86,10 +86,13 @@ const read = Effect.fnUntraced(function*(path: string, options: Options | undefi
  * import { NodeFileSystem } from "@effect/platform-node"
  * import { Effect } from "effect"
  * import { writeFileSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
  *
- * writeFileSync("pixel.png", new Uint8Array([137, 80, 78, 71]))
+ * const path = join(tmpdir(), "screenshot.png")
+ * writeFileSync(path, new Uint8Array([137, 80, 78, 71]))
  * const message = Effect.gen(function*() {
- *   const screenshot = yield* Attachment.image("pixel.png", { detail: "low" })
+ *   const screenshot = yield* Attachment.image(path, { detail: "low" })
  *   return Item.userMessage([{ type: "input_text", text: "What is on screen?" }, screenshot])
  * })
  * Effect.runPromise(message.pipe(Effect.provide(NodeFileSystem.layer))).then((m) => console.log(m.content[1]))

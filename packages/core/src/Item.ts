@@ -32,7 +32,12 @@ export const Refusal = Schema.Struct({
 })
 export type Refusal = typeof Refusal.Type
 
-/** How closely a model looks at an image: `low` costs fewer tokens, `high` sees more detail. */
+/**
+ * How closely a model looks at an image: `low` costs fewer tokens, `high` sees more detail.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
 export const ImageDetail = Schema.Literals(["low", "high", "auto"])
 export type ImageDetail = typeof ImageDetail.Type
 
@@ -40,6 +45,9 @@ export type ImageDetail = typeof ImageDetail.Type
  * An image given to the model. `image_url` is an `https` URL the provider
  * fetches, or the bytes themselves as a `data:<media type>;base64,` URL (see
  * {@link imageFromBytes}). `detail` is a hint that providers without one ignore.
+ *
+ * @since 0.2.0
+ * @category content parts
  */
 export const InputImage = Schema.Struct({
   type: Schema.Literal("input_image"),
@@ -52,6 +60,9 @@ export type InputImage = typeof InputImage.Type
  * A file given to the model (a PDF, a text document): its bytes as a
  * `data:<media type>;base64,` URL in `file_data`, or a URL the provider fetches
  * in `file_url`, exactly one of them; `filename` names it for the model.
+ *
+ * @since 0.2.0
+ * @category content parts
  */
 export const InputFile = Schema.Struct({
   type: Schema.Literal("input_file"),
@@ -64,7 +75,12 @@ export const InputFile = Schema.Struct({
 ))
 export type InputFile = typeof InputFile.Type
 
-/** An image or a file: the parts that carry media rather than text. */
+/**
+ * An image or a file: the parts that carry media rather than text.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
 export type MediaPart = InputImage | InputFile
 
 /**
@@ -75,7 +91,12 @@ export type MediaPart = InputImage | InputFile
 export const ContentPart = Schema.Union([InputText, OutputText, Refusal, InputImage, InputFile])
 export type ContentPart = typeof ContentPart.Type
 
-/** What a tool's output may carry besides its JSON text: text, images and files. */
+/**
+ * What a tool's output may carry besides its JSON text: text, images and files.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
 export const ToolContentPart = Schema.Union([InputText, InputImage, InputFile])
 export type ToolContentPart = typeof ToolContentPart.Type
 
@@ -164,6 +185,19 @@ export type History = typeof History.Type
 /**
  * Builds a completed user message: one text part from a string, or the parts
  * given (text, images and files, see {@link imageUrl} and {@link fileFromBytes}).
+ *
+ * @example
+ * ```ts
+ * import { Item } from "@agentloop/core"
+ *
+ * const png = new Uint8Array([137, 80, 78, 71])
+ * const message = Item.userMessage([
+ *   { type: "input_text", text: "What is on this screenshot?" },
+ *   Item.imageFromBytes(png, "image/png", { detail: "high" }),
+ *   Item.fileUrl("https://example.com/spec.pdf")
+ * ])
+ * console.log(message.content.map((part) => part.type)) // [ 'input_text', 'input_image', 'input_file' ]
+ * ```
  */
 export const userMessage = (content: string | ReadonlyArray<ContentPart>, id: string = "user"): Message => ({
   type: "message",
@@ -186,36 +220,66 @@ export const assistantMessage = (text: string, id: string = "assistant"): Messag
 export const partText = (part: ContentPart): string =>
   part.type === "input_text" || part.type === "output_text" ? part.text : ""
 
-/** Whether a part is an image or a file. */
+/**
+ * Whether a part is an image or a file.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
 export const isMediaPart = (part: ContentPart | ToolContentPart): part is MediaPart =>
   part.type === "input_image" || part.type === "input_file"
 
-/** `bytes` as a `data:<mediaType>;base64,` URL, the form inline images and files take. */
+/**
+ * `bytes` as a `data:<mediaType>;base64,` URL, the form inline images and files take.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const dataUrl = (bytes: Uint8Array, mediaType: string): string =>
   `data:${mediaType};base64,${Base64.encode(bytes)}`
 
-/** An image the provider fetches from `url` (an `https` URL, or a `data:` URL). */
+/**
+ * An image the provider fetches from `url` (an `https` URL, or a `data:` URL).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const imageUrl = (url: string, options?: { readonly detail?: ImageDetail | undefined }): InputImage => ({
   type: "input_image",
   image_url: url,
   ...(options?.detail === undefined ? {} : { detail: options.detail })
 })
 
-/** An image sent inline: `bytes` of `mediaType` (`image/png`, `image/jpeg`, …) as a data URL. */
+/**
+ * An image sent inline: `bytes` of `mediaType` (`image/png`, `image/jpeg`, …) as a data URL.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const imageFromBytes = (
   bytes: Uint8Array,
   mediaType: string,
   options?: { readonly detail?: ImageDetail | undefined }
 ): InputImage => imageUrl(dataUrl(bytes, mediaType), options)
 
-/** A file the provider fetches from `url`; `filename` names it for the model (and, without an extension in the URL, tells its type). */
+/**
+ * A file the provider fetches from `url`; `filename` names it for the model (and, without an extension in the URL, tells its type).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const fileUrl = (url: string, options?: { readonly filename?: string | undefined }): InputFile => ({
   type: "input_file",
   file_url: url,
   ...(options?.filename === undefined ? {} : { filename: options.filename })
 })
 
-/** A file sent inline: `bytes` of `mediaType` (`application/pdf`, `text/plain`, …) as a data URL. */
+/**
+ * A file sent inline: `bytes` of `mediaType` (`application/pdf`, `text/plain`, …) as a data URL.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
 export const fileFromBytes = (
   bytes: Uint8Array,
   mediaType: string,

@@ -40,7 +40,12 @@ export type Table = { readonly [model: string]: Price }
 
 const rates = (input: number, cachedInput: number, output: number): Rates => ({ input, cachedInput, output })
 
-/** What Anthropic bills for writing a 5-minute prompt-cache entry, as a multiple of the input rate. */
+/**
+ * What Anthropic bills for writing a 5-minute prompt-cache entry, as a multiple of the input rate.
+ *
+ * @since 0.2.0
+ * @category prices
+ */
 export const anthropicCacheWriteFactor = 1.25
 
 /** A Claude model's rates: writes to the (5-minute) prompt cache at 1.25 times the input rate. */

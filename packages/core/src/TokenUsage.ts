@@ -26,7 +26,12 @@ export type TokenUsage = typeof TokenUsage.Type
 /** No tokens: the identity of {@link add}. */
 export const empty: TokenUsage = { input: 0, output: 0, total: 0 }
 
-/** The counts of a usage that only some providers report. */
+/**
+ * The counts of a usage that only some providers report.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface Details {
   readonly cachedInput?: number | undefined
   readonly cacheWrite?: number | undefined

@@ -28,13 +28,23 @@ import * as GeminiDecoder from "./GeminiDecoder.ts"
 /** A JSON object: what Gemini accepts as function-call arguments and as a function response. */
 export type JsonObject = { readonly [key: string]: unknown }
 
-/** Bytes sent inline, base64, of a media type. */
+/**
+ * Bytes sent inline, base64, of a media type.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface InlineData {
   readonly mimeType: string
   readonly data: string
 }
 
-/** A file Gemini fetches: an `https` or `gs` URL, or a Files API URI. */
+/**
+ * A file Gemini fetches: an `https` or `gs` URL, or a Files API URI.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface FileData {
   readonly mimeType?: string
   readonly fileUri: string
@@ -144,6 +154,9 @@ const imageTypes = ["image/png", "image/jpeg", "image/webp", "image/heic", "imag
  * to 100 MB (base64) per request and a PDF up to 50 MB; `https`, `http` and
  * `gs` URLs, whose media type Gemini needs (told by the file's name or the
  * URL's extension).
+ *
+ * @since 0.2.0
+ * @category content
  */
 export const contentRules: ProviderContent.Rules = {
   provider: GeminiDecoder.provider,
@@ -185,6 +198,9 @@ export const contentRules: ProviderContent.Rules = {
 /**
  * What a function response takes (Gemini 3 models): PNG, JPEG and WebP
  * images, PDFs and text, inline only (the Gemini API fetches no URL there).
+ *
+ * @since 0.2.0
+ * @category content
  */
 export const functionResponseRules: ProviderContent.Rules = {
   ...contentRules,

@@ -25,7 +25,12 @@ export interface Settings {
   readonly promptCacheKey?: string | undefined
 }
 
-/** An image or a file of the request, as the API takes it. */
+/**
+ * An image or a file of the request, as the API takes it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type MediaInput =
   | { readonly type: "input_image"; readonly image_url: string; readonly detail: Item.ImageDetail }
   | {
@@ -111,6 +116,9 @@ const partText = (part: Item.ContentPart): string => part.type === "refusal" ? p
  * spreadsheets as files; up to 50 MB of them in one request
  * (https://platform.openai.com/docs/guides/images-vision,
  * https://platform.openai.com/docs/guides/file-inputs).
+ *
+ * @since 0.2.0
+ * @category content
  */
 export const contentRules: ProviderContent.Rules = {
   provider: ResponsesError.provider,

@@ -19,6 +19,9 @@ export interface Call {
 /**
  * A usage with every count the conformance suite checks: all of
  * `TokenUsage`'s but cache writes, which only some providers report.
+ *
+ * @since 0.2.0
+ * @category models
  */
 export type Usage = Required<Omit<TokenUsage.TokenUsage, "cacheWrite">>
 
