@@ -188,6 +188,7 @@ export type History = typeof History.Type
  *
  * @example
  * ```ts
+ * import { Schema } from "effect"
  * import { Item } from "@agentloop/core"
  *
  * const png = new Uint8Array([137, 80, 78, 71])
@@ -197,6 +198,7 @@ export type History = typeof History.Type
  *   Item.fileUrl("https://example.com/spec.pdf")
  * ])
  * console.log(message.content.map((part) => part.type)) // [ 'input_text', 'input_image', 'input_file' ]
+ * console.log(JSON.stringify(Schema.encodeSync(Item.Message)(message)).length) // 284: plain JSON, images and all
  * ```
  */
 export const userMessage = (content: string | ReadonlyArray<ContentPart>, id: string = "user"): Message => ({

@@ -13,7 +13,6 @@ import type { JsonSchema } from "effect"
 import * as Arr from "effect/Array"
 import * as AiError from "./AiError.ts"
 import type * as Item from "./Item.ts"
-import * as Telemetry from "./Telemetry.ts"
 import type { TurnDelta } from "./TurnDelta.ts"
 
 /** Sampling and length parameters; a provider ignores the ones it does not support. */
@@ -103,9 +102,10 @@ type StepServices<S> = S extends FallbackStep<infer _E, infer R> ? R : never
  * would without a fallback. The completed turn names the provider that
  * answered (`Turn.provider`) and its model (`Turn.model`, the step's `model`
  * when the provider reports none), so its cost is priced for the model that
- * answered; the turn's span says so too (`gen_ai.provider.name`,
- * `gen_ai.request.model`), with a `gen_ai.fallback` event for each failed
- * attempt. Each step's layer is built once, with the fallback's.
+ * answered; the turn's span says so too (`gen_ai.provider.name` and
+ * `gen_ai.response.model` from the turn, `gen_ai.request.model` of the last
+ * attempt), with a `gen_ai.fallback` event for each failed attempt (its
+ * provider, step, attempt and `error.type`). Each step's layer is built once, with the fallback's.
  *
  * @since 0.2.0
  * @category fallback
@@ -161,10 +161,7 @@ const fallbackOf = <E, R>(list: Arr.NonEmptyReadonlyArray<FallbackStep<E, R>>): 
           const model = yield* LanguageModel
           const moveOn = step.moveOn ?? AiError.isProviderFailure
           const request = step.model === undefined ? options : { ...options, model: step.model }
-          yield* Effect.annotateCurrentSpan({
-            "gen_ai.provider.name": Telemetry.providerName(model.provider),
-            ...(request.model === undefined ? {} : { "gen_ai.request.model": request.model })
-          })
+          if (request.model !== undefined) yield* Effect.annotateCurrentSpan("gen_ai.request.model", request.model)
           let emitted = false
           return model.streamTurn(history, request).pipe(
             Stream.map((delta): TurnDelta => {
@@ -210,7 +207,7 @@ const recordAttempt = (models: ReadonlyArray<LanguageModel["Service"]>) =>
             if (span._tag === "None") return
             const error = event.cause.reasons.find((reason) => reason._tag === "Fail")
             span.value.event("gen_ai.fallback", now, {
-              "gen_ai.provider.name": Telemetry.providerName(models[event.stepIndex]?.provider ?? "unknown"),
+              "agentloop.fallback.provider": models[event.stepIndex]?.provider,
               "agentloop.fallback.step": event.stepIndex,
               "agentloop.fallback.attempt": event.stepAttempt,
               "error.type": error?._tag === "Fail" ? error.error._tag : "defect"
