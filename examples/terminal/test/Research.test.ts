@@ -1,3 +1,4 @@
+import { Item } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -41,7 +42,7 @@ describe("the research program", () => {
       const [asked, notes] = writer[0]!.history
       expect(asked).toMatchObject({ role: "user", content: [{ text: "Are heat pumps noisy?" }] })
       const text = notes?.type === "message"
-        ? notes.content.map((part) => part.type === "refusal" ? "" : part.text).join("")
+        ? notes.content.map(Item.partText).join("")
         : ""
       for (const source of Research.sources) expect(text).toContain(`From ${source}:\n- `)
     }))

@@ -20,6 +20,7 @@
 import { type LanguageModel, Provider } from "@agentloop/core"
 import { Config as EffectConfig, Effect, type Layer, Random } from "effect"
 import type { HttpClient } from "effect/http"
+import type * as AnthropicCache from "./AnthropicCache.ts"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"
 import * as AnthropicRequest from "./AnthropicRequest.ts"
@@ -44,6 +45,12 @@ export interface Config extends Provider.Settings {
   readonly thinking?: AnthropicRequest.Thinking | undefined
   /** `false` asks for one tool call per turn at most; the API's default is parallel calls. */
   readonly parallelToolCalls?: boolean | undefined
+  /**
+   * Where the request marks its stable prefix for the prompt cache: by default
+   * the tools, the system prompt and the history (see
+   * `AnthropicCache.PromptCache`); `false` marks nothing.
+   */
+  readonly promptCache?: AnthropicCache.PromptCache | false | undefined
 }
 
 /** The Messages wire format, for `Provider`. */
@@ -59,7 +66,8 @@ export const spec: Provider.Spec<Config> = {
         model,
         maxTokens: config.maxTokens,
         thinking: config.thinking,
-        parallelToolCalls: config.parallelToolCalls
+        parallelToolCalls: config.parallelToolCalls,
+        promptCache: config.promptCache
       })
       const fallbackKey = (yield* Random.nextIntBetween(0, Number.MAX_SAFE_INTEGER)).toString(36)
       return {

@@ -76,7 +76,8 @@ type Count = "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | 
  * The usage of a turn: each count from `message_delta` when it carries it,
  * else from `message_start`. `input` counts every input token (uncached,
  * written to the cache, read from it), `cachedInput` those read from the
- * cache; thinking tokens are part of `output`, and the API does not count them apart.
+ * cache and `cacheWrite` those written to it, which Anthropic bills at their
+ * own rates; thinking tokens are part of `output`, and the API does not count them apart.
  */
 export const usage = (
   start: AnthropicEvent.Usage | undefined,
@@ -84,8 +85,9 @@ export const usage = (
 ): TokenUsage.TokenUsage => {
   const count = (key: Count): number | undefined => last?.[key] ?? start?.[key] ?? undefined
   const cacheRead = count("cache_read_input_tokens")
-  const input = (count("input_tokens") ?? 0) + (count("cache_creation_input_tokens") ?? 0) + (cacheRead ?? 0)
-  return TokenUsage.make(input, count("output_tokens") ?? 0, { cachedInput: cacheRead })
+  const cacheWrite = count("cache_creation_input_tokens")
+  const input = (count("input_tokens") ?? 0) + (cacheWrite ?? 0) + (cacheRead ?? 0)
+  return TokenUsage.make(input, count("output_tokens") ?? 0, { cachedInput: cacheRead, cacheWrite })
 }
 
 /** A content block being streamed; `stopped` once its `content_block_stop` came. */

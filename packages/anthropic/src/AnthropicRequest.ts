@@ -12,14 +12,19 @@
  * their signatures) or `redacted_thinking` blocks they came from, and content
  * blocks it kept as extension items (server tools' calls and results) go back
  * as they came; reasoning from another provider is left out, because the API
- * checks every thinking block's signature.
+ * checks every thinking block's signature. Images become `image` blocks and
+ * files `document` blocks (PDFs from their bytes or a URL, text as text), in
+ * user messages and in a tool's result. The stable prefix of the request (the
+ * tools, the system prompt, the history) is marked for the prompt cache (see
+ * `AnthropicCache`).
  *
  * @since 0.1.0
  */
-import { AiError, Item } from "@agentloop/core"
+import { AiError, Item, ProviderContent } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import { Effect, Result } from "effect"
 import type { JsonSchema } from "effect"
+import * as AnthropicCache from "./AnthropicCache.ts"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"
 import * as AnthropicModels from "./AnthropicModels.ts"
@@ -46,9 +51,53 @@ export type Thinking =
   | { readonly type: "adaptive"; readonly display?: "summarized" | "omitted" }
   | { readonly type: "disabled" }
 
+/**
+ * An image: its bytes (JPEG, PNG, GIF or WebP) or a URL the API fetches.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ImageBlock {
+  readonly type: "image"
+  readonly source:
+    | { readonly type: "base64"; readonly media_type: string; readonly data: string }
+    | { readonly type: "url"; readonly url: string }
+  readonly cache_control?: AnthropicCache.CacheControl
+}
+
+/**
+ * A document: a PDF's bytes or URL, or plain text.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface DocumentBlock {
+  readonly type: "document"
+  readonly source:
+    | { readonly type: "base64"; readonly media_type: "application/pdf"; readonly data: string }
+    | { readonly type: "text"; readonly media_type: "text/plain"; readonly data: string }
+    | { readonly type: "url"; readonly url: string }
+  readonly title?: string
+  readonly cache_control?: AnthropicCache.CacheControl
+}
+
+/**
+ * A text block.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface TextBlock {
+  readonly type: "text"
+  readonly text: string
+  readonly cache_control?: AnthropicCache.CacheControl
+}
+
 /** One content block of a request message. */
 export type ContentBlock =
-  | { readonly type: "text"; readonly text: string }
+  | TextBlock
+  | ImageBlock
+  | DocumentBlock
   | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
   | { readonly type: "redacted_thinking"; readonly data: string }
   | {
@@ -56,8 +105,14 @@ export type ContentBlock =
     readonly id: string
     readonly name: string
     readonly input: { readonly [key: string]: unknown }
+    readonly cache_control?: AnthropicCache.CacheControl
   }
-  | { readonly type: "tool_result"; readonly tool_use_id: string; readonly content?: string }
+  | {
+    readonly type: "tool_result"
+    readonly tool_use_id: string
+    readonly content?: string | ReadonlyArray<TextBlock | ImageBlock | DocumentBlock>
+    readonly cache_control?: AnthropicCache.CacheControl
+  }
   /** A block this layer does not model (a server tool's call or result), sent back as the API sent it. */
   | { readonly [key: string]: unknown }
 
@@ -72,6 +127,7 @@ export interface Tool {
   readonly name: string
   readonly description: string
   readonly input_schema: JsonSchema.JsonSchema
+  readonly cache_control?: AnthropicCache.CacheControl
 }
 
 /** Which tools the model may or must call; `disable_parallel_tool_use` asks for one call at most. */
@@ -85,7 +141,7 @@ export interface Body {
   readonly model: string
   readonly max_tokens: number
   readonly messages: ReadonlyArray<Message>
-  readonly system?: ReadonlyArray<{ readonly type: "text"; readonly text: string }>
+  readonly system?: ReadonlyArray<TextBlock>
   readonly tools?: ReadonlyArray<Tool>
   readonly tool_choice?: ToolChoice
   readonly thinking?: Thinking
@@ -108,6 +164,8 @@ export interface Settings {
   readonly thinking?: Thinking | undefined
   /** `false` asks for one tool call per turn at most (`disable_parallel_tool_use`). */
   readonly parallelToolCalls?: boolean | undefined
+  /** Where the prompt cache's breakpoints go; default all of `AnthropicCache.PromptCache`'s, `false` none. */
+  readonly promptCache?: AnthropicCache.PromptCache | false | undefined
 }
 
 /** A request body, and the name of the tool that carries a structured output when the model answers through one. */
@@ -121,12 +179,124 @@ const invalid = (message: string) => new AiError.InvalidRequest({ provider: Anth
 /** A call id as the API takes it (letters, digits, `_` and `-`): other providers' ids may carry other characters. */
 export const toolUseId = (callId: string): string => callId.replace(/[^a-zA-Z0-9_-]/g, "_") || "call"
 
-const textBlocks = (parts: ReadonlyArray<Item.ContentPart>): Array<{ readonly type: "text"; readonly text: string }> =>
+/** The text blocks of text parts; the API refuses empty ones, so those are left out. */
+const textBlocks = (parts: ReadonlyArray<Item.ContentPart>): Array<TextBlock> =>
   parts.flatMap((part) => {
+    if (Item.isMediaPart(part)) return []
     const text = part.type === "refusal" ? part.refusal : part.text
-    // The API refuses empty text blocks.
     return text === "" ? [] : [{ type: "text" as const, text }]
   })
+
+/**
+ * What the Messages API takes as images and files
+ * (https://docs.claude.com/en/docs/build-with-claude/vision and
+ * /pdf-support): JPEG, PNG, GIF and WebP images of at most 5 MB each (the
+ * API counts the base64 text), PDFs (from their bytes or a URL) and plain
+ * text documents, within the API's 32 MB request size.
+ *
+ * @since 0.2.0
+ * @category content
+ */
+export const contentRules: ProviderContent.Rules = {
+  provider: AnthropicError.provider,
+  imageTypes: ["image/jpeg", "image/png", "image/gif", "image/webp"],
+  fileTypes: ["application/pdf", "text/plain"],
+  fileUrlTypes: ["application/pdf"],
+  partLimit: (mediaType) =>
+    mediaType.startsWith("image/") ? { max: 5 * 1024 * 1024, of: "encoded", what: "for an image" } : undefined,
+  requestLimit: { max: 32_000_000, of: "encoded", what: "for a whole request" }
+}
+
+type Check = ReturnType<typeof ProviderContent.checker>
+
+/** The block of an image or a file, once `check` has passed it. */
+const mediaBlock = (
+  part: Item.MediaPart,
+  at: string,
+  check: Check
+): Result.Result<ImageBlock | DocumentBlock, AiError.InvalidRequest> => {
+  const checked = check(part, at)
+  if (Result.isFailure(checked)) return Result.fail(checked.failure)
+  const source = checked.success
+  if (part.type === "input_image") {
+    return Result.succeed({
+      type: "image",
+      source: source.type === "url"
+        ? { type: "url", url: source.url }
+        : { type: "base64", media_type: source.mediaType, data: source.data }
+    })
+  }
+  const title = part.filename === undefined ? {} : { title: part.filename }
+  if (source.type === "url") {
+    return Result.succeed({ type: "document", source: { type: "url", url: source.url }, ...title })
+  }
+  if (source.mediaType === "application/pdf") {
+    return Result.succeed({
+      type: "document",
+      source: { type: "base64", media_type: "application/pdf", data: source.data },
+      ...title
+    })
+  }
+  const text = ProviderContent.decodeText(source.data)
+  if (Result.isFailure(text)) return Result.fail(ProviderContent.refuse(AnthropicError.provider, at, text.failure))
+  return Result.succeed({
+    type: "document",
+    source: { type: "text", media_type: "text/plain", data: text.success },
+    ...title
+  })
+}
+
+/** The blocks of a message: its text, and in a user message its images and files; fails for media elsewhere or refused. */
+const messageBlocks = (
+  message: Item.Message,
+  index: number,
+  check: Check
+): Result.Result<Array<ContentBlock>, AiError.InvalidRequest> => {
+  const blocks: Array<ContentBlock> = []
+  for (const [position, part] of message.content.entries()) {
+    if (!Item.isMediaPart(part)) {
+      blocks.push(...textBlocks([part]))
+      continue
+    }
+    const at = ProviderContent.where(index, message, position, part)
+    if (message.role !== "user") {
+      return Result.fail(ProviderContent.refuse(
+        AnthropicError.provider,
+        at,
+        `images and files go in user messages and tool outputs, not in a${
+          message.role === "assistant" ? "n" : ""
+        } ${message.role} message`
+      ))
+    }
+    const block = mediaBlock(part, at, check)
+    if (Result.isFailure(block)) return Result.fail(block.failure)
+    blocks.push(block.success)
+  }
+  return Result.succeed(blocks)
+}
+
+/** A tool's result: its output as text, or, with images or files, a list of the output's text and those blocks. */
+const toolResult = (
+  item: Item.FunctionCallOutput,
+  index: number,
+  check: Check
+): Result.Result<ContentBlock, AiError.InvalidRequest> => {
+  const tool_use_id = toolUseId(item.call_id)
+  if (item.content === undefined || item.content.length === 0) {
+    return Result.succeed({ type: "tool_result", tool_use_id, ...(item.output === "" ? {} : { content: item.output }) })
+  }
+  const content: Array<TextBlock | ImageBlock | DocumentBlock> = textBlocks([{ type: "input_text", text: item.output }])
+  for (const [position, part] of item.content.entries()) {
+    if (!Item.isMediaPart(part)) {
+      content.push(...textBlocks([part]))
+      continue
+    }
+    const block = mediaBlock(part, ProviderContent.where(index, item, position, part), check)
+    if (Result.isFailure(block)) return Result.fail(block.failure)
+    content.push(block.success)
+  }
+  return Result.succeed({ type: "tool_result", tool_use_id, content })
+}
 
 /** A schema without its `$schema` dialect, which the API has no use for. */
 const withoutDialect = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema => {
@@ -199,17 +369,25 @@ const systemOf = (history: ReadonlyArray<Item.Item>, instructions: string | unde
   )
 ]
 
-/** The messages of a history; fails for a result whose call is not in it. */
+/**
+ * The messages of a history; fails for a result whose call is not in it, and
+ * for an image or a file the API would refuse (see {@link contentRules}) or
+ * that is in an assistant, system or developer message.
+ */
 const messagesOf = (history: ReadonlyArray<Item.Item>): Result.Result<Array<Message>, AiError.InvalidRequest> => {
   const calls = new Set<string>()
   for (const item of history) if (item.type === "function_call") calls.add(item.call_id)
   const builder = new MessagesBuilder()
-  for (const item of history) {
+  const check = ProviderContent.checker(contentRules)
+  for (const [index, item] of history.entries()) {
     switch (item.type) {
-      case "message":
-        if (item.role === "user") builder.push("user", textBlocks(item.content))
-        else if (item.role === "assistant") builder.push("assistant", textBlocks(item.content))
+      case "message": {
+        const blocks = messageBlocks(item, index, check)
+        if (Result.isFailure(blocks)) return Result.fail(blocks.failure)
+        if (item.role === "user") builder.push("user", blocks.success)
+        else if (item.role === "assistant") builder.push("assistant", blocks.success)
         break
+      }
       case "function_call":
         builder.push("assistant", [{
           type: "tool_use",
@@ -224,11 +402,11 @@ const messagesOf = (history: ReadonlyArray<Item.Item>): Result.Result<Array<Mess
             invalid(`function_call_output ${item.call_id}: no function_call with this call_id in the history`)
           )
         }
-        builder.push("user", [{
-          type: "tool_result",
-          tool_use_id: toolUseId(item.call_id),
-          ...(item.output === "" ? {} : { content: item.output })
-        }])
+        {
+          const result = toolResult(item, index, check)
+          if (Result.isFailure(result)) return Result.fail(result.failure)
+          builder.push("user", [result.success])
+        }
         break
       case "reasoning": {
         const block = reasoningBlock(item)
@@ -348,5 +526,5 @@ export const make = Effect.fnUntraced(function*(
       : { stop_sequences: params.stopSequences }),
     stream: true
   }
-  return { body, outputTool } satisfies Request
+  return { body: AnthropicCache.withBreakpoints(body, settings.promptCache), outputTool } satisfies Request
 })

@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 export * as Anthropic from "./Anthropic.ts"
+export * as AnthropicCache from "./AnthropicCache.ts"
 export * as AnthropicDecoder from "./AnthropicDecoder.ts"
 export * as AnthropicError from "./AnthropicError.ts"
 export * as AnthropicEvent from "./AnthropicEvent.ts"

@@ -126,11 +126,15 @@ describe("Anthropic", () => {
         expect(request?.headers["x-api-key"]).toBe(canary)
         expect(request?.headers["anthropic-version"]).toBe("2023-06-01")
         expect(request?.headers.authorization).toBeUndefined()
+        // The prompt cache's breakpoints are on by default: the system prompt and the end of the history.
         expect(request?.body).toStrictEqual({
           model,
           max_tokens: 64,
-          messages: [{ role: "user", content: [{ type: "text", text: "Say hello" }] }],
-          system: [{ type: "text", text: "Be brief." }],
+          messages: [{
+            role: "user",
+            content: [{ type: "text", text: "Say hello", cache_control: { type: "ephemeral" } }]
+          }],
+          system: [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }],
           temperature: 0.2,
           top_p: 0.9,
           stop_sequences: ["END"],
@@ -157,7 +161,7 @@ describe("Anthropic", () => {
         expect(result.providerStopReason).toBe("tool_use")
         expect(result.responseId).toBe("msg_01all")
         // Input counts the uncached, the cache-written and the cache-read tokens; message_delta had only the output.
-        expect(result.usage).toStrictEqual({ input: 420, output: 90, total: 510, cachedInput: 300 })
+        expect(result.usage).toStrictEqual({ input: 420, output: 90, total: 510, cachedInput: 300, cacheWrite: 100 })
         const id = (n: number) => `anthropic_msg_01all_${n}`
         expect(result.items).toStrictEqual([
           {
@@ -245,8 +249,10 @@ describe("Anthropic", () => {
         const second = completed(yield* turn(history, { tools: [weatherTool] }))
         expect(Turn.text(second)).toBe("Sunny.")
         const body = yield* requestBody(server, 1)
+        // Prompt-cache breakpoints: where the previous request ended (read back now) and where this one ends.
+        const cached = { cache_control: { type: "ephemeral" } }
         expect(body.messages).toStrictEqual([
-          { role: "user", content: [{ type: "text", text: "Say hello" }] },
+          { role: "user", content: [{ type: "text", text: "Say hello", ...cached }] },
           {
             role: "assistant",
             content: [
@@ -264,14 +270,15 @@ describe("Anthropic", () => {
             content: [
               { type: "tool_result", tool_use_id: "toolu_a", content: "{\"tempC\":21}" },
               { type: "tool_result", tool_use_id: "toolu_b" },
-              { type: "text", text: "Both, please." }
+              { type: "text", text: "Both, please.", ...cached }
             ]
           }
         ])
         expect(body.tools).toStrictEqual([{
           name: "get_weather",
           description: "The weather in a city",
-          input_schema: weatherTool.parameters
+          input_schema: weatherTool.parameters,
+          ...cached
         }])
       })
     ))

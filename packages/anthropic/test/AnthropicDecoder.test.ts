@@ -135,7 +135,7 @@ describe("AnthropicDecoder", () => {
         }),
         messageStop
       ])
-      expect(turn?.usage).toStrictEqual({ input: 12 + 50 + 5, output: 7, total: 74, cachedInput: 5 })
+      expect(turn?.usage).toStrictEqual({ input: 12 + 50 + 5, output: 7, total: 74, cachedInput: 5, cacheWrite: 50 })
       const bare = yield* decode([
         event("message_start", { message: { id: "msg_bare" } }),
         ...textBlock(0, "a"),

@@ -6,13 +6,14 @@ import { AnthropicModels, AnthropicRequest } from "../src/index.ts"
 
 const hello = [Item.userMessage("Hi")]
 
+/** The body of a request; without the prompt cache's breakpoints unless `settings` asks for them (their own tests do). */
 const body = (
   history: ReadonlyArray<Item.Item>,
   options: LanguageModel.TurnOptions = {},
   settings: Partial<AnthropicRequest.Settings> = {}
 ) =>
   Effect.map(
-    AnthropicRequest.make(history, options, { model: "claude-sonnet-4-5", ...settings }),
+    AnthropicRequest.make(history, options, { model: "claude-sonnet-4-5", promptCache: false, ...settings }),
     (request) => request.body
   )
 
@@ -165,6 +166,7 @@ describe("AnthropicRequest", () => {
       const schema = Tool.toParameters(Answer)
       const { $schema: _, ...inputSchema } = schema
       const old = yield* AnthropicRequest.make(hello, { output: { name: "output", schema } }, {
+        promptCache: false,
         model: "claude-sonnet-4-20250514"
       })
       expect(old.outputTool).toBe("output")

@@ -367,6 +367,11 @@ describe("AnthropicWire", () => {
         withItems({ ...message("x"), content: [{ type: "input_text", text: "x" }] }),
         /input_text part/
       ],
+      [
+        "an image: the model writes no images",
+        withItems({ ...message("x"), content: [{ type: "input_image", image_url: "https://example.com/a.png" }] }),
+        /an input_image part: the model writes output_text/
+      ],
       ["a phase", withItems({ ...message("x"), phase: "commentary" }), /no phase \("commentary"\)/],
       ["an empty message", withItems(message()), /has no part/],
       ["two messages in a row", withItems(message("a"), message("b")), /item 1 .*follows another message/],
@@ -401,7 +406,12 @@ describe("AnthropicWire", () => {
       [
         "more cached input than input",
         { ...base, usage: { input: 1, output: 1, total: 2, cachedInput: 2 } },
-        /more cached input/
+        /more cache reads and writes/
+      ],
+      [
+        "more cache reads and writes than input",
+        { ...base, usage: { input: 3, output: 1, total: 4, cachedInput: 2, cacheWrite: 2 } },
+        /more cache reads and writes \(4\) than input \(3\)/
       ]
     ]
     for (const [name, t, message] of throwing) {

@@ -229,7 +229,7 @@ export const messages = (
           const side = assistantSide()
           for (const part of item.content) {
             if (part.type === "refusal") side.refusal.push(part.refusal)
-            else side.text.push(part.text)
+            else side.text.push(Item.partText(part))
           }
           break
         }

@@ -115,6 +115,20 @@ export const isRetryable = (error: AiError): error is RateLimited | Timeout | Un
   error._tag === "RateLimited" || error._tag === "Timeout" || error._tag === "Unavailable"
 
 /**
+ * Whether the error is the provider's rather than the request's: it is down,
+ * rate limiting, out of quota, too slow, or refusing the key. Another provider
+ * may answer the same request, so these are the errors `LanguageModel.fallback`
+ * moves on from by default.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isProviderFailure = (
+  error: AiError
+): error is RateLimited | Timeout | Unavailable | QuotaExceeded | AuthFailed =>
+  isRetryable(error) || error._tag === "QuotaExceeded" || error._tag === "AuthFailed"
+
+/**
  * Maps a failed HTTP response to its error. The provider decides, from its own
  * error body, whether a 400 means the context window was exceeded.
  */

@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import { Predicate, Result, Schema } from "effect"
+import { Base64 } from "effect/encoding"
 
 /** Text written by a user, the system or a developer. */
 export const InputText = Schema.Struct({
@@ -31,9 +32,73 @@ export const Refusal = Schema.Struct({
 })
 export type Refusal = typeof Refusal.Type
 
-/** One part of a message's or a reasoning item's content. */
-export const ContentPart = Schema.Union([InputText, OutputText, Refusal])
+/**
+ * How closely a model looks at an image: `low` costs fewer tokens, `high` sees more detail.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
+export const ImageDetail = Schema.Literals(["low", "high", "auto"])
+export type ImageDetail = typeof ImageDetail.Type
+
+/**
+ * An image given to the model. `image_url` is an `https` URL the provider
+ * fetches, or the bytes themselves as a `data:<media type>;base64,` URL (see
+ * {@link imageFromBytes}). `detail` is a hint that providers without one ignore.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
+export const InputImage = Schema.Struct({
+  type: Schema.Literal("input_image"),
+  image_url: Schema.String,
+  detail: Schema.optionalKey(ImageDetail)
+})
+export type InputImage = typeof InputImage.Type
+
+/**
+ * A file given to the model (a PDF, a text document): its bytes as a
+ * `data:<media type>;base64,` URL in `file_data`, or a URL the provider fetches
+ * in `file_url`, exactly one of them; `filename` names it for the model.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
+export const InputFile = Schema.Struct({
+  type: Schema.Literal("input_file"),
+  file_data: Schema.optionalKey(Schema.String),
+  file_url: Schema.optionalKey(Schema.String),
+  filename: Schema.optionalKey(Schema.String)
+}).check(Schema.makeFilter((file) =>
+  (file.file_data === undefined) !== (file.file_url === undefined) ||
+  "an input_file has either file_data or file_url, not both and not neither"
+))
+export type InputFile = typeof InputFile.Type
+
+/**
+ * An image or a file: the parts that carry media rather than text.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
+export type MediaPart = InputImage | InputFile
+
+/**
+ * One part of a message's or a reasoning item's content. Images and files go
+ * in user messages (and in tool outputs, see {@link FunctionCallOutput}); a
+ * provider refuses them elsewhere, before sending anything.
+ */
+export const ContentPart = Schema.Union([InputText, OutputText, Refusal, InputImage, InputFile])
 export type ContentPart = typeof ContentPart.Type
+
+/**
+ * What a tool's output may carry besides its JSON text: text, images and files.
+ *
+ * @since 0.2.0
+ * @category content parts
+ */
+export const ToolContentPart = Schema.Union([InputText, InputImage, InputFile])
+export type ToolContentPart = typeof ToolContentPart.Type
 
 /** Lifecycle of an item: providers stream `in_progress` items and finish them `completed`. */
 export const Status = Schema.Literals(["in_progress", "completed", "incomplete", "failed"])
@@ -73,13 +138,19 @@ export const FunctionCall = Schema.Struct({
 })
 export type FunctionCall = typeof FunctionCall.Type
 
-/** The result of a tool call, matched to it by `call_id`. `output` is JSON text. */
+/**
+ * The result of a tool call, matched to it by `call_id`. `output` is JSON
+ * text; `content`, when present, is what the tool shows the model besides it
+ * (a screenshot, a page of a document), sent after `output` by providers that
+ * take media in tool results and refused by the others.
+ */
 export const FunctionCallOutput = Schema.Struct({
   type: Schema.Literal("function_call_output"),
   id: Schema.String,
   status: Status,
   call_id: Schema.String,
-  output: Schema.String
+  output: Schema.String,
+  content: Schema.optionalKey(Schema.Array(ToolContentPart))
 })
 export type FunctionCallOutput = typeof FunctionCallOutput.Type
 
@@ -111,13 +182,31 @@ export type Item = typeof Item.Type
 export const History = Schema.Array(Item)
 export type History = typeof History.Type
 
-/** Builds a completed user message with one text part. */
-export const userMessage = (text: string, id: string = "user"): Message => ({
+/**
+ * Builds a completed user message: one text part from a string, or the parts
+ * given (text, images and files, see {@link imageUrl} and {@link fileFromBytes}).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Item } from "@agentloop/core"
+ *
+ * const png = new Uint8Array([137, 80, 78, 71])
+ * const message = Item.userMessage([
+ *   { type: "input_text", text: "What is on this screenshot?" },
+ *   Item.imageFromBytes(png, "image/png", { detail: "high" }),
+ *   Item.fileUrl("https://example.com/spec.pdf")
+ * ])
+ * console.log(message.content.map((part) => part.type)) // [ 'input_text', 'input_image', 'input_file' ]
+ * console.log(JSON.stringify(Schema.encodeSync(Item.Message)(message)).length) // 284: plain JSON, images and all
+ * ```
+ */
+export const userMessage = (content: string | ReadonlyArray<ContentPart>, id: string = "user"): Message => ({
   type: "message",
   id,
   status: "completed",
   role: "user",
-  content: [{ type: "input_text", text }]
+  content: typeof content === "string" ? [{ type: "input_text", text: content }] : content
 })
 
 /** Builds a completed assistant message with one text part. */
@@ -129,8 +218,79 @@ export const assistantMessage = (text: string, id: string = "assistant"): Messag
   content: [{ type: "output_text", text }]
 })
 
-/** The text of a content part, or `""` for a refusal. */
-export const partText = (part: ContentPart): string => part.type === "refusal" ? "" : part.text
+/** The text of a content part, or `""` for a refusal, an image or a file. */
+export const partText = (part: ContentPart): string =>
+  part.type === "input_text" || part.type === "output_text" ? part.text : ""
+
+/**
+ * Whether a part is an image or a file.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isMediaPart = (part: ContentPart | ToolContentPart): part is MediaPart =>
+  part.type === "input_image" || part.type === "input_file"
+
+/**
+ * `bytes` as a `data:<mediaType>;base64,` URL, the form inline images and files take.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const dataUrl = (bytes: Uint8Array, mediaType: string): string =>
+  `data:${mediaType};base64,${Base64.encode(bytes)}`
+
+/**
+ * An image the provider fetches from `url` (an `https` URL, or a `data:` URL).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const imageUrl = (url: string, options?: { readonly detail?: ImageDetail | undefined }): InputImage => ({
+  type: "input_image",
+  image_url: url,
+  ...(options?.detail === undefined ? {} : { detail: options.detail })
+})
+
+/**
+ * An image sent inline: `bytes` of `mediaType` (`image/png`, `image/jpeg`, …) as a data URL.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const imageFromBytes = (
+  bytes: Uint8Array,
+  mediaType: string,
+  options?: { readonly detail?: ImageDetail | undefined }
+): InputImage => imageUrl(dataUrl(bytes, mediaType), options)
+
+/**
+ * A file the provider fetches from `url`; `filename` names it for the model (and, without an extension in the URL, tells its type).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fileUrl = (url: string, options?: { readonly filename?: string | undefined }): InputFile => ({
+  type: "input_file",
+  file_url: url,
+  ...(options?.filename === undefined ? {} : { filename: options.filename })
+})
+
+/**
+ * A file sent inline: `bytes` of `mediaType` (`application/pdf`, `text/plain`, …) as a data URL.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fileFromBytes = (
+  bytes: Uint8Array,
+  mediaType: string,
+  options?: { readonly filename?: string | undefined }
+): InputFile => ({
+  type: "input_file",
+  file_data: dataUrl(bytes, mediaType),
+  ...(options?.filename === undefined ? {} : { filename: options.filename })
+})
 
 const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
 

@@ -14,11 +14,16 @@ import type { Cost } from "./Cost.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import type { Turn } from "./Turn.ts"
 
-/** USD per million tokens. `cachedInput` is the rate for input tokens served from the prompt cache. */
+/**
+ * USD per million tokens. `cachedInput` is the rate for input tokens read
+ * from the prompt cache, `cacheWrite` the rate for those written to it (the
+ * input rate when absent: OpenAI and Gemini bill no writes).
+ */
 export interface Rates {
   readonly input: number
   readonly cachedInput: number
   readonly output: number
+  readonly cacheWrite?: number | undefined
 }
 
 /**
@@ -36,6 +41,22 @@ export type Table = { readonly [model: string]: Price }
 const rates = (input: number, cachedInput: number, output: number): Rates => ({ input, cachedInput, output })
 
 /**
+ * What Anthropic bills for writing a 5-minute prompt-cache entry, as a multiple of the input rate.
+ *
+ * @since 0.2.0
+ * @category prices
+ */
+export const anthropicCacheWriteFactor = 1.25
+
+/** A Claude model's rates: writes to the (5-minute) prompt cache at 1.25 times the input rate. */
+const claude = (input: number, cachedInput: number, output: number): Rates => ({
+  input,
+  cachedInput,
+  output,
+  cacheWrite: input * anthropicCacheWriteFactor
+})
+
+/**
  * The built-in prices: standard tier, text tokens, USD per million tokens.
  *
  * OpenAI figures are those of https://openai.com/api/pricing (gpt-5 family,
@@ -47,8 +68,9 @@ const rates = (input: number, cachedInput: number, output: number): Rates => ({ 
  * those of https://platform.claude.com/docs/en/about-claude/pricing and the
  * models' overview pages, collected 2026-11, with the over-200k-token tier of
  * Sonnet 4 and 4.5 and the over-100k-token tier of Haiku 5.5; `cachedInput` is
- * the cache-read rate (cache writes are billed at the input rate here, below
- * what Anthropic charges for them). Prices change, so check them before
+ * the cache-read rate and `cacheWrite` the rate of a 5-minute cache write
+ * (1.25 times the input rate; the 1-hour cache, at twice the input rate, is
+ * not asked for by `@agentloop/anthropic`). Prices change, so check them before
  * billing anyone, and correct them with {@link layer}. Models without a cache
  * discount list their input rate as `cachedInput`.
  */
@@ -86,25 +108,25 @@ export const builtIn: Table = {
   "gemini-2.5-flash-lite": rates(0.1, 0.01, 0.4),
   "gemini-2.0-flash": rates(0.1, 0.025, 0.4),
   "gemini-2.0-flash-lite": rates(0.075, 0.075, 0.3),
-  "claude-fable-5-1": rates(10, 0.25, 50),
-  "claude-fable-5": rates(10, 1, 50),
-  "claude-opus-5-5": rates(4, 0.2, 20),
-  "claude-opus-5": rates(5, 0.5, 25),
-  "claude-opus-4-8": rates(5, 0.5, 25),
-  "claude-opus-4-7": rates(5, 0.5, 25),
-  "claude-opus-4-6": rates(5, 0.5, 25),
-  "claude-opus-4-5": rates(5, 0.5, 25),
-  "claude-opus-4-1": rates(15, 1.5, 75),
-  "claude-opus-4": rates(15, 1.5, 75),
-  "claude-opus-4-0": rates(15, 1.5, 75),
-  "claude-sonnet-5-5": rates(2, 0.1, 10),
-  "claude-sonnet-5": rates(2, 0.2, 10),
-  "claude-sonnet-4-6": rates(3, 0.3, 15),
-  "claude-sonnet-4-5": { ...rates(3, 0.3, 15), longContext: { threshold: 200_000, ...rates(6, 0.6, 22.5) } },
-  "claude-sonnet-4": { ...rates(3, 0.3, 15), longContext: { threshold: 200_000, ...rates(6, 0.6, 22.5) } },
-  "claude-sonnet-4-0": { ...rates(3, 0.3, 15), longContext: { threshold: 200_000, ...rates(6, 0.6, 22.5) } },
-  "claude-haiku-5-5": { ...rates(0.1, 0.01, 0.5), longContext: { threshold: 100_000, ...rates(0.5, 0.05, 2.5) } },
-  "claude-haiku-4-5": rates(1, 0.1, 5)
+  "claude-fable-5-1": claude(10, 0.25, 50),
+  "claude-fable-5": claude(10, 1, 50),
+  "claude-opus-5-5": claude(4, 0.2, 20),
+  "claude-opus-5": claude(5, 0.5, 25),
+  "claude-opus-4-8": claude(5, 0.5, 25),
+  "claude-opus-4-7": claude(5, 0.5, 25),
+  "claude-opus-4-6": claude(5, 0.5, 25),
+  "claude-opus-4-5": claude(5, 0.5, 25),
+  "claude-opus-4-1": claude(15, 1.5, 75),
+  "claude-opus-4": claude(15, 1.5, 75),
+  "claude-opus-4-0": claude(15, 1.5, 75),
+  "claude-sonnet-5-5": claude(2, 0.1, 10),
+  "claude-sonnet-5": claude(2, 0.2, 10),
+  "claude-sonnet-4-6": claude(3, 0.3, 15),
+  "claude-sonnet-4-5": { ...claude(3, 0.3, 15), longContext: { threshold: 200_000, ...claude(6, 0.6, 22.5) } },
+  "claude-sonnet-4": { ...claude(3, 0.3, 15), longContext: { threshold: 200_000, ...claude(6, 0.6, 22.5) } },
+  "claude-sonnet-4-0": { ...claude(3, 0.3, 15), longContext: { threshold: 200_000, ...claude(6, 0.6, 22.5) } },
+  "claude-haiku-5-5": { ...claude(0.1, 0.01, 0.5), longContext: { threshold: 100_000, ...claude(0.5, 0.05, 2.5) } },
+  "claude-haiku-4-5": claude(1, 0.1, 5)
 }
 
 /** The price table in use. Its default is {@link builtIn}. */
@@ -146,15 +168,19 @@ export const lookup = (table: Table, model: string): Price | undefined => {
 }
 
 /**
- * The cost in USD of a usage at a price. Cached input tokens are part of
- * `usage.input` and billed at the cached rate; reasoning tokens are part of
- * `usage.output`. Price each turn on its own: the long-context tier depends on
- * the input of one request, not of a run.
+ * The cost in USD of a usage at a price. Input tokens read from the prompt
+ * cache (`cachedInput`) and written to it (`cacheWrite`) are part of
+ * `usage.input` and billed at their own rates, the rest at the input rate;
+ * reasoning tokens are part of `usage.output`. Price each turn on its own: the
+ * long-context tier depends on the input of one request, not of a run.
  */
 export const costOf = (price: Price, usage: TokenUsage): number => {
   const tier = price.longContext !== undefined && usage.input > price.longContext.threshold ? price.longContext : price
   const cached = Math.min(usage.cachedInput ?? 0, usage.input)
-  return ((usage.input - cached) * tier.input + cached * tier.cachedInput + usage.output * tier.output) / 1_000_000
+  const written = Math.min(usage.cacheWrite ?? 0, usage.input - cached)
+  const fresh = usage.input - cached - written
+  return (fresh * tier.input + cached * tier.cachedInput + written * (tier.cacheWrite ?? tier.input) +
+    usage.output * tier.output) / 1_000_000
 }
 
 /**

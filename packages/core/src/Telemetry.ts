@@ -14,7 +14,7 @@
  */
 import { Context, Layer } from "effect"
 import type { Tracer } from "effect"
-import type * as Item from "./Item.ts"
+import * as Item from "./Item.ts"
 import type { TurnOptions } from "./LanguageModel.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import type { Turn } from "./Turn.ts"
@@ -83,18 +83,24 @@ export const chatAttributes = (options: {
   })
 }
 
-/** The usage attributes of a span: input, output, cached-input and reasoning tokens. */
+/** The usage attributes of a span: input, output, cache-read, cache-write and reasoning tokens. */
 export const usageAttributes = (usage: TokenUsage): Attributes =>
   defined({
     "gen_ai.usage.input_tokens": usage.input,
     "gen_ai.usage.output_tokens": usage.output,
     "gen_ai.usage.cache_read.input_tokens": usage.cachedInput,
+    "gen_ai.usage.cache_creation.input_tokens": usage.cacheWrite,
     "gen_ai.usage.reasoning.output_tokens": usage.reasoning
   })
 
-/** Records what the model answered on its turn's span: response model and id, finish reason, usage, and the output when content is captured. */
+/**
+ * Records what the model answered on its turn's span: the provider that
+ * answered (when the turn names it, as a fallback's does), response model and
+ * id, finish reason, usage, and the output when content is captured.
+ */
 export const annotateTurn = (span: Tracer.Span, turn: Turn, captureContent: boolean): void => {
   const attributes = defined({
+    "gen_ai.provider.name": turn.provider === undefined ? undefined : providerName(turn.provider),
     "gen_ai.response.model": turn.model,
     "gen_ai.response.id": turn.responseId,
     "gen_ai.response.finish_reasons": [turn.providerStopReason ?? turn.stopReason],
@@ -124,6 +130,8 @@ export const toolAttributes = (options: {
 type Part =
   | { readonly type: "text"; readonly content: string }
   | { readonly type: "reasoning"; readonly content: string }
+  | { readonly type: "uri"; readonly modality: Modality; readonly mime_type?: string; readonly uri: string }
+  | { readonly type: "blob"; readonly modality: Modality; readonly mime_type: string }
   | { readonly type: "tool_call"; readonly id: string; readonly name: string; readonly arguments: string }
   | { readonly type: "tool_call_response"; readonly id: string; readonly response: string }
 
@@ -132,8 +140,27 @@ interface Message {
   readonly parts: ReadonlyArray<Part>
 }
 
+type Modality = "image" | "document"
+
+const dataUrl = /^data:([^;,]+)/
+
+/**
+ * A media part as the conventions' `uri` part, or, for inline bytes, a `blob`
+ * part without its `content`: a span would otherwise carry megabytes.
+ */
+const mediaPart = (part: Item.MediaPart): Part => {
+  const modality: Modality = part.type === "input_image" ? "image" : "document"
+  const url = part.type === "input_image" ? part.image_url : part.file_data ?? part.file_url ?? ""
+  const inline = dataUrl.exec(url)
+  return inline === null ? { type: "uri", modality, uri: url } : { type: "blob", modality, mime_type: inline[1]! }
+}
+
 const text = (parts: ReadonlyArray<Item.ContentPart>): ReadonlyArray<Part> =>
-  parts.map((part) => ({ type: "text", content: part.type === "refusal" ? part.refusal : part.text }))
+  parts.map((part) =>
+    Item.isMediaPart(part)
+      ? mediaPart(part)
+      : { type: "text", content: part.type === "refusal" ? part.refusal : part.text }
+  )
 
 /** Items as the conventions' messages: role and parts (text, reasoning, tool calls and their responses). */
 const messages = (items: ReadonlyArray<Item.Item>): ReadonlyArray<Message> =>
@@ -147,14 +174,21 @@ const messages = (items: ReadonlyArray<Item.Item>): ReadonlyArray<Message> =>
           parts: [{ type: "tool_call", id: item.call_id, name: item.name, arguments: item.arguments }]
         }]
       case "function_call_output":
-        return [{ role: "tool", parts: [{ type: "tool_call_response", id: item.call_id, response: item.output }] }]
+        return [{
+          role: "tool",
+          parts: [
+            { type: "tool_call_response", id: item.call_id, response: item.output },
+            ...text(item.content ?? [])
+          ]
+        }]
       case "reasoning":
         return [{
           role: "assistant",
-          parts: (item.summary ?? item.content).map((part) => ({
-            type: "reasoning",
-            content: part.type === "refusal" ? part.refusal : part.text
-          }))
+          parts: (item.summary ?? item.content).flatMap((part) =>
+            Item.isMediaPart(part)
+              ? []
+              : [{ type: "reasoning" as const, content: part.type === "refusal" ? part.refusal : part.text }]
+          )
         }]
       default:
         return []

@@ -8,14 +8,17 @@ import { Schema } from "effect"
 const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 
 /**
- * Tokens a model read (`input`, of which `cachedInput` came from its prompt cache)
- * and wrote (`output`, of which `reasoning` were hidden reasoning).
+ * Tokens a model read (`input`, of which `cachedInput` were read from its
+ * prompt cache and `cacheWrite` written to it, providers billing the three
+ * kinds at three rates) and wrote (`output`, of which `reasoning` were hidden
+ * reasoning). `cacheWrite` is new in 0.2.0: a usage recorded before has none.
  */
 export const TokenUsage = Schema.Struct({
   input: Count,
   output: Count,
   total: Count,
   cachedInput: Schema.optionalKey(Count),
+  cacheWrite: Schema.optionalKey(Count),
   reasoning: Schema.optionalKey(Count)
 })
 export type TokenUsage = typeof TokenUsage.Type
@@ -23,18 +26,31 @@ export type TokenUsage = typeof TokenUsage.Type
 /** No tokens: the identity of {@link add}. */
 export const empty: TokenUsage = { input: 0, output: 0, total: 0 }
 
-/** Builds a usage from input and output counts; `total` is their sum. */
-export const make = (input: number, output: number, details?: {
+/**
+ * The counts of a usage that only some providers report.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Details {
   readonly cachedInput?: number | undefined
+  readonly cacheWrite?: number | undefined
   readonly reasoning?: number | undefined
-}): TokenUsage => withDetails({ input, output, total: input + output }, details?.cachedInput, details?.reasoning)
+}
+
+/** Builds a usage from input and output counts; `total` is their sum. */
+export const make = (input: number, output: number, details?: Details): TokenUsage =>
+  withDetails({ input, output, total: input + output }, details ?? {})
 
 /** Adds two usages field by field; an optional count is present when either side has it. */
 export const add = (self: TokenUsage, that: TokenUsage): TokenUsage =>
   withDetails(
     { input: self.input + that.input, output: self.output + that.output, total: self.total + that.total },
-    sumOptional(self.cachedInput, that.cachedInput),
-    sumOptional(self.reasoning, that.reasoning)
+    {
+      cachedInput: sumOptional(self.cachedInput, that.cachedInput),
+      cacheWrite: sumOptional(self.cacheWrite, that.cacheWrite),
+      reasoning: sumOptional(self.reasoning, that.reasoning)
+    }
   )
 
 const sumOptional = (a: number | undefined, b: number | undefined): number | undefined =>
@@ -42,10 +58,10 @@ const sumOptional = (a: number | undefined, b: number | undefined): number | und
 
 const withDetails = (
   base: { readonly input: number; readonly output: number; readonly total: number },
-  cachedInput: number | undefined,
-  reasoning: number | undefined
+  details: Details
 ): TokenUsage => ({
   ...base,
-  ...(cachedInput === undefined ? {} : { cachedInput }),
-  ...(reasoning === undefined ? {} : { reasoning })
+  ...(details.cachedInput === undefined ? {} : { cachedInput: details.cachedInput }),
+  ...(details.cacheWrite === undefined ? {} : { cacheWrite: details.cacheWrite }),
+  ...(details.reasoning === undefined ? {} : { reasoning: details.reasoning })
 })

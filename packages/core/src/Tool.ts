@@ -11,6 +11,7 @@
 import { Context, Duration, JsonPointer, Predicate, Schema } from "effect"
 import type { Effect, JsonSchema, Stream } from "effect"
 import type { Halt } from "./Halt.ts"
+import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 
 /** Marks a value as a {@link Tool}. */
@@ -60,6 +61,8 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   /** Whether running a call again is safe; see the `idempotent` option of {@link make}. */
   readonly idempotent: boolean
   needsApproval(input: Input): boolean
+  /** What the model is shown besides the output's JSON (a screenshot, a page); see the `content` option of {@link make}. */
+  content(output: Output): ReadonlyArray<Item.ToolContentPart>
   execute(
     input: Input
   ): Effect.Effect<Output, Failure | Halt, R> | Stream.Stream<StreamEvent<P, Output>, Failure | Halt, R>
@@ -77,6 +80,7 @@ export interface Any<out R = unknown> {
   readonly parameters: JsonSchema.JsonSchema
   readonly idempotent: boolean
   needsApproval(input: unknown): boolean
+  content(output: unknown): ReadonlyArray<Item.ToolContentPart>
   execute(input: unknown): Effect.Effect<unknown, unknown, R> | Stream.Stream<StreamEvent<unknown, unknown>, unknown, R>
 }
 
@@ -100,6 +104,12 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * it passes on. A durable engine runs such a call again when a crash cut it
  * short; a call of any other tool is not run again, and the model is told that
  * its outcome is unknown.
+ *
+ * `content` (new in 0.2.0) shows the model images or files besides the
+ * output's JSON: a screenshot the tool took, a page it rendered. They go in
+ * the output item's `content` (see `Item.FunctionCallOutput`), which
+ * providers that take media in tool results send and the others refuse
+ * before sending anything.
  */
 export const make = <
   const Name extends string,
@@ -117,6 +127,7 @@ export const make = <
   readonly timeout?: Duration.Input | undefined
   readonly needsApproval?: boolean | ((input: Input) => boolean) | undefined
   readonly idempotent?: boolean | undefined
+  readonly content?: ((output: NoInfer<Output>) => ReadonlyArray<Item.ToolContentPart>) | undefined
   readonly execute: (
     input: Input
   ) =>
@@ -125,6 +136,7 @@ export const make = <
 }): Tool<Name, Input, Output, Failure, P, R> => {
   const approval = options.needsApproval
   const execute = options.execute
+  const content = options.content
   return {
     [TypeId]: TypeId,
     name: options.name,
@@ -136,6 +148,7 @@ export const make = <
     parameters: toParameters(options.input),
     idempotent: options.idempotent ?? false,
     needsApproval: (input) => typeof approval === "function" ? approval(input) : approval === true,
+    content: (output) => content === undefined ? [] : content(output),
     execute: (input) => execute(input)
   }
 }

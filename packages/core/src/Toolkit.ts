@@ -271,7 +271,14 @@ const executeOne = <R>(
         `Tool "${tool.name}" returned an output that does not match its output schema: ${causeMessage(encoded.cause)}`
       )
     }
-    const success: Success = { outcome: "success", call, output: outputItem(call, "completed", encoded.value), value }
+    const content = tool.content(value)
+    const output = outputItem(call, "completed", encoded.value)
+    const success: Success = {
+      outcome: "success",
+      call,
+      output: content.length === 0 ? output : { ...output, content },
+      value
+    }
     return success
   }).pipe(
     // A throwing `needsApproval` is a bug of the tool, not a reason to fail the whole batch.

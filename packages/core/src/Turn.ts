@@ -21,12 +21,18 @@ export const StopReason = Schema.Literals([
 ])
 export type StopReason = typeof StopReason.Type
 
-/** One assembled model turn. `cost` is set only when the provider reports one (it wins over `Pricing`). */
+/**
+ * One assembled model turn. `cost` is set only when the provider reports one
+ * (it wins over `Pricing`). `provider` names the provider that answered when
+ * more than one could have (see `LanguageModel.fallback`); `model` is the
+ * model that answered, as the provider reports it.
+ */
 export const Turn = Schema.Struct({
   items: Schema.Array(Item.Item),
   usage: TokenUsage,
   stopReason: StopReason,
   model: Schema.optionalKey(Schema.String),
+  provider: Schema.optionalKey(Schema.String),
   responseId: Schema.optionalKey(Schema.String),
   providerStopReason: Schema.optionalKey(Schema.String),
   cost: Schema.optionalKey(Schema.Number)

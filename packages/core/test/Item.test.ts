@@ -23,7 +23,22 @@ const history: Item.History = [
   { type: "function_call", id: "fc", status: "completed", call_id: "c1", name: "add", arguments: "{\"a\":2,\"b\":2}" },
   { type: "function_call_output", id: "fo", status: "completed", call_id: "c1", output: "4" },
   { type: "message", id: "a", status: "incomplete", role: "assistant", content: [{ type: "refusal", refusal: "no" }] },
-  { type: "x-note", id: "x", status: "failed", data: { nested: { list: [1, "two", null] } } }
+  { type: "x-note", id: "x", status: "failed", data: { nested: { list: [1, "two", null] } } },
+  Item.userMessage([
+    { type: "input_text", text: "What is in these?" },
+    Item.imageUrl("https://example.com/cat.png", { detail: "high" }),
+    Item.imageFromBytes(new Uint8Array([137, 80, 78, 71, 0, 255]), "image/png"),
+    Item.fileFromBytes(new TextEncoder().encode("%PDF-1.7 …"), "application/pdf", { filename: "report.pdf" }),
+    Item.fileUrl("https://example.com/spec.pdf")
+  ], "u2"),
+  {
+    type: "function_call_output",
+    id: "fo2",
+    status: "completed",
+    call_id: "c2",
+    output: "{\"saved\":true}",
+    content: [{ type: "input_text", text: "The page:" }, Item.imageFromBytes(new Uint8Array([1, 2, 3]), "image/webp")]
+  }
 ]
 
 describe("Item", () => {
@@ -32,12 +47,60 @@ describe("Item", () => {
     expect(Schema.decodeUnknownSync(Item.History)(JSON.parse(json))).toStrictEqual(history)
   })
 
+  it("reads a history written before images and files existed (a 0.1 checkpoint's JSON)", () => {
+    const written =
+      `[{"type":"message","id":"u","status":"completed","role":"user","content":[{"type":"input_text","text":"hi"}]},` +
+      `{"type":"function_call_output","id":"o","status":"completed","call_id":"c","output":"4"}]`
+    expect(Schema.decodeUnknownSync(Item.History)(JSON.parse(written))).toStrictEqual([
+      Item.userMessage("hi", "u"),
+      { type: "function_call_output", id: "o", status: "completed", call_id: "c", output: "4" }
+    ])
+  })
+
+  it("rejects a file with both file_data and file_url, or neither, and an image without a URL", () => {
+    const decode = Schema.decodeUnknownResult(Item.ContentPart)
+    expect(decode({ type: "input_file", file_data: "data:text/plain;base64,aGk=" })._tag).toBe("Success")
+    expect(decode({ type: "input_file", file_url: "https://example.com/a.pdf", filename: "a.pdf" })._tag).toBe(
+      "Success"
+    )
+    expect(decode({ type: "input_file", file_data: "data:text/plain;base64,aGk=", file_url: "https://e.com/a" })._tag)
+      .toBe("Failure")
+    expect(decode({ type: "input_file", filename: "a.pdf" })._tag).toBe("Failure")
+    expect(decode({ type: "input_image" })._tag).toBe("Failure")
+    expect(decode({ type: "input_image", image_url: "https://e.com/a.png", detail: "medium" })._tag).toBe("Failure")
+  })
+
   it("rejects unknown item types, statuses and roles", () => {
     const decode = Schema.decodeUnknownResult(Item.Item)
     expect(decode({ type: "image", id: "i", status: "completed" })._tag).toBe("Failure")
     expect(decode({ ...Item.userMessage("hi"), status: "done" })._tag).toBe("Failure")
     expect(decode({ ...Item.userMessage("hi"), role: "tool" })._tag).toBe("Failure")
     expect(decode({ type: "x-note", id: "x", status: "completed" })._tag).toBe("Failure")
+  })
+})
+
+describe("Item's part constructors", () => {
+  it("make data URLs of bytes, keep URLs as they are, and say which parts are media", () => {
+    const image = Item.imageFromBytes(new Uint8Array([0, 1, 254, 255]), "image/png", { detail: "low" })
+    expect(image).toStrictEqual({ type: "input_image", image_url: "data:image/png;base64,AAH+/w==", detail: "low" })
+    expect(Item.imageUrl("https://example.com/a.jpg")).toStrictEqual({
+      type: "input_image",
+      image_url: "https://example.com/a.jpg"
+    })
+    const file = Item.fileFromBytes(new TextEncoder().encode("hi"), "text/plain", { filename: "hi.txt" })
+    expect(file).toStrictEqual({ type: "input_file", file_data: "data:text/plain;base64,aGk=", filename: "hi.txt" })
+    expect(Item.fileUrl("https://example.com/x", { filename: "x.pdf" })).toStrictEqual({
+      type: "input_file",
+      file_url: "https://example.com/x",
+      filename: "x.pdf"
+    })
+    expect([image, file, { type: "input_text" as const, text: "t" }].map(Item.isMediaPart)).toStrictEqual([
+      true,
+      true,
+      false
+    ])
+    // Media parts have no text: the answer's text is its text parts.
+    expect(Item.userMessage([{ type: "input_text", text: "a" }, image]).content.map(Item.partText).join("")).toBe("a")
   })
 })
 

@@ -32,6 +32,29 @@ describe("Pricing", () => {
     expect(Pricing.costOf(price, TokenUsage.make(1_000_000, 0, { cachedInput: 1_000_000 }))).toBeCloseTo(0.5, 10)
   })
 
+  it("prices cache writes apart from cache reads: Claude's at 1.25 times input, others' at the input rate", () => {
+    // claude-sonnet-4-5: $3 input, $0.30 cache reads, $3.75 cache writes, $15 output per million.
+    const sonnet = Pricing.lookup(Pricing.builtIn, "claude-sonnet-4-5-20250929")!
+    const usage = TokenUsage.make(100_000, 10_000, { cachedInput: 20_000, cacheWrite: 50_000 })
+    // 30k fresh × 3 + 20k read × 0.30 + 50k written × 3.75 + 10k out × 15, per million.
+    expect(Pricing.costOf(sonnet, usage)).toBeCloseTo(0.09 + 0.006 + 0.1875 + 0.15, 12)
+    // OpenAI bills no writes: a write count is input like any other.
+    const gpt = Pricing.lookup(Pricing.builtIn, "gpt-4.1")!
+    expect(Pricing.costOf(gpt, usage)).toBeCloseTo((80_000 * 2 + 20_000 * 0.5 + 10_000 * 8) / 1e6, 12)
+    // Reads and writes together are clamped to the input: nothing is paid back, reads first.
+    expect(Pricing.costOf(sonnet, TokenUsage.make(1_000, 0, { cachedInput: 800, cacheWrite: 800 })))
+      .toBeCloseTo((800 * 0.3 + 200 * 3.75) / 1e6, 12)
+    for (const [model, price] of Object.entries(Pricing.builtIn)) {
+      const tiers = price.longContext === undefined ? [price] : [price, price.longContext]
+      for (const tier of tiers) {
+        expect([model, tier.cacheWrite]).toStrictEqual([
+          model,
+          model.startsWith("claude-") ? tier.input * Pricing.anthropicCacheWriteFactor : undefined
+        ])
+      }
+    }
+  })
+
   it("switches to the long-context rates above the threshold", () => {
     const pro = Pricing.lookup(Pricing.builtIn, "gemini-2.5-pro")!
     expect(Pricing.costOf(pro, TokenUsage.make(200_000, 0))).toBeCloseTo(0.2 * 1.25, 10)

@@ -4,7 +4,10 @@ import { SpanKind } from "@opentelemetry/api"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer } from "effect"
+import type { Tracer } from "effect"
+import * as Item from "../src/Item.ts"
 import * as Telemetry from "../src/Telemetry.ts"
+import * as TokenUsage from "../src/TokenUsage.ts"
 import { addCall, answer, model, runWith, toolkit } from "./agentFixtures.ts"
 
 /** A real OpenTelemetry SDK exporting to memory, installed as the Effect tracer. */
@@ -107,5 +110,62 @@ describe("Telemetry", () => {
     expect(Telemetry.providerName("openai")).toBe("openai")
     expect(Telemetry.providerName("gemini")).toBe("gcp.gemini")
     expect(Telemetry.providerName("my-gateway")).toBe("my-gateway")
+  })
+})
+
+describe("Telemetry of images, files and the prompt cache", () => {
+  it("records an image URL as a uri part and inline bytes as a blob part without them, tool outputs' parts too", () => {
+    const attributes = Telemetry.chatAttributes({
+      provider: "anthropic",
+      request: {},
+      captureContent: true,
+      history: [
+        Item.userMessage([
+          { type: "input_text", text: "Compare" },
+          Item.imageUrl("https://example.com/a.png"),
+          Item.fileFromBytes(new Uint8Array(4096), "application/pdf", { filename: "b.pdf" })
+        ]),
+        {
+          type: "function_call_output",
+          id: "o",
+          status: "completed",
+          call_id: "c",
+          output: "{}",
+          content: [Item.imageFromBytes(new Uint8Array([1, 2, 3]), "image/png")]
+        }
+      ]
+    })
+    const messages = String(attributes["gen_ai.input.messages"])
+    expect(JSON.parse(messages)).toStrictEqual([
+      {
+        role: "user",
+        parts: [
+          { type: "text", content: "Compare" },
+          { type: "uri", modality: "image", uri: "https://example.com/a.png" },
+          { type: "blob", modality: "document", mime_type: "application/pdf" }
+        ]
+      },
+      {
+        role: "tool",
+        parts: [
+          { type: "tool_call_response", id: "c", response: "{}" },
+          { type: "blob", modality: "image", mime_type: "image/png" }
+        ]
+      }
+    ])
+    expect(messages).not.toContain("base64")
+  })
+
+  it("records cache writes apart from cache reads, and the provider a turn names", () => {
+    expect(Telemetry.usageAttributes(TokenUsage.make(100, 5, { cachedInput: 40, cacheWrite: 50 }))).toStrictEqual({
+      "gen_ai.usage.input_tokens": 100,
+      "gen_ai.usage.output_tokens": 5,
+      "gen_ai.usage.cache_read.input_tokens": 40,
+      "gen_ai.usage.cache_creation.input_tokens": 50
+    })
+    const recorded = new Map<string, unknown>()
+    const span = { attribute: (key: string, value: unknown) => recorded.set(key, value) } as unknown as Tracer.Span
+    Telemetry.annotateTurn(span, { items: [], usage: TokenUsage.empty, stopReason: "stop", provider: "gemini" }, false)
+    expect(recorded.get("gen_ai.provider.name")).toBe("gcp.gemini")
   })
 })

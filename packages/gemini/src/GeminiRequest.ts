@@ -13,11 +13,14 @@
  * call, which its tool rejected, must still be sendable). Thought signatures
  * kept in reasoning items (see `GeminiDecoder`) go back on the part they came
  * with. Reasoning items another provider made are left out: their content is
- * not Gemini's to read.
+ * not Gemini's to read. Images and files in user messages are `inlineData`
+ * parts (their bytes) or `fileData` parts (a URL Gemini fetches); a tool's
+ * images and files go in its `functionResponse`'s own `parts` (Gemini 3 and
+ * later), its text parts after the response.
  *
  * @since 0.1.0
  */
-import { AiError, Item } from "@agentloop/core"
+import { AiError, Item, ProviderContent } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import { Effect, Predicate, Result, Schema } from "effect"
 import * as GeminiDecoder from "./GeminiDecoder.ts"
@@ -26,15 +29,45 @@ import * as GeminiDecoder from "./GeminiDecoder.ts"
 export type JsonObject = { readonly [key: string]: unknown }
 
 /**
- * One part of a request content: text (a thought when `thought` is true), a
- * function call or a function response, with the `thoughtSignature` it came with.
+ * Bytes sent inline, base64, of a media type.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface InlineData {
+  readonly mimeType: string
+  readonly data: string
+}
+
+/**
+ * A file Gemini fetches: an `https` or `gs` URL, or a Files API URI.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface FileData {
+  readonly mimeType?: string
+  readonly fileUri: string
+}
+
+/**
+ * One part of a request content: text (a thought when `thought` is true),
+ * inline bytes, a file to fetch, a function call or a function response (with
+ * the media the function returned), with the `thoughtSignature` it came with.
  */
 export interface Part {
   readonly text?: string
   readonly thought?: boolean
   readonly thoughtSignature?: string
+  readonly inlineData?: InlineData
+  readonly fileData?: FileData
   readonly functionCall?: { readonly id?: string; readonly name: string; readonly args: JsonObject }
-  readonly functionResponse?: { readonly id?: string; readonly name: string; readonly response: JsonObject }
+  readonly functionResponse?: {
+    readonly id?: string
+    readonly name: string
+    readonly response: JsonObject
+    readonly parts?: ReadonlyArray<{ readonly inlineData: InlineData }>
+  }
 }
 
 /** The author of a content. */
@@ -111,6 +144,149 @@ export const functionResponse = (output: string): JsonObject => {
 
 const invalid = (message: string) => new AiError.InvalidRequest({ provider: GeminiDecoder.provider, message })
 
+const imageTypes = ["image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"]
+
+/**
+ * What the Gemini API takes as images and files
+ * (https://ai.google.dev/gemini-api/docs/file-input-methods and the image,
+ * document, audio and video understanding pages): PNG, JPEG, WebP, HEIC and
+ * HEIF images; PDFs, text documents, audio and video as files; inline data up
+ * to 100 MB (base64) per request and a PDF up to 50 MB; `https`, `http` and
+ * `gs` URLs, whose media type Gemini needs (told by the file's name or the
+ * URL's extension).
+ *
+ * @since 0.2.0
+ * @category content
+ */
+export const contentRules: ProviderContent.Rules = {
+  provider: GeminiDecoder.provider,
+  imageTypes,
+  fileTypes: [
+    ...imageTypes,
+    "application/pdf",
+    "text/plain",
+    "text/html",
+    "text/css",
+    "text/csv",
+    "text/markdown",
+    "text/xml",
+    "application/json",
+    "application/rtf",
+    "audio/wav",
+    "audio/mp3",
+    "audio/aiff",
+    "audio/aac",
+    "audio/ogg",
+    "audio/flac",
+    "video/mp4",
+    "video/mpeg",
+    "video/mov",
+    "video/avi",
+    "video/x-flv",
+    "video/mpg",
+    "video/webm",
+    "video/wmv",
+    "video/3gpp"
+  ],
+  partLimit: (mediaType) =>
+    mediaType === "application/pdf" ? { max: 50_000_000, of: "decoded", what: "for a PDF" } : undefined,
+  requestLimit: { max: 100_000_000, of: "encoded", what: "of inline data in one request" },
+  urlSchemes: ["https:", "http:", "gs:"],
+  urlNeedsType: true
+}
+
+/**
+ * What a function response takes (Gemini 3 models): PNG, JPEG and WebP
+ * images, PDFs and text, inline only (the Gemini API fetches no URL there).
+ *
+ * @since 0.2.0
+ * @category content
+ */
+export const functionResponseRules: ProviderContent.Rules = {
+  ...contentRules,
+  imageTypes: ["image/png", "image/jpeg", "image/webp"],
+  fileTypes: ["application/pdf", "text/plain"],
+  urlSchemes: []
+}
+
+type Check = ReturnType<typeof ProviderContent.checker>
+
+const mediaOf = (source: ProviderContent.Source): Part =>
+  source.type === "base64"
+    ? { inlineData: { mimeType: source.mediaType, data: source.data } }
+    : { fileData: { ...(source.mediaType === undefined ? {} : { mimeType: source.mediaType }), fileUri: source.url } }
+
+/** The parts of a message: text, and in a user message its images and files; fails for media elsewhere or refused. */
+const messageParts = (
+  message: Item.Message,
+  index: number,
+  check: Check
+): Result.Result<Array<Part>, AiError.InvalidRequest> => {
+  const parts: Array<Part> = []
+  for (const [position, part] of message.content.entries()) {
+    if (!Item.isMediaPart(part)) {
+      parts.push({ text: part.type === "refusal" ? part.refusal : part.text })
+      continue
+    }
+    const at = ProviderContent.where(index, message, position, part)
+    if (message.role !== "user") {
+      return Result.fail(ProviderContent.refuse(
+        GeminiDecoder.provider,
+        at,
+        `images and files go in user messages and tool outputs, not in a${
+          message.role === "assistant" ? "n" : ""
+        } ${message.role} message`
+      ))
+    }
+    const source = check(part, at)
+    if (Result.isFailure(source)) return Result.fail(source.failure)
+    parts.push(mediaOf(source.success))
+  }
+  return Result.succeed(parts)
+}
+
+/**
+ * A tool's result: the `functionResponse` (with its images and files as the
+ * response's own parts, which Gemini 3 models take), then its text parts.
+ */
+const functionResultParts = (
+  item: Item.FunctionCallOutput,
+  index: number,
+  name: string,
+  model: string | undefined,
+  check: Check
+): Result.Result<Array<Part>, AiError.InvalidRequest> => {
+  const media: Array<{ readonly inlineData: InlineData }> = []
+  const text: Array<Part> = []
+  for (const [position, part] of (item.content ?? []).entries()) {
+    if (!Item.isMediaPart(part)) {
+      text.push({ text: part.text })
+      continue
+    }
+    const at = ProviderContent.where(index, item, position, part)
+    if (takesThinkingBudget(model)) {
+      return Result.fail(ProviderContent.refuse(
+        GeminiDecoder.provider,
+        at,
+        `${model} takes no images or files in a function response (Gemini 3 models do)`
+      ))
+    }
+    const source = check(part, at, functionResponseRules)
+    if (Result.isFailure(source)) return Result.fail(source.failure)
+    // The rules of a function response take inline data only.
+    if (source.success.type === "base64") {
+      media.push({ inlineData: { mimeType: source.success.mediaType, data: source.success.data } })
+    }
+  }
+  const response: NonNullable<Part["functionResponse"]> = {
+    ...(GeminiDecoder.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
+    name,
+    response: functionResponse(item.output),
+    ...(media.length === 0 ? {} : { parts: media })
+  }
+  return Result.succeed([{ functionResponse: response }, ...text])
+}
+
 class ContentsBuilder {
   readonly contents: Array<{ role: Role; parts: Array<Part> }> = []
   private signature: string | undefined = undefined
@@ -141,12 +317,11 @@ class ContentsBuilder {
   }
 }
 
-const partsOf = (message: Item.Message): Array<Part> =>
-  message.content.map((part) => ({ text: part.type === "refusal" ? part.refusal : part.text }))
-
 /**
  * Builds the request body. Fails with `AiError.InvalidRequest` when the history
- * cannot be expressed for Gemini: a result whose call is not in the history.
+ * cannot be expressed for Gemini: a result whose call is not in the history,
+ * or an image or a file Gemini would refuse (see {@link contentRules}), or one
+ * outside a user message or a tool's output.
  */
 export const make = Effect.fnUntraced(function*(
   history: ReadonlyArray<Item.Item>,
@@ -159,14 +334,17 @@ export const make = Effect.fnUntraced(function*(
   }
   const system: Array<Part> = options.instructions === undefined ? [] : [{ text: options.instructions }]
   const builder = new ContentsBuilder()
-  for (const item of history) {
+  const check = ProviderContent.checker(contentRules)
+  for (const [index, item] of history.entries()) {
     switch (item.type) {
       case "message": {
+        const parts = messageParts(item, index, check)
+        if (Result.isFailure(parts)) return yield* parts.failure
         if (item.role === "system" || item.role === "developer") {
-          system.push(...partsOf(item))
+          system.push(...parts.success)
         } else {
           const role = item.role === "assistant" ? "model" : "user"
-          for (const part of partsOf(item)) builder.push(role, part)
+          for (const part of parts.success) builder.push(role, part)
         }
         break
       }
@@ -187,13 +365,9 @@ export const make = Effect.fnUntraced(function*(
             `function_call_output ${item.call_id}: no function_call with this call_id in the history`
           )
         }
-        builder.push("user", {
-          functionResponse: {
-            ...(GeminiDecoder.isSynthesizedCallId(item.call_id) ? {} : { id: item.call_id }),
-            name,
-            response: functionResponse(item.output)
-          }
-        })
+        const parts = functionResultParts(item, index, name, settings.model, check)
+        if (Result.isFailure(parts)) return yield* parts.failure
+        for (const part of parts.success) builder.push("user", part)
         break
       }
       case "reasoning": {

@@ -412,6 +412,14 @@ describe("GeminiWire.turn refuses what Gemini's wire cannot carry", () => {
       /has an input_text part/
     ],
     [
+      "a file in an assistant message",
+      {
+        ...base,
+        items: [{ ...message(""), content: [{ type: "input_file", file_url: "https://example.com/a.pdf" }] }]
+      },
+      /has an input_file part: Gemini streams only the model's output_text/
+    ],
+    [
       "a phase",
       { ...base, items: [{ ...message("x"), phase: "commentary" }] },
       /items\[0\] \(message\) has phase "commentary"/

@@ -38,17 +38,25 @@ export interface Config extends Provider.Settings {
   readonly store?: boolean | undefined
   /** Reasoning summaries to ask for when a turn sets a reasoning effort. */
   readonly reasoningSummary?: "auto" | "concise" | "detailed" | undefined
+  /**
+   * Sent as `prompt_cache_key`: OpenAI routes requests with the same key and
+   * prompt prefix to the same cache, which raises the share of cached input
+   * when many conversations share a prefix. Caching itself is always on.
+   */
+  readonly promptCacheKey?: string | undefined
 }
 
 /**
  * Options for the requests made while it is set, e.g. with
  * `Stream.provideService(Responses.RequestOptions, { previousResponseId })`:
  * `previousResponseId` continues a stored response (send only the new items),
- * `store` overrides the layer's setting.
+ * `store` and `promptCacheKey` override the layer's settings (a key per
+ * conversation or per user, say).
  */
 export const RequestOptions = Context.Reference<{
   readonly previousResponseId?: string | undefined
   readonly store?: boolean | undefined
+  readonly promptCacheKey?: string | undefined
 }>("@agentloop/responses/RequestOptions", { defaultValue: () => ({}) })
 
 /** The Responses wire format, for `Provider`. */
@@ -59,18 +67,20 @@ export const spec: Provider.Spec<Config> = {
   credential: { header: "authorization", scheme: "Bearer" },
   classifyError: ResponsesError.classify,
   turn: (history, options, { config, model }) =>
-    Effect.map(Effect.service(RequestOptions), (requestOptions) => {
+    Effect.gen(function*() {
+      const requestOptions = yield* RequestOptions
       const tools = new Map<string, (text: string) => string>()
       for (const tool of options.tools ?? []) {
         const normalize = ResponsesStrict.make(tool.parameters).normalize
         if (normalize !== undefined) tools.set(tool.name, normalize)
       }
-      const body = ResponsesRequest.body(history, { ...options, model }, {
+      const body = yield* Effect.fromResult(ResponsesRequest.body(history, { ...options, model }, {
         model,
         store: requestOptions.store ?? config.store,
         previousResponseId: requestOptions.previousResponseId,
-        reasoningSummary: config.reasoningSummary
-      })
+        reasoningSummary: config.reasoningSummary,
+        promptCacheKey: requestOptions.promptCacheKey ?? config.promptCacheKey
+      }))
       const decoder = ResponsesDecoder.make({
         model: body.model,
         tools,

@@ -231,7 +231,7 @@ const deltasOf = (turn: Turn.Turn, size: number): Array<TurnDelta.TurnDelta> => 
         if (part.type === "refusal") {
           for (const delta of split(part.refusal, size)) out.push({ type: "refusal_delta", delta })
         } else {
-          for (const delta of split(part.text, size)) {
+          for (const delta of split(Item.partText(part), size)) {
             out.push(
               item.phase === undefined
                 ? { type: "text_delta", delta }
@@ -430,6 +430,10 @@ describe("ResponsesWire", () => {
       throws(
         turn([message("msg_1", "", { content: [{ type: "input_text", text: "?" }] })]),
         /msg_1 has an input_text part/
+      )
+      throws(
+        turn([message("msg_2", "", { content: [{ type: "input_image", image_url: "https://example.com/a.png" }] })]),
+        /msg_2 has an input_image part; the API streams only output_text and refusal parts/
       )
       throws(
         turn([{

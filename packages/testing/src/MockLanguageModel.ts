@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import * as AiError from "@agentloop/core/AiError"
-import type * as Item from "@agentloop/core/Item"
+import * as Item from "@agentloop/core/Item"
 import { LanguageModel } from "@agentloop/core/LanguageModel"
 import type { TurnOptions } from "@agentloop/core/LanguageModel"
 import { pieces } from "@agentloop/core/provider/ProviderWire"
@@ -69,9 +69,10 @@ export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
     switch (item.type) {
       case "message": {
         for (const part of item.content) {
+          // Images and files have no delta: they arrive whole, with the turn.
           if (part.type === "refusal") {
             for (const delta of pieces(part.refusal, chunkSize)) out.push({ type: "refusal_delta", delta })
-          } else {
+          } else if (part.type === "input_text" || part.type === "output_text") {
             for (const delta of pieces(part.text, chunkSize)) out.push({ type: "text_delta", delta })
           }
         }
@@ -79,7 +80,7 @@ export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
       }
       case "reasoning": {
         for (const part of item.summary ?? item.content) {
-          const text = part.type === "refusal" ? part.refusal : part.text
+          const text = part.type === "refusal" ? part.refusal : Item.partText(part)
           for (const delta of pieces(text, chunkSize)) out.push({ type: "reasoning_delta", delta })
         }
         break

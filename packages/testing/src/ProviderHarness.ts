@@ -47,11 +47,11 @@ export interface Fixture {
    * less the counts its wire does not carry (Anthropic reports no reasoning
    * tokens). Default: `usage` itself.
    */
-  readonly reportedUsage?: ((usage: Required<TokenUsage.TokenUsage>) => TokenUsage.TokenUsage) | undefined
+  readonly reportedUsage?: ((usage: WireTurn.Usage) => TokenUsage.TokenUsage) | undefined
 }
 
 /** The usage `fixture`'s provider must report for a turn written with `usage`; see {@link Fixture.reportedUsage}. */
-export const reportedUsage = (fixture: Fixture, usage: Required<TokenUsage.TokenUsage>): TokenUsage.TokenUsage =>
+export const reportedUsage = (fixture: Fixture, usage: WireTurn.Usage): TokenUsage.TokenUsage =>
   fixture.reportedUsage?.(usage) ?? usage
 
 /** The API key the harness configures: a canary that must never show up in an error, a delta or a span. */

@@ -16,6 +16,15 @@ export interface Call {
   readonly arguments: string
 }
 
+/**
+ * A usage with every count the conformance suite checks: all of
+ * `TokenUsage`'s but cache writes, which only some providers report.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Usage = Required<Omit<TokenUsage.TokenUsage, "cacheWrite">>
+
 /** What a turn holds, in the order the model writes it: reasoning, then text, then calls. */
 export interface WireTurn {
   /** The response id on the wire. */
@@ -26,7 +35,7 @@ export interface WireTurn {
   readonly text?: ReadonlyArray<string> | undefined
   readonly calls?: ReadonlyArray<Call> | undefined
   /** The usage the provider must report (a fixture writes it in its wire's terms). */
-  readonly usage: Required<TokenUsage.TokenUsage>
+  readonly usage: Usage
 }
 
 /** Builds a usage whose `total` is `input + output`. */
@@ -35,7 +44,7 @@ export const usage = (
   output: number,
   cachedInput = 0,
   reasoning = 0
-): Required<TokenUsage.TokenUsage> => ({
+): Usage => ({
   input,
   output,
   total: input + output,

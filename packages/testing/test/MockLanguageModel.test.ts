@@ -144,3 +144,28 @@ describe("MockLanguageModel", () => {
       )
     ))
 })
+
+describe("MockLanguageModel.deltas", () => {
+  it("streams a message's text parts and gives its images and files whole, with the turn", () => {
+    const image = Item.imageUrl("https://example.com/chart.png")
+    const turn: Turn.Turn = {
+      items: [{
+        type: "message",
+        id: "m",
+        status: "completed",
+        role: "assistant",
+        content: [{ type: "output_text", text: "Here:" }, image, { type: "output_text", text: " done" }]
+      }],
+      usage: { input: 1, output: 2, total: 3 },
+      stopReason: "stop"
+    }
+    const deltas = MockLanguageModel.deltas(turn, 100)
+    expect(deltas.map((delta) => delta.type === "text_delta" ? delta.delta : delta.type)).toStrictEqual([
+      "Here:",
+      " done",
+      "usage",
+      "turn_complete"
+    ])
+    expect(deltas.at(-1)).toStrictEqual({ type: "turn_complete", turn })
+  })
+})

@@ -36,25 +36,29 @@ export const defaultModel = Anthropic.defaultModel
 /** A wire usage: the counts of `message_start` and `message_delta`. */
 export interface Usage {
   readonly input_tokens: number
+  readonly cache_creation_input_tokens?: number
   readonly cache_read_input_tokens?: number
   readonly output_tokens: number
 }
 
 /**
- * A usage in the API's terms: `input_tokens` are the input tokens not read
- * from the cache, `cache_read_input_tokens` (written only when the usage has a
- * `cachedInput`) those read from it. Reasoning tokens are part of
- * `output_tokens`, and not counted apart. Throws when `cachedInput` is more than `input`.
+ * A usage in the API's terms: `input_tokens` are the input tokens neither
+ * read from the cache nor written to it, `cache_read_input_tokens` (written
+ * only when the usage has a `cachedInput`) those read from it and
+ * `cache_creation_input_tokens` (only when it has a `cacheWrite`) those
+ * written to it. Reasoning tokens are part of `output_tokens`, and not counted
+ * apart. Throws when the cache's counts together are more than `input`.
  */
 export const usage = (usage: TokenUsage.TokenUsage): Usage => {
-  const cached = usage.cachedInput ?? 0
+  const cached = (usage.cachedInput ?? 0) + (usage.cacheWrite ?? 0)
   if (cached > usage.input) {
     throw new Error(
-      `AnthropicWire: a usage with more cached input (${cached}) than input (${usage.input}) has no wire form`
+      `AnthropicWire: a usage with more cache reads and writes (${cached}) than input (${usage.input}) has no wire form`
     )
   }
   return {
     input_tokens: usage.input - cached,
+    ...(usage.cacheWrite === undefined ? {} : { cache_creation_input_tokens: usage.cacheWrite }),
     ...(usage.cachedInput === undefined ? {} : { cache_read_input_tokens: usage.cachedInput }),
     output_tokens: usage.output
   }
@@ -115,8 +119,8 @@ const blocksOf = (
             "a refusal part: Anthropic refuses with stop_reason \"refusal\" (stopReason \"content_filter\"), not with content"
           )
         }
-        if (part.type === "input_text") {
-          throw unsupported(position, item, "an input_text part: the model writes output_text")
+        if (part.type !== "output_text") {
+          throw unsupported(position, item, `an ${part.type} part: the model writes output_text`)
         }
         return block(
           index + i,

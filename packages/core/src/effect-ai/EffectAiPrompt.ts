@@ -106,7 +106,7 @@ export const fromHistory = (
   for (const item of history) {
     switch (item.type) {
       case "message": {
-        const text = item.content.map((part) => part.type === "refusal" ? part.refusal : part.text).join("")
+        const text = item.content.map((part) => part.type === "refusal" ? part.refusal : Item.partText(part)).join("")
         if (item.role === "system" || item.role === "developer") messages.push({ role: "system", content: text })
         else if (item.role === "user") messages.push({ role: "user", content: [{ type: "text", text }] })
         else messages.push({ role: "assistant", content: [{ type: "text", text }] })

@@ -61,7 +61,7 @@ export const turnParts = (turn: Turn): Array<Response.PartEncoded> => [
         return item.role === "assistant"
           ? [{
             type: "text",
-            text: item.content.map((part) => part.type === "refusal" ? part.refusal : part.text).join("")
+            text: item.content.map((part) => part.type === "refusal" ? part.refusal : Item.partText(part)).join("")
           }]
           : []
       case "reasoning":

@@ -4,6 +4,7 @@
  * @since 0.2.0
  */
 export * as Provider from "./Provider.ts"
+export * as ProviderContent from "./ProviderContent.ts"
 export * as ProviderHttp from "./ProviderHttp.ts"
 export * as ProviderRetry from "./ProviderRetry.ts"
 export * as ProviderStream from "./ProviderStream.ts"

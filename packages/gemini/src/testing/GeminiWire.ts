@@ -107,8 +107,8 @@ const outputText = (content: ReadonlyArray<Item.ContentPart>, at: string): strin
     if (part.type === "refusal") {
       throw defect(`${at} has a refusal part: Gemini has no refusals (it refuses with a SAFETY finishReason)`)
     }
-    if (part.type === "input_text") {
-      throw defect(`${at} has an input_text part: Gemini streams only the model's output_text`)
+    if (part.type !== "output_text") {
+      throw defect(`${at} has an ${part.type} part: Gemini streams only the model's output_text`)
     }
     return part.text
   }).join("")
