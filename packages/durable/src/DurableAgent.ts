@@ -23,13 +23,14 @@ import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as Turn from "@agentloop/core/Turn"
-import { Effect, Option, Schema } from "effect"
-import type { Layer, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
+import type { Layer } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
+import * as RunId from "./RunId.ts"
 import * as RunLog from "./RunLog.ts"
 import * as RunSteps from "./RunSteps.ts"
 import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
@@ -42,7 +43,7 @@ export type Options<O = string, R = never, E = never, RU = never> = Omit<
 
 /** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
 export const Start = Schema.Struct({
-  runId: Schema.String,
+  runId: RunId.RunId,
   input: Schema.Union([Schema.String, Item.History])
 })
 export type Start = typeof Start.Type
@@ -66,20 +67,29 @@ export interface DurableAgent<O, R, RU> {
   /**
    * Runs `start.runId` and waits for its result (a run that exists already is
    * joined, and a finished one answers at once); fails with the run's
-   * termination. Any process of the group may call it, a client included.
+   * termination. Any process of the group may call it, a client included. A
+   * run id that `RunId` refuses fails with `InvalidRunId` before anything is
+   * stored.
    */
-  readonly run: (start: Start) => Effect.Effect<AgentEvent.RunResult<O>, Termination.Error, WorkflowEngine>
+  readonly run: (
+    start: Start
+  ) => Effect.Effect<AgentEvent.RunResult<O>, Termination.Error | RunId.InvalidRunId, WorkflowEngine>
   /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
-  readonly start: (start: Start) => Effect.Effect<void, never, WorkflowEngine>
+  readonly start: (start: Start) => Effect.Effect<void, RunId.InvalidRunId, WorkflowEngine>
   /** The result of `runId`, once it has one; `None` while it runs, waits for a decision, or never started. */
   readonly result: (
     runId: string
-  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, Termination.Error, WorkflowEngine>
-  /** Records a decision for the call whose `ApprovalRequested` event carried `token`. */
+  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, Termination.Error | RunId.InvalidRunId, WorkflowEngine>
+  /**
+   * Records a decision for the call whose `ApprovalRequested` event carried
+   * `token`, once: a token that is not the one the run issued, for a call the
+   * run has not reached, or for a call decided already is refused (see
+   * `DurableApproval.approve`).
+   */
   readonly approve: (
     token: string,
     decision: Approval.Decision
-  ) => Effect.Effect<void, DurableApproval.InvalidToken, WorkflowEngine>
+  ) => Effect.Effect<void, DurableApproval.ApproveError, WorkflowEngine | RunStore>
   /**
    * The events of `runId` from its log: those logged so far from turn
    * `fromStep` on, then the rest as they are logged, up to `Finished`; the
@@ -89,7 +99,7 @@ export interface DurableAgent<O, R, RU> {
   readonly events: (
     runId: string,
     options?: RunLog.ReadOptions
-  ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError, RunStore>
+  ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError | RunId.InvalidRunId, RunStore>
 }
 
 /**
@@ -136,7 +146,7 @@ const build = <O, R, E, RU>(
     idempotencyKey: (start) => start.runId
   })
 
-  const execute = (start: Start, executionId: string) =>
+  const execute = (start: Start) =>
     Effect.gen(function*() {
       const run: RunKey = { agent: name, runId: start.runId }
       const log = yield* RunLog.writer(run, eventSchema)
@@ -150,22 +160,29 @@ const build = <O, R, E, RU>(
       const runCalls = (step: number, completed: AgentTurn.Completed, calls: ReadonlyArray<Item.FunctionCall>) =>
         Effect.gen(function*() {
           const waits = calls.map((call, index) =>
-            Toolkit.needsApproval(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
+            Toolkit.needsApproval(toolkit, call) ? DurableApproval.waitName(step, index) : undefined
+          )
+          const issued = yield* DurableApproval.issue(run, waits.filter((wait) => wait !== undefined)).pipe(
+            Effect.retry(RunLog.retry),
+            Effect.orDie
           )
           log.add(
             step,
             calls.flatMap((call, index) => {
-              const wait = waits[index]
-              if (wait === undefined) return []
-              const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
-              return [{ _tag: "ApprovalRequested", step, call, token }]
+              const wait = issued.get(waits[index] ?? "")
+              return wait === undefined ? [] : [{ _tag: "ApprovalRequested", step, call, token: wait.token }]
             })
           )
           // A UI sees the turn before its calls run, however long they take.
           yield* log.flush
           // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
-          const decisions = yield* Effect.forEach(waits, (wait) =>
-            wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
+          const decisions = yield* Effect.forEach(waits, (wait, index) => {
+            if (wait === undefined) return Effect.undefined
+            const recorded = issued.get(wait)?.decision
+            return recorded === undefined
+              ? DurableDeferred.await(DurableApproval.deferred(step, index))
+              : Effect.succeed(recorded)
+          })
           const records = yield* Effect.forEach(
             calls,
             (call, index) =>
@@ -173,8 +190,7 @@ const build = <O, R, E, RU>(
             { concurrency: machine.tools.concurrency ?? 4 }
           )
           log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
-          const results = yield* Effect.forEach(records, (record) =>
-            RunSteps.result(toolkit, record))
+          const results = yield* Effect.forEach(records, (record) => RunSteps.result(toolkit, record))
           const outcome: AgentTurn.Outcome = {
             ...completed,
             history: [...completed.history, ...Toolkit.outputs(results)],
@@ -211,23 +227,28 @@ const build = <O, R, E, RU>(
     })
 
   const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
+  const validStart = (start: Start) => Effect.as(RunId.validate(start.runId), start)
 
   return {
     name,
     workflow,
     layer: workflow.toLayer(execute),
-    run: (start) => workflow.execute(start),
-    start: (start) => Effect.asVoid(workflow.execute(start, { discard: true })),
+    run: (start) => Effect.flatMap(validStart(start), (start) => workflow.execute(start)),
+    start: (start) => Effect.flatMap(validStart(start), (start) => workflow.execute(start, { discard: true })),
     result: (runId) =>
-      Effect.flatMap(
-        executionId(runId),
-        (id) =>
-          Effect.flatMap(workflow.poll(id), (polled) =>
-            Option.isNone(polled) || polled.value._tag === "Suspended"
-              ? Effect.succeed(Option.none())
-              : Effect.asSome(polled.value.exit))
+      RunId.validate(runId).pipe(
+        Effect.flatMap(executionId),
+        Effect.flatMap((id) => workflow.poll(id)),
+        Effect.flatMap((polled) =>
+          Option.isNone(polled) || polled.value._tag === "Suspended"
+            ? Effect.succeed(Option.none())
+            : Effect.asSome(polled.value.exit)
+        )
       ),
-    approve: (token, decision) => DurableApproval.approve(name, token, decision),
-    events: (runId, readOptions) => RunLog.read({ agent: name, runId }, eventSchema, readOptions)
+    approve: (token, decision) => DurableApproval.approve(workflow, token, decision),
+    events: (runId, readOptions) =>
+      Stream.unwrap(
+        Effect.map(RunId.validate(runId), (runId) => RunLog.read({ agent: name, runId }, eventSchema, readOptions))
+      )
   }
 }

@@ -26,8 +26,8 @@ export interface Writer<O> {
 
 const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
 
-// The log is how a UI follows the run: a write that keeps failing is a defect of the run, not a silent gap.
-const retry = { times: 5, schedule: Schedule.exponential("50 millis") }
+/** How a run retries a write of its own records: one that keeps failing is a defect of the run, not a silent gap. */
+export const retry = { times: 5, schedule: Schedule.exponential("50 millis") }
 
 /** The writer of `run`'s log, whose events `events` describes. Starts at position 0 on every replay. */
 export const writer = <O>(

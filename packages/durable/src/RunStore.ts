@@ -4,9 +4,13 @@
  * tool calls it started, so a call of a tool that is not idempotent runs at
  * most once even when a crash cut it short.
  *
- * Two tables, `<prefix>_agent_events` and `<prefix>_agent_calls`, created when
- * the layer starts. Entries are keyed by run and position, and written with
- * "insert unless present", so a replaying run writes nothing twice.
+ * It also holds the approvals a run issued: each wait point's secret, and
+ * the decision once one is recorded (see `DurableApproval`).
+ *
+ * Three tables, `<prefix>_agent_events`, `<prefix>_agent_calls` and
+ * `<prefix>_agent_approvals`, created when the layer starts. Entries are keyed
+ * by run and position, and written with "insert unless present", so a
+ * replaying run writes nothing twice.
  *
  * @since 0.1.0
  */
@@ -52,9 +56,32 @@ export class RunStore extends Context.Service<RunStore, {
   readonly lastStep: (run: RunKey) => Effect.Effect<number, RunStoreError>
   /** Records that `call` of `run` starts; `false` when it was recorded before (it started, and may not have ended). */
   readonly claim: (run: RunKey, call: string) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Stores the wait points `offered` of `run` with their secrets, keeping the
+   * secret of one stored before; returns each as stored, with its decision
+   * (JSON) when one is recorded.
+   */
+  readonly issue: (
+    run: RunKey,
+    offered: ReadonlyArray<{ readonly wait: string; readonly secret: string }>
+  ) => Effect.Effect<ReadonlyArray<IssuedApproval>, RunStoreError>
+  /** The wait point `wait` of `run` as stored; `undefined` when the run never issued it. */
+  readonly readApproval: (run: RunKey, wait: string) => Effect.Effect<IssuedApproval | undefined, RunStoreError>
+  /** Records `decision` (JSON) for `wait` of `run`; `false` when one was recorded before, which is kept. */
+  readonly decide: (run: RunKey, wait: string, decision: string) => Effect.Effect<boolean, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
 
+/** A wait point as stored: its name, its secret, and its decision (JSON) once recorded. */
+export const IssuedApproval = Schema.Struct({
+  wait: Schema.String,
+  secret: Schema.String,
+  decision: Schema.NullOr(Schema.String)
+})
+export type IssuedApproval = typeof IssuedApproval.Type
+
 const Entries = Schema.Array(Entry)
+const Approvals = Schema.Array(IssuedApproval)
+const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
 const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
 const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
 
@@ -64,6 +91,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
     const sql = yield* SqlClient
     const events = sql(`${prefix}_agent_events`)
     const calls = sql(`${prefix}_agent_calls`)
+    const approvals = sql(`${prefix}_agent_approvals`)
     const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
       new RunStoreError({ operation, message: error.message })
 
@@ -83,6 +111,14 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         run_id TEXT NOT NULL,
         call TEXT NOT NULL,
         PRIMARY KEY (agent, run_id, call)
+      )`,
+      sql`CREATE TABLE IF NOT EXISTS ${approvals} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        wait TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        decision TEXT,
+        PRIMARY KEY (agent, run_id, wait)
       )`
     ], { discard: true }).pipe(
       Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
@@ -123,6 +159,38 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
           Effect.map((rows) => rows.length > 0),
           Effect.mapError(fail("claim"))
+        ),
+      issue: (run, offered) => {
+        const rows = offered.map(({ secret, wait }): Record<string, unknown> => ({
+          agent: run.agent,
+          run_id: run.runId,
+          wait,
+          secret
+        }))
+        // The update keeps the stored secret: it only makes the conflicting row come back.
+        return Arr.isReadonlyArrayNonEmpty(rows)
+          ? sql`INSERT INTO ${approvals} ${sql.insert(rows)}
+            ON CONFLICT (agent, run_id, wait) DO UPDATE SET secret = ${approvals}.secret
+            RETURNING wait, secret, decision`.pipe(
+            Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
+            Effect.mapError(fail("issue"))
+          )
+          : Effect.succeed([])
+      },
+      readApproval: (run, wait) =>
+        sql`SELECT wait, secret, decision FROM ${approvals}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait}`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
+          Effect.map((rows) => rows[0]),
+          Effect.mapError(fail("read approval"))
+        ),
+      decide: (run, wait, decision) =>
+        sql`UPDATE ${approvals} SET decision = ${decision}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL
+          RETURNING wait`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Decided)),
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(fail("decide"))
         )
     })
   })

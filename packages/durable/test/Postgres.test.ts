@@ -6,7 +6,7 @@
 import { Approval } from "@agentloop/core"
 import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
@@ -96,4 +96,18 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
       Effect.ensuring(Effect.andThen(dropTables(prefix), Effect.sync(temp.remove)))
     )
   }, 60_000)
+
+  it.live("a run id holding a NUL byte (which PostgreSQL's text refuses) fails with InvalidRunId, typed, before anything is sent", () => {
+    const prefix = uniquePrefix("runid")
+    return Effect.gen(function*() {
+      const runId = "nul\u0000byte"
+      expect((yield* Effect.flip(agent.start({ runId, input: "Hi" })))._tag).toBe("InvalidRunId")
+      expect((yield* Effect.flip(agent.result(runId)))._tag).toBe("InvalidRunId")
+      expect((yield* Effect.flip(Stream.runDrain(agent.events(runId))))._tag).toBe("InvalidRunId")
+      expect(yield* agent.result("no-such-run")).toStrictEqual(Option.none())
+    }).pipe(
+      Effect.provide(DurableRunner.layerPg("client", connection, { prefix })),
+      Effect.ensuring(dropTables(prefix))
+    )
+  })
 })
