@@ -31,6 +31,7 @@ import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
 import * as RunId from "./RunId.ts"
+import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
 import * as RunSteps from "./RunSteps.ts"
 import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
@@ -137,7 +138,7 @@ const build = <O, R, E, RU>(
   const submitted: Schema.Codec<unknown, unknown> = finish?.output ?? Schema.Unknown
   const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, submitted)
   const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, submitted)
-  const decisionSchema = RunSteps.decisionRecord(output, submitted)
+  const decisionCodec = RunJournal.codec(RunSteps.decisionRecord(output, submitted))
 
   const workflow = Workflow.make(name, {
     payload: Start,
@@ -146,50 +147,68 @@ const build = <O, R, E, RU>(
     idempotencyKey: (start) => start.runId
   })
 
-  const execute = (start: Start) =>
+  /** One execution of a run: from its first step, replaying those it recorded. */
+  const execution = (start: Start, executionId: string) =>
     Effect.gen(function*() {
       const run: RunKey = { agent: name, runId: start.runId }
-      const log = yield* RunLog.writer(run, eventSchema)
-      const startedAt = yield* RunSteps.start
+      const journal = yield* RunJournal.open(run, eventSchema)
+      const startedAt = yield* RunSteps.start(journal)
       const machine = yield* AgentMachine.make<O, R, E, RU>(
         { ...options, input: start.input, runId: start.runId },
         { startedAt }
       )
 
-      /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
-      const runCalls = (step: number, completed: AgentTurn.Completed, calls: ReadonlyArray<Item.FunctionCall>) =>
+      /** Issues the wait points of the turn's calls that need a decision, and logs their requests. */
+      const requestDecisions = (step: number, calls: ReadonlyArray<Item.FunctionCall>) =>
         Effect.gen(function*() {
           const waits = calls.map((call, index) =>
             Toolkit.needsApproval(toolkit, call) ? DurableApproval.waitName(step, index) : undefined
           )
           const issued = yield* DurableApproval.issue(run, waits.filter((wait) => wait !== undefined)).pipe(
-            Effect.retry(RunLog.retry),
+            Effect.retry(RunJournal.retry),
             Effect.orDie
           )
-          log.add(
+          journal.log(
             step,
             calls.flatMap((call, index) => {
               const wait = issued.get(waits[index] ?? "")
               return wait === undefined ? [] : [{ _tag: "ApprovalRequested", step, call, token: wait.token }]
             })
           )
-          // A UI sees the turn before its calls run, however long they take.
-          yield* log.flush
+          return waits.map((wait) => wait === undefined ? undefined : issued.get(wait))
+        })
+
+      /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
+      const runCalls = (
+        step: number,
+        completed: AgentTurn.Completed,
+        calls: ReadonlyArray<Item.FunctionCall>,
+        issued: ReadonlyArray<DurableApproval.Issued | undefined>
+      ) =>
+        Effect.gen(function*() {
           // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
-          const decisions = yield* Effect.forEach(waits, (wait, index) => {
+          const decisions = yield* Effect.forEach(issued, (wait, index) => {
             if (wait === undefined) return Effect.undefined
-            const recorded = issued.get(wait)?.decision
-            return recorded === undefined
+            return wait.decision === undefined
               ? DurableDeferred.await(DurableApproval.deferred(step, index))
-              : Effect.succeed(recorded)
+              : Effect.succeed(wait.decision)
           })
           const records = yield* Effect.forEach(
             calls,
             (call, index) =>
-              RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
+              RunSteps.tool(journal, {
+                run,
+                executionId,
+                step,
+                index,
+                call,
+                toolkit,
+                tools: machine.tools,
+                decision: decisions[index]
+              }),
             { concurrency: machine.tools.concurrency ?? 4 }
           )
-          log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
+          journal.log(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
           const results = yield* Effect.forEach(records, (record) => RunSteps.result(toolkit, record))
           const outcome: AgentTurn.Outcome = {
             ...completed,
@@ -205,26 +224,44 @@ const build = <O, R, E, RU>(
         while (true) {
           yield* machine.beforeTurn(state)
           step = state.steps + 1
-          const record = yield* RunSteps.turn(machine, state)
+          const record = yield* RunSteps.turn(journal, machine, state)
           const completed = RunSteps.completed(record, state.history)
           const books = yield* machine.account(state, completed)
-          log.add(step, [
+          journal.log(step, [
             { _tag: "TurnStarted", step },
             ...record.notes,
             { _tag: "TurnCompleted", step, turn: completed.turn, cost: completed.cost, accounting: books.accounting }
           ])
           const calls = Turn.functionCalls(completed.turn)
-          const outcome = calls.length === 0 ? { ...completed, results: [] } : yield* runCalls(step, completed, calls)
-          const decision = yield* RunSteps.decide(machine, decisionSchema, books.state, outcome)
+          const issued = calls.length === 0 ? [] : yield* requestDecisions(step, calls)
+          // The turn is recorded before its calls run or its decision is made; a UI sees it however long they take.
+          yield* journal.commit
+          const outcome = calls.length === 0
+            ? { ...completed, results: [] }
+            : yield* runCalls(step, completed, calls, issued)
+          const decision = yield* RunSteps.decide(journal, machine, decisionCodec, books.state, outcome)
           const transition = RunSteps.transition(decision, outcome)
-          log.add(step, transition.events)
-          yield* log.flush
-          if (transition._tag === "Finish") return transition.result
+          journal.log(step, transition.events)
+          if (transition._tag === "Finish") {
+            yield* journal.commit
+            return transition.result
+          }
+          // A decision to go on is recorded with the next turn: one write per turn, not two.
           state = transition.state
         }
       })
-      return yield* Effect.tapError(turns, (termination) => log.fail(step, termination))
+      return yield* Effect.tapError(
+        turns,
+        (error) => error._tag === "StepTaken" ? Effect.void : journal.fail(step, error)
+      )
     })
+
+  /** A run's execution; one that finds a step recorded by another executor starts again from what is recorded. */
+  const execute = (start: Start, executionId: string) =>
+    execution(start, executionId).pipe(
+      Effect.retry({ times: 3, while: (error) => error._tag === "StepTaken" }),
+      Effect.catchTag("StepTaken", Effect.die)
+    )
 
   const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
   const validStart = (start: Start) => Effect.as(RunId.validate(start.runId), start)

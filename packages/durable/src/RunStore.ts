@@ -1,16 +1,18 @@
 /**
  * What a durable run records beside the engine's own storage, in the same SQL
- * database: its event log, which a UI reads (again) from any turn on, and the
- * tool calls it started, so a call of a tool that is not idempotent runs at
- * most once even when a crash cut it short.
+ * database: its recorded steps (see `RunJournal`), its event log, which a UI
+ * reads (again) from any turn on, and the tool calls it started, so a call of
+ * a tool that is not idempotent runs at most once even when a crash cut it
+ * short.
  *
  * It also holds the approvals a run issued: each wait point's secret, and
  * the decision once one is recorded (see `DurableApproval`).
  *
- * Three tables, `<prefix>_agent_events`, `<prefix>_agent_calls` and
- * `<prefix>_agent_approvals`, created when the layer starts. Entries are keyed
- * by run and position, and written with "insert unless present", so a
- * replaying run writes nothing twice.
+ * Four tables, `<prefix>_agent_steps`, `<prefix>_agent_events`,
+ * `<prefix>_agent_calls` and `<prefix>_agent_approvals`, created when the layer
+ * starts. Steps are keyed by run and name, entries by run and position, and
+ * both are written with "insert unless present": the first record of a step
+ * holds, and a replaying run writes nothing twice.
  *
  * @since 0.1.0
  */
@@ -43,10 +45,32 @@ export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStore
   message: Schema.String
 }) {}
 
+/** A recorded step of a run: its name and its JSON `body`. */
+export interface StepRecord {
+  readonly name: string
+  readonly body: string
+}
+
+/** What a run recorded so far: its steps by name, and the length of its log. */
+export interface Recorded {
+  readonly steps: ReadonlyMap<string, string>
+  readonly logLength: number
+}
+
 /** The run store; {@link layer} builds it on the `SqlClient` in context. */
 export class RunStore extends Context.Service<RunStore, {
-  /** Writes `entries` of `run`; an entry whose position is taken is left as it is. */
-  readonly append: (run: RunKey, entries: ReadonlyArray<Entry>) => Effect.Effect<void, RunStoreError>
+  /** What `run` recorded so far: one read. */
+  readonly load: (run: RunKey) => Effect.Effect<Recorded, RunStoreError>
+  /**
+   * Writes `steps` and `entries` of `run` at once (one transaction, one
+   * statement on PostgreSQL). A step recorded before is kept, and its name
+   * returned: another executor of the run recorded it first. An entry whose
+   * position is taken is left as it is.
+   */
+  readonly commit: (
+    run: RunKey,
+    records: { readonly steps: ReadonlyArray<StepRecord>; readonly entries: ReadonlyArray<Entry> }
+  ) => Effect.Effect<ReadonlyArray<string>, RunStoreError>
   /** The entries of `run` after position `afterSeq` that belong to turn `fromStep` or later, in order, at most `limit`. */
   readonly read: (
     run: RunKey,
@@ -80,6 +104,10 @@ export const IssuedApproval = Schema.Struct({
 export type IssuedApproval = typeof IssuedApproval.Type
 
 const Entries = Schema.Array(Entry)
+const Loaded = Schema.Array(
+  Schema.Struct({ kind: Schema.Literals(["step", "log"]), name: Schema.String, body: Schema.String })
+)
+const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
 const Approvals = Schema.Array(IssuedApproval)
 const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
 const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
@@ -89,6 +117,7 @@ const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) })
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
+    const steps = sql(`${prefix}_agent_steps`)
     const events = sql(`${prefix}_agent_events`)
     const calls = sql(`${prefix}_agent_calls`)
     const approvals = sql(`${prefix}_agent_approvals`)
@@ -97,6 +126,13 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
 
     // Runners starting together may race to create the tables: the loser tries again and finds them.
     yield* Effect.all([
+      sql`CREATE TABLE IF NOT EXISTS ${steps} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (agent, run_id, name)
+      )`,
       sql`CREATE TABLE IF NOT EXISTS ${events} (
         agent TEXT NOT NULL,
         run_id TEXT NOT NULL,
@@ -125,20 +161,72 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
       Effect.mapError(fail("migrate"))
     )
 
+    const stepRows = (run: RunKey, records: ReadonlyArray<StepRecord>) =>
+      records.map((record): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...record }))
+    const entryRows = (run: RunKey, entries: ReadonlyArray<Entry>) =>
+      entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
+
+    /** The names of the offered steps that this write did not record: another executor recorded them first. */
+    const taken = (offered: ReadonlyArray<StepRecord>) => (rows: unknown) =>
+      Effect.map(Schema.decodeUnknownEffect(Named)(rows), (inserted) => {
+        const mine = new Set(inserted.map((row) => row.name))
+        return offered.filter((record) => !mine.has(record.name)).map((record) => record.name)
+      })
+
+    const insertSteps = (run: RunKey, records: ReadonlyArray<StepRecord>) => {
+      const rows = stepRows(run, records)
+      return Arr.isReadonlyArrayNonEmpty(rows)
+        ? Effect.flatMap(
+          sql`INSERT INTO ${steps} ${sql.insert(rows)} ON CONFLICT DO NOTHING RETURNING name`,
+          taken(records)
+        )
+        : Effect.succeed([])
+    }
+    const insertEntries = (run: RunKey, entries: ReadonlyArray<Entry>) => {
+      const rows = entryRows(run, entries)
+      return Arr.isReadonlyArrayNonEmpty(rows)
+        ? Effect.asVoid(sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`)
+        : Effect.void
+    }
+    // PostgreSQL: both inserts in one statement, so one round trip and atomic without BEGIN and COMMIT.
+    const commitBoth = (run: RunKey, records: ReadonlyArray<StepRecord>, entries: ReadonlyArray<Entry>) => {
+      const stepsRows = stepRows(run, records)
+      const entriesRows = entryRows(run, entries)
+      if (!Arr.isReadonlyArrayNonEmpty(stepsRows) || !Arr.isReadonlyArrayNonEmpty(entriesRows)) {
+        return Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names)
+      }
+      return sql.onDialectOrElse({
+        pg: () =>
+          Effect.flatMap(
+            sql`WITH logged AS (INSERT INTO ${events} ${sql.insert(entriesRows)} ON CONFLICT DO NOTHING)
+              INSERT INTO ${steps} ${sql.insert(stepsRows)} ON CONFLICT DO NOTHING RETURNING name`,
+            taken(records)
+          ),
+        orElse: () =>
+          sql.withTransaction(Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names))
+      })
+    }
+
     return RunStore.of({
-      append: (run, entries) => {
-        const rows = entries.map((entry): Record<string, unknown> => ({
-          agent: run.agent,
-          run_id: run.runId,
-          ...entry
-        }))
-        return Arr.isReadonlyArrayNonEmpty(rows)
-          ? sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`.pipe(
-            Effect.asVoid,
-            Effect.mapError(fail("append"))
-          )
-          : Effect.void
-      },
+      load: (run) =>
+        sql`SELECT 'step' AS kind, name, body FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
+          UNION ALL
+          SELECT 'log' AS kind, '' AS name, CAST(COALESCE(MAX(seq) + 1, 0) AS TEXT) AS body FROM ${events}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Loaded)),
+          Effect.map((rows): Recorded => {
+            const recorded = new Map<string, string>()
+            let logLength = 0
+            for (const row of rows) {
+              if (row.kind === "step") recorded.set(row.name, row.body)
+              else logLength = Number(row.body)
+            }
+            return { steps: recorded, logLength }
+          }),
+          Effect.mapError(fail("load"))
+        ),
+      commit: (run, { entries, steps: records }) =>
+        commitBoth(run, records, entries).pipe(Effect.mapError(fail("commit"))),
       read: (run, { afterSeq, fromStep, limit }) =>
         sql`SELECT seq, step, kind, body FROM ${events}
           WHERE agent = ${run.agent} AND run_id = ${run.runId} AND seq > ${afterSeq} AND step >= ${fromStep}

@@ -234,12 +234,10 @@ describe("DurableAgent events for a UI", () => {
       [],
       Effect.gen(function*() {
         const store = yield* RunStore.RunStore
-        yield* store.append({ agent: "calculator", runId: "broken" }, [{
-          seq: 0,
-          step: 1,
-          kind: "event",
-          body: "{\"_tag\":\"Nope\"}"
-        }])
+        yield* store.commit({ agent: "calculator", runId: "broken" }, {
+          steps: [],
+          entries: [{ seq: 0, step: 1, kind: "event", body: "{\"_tag\":\"Nope\"}" }]
+        })
         const error = yield* Effect.flip(Stream.runDrain(agent.events("broken")))
         expect(error._tag).toBe("RunStoreError")
         expect(error.message).toMatch(/^entry 0:/)
