@@ -6,7 +6,7 @@
 import { Approval } from "@agentloop/core"
 import { LoopbackModel, MockLanguageModel, ProviderServer, TestProcess } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
@@ -77,7 +77,8 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
       const killed = started["runner"] === "A" ? "A" : "B"
       const survivor = killed === "A" ? "B" : "A"
       yield* runners[killed].kill
-      const done = yield* agent.run({ runId: "pg-crash", input: "Add and charge" }).pipe(Effect.timeout("20 seconds"))
+      // No deadline here but the test's: on a busy machine, takeover and child processes take what they take.
+      const done = yield* agent.run({ runId: "pg-crash", input: "Add and charge" })
       expect(done._tag === "Stopped" && done.output).toBe("done")
 
       const requests = (yield* server.requests).slice(2)
@@ -90,7 +91,7 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
         ProviderServer.layer,
         DurableRunner.layerPg("client", connection, {
           prefix,
-          sharding: { shardLockExpiration: Duration.seconds(3), shardsPerGroup: 16 }
+          sharding: { shardsPerGroup: 16 }
         })
       )),
       Effect.ensuring(Effect.andThen(dropTables(prefix), Effect.sync(temp.remove)))

@@ -10,7 +10,7 @@ import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
 import * as TestProcess from "@agentloop/testing/TestProcess"
-import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
+import { Cause, Effect, Layer, Schema, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
@@ -80,7 +80,7 @@ const main = (config: Config) => {
     : DurableRunner.layerPg(
       config.store.client ? "client" : { name: config.runner },
       { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" },
-      { prefix: config.store.prefix, sharding: { shardLockExpiration: Duration.seconds(3), shardsPerGroup: 16 } }
+      { prefix: config.store.prefix, sharding: { shardsPerGroup: 16 } }
     )
 
   const announceApprovals = agent.events(config.runId, { fromStep: 1 }).pipe(
