@@ -23,7 +23,7 @@ import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as Turn from "@agentloop/core/Turn"
-import { Effect, Option, Schema, Stream } from "effect"
+import { Effect, Option, Schedule, Schema, Stream } from "effect"
 import type { Layer } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
@@ -33,14 +33,19 @@ import * as DurableEvent from "./DurableEvent.ts"
 import * as RunId from "./RunId.ts"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
+import * as RunParking from "./RunParking.ts"
 import * as RunSteps from "./RunSteps.ts"
 import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
-/** The definition of a durable agent: `AgentLoop.Options` without a run's own `input` and `runId`. */
-export type Options<O = string, R = never, E = never, RU = never> = Omit<
-  AgentLoop.Options<O, R, E, RU>,
-  "input" | "runId"
->
+/**
+ * The definition of a durable agent: `AgentLoop.Options` without a run's own
+ * `input` and `runId`, and how many executions of a run in a row may die
+ * with their process before the run is parked (`maxCrashes`, default
+ * `RunParking.defaultMaxCrashes`; see `RunParking`).
+ */
+export type Options<O = string, R = never, E = never, RU = never> =
+  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+  & { readonly maxCrashes?: number | undefined }
 
 /** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
 export const Start = Schema.Struct({
@@ -70,17 +75,32 @@ export interface DurableAgent<O, R, RU> {
    * joined, and a finished one answers at once); fails with the run's
    * termination. Any process of the group may call it, a client included. A
    * run id that `RunId` refuses fails with `InvalidRunId` before anything is
-   * stored.
+   * stored, a parked run with `RunParked` (also when it is parked while this
+   * waits for it).
    */
   readonly run: (
     start: Start
-  ) => Effect.Effect<AgentEvent.RunResult<O>, Termination.Error | RunId.InvalidRunId, WorkflowEngine>
+  ) => Effect.Effect<AgentEvent.RunResult<O>, RunError, WorkflowEngine | RunStore>
   /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
-  readonly start: (start: Start) => Effect.Effect<void, RunId.InvalidRunId, WorkflowEngine>
-  /** The result of `runId`, once it has one; `None` while it runs, waits for a decision, or never started. */
+  readonly start: (
+    start: Start
+  ) => Effect.Effect<void, RunId.InvalidRunId | RunParking.RunParked | RunStoreError, WorkflowEngine | RunStore>
+  /**
+   * The result of `runId`, once it has one; `None` while it runs, waits for a
+   * decision, or never started. Fails with `RunParked` while it is parked.
+   */
   readonly result: (
     runId: string
-  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, Termination.Error | RunId.InvalidRunId, WorkflowEngine>
+  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, RunError, WorkflowEngine | RunStore>
+  /** The parked runs of this agent, each with the reason it was parked for (see `RunParking`). */
+  readonly parked: Effect.Effect<ReadonlyArray<RunParking.RunParked>, RunStoreError, RunStore>
+  /**
+   * Releases a parked run: it goes on from its last recorded step, on
+   * whichever runner picks it up. `false` when it was not parked.
+   */
+  readonly unpark: (
+    runId: string
+  ) => Effect.Effect<boolean, RunId.InvalidRunId | RunStoreError, WorkflowEngine | RunStore>
   /**
    * Records a decision for the call whose `ApprovalRequested` event carried
    * `token`, once: a token that is not the one the run issued, for a call the
@@ -102,6 +122,9 @@ export interface DurableAgent<O, R, RU> {
     options?: RunLog.ReadOptions
   ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError | RunId.InvalidRunId, RunStore>
 }
+
+/** Why running, or asking for the result of, a run failed: its termination, or it could not be asked. */
+export type RunError = Termination.Error | RunId.InvalidRunId | RunParking.RunParked | RunStoreError
 
 /**
  * Defines the durable agent `name` (unique among the agents of a database: it
@@ -139,6 +162,7 @@ const build = <O, R, E, RU>(
   const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, submitted)
   const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, submitted)
   const decisionCodec = RunJournal.codec(RunSteps.decisionRecord(output, submitted))
+  const maxCrashes = options.maxCrashes ?? RunParking.defaultMaxCrashes
 
   const workflow = Workflow.make(name, {
     payload: Start,
@@ -152,6 +176,7 @@ const build = <O, R, E, RU>(
     Effect.gen(function*() {
       const run: RunKey = { agent: name, runId: start.runId }
       const journal = yield* RunJournal.open(run, eventSchema)
+      yield* RunParking.enter(run, { maxCrashes, recordedSteps: journal.recordedSteps })
       const startedAt = yield* RunSteps.start(journal)
       const machine = yield* AgentMachine.make<O, R, E, RU>(
         { ...options, input: start.input, runId: start.runId },
@@ -260,28 +285,46 @@ const build = <O, R, E, RU>(
   const execute = (start: Start, executionId: string) =>
     execution(start, executionId).pipe(
       Effect.retry({ times: 3, while: (error) => error._tag === "StepTaken" }),
-      Effect.catchTag("StepTaken", Effect.die)
+      Effect.catchTag("StepTaken", Effect.die),
+      // Waiting for a decision, or stopping with its runner, is not a crash.
+      Effect.onInterrupt(() => RunParking.interrupted({ agent: name, runId: start.runId }))
     )
 
   const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
-  const validStart = (start: Start) => Effect.as(RunId.validate(start.runId), start)
+  const runnable = (start: Start) =>
+    RunId.validate(start.runId).pipe(
+      Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
+      Effect.as(start)
+    )
 
   return {
     name,
     workflow,
     layer: workflow.toLayer(execute),
-    run: (start) => Effect.flatMap(validStart(start), (start) => workflow.execute(start)),
-    start: (start) => Effect.flatMap(validStart(start), (start) => workflow.execute(start, { discard: true })),
+    run: (start) =>
+      Effect.flatMap(runnable(start), (start) =>
+        // A run parked while it is waited for would never answer: the wait ends with the reason.
+        Effect.raceFirst(
+          workflow.execute(start),
+          RunParking.check({ agent: name, runId: start.runId }).pipe(
+            Effect.repeat(Schedule.spaced("1 second")),
+            Effect.andThen(Effect.never)
+          )
+        )),
+    start: (start) => Effect.flatMap(runnable(start), (start) => workflow.execute(start, { discard: true })),
     result: (runId) =>
       RunId.validate(runId).pipe(
         Effect.flatMap(executionId),
         Effect.flatMap((id) => workflow.poll(id)),
-        Effect.flatMap((polled) =>
+        Effect.flatMap((polled): Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, RunError, RunStore> =>
           Option.isNone(polled) || polled.value._tag === "Suspended"
-            ? Effect.succeed(Option.none())
+            ? Effect.as(RunParking.check({ agent: name, runId }), Option.none())
             : Effect.asSome(polled.value.exit)
         )
       ),
+    parked: RunParking.parked(name),
+    unpark: (runId) =>
+      Effect.flatMap(RunId.validate(runId), (runId) => RunParking.unpark(workflow, { agent: name, runId })),
     approve: (token, decision) => DurableApproval.approve(workflow, token, decision),
     events: (runId, readOptions) =>
       Stream.unwrap(

@@ -57,6 +57,8 @@ export class StepTaken extends Schema.TaggedError<StepTaken>()("StepTaken", {
  * @category models
  */
 export interface Journal<O> {
+  /** How many steps the run had recorded when this execution started. */
+  readonly recordedSteps: number
   /**
    * The step `name`: its recorded value, or the value of `effect`, recorded
    * with the next `commit`.
@@ -132,6 +134,7 @@ export const open = <O>(
       })
 
     return {
+      recordedSteps: recorded.steps.size,
       step: (name, stepCodec, effect) => {
         const body = recorded.steps.get(name)
         if (body !== undefined) return Effect.orDie(stepCodec.decode(body))

@@ -6,11 +6,13 @@
  * short.
  *
  * It also holds the approvals a run issued: each wait point's secret, and
- * the decision once one is recorded (see `DurableApproval`).
+ * the decision once one is recorded (see `DurableApproval`); and how many of
+ * a run's executions in a row died with their process, to park a run that
+ * keeps crashing its runners (see `RunParking`).
  *
- * Four tables, `<prefix>_agent_steps`, `<prefix>_agent_events`,
- * `<prefix>_agent_calls` and `<prefix>_agent_approvals`, created when the layer
- * starts. Steps are keyed by run and name, entries by run and position, and
+ * Five tables, `<prefix>_agent_steps`, `<prefix>_agent_events`,
+ * `<prefix>_agent_calls`, `<prefix>_agent_approvals` and `<prefix>_agent_runs`,
+ * created when the layer starts. Steps are keyed by run and name, entries by run and position, and
  * both are written with "insert unless present": the first record of a step
  * holds, and a replaying run writes nothing twice.
  *
@@ -93,7 +95,31 @@ export class RunStore extends Context.Service<RunStore, {
   readonly readApproval: (run: RunKey, wait: string) => Effect.Effect<IssuedApproval | undefined, RunStoreError>
   /** Records `decision` (JSON) for `wait` of `run`; `false` when one was recorded before, which is kept. */
   readonly decide: (run: RunKey, wait: string, decision: string) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Counts an execution of `run` that starts: its executions in a row that
+   * did not end (their process died), 1 again when the run recorded a step
+   * since the last one started; with the reason it was parked for, if it is.
+   */
+  readonly begin: (run: RunKey) => Effect.Effect<Execution, RunStoreError>
+  /** An execution of `run` ended without a result (it waits, or its runner stops): it does not count. */
+  readonly interrupted: (run: RunKey) => Effect.Effect<void, RunStoreError>
+  /** Parks `run` for `reason` (JSON), unless it is parked already; `false` then. */
+  readonly park: (run: RunKey, reason: string) => Effect.Effect<boolean, RunStoreError>
+  /** Releases `run` from parking, counting no execution; returns the reason it was parked for, if it was. */
+  readonly unpark: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>
+  /** The reason (JSON) `run` is parked for; `undefined` when it is not parked. */
+  readonly parkedReason: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>
+  /** The parked runs of `agent`, with the reasons (JSON). */
+  readonly parked: (agent: string) => Effect.Effect<ReadonlyArray<ParkedRow>, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
+
+/** How many executions of a run in a row died with their process, and why it is parked, if it is (JSON). */
+export const Execution = Schema.Struct({ attempts: Schema.Number, parked: Schema.NullOr(Schema.String) })
+export type Execution = typeof Execution.Type
+
+/** A parked run: its id and the reason it was parked for (JSON). */
+export const ParkedRow = Schema.Struct({ run_id: Schema.String, parked: Schema.String })
+export type ParkedRow = typeof ParkedRow.Type
 
 /** A wait point as stored: its name, its secret, and its decision (JSON) once recorded. */
 export const IssuedApproval = Schema.Struct({
@@ -111,6 +137,9 @@ const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
 const Approvals = Schema.Array(IssuedApproval)
 const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
 const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
+const Executions = Schema.Array(Execution)
+const ParkedRows = Schema.Array(ParkedRow)
+const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
 const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
 
 /** Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing. */
@@ -121,6 +150,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
     const events = sql(`${prefix}_agent_events`)
     const calls = sql(`${prefix}_agent_calls`)
     const approvals = sql(`${prefix}_agent_approvals`)
+    const runs = sql(`${prefix}_agent_runs`)
     const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
       new RunStoreError({ operation, message: error.message })
 
@@ -155,6 +185,14 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         secret TEXT NOT NULL,
         decision TEXT,
         PRIMARY KEY (agent, run_id, wait)
+      )`,
+      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        progress INTEGER NOT NULL,
+        parked TEXT,
+        PRIMARY KEY (agent, run_id)
       )`
     ], { discard: true }).pipe(
       Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
@@ -206,6 +244,12 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           sql.withTransaction(Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names))
       })
     }
+
+    const parkedReason = (run: RunKey) =>
+      sql`SELECT parked FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+        Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
+        Effect.map((rows) => rows[0]?.parked ?? undefined)
+      )
 
     return RunStore.of({
       load: (run) =>
@@ -271,6 +315,53 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
           Effect.map((rows) => rows[0]),
           Effect.mapError(fail("read approval"))
+        ),
+      begin: (run) =>
+        sql`INSERT INTO ${runs} (agent, run_id, attempts, progress)
+          VALUES (${run.agent}, ${run.runId}, 1,
+            (SELECT COUNT(*) FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}))
+          ON CONFLICT (agent, run_id) DO UPDATE SET
+            attempts = CASE WHEN excluded.progress > ${runs}.progress THEN 1 ELSE ${runs}.attempts + 1 END,
+            progress = excluded.progress
+          RETURNING attempts, parked`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Executions)),
+          Effect.flatMap((rows) =>
+            rows[0] === undefined
+              ? Effect.fail(new RunStoreError({ operation: "begin", message: "the run's row did not come back" }))
+              : Effect.succeed(rows[0])
+          ),
+          Effect.mapError((error) => error._tag === "RunStoreError" ? error : fail("begin")(error))
+        ),
+      interrupted: (run) =>
+        sql`UPDATE ${runs} SET attempts = 0 WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(fail("interrupted"))
+        ),
+      park: (run, reason) =>
+        sql`UPDATE ${runs} SET parked = ${reason}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked IS NULL RETURNING parked`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(fail("park"))
+        ),
+      unpark: (run) =>
+        parkedReason(run).pipe(
+          Effect.flatMap((reason) =>
+            reason === undefined
+              ? Effect.succeed(undefined)
+              : Effect.as(
+                sql`UPDATE ${runs} SET parked = NULL, attempts = 0
+                  WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked = ${reason}`,
+                reason
+              )
+          ),
+          Effect.mapError(fail("unpark"))
+        ),
+      parkedReason: (run) => Effect.mapError(parkedReason(run), fail("read parked")),
+      parked: (agent) =>
+        sql`SELECT run_id, parked FROM ${runs} WHERE agent = ${agent} AND parked IS NOT NULL ORDER BY run_id`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(ParkedRows)),
+          Effect.mapError(fail("list parked"))
         ),
       decide: (run, wait, decision) =>
         sql`UPDATE ${approvals} SET decision = ${decision}
