@@ -3,13 +3,15 @@
  * workflows on the `ClusterWorkflowEngine` of a `DurableRunner`.
  *
  * A run is driven by the same `AgentMachine` as `AgentLoop`, with each model
- * turn, each tool call and each decision a recorded activity (see
- * `RunSteps`): a run that a crash, a deploy or a shutdown stopped resumes on a
- * runner from its last recorded step, without asking the model again for a
- * turn it answered or running a finished tool call again. A call of a tool
- * that `needsApproval` waits on a durable decision (`approve`), which may come
- * hours later, from another process. Every run logs its events (see
- * `DurableEvent`), which `events` streams to a UI, again from any turn on.
+ * turn, each tool call and each decision a recorded step of its journal (see
+ * `RunSteps`, `RunJournal`): a run that a crash, a deploy or a shutdown
+ * stopped resumes on a runner from its last recorded step, by itself, without
+ * asking the model again for a turn it answered or running a finished tool
+ * call again; one that keeps crashing its runners is parked (see
+ * `RunParking`). A call of a tool that `needsApproval` waits on a durable
+ * decision (`approve`), which may come hours later, from another process.
+ * Every run logs its events (see `DurableEvent`), which `events` streams to a
+ * UI, again from any turn on.
  *
  * @since 0.1.0
  */
@@ -123,7 +125,13 @@ export interface DurableAgent<O, R, RU> {
   ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError | RunId.InvalidRunId, RunStore>
 }
 
-/** Why running, or asking for the result of, a run failed: its termination, or it could not be asked. */
+/**
+ * Why running, or asking for the result of, a run failed: its termination, or
+ * it could not be asked.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
 export type RunError = Termination.Error | RunId.InvalidRunId | RunParking.RunParked | RunStoreError
 
 /**

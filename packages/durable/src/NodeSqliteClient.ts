@@ -118,22 +118,30 @@ export const make = (
           : new DatabaseUnavailable({ filename, reason: describe(cause) })
     })
 
-    // The most recently used statements, by their text: a Map keeps insertion order, so its first key is the oldest.
+    // The most recently used statements, by their text. A hit only stamps its entry; the least recently used one
+    // is looked for when the cache overflows, which statements that repeat their text never make it do.
     const capacity = Math.max(1, options.statementCacheSize ?? 200)
-    const statements = new Map<string, StatementSync>()
+    const statements = new Map<string, { readonly prepared: StatementSync; used: number }>()
+    let clock = 0
     const statement = (sql: string): StatementSync => {
       const cached = statements.get(sql)
       if (cached !== undefined) {
-        statements.delete(sql)
-        statements.set(sql, cached)
-        return cached
+        cached.used = ++clock
+        return cached.prepared
       }
       const prepared = db.prepare(sql)
-      statements.set(sql, prepared)
-      if (statements.size > capacity) {
-        const oldest = statements.keys().next()
-        if (oldest.done !== true) statements.delete(oldest.value)
+      if (statements.size >= capacity) {
+        let oldest: string | undefined
+        let oldestUse = Infinity
+        for (const [text, entry] of statements) {
+          if (entry.used < oldestUse) {
+            oldest = text
+            oldestUse = entry.used
+          }
+        }
+        if (oldest !== undefined) statements.delete(oldest)
       }
+      statements.set(sql, { prepared, used: ++clock })
       return prepared
     }
 

@@ -134,6 +134,9 @@ export interface Call<R> {
 /**
  * The idempotency key of step `name` of the execution `executionId`: the
  * first 32 hex digits of the SHA-256 of both, the same each time the step runs.
+ *
+ * @since 0.2.0
+ * @category tools
  */
 export const idempotencyKey = (executionId: string, name: string): string =>
   createHash("sha256").update(`${executionId}-${name}`).digest("hex").slice(0, 32)

@@ -47,13 +47,23 @@ export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStore
   message: Schema.String
 }) {}
 
-/** A recorded step of a run: its name and its JSON `body`. */
+/**
+ * A recorded step of a run: its name and its JSON `body`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepRecord {
   readonly name: string
   readonly body: string
 }
 
-/** What a run recorded so far: its steps by name, and the length of its log. */
+/**
+ * What a run recorded so far: its steps by name, and the length of its log.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface Recorded {
   readonly steps: ReadonlyMap<string, string>
   readonly logLength: number
@@ -113,15 +123,30 @@ export class RunStore extends Context.Service<RunStore, {
   readonly parked: (agent: string) => Effect.Effect<ReadonlyArray<ParkedRow>, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
 
-/** How many executions of a run in a row died with their process, and why it is parked, if it is (JSON). */
+/**
+ * How many executions of a run in a row died with their process, and why it is parked, if it is (JSON).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export const Execution = Schema.Struct({ attempts: Schema.Number, parked: Schema.NullOr(Schema.String) })
 export type Execution = typeof Execution.Type
 
-/** A parked run: its id and the reason it was parked for (JSON). */
+/**
+ * A parked run: its id and the reason it was parked for (JSON).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export const ParkedRow = Schema.Struct({ run_id: Schema.String, parked: Schema.String })
 export type ParkedRow = typeof ParkedRow.Type
 
-/** A wait point as stored: its name, its secret, and its decision (JSON) once recorded. */
+/**
+ * A wait point as stored: its name, its secret, and its decision (JSON) once recorded.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export const IssuedApproval = Schema.Struct({
   wait: Schema.String,
   secret: Schema.String,
