@@ -9,6 +9,7 @@ import { LanguageModel } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schedule, Stream } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner, RunStore } from "../src/index.ts"
 import { answer, call, embedded, model, pricing, tempDir, toolkit } from "./fixtures.ts"
@@ -16,7 +17,7 @@ import { answer, call, embedded, model, pricing, tempDir, toolkit } from "./fixt
 const withRunner = <A, E, R>(
   agents: Layer.Layer<never, never, R>,
   script: ReadonlyArray<MockLanguageModel.Reply>,
-  body: Effect.Effect<A, E, R | DurableRunner.Services | MockLanguageModel.MockLanguageModel>
+  body: Effect.Effect<A, E, R | DurableRunner.Services | SqlClient | MockLanguageModel.MockLanguageModel>
 ) => {
   const temp = tempDir()
   return body.pipe(
@@ -70,6 +71,24 @@ describe("RunParking", () => {
         expect((yield* store.begin(run)).attempts).toBe(1)
       })
     ))
+
+  it.live("a run that waits for a decision is not crashing: its count is back to 0 while it waits", () => {
+    const careful = DurableAgent.make("careful", { model, toolkit, maxCrashes: 1 })
+    return withRunner(
+      careful.layer,
+      [call("remove", { path: "/a" }), answer("removed")],
+      Effect.gen(function*() {
+        yield* careful.start({ runId: "c1", input: "Remove" })
+        const sql = yield* SqlClient
+        const attempts = sql<{ readonly attempts: number }>`
+          SELECT attempts FROM agentloop_agent_runs WHERE agent = 'careful' AND run_id = 'c1'`
+        yield* attempts.pipe(
+          Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (rows) => rows[0]?.attempts === 0 })
+        )
+        expect(yield* careful.parked).toStrictEqual([])
+      })
+    )
+  })
 
   it.live("a runner that stops with the run in flight is not a crash: the next one runs it", () => {
     const temp = tempDir()

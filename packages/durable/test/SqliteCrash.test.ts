@@ -65,7 +65,7 @@ describe("the embedded runner across processes", () => {
     "a process that only starts a runner resumes a killed run by itself (no turn asked twice, an idempotent call run again, another reported as unknown); a decision requested before a crash is granted by a later process",
     () =>
       Effect.gen(function*() {
-        const { marker, server, start } = yield* setup
+        const { here, marker, server, start } = yield* setup
         yield* server.reply(
           LoopbackModel.reply(MockLanguageModel.callsTurn([
             { name: "add", arguments: { a: 2, b: 3 }, callId: "call_add" },
@@ -92,18 +92,24 @@ describe("the embedded runner across processes", () => {
         yield* two.kill
         expect(marker("remove")).toStrictEqual([])
 
-        // Process three records the decision, and the run finishes there.
-        const three = yield* start("three", "approve", "crash-1", { decisions: { call_rm: null } })
-        const done = yield* three.waitFor((message) =>
-          TestProcess.has("finished")(message) || TestProcess.has("error")(message)
-        )
-        expect(done, three.stderr()).toStrictEqual({ finished: "done" })
+        // This process records the decision, and the run finishes here.
+        const { agent, layer } = here()
+        const result = yield* Effect.gen(function*() {
+          const requested = yield* agent.events("crash-1", { fromStep: 1 }).pipe(
+            Stream.filter((event) => event._tag === "ApprovalRequested"),
+            Stream.runHead
+          )
+          if (requested._tag === "None" || requested.value._tag !== "ApprovalRequested") return expect.unreachable()
+          yield* agent.approve(requested.value.token, Approval.approved)
+          return yield* agent.run({ runId: "crash-1", input: "Go" })
+        }).pipe(Effect.provide(layer))
+        expect(result._tag === "Stopped" && result.output).toBe("done")
 
         const requests = yield* server.requests
-        expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two", "three"])
+        expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two", "test"])
         expect(marker("add")).toStrictEqual(["one", "two"])
         expect(marker("charge")).toStrictEqual(["one"])
-        expect(marker("remove")).toStrictEqual(["three"])
+        expect(marker("remove")).toStrictEqual(["test"])
         const told = JSON.stringify(requests[1]?.body)
         expect(told).toContain("was cut short by a crash and, as it is not idempotent, was not run again")
         expect(told).toContain("fco_call_add")
