@@ -25,7 +25,7 @@ import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as Turn from "@agentloop/core/Turn"
-import { Effect, Option, Schedule, Schema, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import type { Layer } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
@@ -314,9 +314,9 @@ const build = <O, R, E, RU>(
         // A run parked while it is waited for would never answer: the wait ends with the reason.
         Effect.raceFirst(
           workflow.execute(start),
-          RunParking.check({ agent: name, runId: start.runId }).pipe(
-            Effect.repeat(Schedule.spaced("1 second")),
-            Effect.andThen(Effect.never)
+          Effect.sleep("1 second").pipe(
+            Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
+            Effect.forever
           )
         )),
     start: (start) => Effect.flatMap(runnable(start), (start) => workflow.execute(start, { discard: true })),
