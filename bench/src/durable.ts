@@ -9,8 +9,8 @@
  * - `DurableAgent.run` on a runner over PostgreSQL (127.0.0.1:5432), when one
  *   is reachable.
  *
- * Each turn records a model turn, a tool call and a decision (three activities
- * of the engine) and appends to the run's event log.
+ * Each turn is recorded in the run's journal: the turn, its events and the
+ * decision before it in one write, the tool call in another.
  */
 import { AgentLoop, LanguageModel, Tool, Toolkit } from "@agentloop/core"
 import type { AgentEvent, Item, TurnDelta } from "@agentloop/core"

@@ -3,13 +3,15 @@
  * workflows on the `ClusterWorkflowEngine` of a `DurableRunner`.
  *
  * A run is driven by the same `AgentMachine` as `AgentLoop`, with each model
- * turn, each tool call and each decision a recorded activity (see
- * `RunSteps`): a run that a crash, a deploy or a shutdown stopped resumes on a
- * runner from its last recorded step, without asking the model again for a
- * turn it answered or running a finished tool call again. A call of a tool
- * that `needsApproval` waits on a durable decision (`approve`), which may come
- * hours later, from another process. Every run logs its events (see
- * `DurableEvent`), which `events` streams to a UI, again from any turn on.
+ * turn, each tool call and each decision a recorded step of its journal (see
+ * `RunSteps`, `RunJournal`): a run that a crash, a deploy or a shutdown
+ * stopped resumes on a runner from its last recorded step, by itself, without
+ * asking the model again for a turn it answered or running a finished tool
+ * call again; one that keeps crashing its runners is parked (see
+ * `RunParking`). A call of a tool that `needsApproval` waits on a durable
+ * decision (`approve`), which may come hours later, from another process.
+ * Every run logs its events (see `DurableEvent`), which `events` streams to a
+ * UI, again from any turn on.
  *
  * @since 0.1.0
  */
@@ -23,26 +25,33 @@ import type * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as Turn from "@agentloop/core/Turn"
-import { Effect, Option, Schema } from "effect"
-import type { Layer, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
+import type { Layer } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
+import * as RunId from "./RunId.ts"
+import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
+import * as RunParking from "./RunParking.ts"
 import * as RunSteps from "./RunSteps.ts"
 import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
-/** The definition of a durable agent: `AgentLoop.Options` without a run's own `input` and `runId`. */
-export type Options<O = string, R = never, E = never, RU = never> = Omit<
-  AgentLoop.Options<O, R, E, RU>,
-  "input" | "runId"
->
+/**
+ * The definition of a durable agent: `AgentLoop.Options` without a run's own
+ * `input` and `runId`, and how many executions of a run in a row may die
+ * with their process before the run is parked (`maxCrashes`, default
+ * `RunParking.defaultMaxCrashes`; see `RunParking`).
+ */
+export type Options<O = string, R = never, E = never, RU = never> =
+  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+  & { readonly maxCrashes?: number | undefined }
 
 /** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
 export const Start = Schema.Struct({
-  runId: Schema.String,
+  runId: RunId.RunId,
   input: Schema.Union([Schema.String, Item.History])
 })
 export type Start = typeof Start.Type
@@ -66,20 +75,44 @@ export interface DurableAgent<O, R, RU> {
   /**
    * Runs `start.runId` and waits for its result (a run that exists already is
    * joined, and a finished one answers at once); fails with the run's
-   * termination. Any process of the group may call it, a client included.
+   * termination. Any process of the group may call it, a client included. A
+   * run id that `RunId` refuses fails with `InvalidRunId` before anything is
+   * stored, a parked run with `RunParked` (also when it is parked while this
+   * waits for it).
    */
-  readonly run: (start: Start) => Effect.Effect<AgentEvent.RunResult<O>, Termination.Error, WorkflowEngine>
+  readonly run: (
+    start: Start
+  ) => Effect.Effect<AgentEvent.RunResult<O>, RunError, WorkflowEngine | RunStore>
   /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
-  readonly start: (start: Start) => Effect.Effect<void, never, WorkflowEngine>
-  /** The result of `runId`, once it has one; `None` while it runs, waits for a decision, or never started. */
+  readonly start: (
+    start: Start
+  ) => Effect.Effect<void, RunId.InvalidRunId | RunParking.RunParked | RunStoreError, WorkflowEngine | RunStore>
+  /**
+   * The result of `runId`, once it has one; `None` while it runs, waits for a
+   * decision, or never started. Fails with `RunParked` while it is parked.
+   */
   readonly result: (
     runId: string
-  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, Termination.Error, WorkflowEngine>
-  /** Records a decision for the call whose `ApprovalRequested` event carried `token`. */
+  ) => Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, RunError, WorkflowEngine | RunStore>
+  /** The parked runs of this agent, each with the reason it was parked for (see `RunParking`). */
+  readonly parked: Effect.Effect<ReadonlyArray<RunParking.RunParked>, RunStoreError, RunStore>
+  /**
+   * Releases a parked run: it goes on from its last recorded step, on
+   * whichever runner picks it up. `false` when it was not parked.
+   */
+  readonly unpark: (
+    runId: string
+  ) => Effect.Effect<boolean, RunId.InvalidRunId | RunStoreError, WorkflowEngine | RunStore>
+  /**
+   * Records a decision for the call whose `ApprovalRequested` event carried
+   * `token`, once: a token that is not the one the run issued, for a call the
+   * run has not reached, or for a call decided already is refused (see
+   * `DurableApproval.approve`).
+   */
   readonly approve: (
     token: string,
     decision: Approval.Decision
-  ) => Effect.Effect<void, DurableApproval.InvalidToken, WorkflowEngine>
+  ) => Effect.Effect<void, DurableApproval.ApproveError, WorkflowEngine | RunStore>
   /**
    * The events of `runId` from its log: those logged so far from turn
    * `fromStep` on, then the rest as they are logged, up to `Finished`; the
@@ -89,8 +122,17 @@ export interface DurableAgent<O, R, RU> {
   readonly events: (
     runId: string,
     options?: RunLog.ReadOptions
-  ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError, RunStore>
+  ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError | RunId.InvalidRunId, RunStore>
 }
+
+/**
+ * Why running, or asking for the result of, a run failed: its termination, or
+ * it could not be asked.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type RunError = Termination.Error | RunId.InvalidRunId | RunParking.RunParked | RunStoreError
 
 /**
  * Defines the durable agent `name` (unique among the agents of a database: it
@@ -127,7 +169,8 @@ const build = <O, R, E, RU>(
   const submitted: Schema.Codec<unknown, unknown> = finish?.output ?? Schema.Unknown
   const resultSchema: Schema.Codec<AgentEvent.RunResult<O>, unknown> = AgentEvent.RunResult(output, submitted)
   const eventSchema: Schema.Codec<DurableEvent.DurableEvent<O>, unknown> = DurableEvent.schema(output, submitted)
-  const decisionSchema = RunSteps.decisionRecord(output, submitted)
+  const decisionCodec = RunJournal.codec(RunSteps.decisionRecord(output, submitted))
+  const maxCrashes = options.maxCrashes ?? RunParking.defaultMaxCrashes
 
   const workflow = Workflow.make(name, {
     payload: Start,
@@ -136,45 +179,70 @@ const build = <O, R, E, RU>(
     idempotencyKey: (start) => start.runId
   })
 
-  const execute = (start: Start, executionId: string) =>
+  /** One execution of a run: from its first step, replaying those it recorded. */
+  const execution = (start: Start, executionId: string) =>
     Effect.gen(function*() {
       const run: RunKey = { agent: name, runId: start.runId }
-      const log = yield* RunLog.writer(run, eventSchema)
-      const startedAt = yield* RunSteps.start
+      const journal = yield* RunJournal.open(run, eventSchema)
+      yield* RunParking.enter(run, { maxCrashes, recordedSteps: journal.recordedSteps })
+      const startedAt = yield* RunSteps.start(journal)
       const machine = yield* AgentMachine.make<O, R, E, RU>(
         { ...options, input: start.input, runId: start.runId },
         { startedAt }
       )
 
-      /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
-      const runCalls = (step: number, completed: AgentTurn.Completed, calls: ReadonlyArray<Item.FunctionCall>) =>
+      /** Issues the wait points of the turn's calls that need a decision, and logs their requests. */
+      const requestDecisions = (step: number, calls: ReadonlyArray<Item.FunctionCall>) =>
         Effect.gen(function*() {
           const waits = calls.map((call, index) =>
-            Toolkit.needsApproval(toolkit, call) ? DurableApproval.deferred(step, index) : undefined
+            Toolkit.needsApproval(toolkit, call) ? DurableApproval.waitName(step, index) : undefined
           )
-          log.add(
+          const issued = yield* DurableApproval.issue(run, waits.filter((wait) => wait !== undefined)).pipe(
+            Effect.retry(RunJournal.retry),
+            Effect.orDie
+          )
+          journal.log(
             step,
             calls.flatMap((call, index) => {
-              const wait = waits[index]
-              if (wait === undefined) return []
-              const token = DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId })
-              return [{ _tag: "ApprovalRequested", step, call, token }]
+              const wait = issued.get(waits[index] ?? "")
+              return wait === undefined ? [] : [{ _tag: "ApprovalRequested", step, call, token: wait.token }]
             })
           )
-          // A UI sees the turn before its calls run, however long they take.
-          yield* log.flush
+          return waits.map((wait) => wait === undefined ? undefined : issued.get(wait))
+        })
+
+      /** The turn's calls, each a recorded step, once every decision they wait for is recorded. */
+      const runCalls = (
+        step: number,
+        completed: AgentTurn.Completed,
+        calls: ReadonlyArray<Item.FunctionCall>,
+        issued: ReadonlyArray<DurableApproval.Issued | undefined>
+      ) =>
+        Effect.gen(function*() {
           // Every decision first: a decision recorded while calls run would interrupt them to replay the run.
-          const decisions = yield* Effect.forEach(waits, (wait) =>
-            wait === undefined ? Effect.undefined : DurableDeferred.await(wait))
+          const decisions = yield* Effect.forEach(issued, (wait, index) => {
+            if (wait === undefined) return Effect.undefined
+            return wait.decision === undefined
+              ? DurableDeferred.await(DurableApproval.deferred(step, index))
+              : Effect.succeed(wait.decision)
+          })
           const records = yield* Effect.forEach(
             calls,
             (call, index) =>
-              RunSteps.tool({ run, step, index, call, toolkit, tools: machine.tools, decision: decisions[index] }),
+              RunSteps.tool(journal, {
+                run,
+                executionId,
+                step,
+                index,
+                call,
+                toolkit,
+                tools: machine.tools,
+                decision: decisions[index]
+              }),
             { concurrency: machine.tools.concurrency ?? 4 }
           )
-          log.add(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
-          const results = yield* Effect.forEach(records, (record) =>
-            RunSteps.result(toolkit, record))
+          journal.log(step, records.map((call) => ({ _tag: "ToolResult", step, ...call })))
+          const results = yield* Effect.forEach(records, (record) => RunSteps.result(toolkit, record))
           const outcome: AgentTurn.Outcome = {
             ...completed,
             history: [...completed.history, ...Toolkit.outputs(results)],
@@ -189,45 +257,86 @@ const build = <O, R, E, RU>(
         while (true) {
           yield* machine.beforeTurn(state)
           step = state.steps + 1
-          const record = yield* RunSteps.turn(machine, state)
+          const record = yield* RunSteps.turn(journal, machine, state)
           const completed = RunSteps.completed(record, state.history)
           const books = yield* machine.account(state, completed)
-          log.add(step, [
+          journal.log(step, [
             { _tag: "TurnStarted", step },
             ...record.notes,
             { _tag: "TurnCompleted", step, turn: completed.turn, cost: completed.cost, accounting: books.accounting }
           ])
           const calls = Turn.functionCalls(completed.turn)
-          const outcome = calls.length === 0 ? { ...completed, results: [] } : yield* runCalls(step, completed, calls)
-          const decision = yield* RunSteps.decide(machine, decisionSchema, books.state, outcome)
+          const issued = calls.length === 0 ? [] : yield* requestDecisions(step, calls)
+          // The turn is recorded before its calls run or its decision is made; a UI sees it however long they take.
+          yield* journal.commit
+          const outcome = calls.length === 0
+            ? { ...completed, results: [] }
+            : yield* runCalls(step, completed, calls, issued)
+          const decision = yield* RunSteps.decide(journal, machine, decisionCodec, books.state, outcome)
           const transition = RunSteps.transition(decision, outcome)
-          log.add(step, transition.events)
-          yield* log.flush
-          if (transition._tag === "Finish") return transition.result
+          journal.log(step, transition.events)
+          if (transition._tag === "Finish") {
+            yield* journal.commit
+            return transition.result
+          }
+          // A decision to go on is recorded with the next turn: one write per turn, not two.
           state = transition.state
         }
       })
-      return yield* Effect.tapError(turns, (termination) => log.fail(step, termination))
+      return yield* Effect.tapError(
+        turns,
+        (error) => error._tag === "StepTaken" ? Effect.void : journal.fail(step, error)
+      )
     })
 
+  /** A run's execution; one that finds a step recorded by another executor starts again from what is recorded. */
+  const execute = (start: Start, executionId: string) =>
+    execution(start, executionId).pipe(
+      Effect.retry({ times: 3, while: (error) => error._tag === "StepTaken" }),
+      Effect.catchTag("StepTaken", Effect.die),
+      // Waiting for a decision, or stopping with its runner, is not a crash.
+      Effect.onInterrupt(() => RunParking.interrupted({ agent: name, runId: start.runId }))
+    )
+
   const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
+  const runnable = (start: Start) =>
+    RunId.validate(start.runId).pipe(
+      Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
+      Effect.as(start)
+    )
 
   return {
     name,
     workflow,
     layer: workflow.toLayer(execute),
-    run: (start) => workflow.execute(start),
-    start: (start) => Effect.asVoid(workflow.execute(start, { discard: true })),
+    run: (start) =>
+      Effect.flatMap(runnable(start), (start) =>
+        // A run parked while it is waited for would never answer: the wait ends with the reason.
+        Effect.raceFirst(
+          workflow.execute(start),
+          Effect.sleep("1 second").pipe(
+            Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
+            Effect.forever
+          )
+        )),
+    start: (start) => Effect.flatMap(runnable(start), (start) => workflow.execute(start, { discard: true })),
     result: (runId) =>
-      Effect.flatMap(
-        executionId(runId),
-        (id) =>
-          Effect.flatMap(workflow.poll(id), (polled) =>
-            Option.isNone(polled) || polled.value._tag === "Suspended"
-              ? Effect.succeed(Option.none())
-              : Effect.asSome(polled.value.exit))
+      RunId.validate(runId).pipe(
+        Effect.flatMap(executionId),
+        Effect.flatMap((id) => workflow.poll(id)),
+        Effect.flatMap((polled): Effect.Effect<Option.Option<AgentEvent.RunResult<O>>, RunError, RunStore> =>
+          Option.isNone(polled) || polled.value._tag === "Suspended"
+            ? Effect.as(RunParking.check({ agent: name, runId }), Option.none())
+            : Effect.asSome(polled.value.exit)
+        )
       ),
-    approve: (token, decision) => DurableApproval.approve(name, token, decision),
-    events: (runId, readOptions) => RunLog.read({ agent: name, runId }, eventSchema, readOptions)
+    parked: RunParking.parked(name),
+    unpark: (runId) =>
+      Effect.flatMap(RunId.validate(runId), (runId) => RunParking.unpark(workflow, { agent: name, runId })),
+    approve: (token, decision) => DurableApproval.approve(workflow, token, decision),
+    events: (runId, readOptions) =>
+      Stream.unwrap(
+        Effect.map(RunId.validate(runId), (runId) => RunLog.read({ agent: name, runId }, eventSchema, readOptions))
+      )
   }
 }

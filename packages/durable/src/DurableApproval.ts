@@ -4,25 +4,100 @@
  * resumed while it waits, and the decision can come hours later from another
  * process that reaches the same database.
  *
+ * A wait point is issued by the run when it reaches the call: the run stores a
+ * random secret for it (32 bytes from the platform's CSPRNG) and logs a token
+ * that carries it. A decision is accepted only with that token, only for a
+ * wait point the run issued, and only once. The secret is random rather than
+ * derived from a server key: nothing has to be configured, shared or rotated
+ * between runners and the processes that approve, a leaked key cannot open
+ * every run, and the store already has to hold each wait point (to refuse one
+ * that was never issued, and to record its decision once).
+ *
  * @since 0.1.0
  */
 import type * as Approval from "@agentloop/core/Approval"
-import { Effect, Exit, Schema } from "effect"
+import { Effect, Exit, Schema, SchemaGetter } from "effect"
+import * as Base64Url from "effect/encoding/Base64Url"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
+import type * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
+import { timingSafeEqual } from "node:crypto"
+import * as RunId from "./RunId.ts"
+import type { RunKey, RunStoreError } from "./RunStore.ts"
+import { RunStore } from "./RunStore.ts"
 
-/** A decision as the run records it: `Approval.Decision` as a Schema. */
+/**
+ * A decision as the run records it: `Approval.Decision` as a Schema.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Decision = Schema.Union([
   Schema.TaggedStruct("Approved", {}),
   Schema.TaggedStruct("Denied", { reason: Schema.String })
 ])
 export type Decision = typeof Decision.Type
 
-/** The wait point of call number `index` of turn `step`. */
-export const deferred = (step: number, index: number) =>
-  DurableDeferred.make(`approval/${step}/${index}`, { success: Decision })
+const DecisionJson = Schema.fromJsonString(Decision)
 
-/** A token that does not name an approval of this agent's runs: mistyped, cut, or another agent's. */
+/**
+ * The name of the wait point of call number `index` of turn `step`.
+ *
+ * @since 0.2.0
+ * @category wait points
+ */
+export const waitName = (step: number, index: number): string => `approval/${step}/${index}`
+
+/**
+ * The wait point of call number `index` of turn `step`.
+ *
+ * @since 0.1.0
+ * @category wait points
+ */
+export const deferred = (step: number, index: number) =>
+  DurableDeferred.make(waitName(step, index), { success: Decision })
+
+/**
+ * What a token says: the agent, the run, the wait point and the secret the
+ * run issued for it.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const Token = Schema.Struct({
+  agent: Schema.String,
+  runId: Schema.String,
+  wait: Schema.String,
+  secret: Schema.String
+})
+export type Token = typeof Token.Type
+
+/**
+ * A token as it travels: the base64url of a JSON array.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const TokenFromString = Schema.String.pipe(
+  Schema.decodeTo(Schema.fromJsonString(Schema.Tuple([Schema.String, Schema.String, Schema.String, Schema.String])), {
+    decode: SchemaGetter.decodeBase64UrlString(),
+    encode: SchemaGetter.encodeBase64Url()
+  }),
+  Schema.decodeTo(Token, {
+    decode: SchemaGetter.transform(([agent, runId, wait, secret]) => ({ agent, runId, wait, secret })),
+    encode: SchemaGetter.transform(({ agent, runId, secret, wait }) => [agent, runId, wait, secret] as const)
+  })
+)
+
+const encodeToken = Schema.encodeSync(TokenFromString)
+
+/**
+ * A token that names no approval of this agent's runs: mistyped, cut, another
+ * agent's, or one whose secret is not the one the run issued (forged).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
   token: Schema.String,
   reason: Schema.String
@@ -33,26 +108,158 @@ export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidTok
 }
 
 /**
- * Records `decision` for the call that `token` names (from its
- * `ApprovalRequested` event) in a run of the workflow `workflow`. The run
- * resumes on its runner; recording a second decision for the same call changes
- * nothing.
+ * The run never issued this wait point: it has not reached the call yet (a
+ * token made up in advance), or the call does not exist.
+ *
+ * @since 0.2.0
+ * @category errors
  */
-export const approve = (
-  workflow: string,
-  token: string,
-  decision: Approval.Decision
-): Effect.Effect<void, InvalidToken, WorkflowEngine> =>
+export class ApprovalNotIssued extends Schema.TaggedError<ApprovalNotIssued>()("ApprovalNotIssued", {
+  runId: Schema.String,
+  wait: Schema.String
+}) {
+  override get message() {
+    return `run ${JSON.stringify(this.runId)} has issued no approval ${this.wait}`
+  }
+}
+
+/**
+ * The call was decided already: a decision is recorded once, and the token
+ * cannot be used again.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class ApprovalAlreadyDecided extends Schema.TaggedError<ApprovalAlreadyDecided>()("ApprovalAlreadyDecided", {
+  runId: Schema.String,
+  wait: Schema.String,
+  /** The decision that was recorded. */
+  decision: Decision
+}) {
+  override get message() {
+    return `approval ${this.wait} of run ${JSON.stringify(this.runId)} was decided already (${this.decision._tag})`
+  }
+}
+
+/**
+ * Why `approve` refused a decision.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ApproveError = InvalidToken | ApprovalNotIssued | ApprovalAlreadyDecided | RunStoreError
+
+/**
+ * A wait point the run issued: its token, and the decision recorded for it,
+ * if any.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Issued {
+  readonly token: string
+  readonly decision: Decision | undefined
+}
+
+const newSecret = Effect.sync(() => Base64Url.encode(globalThis.crypto.getRandomValues(new Uint8Array(32))))
+
+const decodeRecorded = (json: string | null): Effect.Effect<Decision | undefined> =>
+  json === null ? Effect.undefined : Effect.orDie(Schema.decodeEffect(DecisionJson)(json))
+
+/**
+ * Issues the wait points `waits` of `run`: stores a new secret for each, or
+ * reads the one an earlier execution of the run stored (a replaying run logs
+ * the same tokens), with the decision recorded since.
+ *
+ * @since 0.2.0
+ * @category wait points
+ */
+export const issue = (
+  run: RunKey,
+  waits: ReadonlyArray<string>
+): Effect.Effect<ReadonlyMap<string, Issued>, RunStoreError, RunStore> =>
   Effect.gen(function*() {
-    const parsed = yield* Schema.decodeUnknownEffect(DurableDeferred.TokenParsed.FromString)(token).pipe(
-      Effect.mapError(() => new InvalidToken({ token, reason: "it does not decode" }))
-    )
-    if (parsed.workflowName !== workflow || !parsed.deferredName.startsWith("approval/")) {
-      return yield* new InvalidToken({ token, reason: `it names ${parsed.deferredName} of ${parsed.workflowName}` })
+    if (waits.length === 0) return new Map()
+    const store = yield* RunStore
+    const offered = yield* Effect.forEach(waits, (wait) => Effect.map(newSecret, (secret) => ({ wait, secret })))
+    const stored = yield* store.issue(run, offered)
+    const issued = new Map<string, Issued>()
+    for (const row of stored) {
+      issued.set(row.wait, {
+        token: encodeToken({ agent: run.agent, runId: run.runId, wait: row.wait, secret: row.secret }),
+        decision: yield* decodeRecorded(row.decision)
+      })
     }
-    // The token names the wait point; the deferred given here only lends its schemas.
-    yield* DurableDeferred.done(deferred(0, 0), { token: parsed.asToken, exit: Exit.succeed(decision) })
+    return issued
   })
 
-/** The approval service that answers a call's tool with the decision the run recorded for it. */
+const sameSecret = (given: string, issued: string): boolean => {
+  const a = Buffer.from(given)
+  const b = Buffer.from(issued)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/**
+ * Records `decision` for the call that `token` names (from its
+ * `ApprovalRequested` event) in a run of `workflow`, then wakes the run, which
+ * resumes on its runner. Refused, with nothing recorded, when the token does
+ * not decode or is another agent's ({@link InvalidToken}), when its secret is
+ * not the one the run issued ({@link InvalidToken}), when the run never issued
+ * the wait point ({@link ApprovalNotIssued}), and when the call was decided
+ * already ({@link ApprovalAlreadyDecided}).
+ *
+ * @since 0.1.0
+ * @category approving
+ */
+export const approve = (
+  workflow: Workflow.Any,
+  token: string,
+  decision: Approval.Decision
+): Effect.Effect<void, ApproveError, WorkflowEngine | RunStore> =>
+  Effect.gen(function*() {
+    const invalid = (reason: string) => new InvalidToken({ token: token.slice(0, 512), reason })
+    const parsed = yield* Schema.decodeUnknownEffect(TokenFromString)(token).pipe(
+      Effect.mapError(() => invalid("it does not decode"))
+    )
+    if (parsed.agent !== workflow._tag) {
+      return yield* invalid(`it names ${parsed.wait} of agent ${JSON.stringify(parsed.agent)}`)
+    }
+    const runId = yield* RunId.validate(parsed.runId).pipe(Effect.mapError((error) => invalid(error.message)))
+    const run: RunKey = { agent: parsed.agent, runId }
+    const store = yield* RunStore
+    const recorded = yield* store.readApproval(run, parsed.wait)
+    if (recorded === undefined) return yield* new ApprovalNotIssued({ runId, wait: parsed.wait })
+    if (!sameSecret(parsed.secret, recorded.secret)) {
+      return yield* invalid(`its secret is not the one run ${JSON.stringify(runId)} issued for ${parsed.wait}`)
+    }
+    const wait = DurableDeferred.make(parsed.wait, { success: Decision })
+    const wake = (value: Decision) =>
+      Effect.flatMap(
+        workflow.executionId({ runId, input: "" }),
+        (executionId) =>
+          DurableDeferred.done(wait, {
+            token: DurableDeferred.tokenFromExecutionId(wait, { workflow, executionId }),
+            exit: Exit.succeed(value)
+          })
+      )
+    const earlier = yield* decodeRecorded(recorded.decision)
+    const won = earlier === undefined &&
+      (yield* store.decide(run, parsed.wait, Schema.encodeSync(DecisionJson)(decision)))
+    if (!won) {
+      const first = earlier ??
+        (yield* Effect.flatMap(store.readApproval(run, parsed.wait), (row) => decodeRecorded(row?.decision ?? null)))
+      // A process that died between recording and waking left the run asleep: wake it with the first decision.
+      if (first !== undefined) yield* wake(first)
+      return yield* new ApprovalAlreadyDecided({ runId, wait: parsed.wait, decision: first ?? decision })
+    }
+    yield* wake(decision)
+  })
+
+/**
+ * The approval service that answers a call's tool with the decision the run
+ * recorded for it.
+ *
+ * @since 0.1.0
+ * @category approving
+ */
 export const recorded = (decision: Decision): Approval.Service => ({ decide: () => Effect.succeed(decision) })

@@ -15,6 +15,7 @@ import * as Item from "@agentloop/core/Item"
 import type * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
 import { Schema } from "effect"
+import { InvalidRunId } from "./RunId.ts"
 import { RunStoreError } from "./RunStore.ts"
 
 /**
@@ -42,10 +43,10 @@ export const DurableEvent = schema(Schema.String, Schema.Unknown)
 /**
  * The `EventStream` codec of a durable run's events whose output is text:
  * serve `DurableAgent.events` as Server-Sent Events with it, and read them back
- * in a browser or in Node; the stream's failure is the run's termination, or
- * the store's error.
+ * in a browser or in Node; the stream's failure is the run's termination, the
+ * store's error, or a run id that is not one.
  */
-export const codec: EventStream.Codec<DurableEvent, Termination.Error | RunStoreError> = {
+export const codec: EventStream.Codec<DurableEvent, Termination.Error | RunStoreError | InvalidRunId> = {
   events: DurableEvent,
-  failure: Schema.Union([Termination.Error, RunStoreError])
+  failure: Schema.Union([Termination.Error, RunStoreError, InvalidRunId])
 }

@@ -64,11 +64,20 @@ export type Role =
  * runners), an idle run leaves memory after 30 s, and a shutdown waits at
  * most 5 s for a run in flight (effect's default is 15 s) before leaving it to
  * be resumed.
+ *
+ * A runner that dies is taken over within about 4 s (effect's default: 36 s):
+ * its heartbeat is 3 s old at most when the others stop counting it
+ * (`shardLockExpiration`, refreshed every second), and they look again every
+ * second (`refreshAssignmentsInterval`). The price is a runner whose process
+ * stalls for longer than `shardLockExpiration` (a long synchronous block, a
+ * machine swapping) loses its runs to the others, which go on from their last
+ * recorded step; raise it where such stalls happen.
  */
 export const defaults: Partial<ShardingConfig.ShardingConfig["Service"]> = {
   entityMessagePollInterval: Duration.millis(100),
   entityReplyPollInterval: Duration.millis(100),
   refreshAssignmentsInterval: Duration.seconds(1),
+  shardLockExpiration: Duration.seconds(3),
   entityMaxIdleTime: Duration.seconds(30),
   entityTerminationTimeout: Duration.seconds(5)
 }

@@ -2,7 +2,9 @@
  * An `effect/sql` `SqlClient` over Node's built-in `node:sqlite` (Node ≥ 22,
  * no native build): the storage of the embedded durable runner.
  *
- * One connection serves every statement, one at a time. The database is opened
+ * One connection serves every statement, one at a time; statements are
+ * prepared once and kept (the most recently used, see `statementCacheSize`),
+ * transaction controls included. The database is opened
  * in SQLite's exclusive locking mode and locked at once: a second process that
  * opens the same file fails with {@link DatabaseLocked} instead of acting as a
  * second owner of the same runs (two owners would run the same tool twice).
@@ -11,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { Cache, Context, Duration, Effect, Layer, Schema, Scope, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Schema, Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
@@ -116,44 +118,73 @@ export const make = (
           : new DatabaseUnavailable({ filename, reason: describe(cause) })
     })
 
-    const statements = yield* Cache.make({
-      capacity: options.statementCacheSize ?? 200,
-      timeToLive: Duration.minutes(10),
-      lookup: (sql: string) => Effect.try({ try: () => db.prepare(sql), catch: (cause) => sqlError(cause, "prepare") })
-    })
+    // The most recently used statements, by their text. A hit only stamps its entry; the least recently used one
+    // is looked for when the cache overflows, which statements that repeat their text never make it do.
+    const capacity = Math.max(1, options.statementCacheSize ?? 200)
+    const statements = new Map<string, { readonly prepared: StatementSync; used: number }>()
+    let clock = 0
+    const statement = (sql: string): StatementSync => {
+      const cached = statements.get(sql)
+      if (cached !== undefined) {
+        cached.used = ++clock
+        return cached.prepared
+      }
+      const prepared = db.prepare(sql)
+      if (statements.size >= capacity) {
+        let oldest: string | undefined
+        let oldestUse = Infinity
+        for (const [text, entry] of statements) {
+          if (entry.used < oldestUse) {
+            oldest = text
+            oldestUse = entry.used
+          }
+        }
+        if (oldest !== undefined) statements.delete(oldest)
+      }
+      statements.set(sql, { prepared, used: ++clock })
+      return prepared
+    }
+
+    // Whether a statement returns rows, by statement: `columns()` allocates a description of each column.
+    const returnsRows = new WeakMap<StatementSync, boolean>()
 
     const runWith = (
-      statement: StatementSync,
+      sql: string,
       params: ReadonlyArray<unknown>,
       arrays: boolean
     ): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> =>
       Effect.withFiber((fiber) => {
-        const safeIntegers = Context.get(fiber.context, SqlClient.SafeIntegers)
-        return Effect.try({
-          try: () => {
-            const values = params.map(toSqlite)
-            statement.setReadBigInts(safeIntegers)
-            statement.setReturnArrays(arrays)
-            if (statement.columns().length === 0) {
-              statement.run(...values)
-              return []
-            }
-            const rows = statement.all(...values)
-            // node:sqlite returns null-prototype objects; callers expect plain ones.
-            return arrays ? rows : rows.map((row) => ({ ...row }))
-          },
-          catch: (cause) => sqlError(cause, "execute")
-        })
+        let prepared: StatementSync
+        try {
+          prepared = statement(sql)
+        } catch (cause) {
+          return Effect.fail(sqlError(cause, "prepare"))
+        }
+        try {
+          const values = params.map(toSqlite)
+          prepared.setReadBigInts(Context.get(fiber.context, SqlClient.SafeIntegers))
+          prepared.setReturnArrays(arrays)
+          let rows = returnsRows.get(prepared)
+          if (rows === undefined) {
+            rows = prepared.columns().length > 0
+            returnsRows.set(prepared, rows)
+          }
+          if (!rows) {
+            prepared.run(...values)
+            return Effect.succeed([])
+          }
+          const all = prepared.all(...values)
+          // node:sqlite returns null-prototype objects; callers expect plain ones.
+          return Effect.succeed(arrays ? all : all.map((row) => ({ ...row })))
+        } catch (cause) {
+          return Effect.fail(sqlError(cause, "execute"))
+        }
       })
 
-    const prepared = (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) =>
-      Effect.flatMap(Cache.get(statements, sql), (statement) => runWith(statement, params, arrays))
-
-    const unprepared = (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) =>
-      Effect.flatMap(
-        Effect.try({ try: () => db.prepare(sql), catch: (cause) => sqlError(cause, "prepare") }),
-        (statement) => runWith(statement, params, arrays)
-      )
+    // The statements that effect's SQL client asks for unprepared (transaction controls, statements with
+    // inline lists) repeat their text too: every statement goes through the cache.
+    const prepared = (sql: string, params: ReadonlyArray<unknown>, arrays: boolean) => runWith(sql, params, arrays)
+    const unprepared = prepared
 
     const rows = (effect: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>) =>
       Effect.map(effect, (rows) => rows.filter((row): row is object => typeof row === "object" && row !== null))
@@ -195,6 +226,7 @@ export const make = (
       compiler: Statement.makeCompilerSqlite(),
       driver: "sqlite",
       beginTransaction: "BEGIN IMMEDIATE",
+      prepareTransactionControls: true,
       releaseSavepoint: (name) => `RELEASE SAVEPOINT ${name}`,
       spanAttributes: [["db.system.name", "sqlite"]]
     })

@@ -1,69 +1,24 @@
 /**
  * A durable run's event log, over the `RunStore`: the run writes its events
- * (and, when it fails, its termination) in the order of its course; a UI reads
- * them from any turn on, then follows the run as it goes.
- *
- * A run's course is deterministic once its steps are recorded, so a run that
- * replays writes the same entries at the same positions, which the store
- * keeps as they are: every event is logged once.
+ * (and, when it fails, its termination) in the order of its course, with its
+ * steps (see `RunJournal`); a UI reads them from any turn on, then follows the
+ * run as it goes.
  *
  * @since 0.1.0
  */
 import * as Termination from "@agentloop/core/Termination"
-import { Duration, Effect, Option, Schedule, Schema, Stream } from "effect"
+import { Duration, Effect, Option, Schema, Stream } from "effect"
 import type * as DurableEvent from "./DurableEvent.ts"
 import { RunStore, RunStoreError } from "./RunStore.ts"
 import type { Entry, RunKey } from "./RunStore.ts"
 
-/** The writer of one run's log. Events are buffered by `add` and written by `flush`. */
-export interface Writer<O> {
-  readonly add: (step: number, events: ReadonlyArray<DurableEvent.DurableEvent<O>>) => void
-  /** Writes the buffered events, if any: one write. */
-  readonly flush: Effect.Effect<void>
-  /** Writes the buffered events, then the termination the run failed with. */
-  readonly fail: (step: number, termination: Termination.Error) => Effect.Effect<void>
-}
-
-const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
-
-// The log is how a UI follows the run: a write that keeps failing is a defect of the run, not a silent gap.
-const retry = { times: 5, schedule: Schedule.exponential("50 millis") }
-
-/** The writer of `run`'s log, whose events `events` describes. Starts at position 0 on every replay. */
-export const writer = <O>(
-  run: RunKey,
-  events: Schema.Codec<DurableEvent.DurableEvent<O>, unknown>
-): Effect.Effect<Writer<O>, never, RunStore> =>
-  Effect.gen(function*() {
-    const store = yield* RunStore
-    const encode = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(events)))
-    let seq = 0
-    let pending: Array<{ readonly step: number; readonly event: DurableEvent.DurableEvent<O> }> = []
-    const write = (extra: ReadonlyArray<Omit<Entry, "seq">>) =>
-      Effect.gen(function*() {
-        const buffered = pending
-        pending = []
-        const entries: Array<Entry> = []
-        for (const { event, step } of buffered) {
-          entries.push({ seq: seq++, step, kind: "event", body: yield* encode(event) })
-        }
-        for (const entry of extra) {
-          entries.push({ seq: seq++, ...entry })
-        }
-        yield* store.append(run, entries).pipe(Effect.retry(retry))
-      }).pipe(Effect.orDie)
-    return {
-      add: (step, added) => {
-        for (const event of added) pending.push({ step, event })
-      },
-      flush: Effect.suspend(() => pending.length === 0 ? Effect.void : write([])),
-      fail: (step, termination) =>
-        Effect.flatMap(
-          Effect.orDie(Schema.encodeEffect(failureJson)(termination)),
-          (body) => write([{ step, kind: "failure", body }])
-        )
-    } satisfies Writer<O>
-  })
+/**
+ * The body of a failure entry: the termination the run failed with, as JSON.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
 
 /** Where a reader starts, and how often it looks for more. */
 export interface ReadOptions {

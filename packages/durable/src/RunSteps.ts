@@ -1,9 +1,9 @@
 /**
- * The recorded steps of a durable run, as `effect/workflow` activities: the
+ * The recorded steps of a durable run, in its journal (see `RunJournal`): the
  * start of the run, each model turn, each tool call, and the decision after
- * each turn. An activity that completed is never run again: a run that
- * resumes reads its result from storage. One that a crash cut short runs
- * again, except the call of a tool that is not idempotent (see `tool`).
+ * each turn. A step that was recorded is never run again: a run that resumes
+ * reads its result from storage. One that a crash cut short runs again,
+ * except the call of a tool that is not idempotent (see `tool`).
  *
  * Each step drives the run's `AgentMachine`, as `AgentLoop` does: a turn is
  * `AgentTurn.complete` (the request, with compaction), a call is
@@ -20,19 +20,22 @@ import * as Approval from "@agentloop/core/Approval"
 import * as Cost from "@agentloop/core/Cost"
 import * as Item from "@agentloop/core/Item"
 import * as Loop from "@agentloop/core/Loop"
-import * as Termination from "@agentloop/core/Termination"
 import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as ToolRecord from "@agentloop/core/ToolRecord"
 import * as Turn from "@agentloop/core/Turn"
 import { Clock, Effect, Option, Schema, Stream, Struct } from "effect"
-import * as Activity from "effect/workflow/Activity"
+import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
+import * as RunJournal from "./RunJournal.ts"
 import type { RunKey } from "./RunStore.ts"
 import { RunStore } from "./RunStore.ts"
 
+const startCodec = RunJournal.codec(Schema.Number)
+
 /** The time the run started, recorded once, so its deadline and elapsed time survive a resume. */
-export const start = Activity.make({ name: "start", success: Schema.Number, execute: Clock.currentTimeMillis })
+export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> =>
+  journal.step("start", startCodec, Clock.currentTimeMillis)
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
@@ -46,6 +49,8 @@ export const TurnRecord = Schema.Struct({
 })
 export type TurnRecord = typeof TurnRecord.Type
 
+const turnCodec = RunJournal.codec(TurnRecord)
+
 /** The completed turn of a record, for the turn that started from `history`. */
 export const completed = (record: TurnRecord, history: ReadonlyArray<Item.Item>): AgentTurn.Completed => ({
   turn: record.turn,
@@ -56,15 +61,19 @@ export const completed = (record: TurnRecord, history: ReadonlyArray<Item.Item>)
 /**
  * Turn `state.steps + 1`: the model request (compacted once on a context
  * overflow), bounded by what is left of the run's deadline. Fails with the
- * run's termination when the request fails or the deadline passes.
+ * run's termination when the request fails or the deadline passes. Its
+ * record is written with the journal's next commit.
  */
-export const turn = <O, R, RU>(machine: AgentMachine.Machine<O, R, RU>, state: AgentMachine.State) => {
+export const turn = <O, R, RU>(
+  journal: RunJournal.Journal<O>,
+  machine: AgentMachine.Machine<O, R, RU>,
+  state: AgentMachine.State
+) => {
   const step = state.steps + 1
-  return Activity.make({
-    name: `turn/${step}`,
-    success: TurnRecord,
-    error: Termination.Error,
-    execute: Effect.gen(function*() {
+  return journal.step(
+    `turn/${step}`,
+    turnCodec,
+    Effect.gen(function*() {
       const notes: Array<typeof Note.Type> = []
       let done: AgentTurn.Completed | undefined
       const request = Stream.runForEach(
@@ -91,7 +100,7 @@ export const turn = <O, R, RU>(machine: AgentMachine.Machine<O, R, RU>, state: A
       const record: TurnRecord = { turn: done.turn, cost: done.cost, notes }
       return notes.some((note) => note._tag === "Compacted") ? { ...record, compacted: asked } : record
     })
-  })
+  )
 }
 
 const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
@@ -110,6 +119,8 @@ const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
 /** What a call needs to run as a recorded step. */
 export interface Call<R> {
   readonly run: RunKey
+  /** The run's execution id, which keys its calls' `Tool.IdempotencyKey`. */
+  readonly executionId: string
   readonly step: number
   /** The call's position in its turn. */
   readonly index: number
@@ -121,47 +132,57 @@ export interface Call<R> {
 }
 
 /**
- * A tool call, run by `Toolkit.executeAllSafe` with the call's
- * `Tool.IdempotencyKey` (stable across runs of the same call). A call of a tool
- * that is not `idempotent` is recorded as started first: when a crash cut it
- * short, it is not run again, and the model reads that its outcome is unknown.
+ * The idempotency key of step `name` of the execution `executionId`: the
+ * first 32 hex digits of the SHA-256 of both, the same each time the step runs.
+ *
+ * @since 0.2.0
+ * @category tools
  */
-export const tool = <R>(options: Call<R>) => {
+export const idempotencyKey = (executionId: string, name: string): string =>
+  createHash("sha256").update(`${executionId}-${name}`).digest("hex").slice(0, 32)
+
+const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
+
+/**
+ * A tool call, run by `Toolkit.executeAllSafe` with the call's
+ * `Tool.IdempotencyKey` (stable across runs of the same call), and committed
+ * as it ends. A call of a tool that is not `idempotent` is recorded as
+ * started first: when a crash cut it short, it is not run again, and the
+ * model reads that its outcome is unknown.
+ */
+export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => {
   const { call, toolkit } = options
   const name = `tool/${options.step}/${options.index}`
-  return Activity.make({
-    name,
-    success: ToolRecord.ToolRecord,
-    execute: Effect.gen(function*() {
-      const spec = toolkit?.byName.get(call.name)
-      if (spec !== undefined && !spec.idempotent) {
-        const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
-        if (first._tag === "Failure") {
-          return ToolRecord.fromResult(
-            notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`)
-          )
-        }
-        if (!first.success) {
-          return ToolRecord.fromResult(notRun(
-            call,
-            `Tool "${call.name}" was cut short by a crash and, as it is not idempotent, was not run again: whether it took effect is unknown.`
-          ))
-        }
+  const execute = Effect.gen(function*() {
+    const spec = toolkit?.byName.get(call.name)
+    if (spec !== undefined && !spec.idempotent) {
+      const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
+      if (first._tag === "Failure") {
+        return ToolRecord.fromResult(
+          notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`)
+        )
       }
-      const decision = options.decision
-      const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
-        Effect.provideService(Tool.IdempotencyKey, yield* Activity.idempotencyKey(name)),
-        (run) =>
-          decision === undefined
-            ? run
-            : Effect.provideService(run, Approval.Approval, DurableApproval.recorded(decision))
-      )
-      const result = results[0]
-      return result === undefined
-        ? yield* Effect.die(new Error(`${name} has no result`))
-        : ToolRecord.fromResult(result)
-    })
+      if (!first.success) {
+        return ToolRecord.fromResult(notRun(
+          call,
+          `Tool "${call.name}" was cut short by a crash and, as it is not idempotent, was not run again: whether it took effect is unknown.`
+        ))
+      }
+    }
+    const decision = options.decision
+    const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
+      Effect.provideService(Tool.IdempotencyKey, idempotencyKey(options.executionId, name)),
+      (run) =>
+        decision === undefined
+          ? run
+          : Effect.provideService(run, Approval.Approval, DurableApproval.recorded(decision))
+    )
+    const result = results[0]
+    return result === undefined
+      ? yield* Effect.die(new Error(`${name} has no result`))
+      : ToolRecord.fromResult(result)
   })
+  return Effect.tap(journal.step(name, toolCodec, execute), () => journal.commit)
 }
 
 /**
@@ -236,16 +257,20 @@ export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Ou
       events: decision.events
     }
 
-/** The decision after turn `accounted.steps` and its tools, from `machine.decide`. */
+/**
+ * The decision after turn `accounted.steps` and its tools, from
+ * `machine.decide`, recorded with `codec` (see {@link decisionRecord}) with
+ * the journal's next commit.
+ */
 export const decide = <O, R, RU>(
+  journal: RunJournal.Journal<O>,
   machine: AgentMachine.Machine<O, R, RU>,
-  schema: Schema.Codec<DecisionRecord<O>, unknown>,
+  codec: RunJournal.Codec<DecisionRecord<O>>,
   accounted: AgentMachine.State,
   outcome: AgentTurn.Outcome
 ) =>
-  Activity.make({
-    name: `decide/${accounted.steps}`,
-    success: schema,
-    error: Termination.Error,
-    execute: Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
-  })
+  journal.step(
+    `decide/${accounted.steps}`,
+    codec,
+    Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
+  )

@@ -1,12 +1,20 @@
 /**
  * What a durable run records beside the engine's own storage, in the same SQL
- * database: its event log, which a UI reads (again) from any turn on, and the
- * tool calls it started, so a call of a tool that is not idempotent runs at
- * most once even when a crash cut it short.
+ * database: its recorded steps (see `RunJournal`), its event log, which a UI
+ * reads (again) from any turn on, and the tool calls it started, so a call of
+ * a tool that is not idempotent runs at most once even when a crash cut it
+ * short.
  *
- * Two tables, `<prefix>_agent_events` and `<prefix>_agent_calls`, created when
- * the layer starts. Entries are keyed by run and position, and written with
- * "insert unless present", so a replaying run writes nothing twice.
+ * It also holds the approvals a run issued: each wait point's secret, and
+ * the decision once one is recorded (see `DurableApproval`); and how many of
+ * a run's executions in a row died with their process, to park a run that
+ * keeps crashing its runners (see `RunParking`).
+ *
+ * Five tables, `<prefix>_agent_steps`, `<prefix>_agent_events`,
+ * `<prefix>_agent_calls`, `<prefix>_agent_approvals` and `<prefix>_agent_runs`,
+ * created when the layer starts. Steps are keyed by run and name, entries by run and position, and
+ * both are written with "insert unless present": the first record of a step
+ * holds, and a replaying run writes nothing twice.
  *
  * @since 0.1.0
  */
@@ -39,10 +47,42 @@ export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStore
   message: Schema.String
 }) {}
 
+/**
+ * A recorded step of a run: its name and its JSON `body`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface StepRecord {
+  readonly name: string
+  readonly body: string
+}
+
+/**
+ * What a run recorded so far: its steps by name, and the length of its log.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Recorded {
+  readonly steps: ReadonlyMap<string, string>
+  readonly logLength: number
+}
+
 /** The run store; {@link layer} builds it on the `SqlClient` in context. */
 export class RunStore extends Context.Service<RunStore, {
-  /** Writes `entries` of `run`; an entry whose position is taken is left as it is. */
-  readonly append: (run: RunKey, entries: ReadonlyArray<Entry>) => Effect.Effect<void, RunStoreError>
+  /** What `run` recorded so far: one read. */
+  readonly load: (run: RunKey) => Effect.Effect<Recorded, RunStoreError>
+  /**
+   * Writes `steps` and `entries` of `run` at once (one transaction, one
+   * statement on PostgreSQL). A step recorded before is kept, and its name
+   * returned: another executor of the run recorded it first. An entry whose
+   * position is taken is left as it is.
+   */
+  readonly commit: (
+    run: RunKey,
+    records: { readonly steps: ReadonlyArray<StepRecord>; readonly entries: ReadonlyArray<Entry> }
+  ) => Effect.Effect<ReadonlyArray<string>, RunStoreError>
   /** The entries of `run` after position `afterSeq` that belong to turn `fromStep` or later, in order, at most `limit`. */
   readonly read: (
     run: RunKey,
@@ -52,23 +92,102 @@ export class RunStore extends Context.Service<RunStore, {
   readonly lastStep: (run: RunKey) => Effect.Effect<number, RunStoreError>
   /** Records that `call` of `run` starts; `false` when it was recorded before (it started, and may not have ended). */
   readonly claim: (run: RunKey, call: string) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Stores the wait points `offered` of `run` with their secrets, keeping the
+   * secret of one stored before; returns each as stored, with its decision
+   * (JSON) when one is recorded.
+   */
+  readonly issue: (
+    run: RunKey,
+    offered: ReadonlyArray<{ readonly wait: string; readonly secret: string }>
+  ) => Effect.Effect<ReadonlyArray<IssuedApproval>, RunStoreError>
+  /** The wait point `wait` of `run` as stored; `undefined` when the run never issued it. */
+  readonly readApproval: (run: RunKey, wait: string) => Effect.Effect<IssuedApproval | undefined, RunStoreError>
+  /** Records `decision` (JSON) for `wait` of `run`; `false` when one was recorded before, which is kept. */
+  readonly decide: (run: RunKey, wait: string, decision: string) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Counts an execution of `run` that starts: its executions in a row that
+   * did not end (their process died), 1 again when the run recorded a step
+   * since the last one started; with the reason it was parked for, if it is.
+   */
+  readonly begin: (run: RunKey) => Effect.Effect<Execution, RunStoreError>
+  /** An execution of `run` ended without a result (it waits, or its runner stops): it does not count. */
+  readonly interrupted: (run: RunKey) => Effect.Effect<void, RunStoreError>
+  /** Parks `run` for `reason` (JSON), unless it is parked already; `false` then. */
+  readonly park: (run: RunKey, reason: string) => Effect.Effect<boolean, RunStoreError>
+  /** Releases `run` from parking, counting no execution; returns the reason it was parked for, if it was. */
+  readonly unpark: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>
+  /** The reason (JSON) `run` is parked for; `undefined` when it is not parked. */
+  readonly parkedReason: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>
+  /** The parked runs of `agent`, with the reasons (JSON). */
+  readonly parked: (agent: string) => Effect.Effect<ReadonlyArray<ParkedRow>, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
 
+/**
+ * How many executions of a run in a row died with their process, and why it is parked, if it is (JSON).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const Execution = Schema.Struct({ attempts: Schema.Number, parked: Schema.NullOr(Schema.String) })
+export type Execution = typeof Execution.Type
+
+/**
+ * A parked run: its id and the reason it was parked for (JSON).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const ParkedRow = Schema.Struct({ run_id: Schema.String, parked: Schema.String })
+export type ParkedRow = typeof ParkedRow.Type
+
+/**
+ * A wait point as stored: its name, its secret, and its decision (JSON) once recorded.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const IssuedApproval = Schema.Struct({
+  wait: Schema.String,
+  secret: Schema.String,
+  decision: Schema.NullOr(Schema.String)
+})
+export type IssuedApproval = typeof IssuedApproval.Type
+
 const Entries = Schema.Array(Entry)
+const Loaded = Schema.Array(
+  Schema.Struct({ kind: Schema.Literals(["step", "log"]), name: Schema.String, body: Schema.String })
+)
+const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
+const Approvals = Schema.Array(IssuedApproval)
+const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
 const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
+const Executions = Schema.Array(Execution)
+const ParkedRows = Schema.Array(ParkedRow)
+const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
 const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
 
 /** Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing. */
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
+    const steps = sql(`${prefix}_agent_steps`)
     const events = sql(`${prefix}_agent_events`)
     const calls = sql(`${prefix}_agent_calls`)
+    const approvals = sql(`${prefix}_agent_approvals`)
+    const runs = sql(`${prefix}_agent_runs`)
     const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
       new RunStoreError({ operation, message: error.message })
 
     // Runners starting together may race to create the tables: the loser tries again and finds them.
     yield* Effect.all([
+      sql`CREATE TABLE IF NOT EXISTS ${steps} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (agent, run_id, name)
+      )`,
       sql`CREATE TABLE IF NOT EXISTS ${events} (
         agent TEXT NOT NULL,
         run_id TEXT NOT NULL,
@@ -83,26 +202,100 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         run_id TEXT NOT NULL,
         call TEXT NOT NULL,
         PRIMARY KEY (agent, run_id, call)
+      )`,
+      sql`CREATE TABLE IF NOT EXISTS ${approvals} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        wait TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        decision TEXT,
+        PRIMARY KEY (agent, run_id, wait)
+      )`,
+      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+        agent TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        progress INTEGER NOT NULL,
+        parked TEXT,
+        PRIMARY KEY (agent, run_id)
       )`
     ], { discard: true }).pipe(
       Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
       Effect.mapError(fail("migrate"))
     )
 
+    const stepRows = (run: RunKey, records: ReadonlyArray<StepRecord>) =>
+      records.map((record): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...record }))
+    const entryRows = (run: RunKey, entries: ReadonlyArray<Entry>) =>
+      entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
+
+    /** The names of the offered steps that this write did not record: another executor recorded them first. */
+    const taken = (offered: ReadonlyArray<StepRecord>) => (rows: unknown) =>
+      Effect.map(Schema.decodeUnknownEffect(Named)(rows), (inserted) => {
+        const mine = new Set(inserted.map((row) => row.name))
+        return offered.filter((record) => !mine.has(record.name)).map((record) => record.name)
+      })
+
+    const insertSteps = (run: RunKey, records: ReadonlyArray<StepRecord>) => {
+      const rows = stepRows(run, records)
+      return Arr.isReadonlyArrayNonEmpty(rows)
+        ? Effect.flatMap(
+          sql`INSERT INTO ${steps} ${sql.insert(rows)} ON CONFLICT DO NOTHING RETURNING name`,
+          taken(records)
+        )
+        : Effect.succeed([])
+    }
+    const insertEntries = (run: RunKey, entries: ReadonlyArray<Entry>) => {
+      const rows = entryRows(run, entries)
+      return Arr.isReadonlyArrayNonEmpty(rows)
+        ? Effect.asVoid(sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`)
+        : Effect.void
+    }
+    // PostgreSQL: both inserts in one statement, so one round trip and atomic without BEGIN and COMMIT.
+    const commitBoth = (run: RunKey, records: ReadonlyArray<StepRecord>, entries: ReadonlyArray<Entry>) => {
+      const stepsRows = stepRows(run, records)
+      const entriesRows = entryRows(run, entries)
+      if (!Arr.isReadonlyArrayNonEmpty(stepsRows) || !Arr.isReadonlyArrayNonEmpty(entriesRows)) {
+        return Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names)
+      }
+      return sql.onDialectOrElse({
+        pg: () =>
+          Effect.flatMap(
+            sql`WITH logged AS (INSERT INTO ${events} ${sql.insert(entriesRows)} ON CONFLICT DO NOTHING)
+              INSERT INTO ${steps} ${sql.insert(stepsRows)} ON CONFLICT DO NOTHING RETURNING name`,
+            taken(records)
+          ),
+        orElse: () =>
+          sql.withTransaction(Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names))
+      })
+    }
+
+    const parkedReason = (run: RunKey) =>
+      sql`SELECT parked FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+        Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
+        Effect.map((rows) => rows[0]?.parked ?? undefined)
+      )
+
     return RunStore.of({
-      append: (run, entries) => {
-        const rows = entries.map((entry): Record<string, unknown> => ({
-          agent: run.agent,
-          run_id: run.runId,
-          ...entry
-        }))
-        return Arr.isReadonlyArrayNonEmpty(rows)
-          ? sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`.pipe(
-            Effect.asVoid,
-            Effect.mapError(fail("append"))
-          )
-          : Effect.void
-      },
+      load: (run) =>
+        sql`SELECT 'step' AS kind, name, body FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
+          UNION ALL
+          SELECT 'log' AS kind, '' AS name, CAST(COALESCE(MAX(seq) + 1, 0) AS TEXT) AS body FROM ${events}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Loaded)),
+          Effect.map((rows): Recorded => {
+            const recorded = new Map<string, string>()
+            let logLength = 0
+            for (const row of rows) {
+              if (row.kind === "step") recorded.set(row.name, row.body)
+              else logLength = Number(row.body)
+            }
+            return { steps: recorded, logLength }
+          }),
+          Effect.mapError(fail("load"))
+        ),
+      commit: (run, { entries, steps: records }) =>
+        commitBoth(run, records, entries).pipe(Effect.mapError(fail("commit"))),
       read: (run, { afterSeq, fromStep, limit }) =>
         sql`SELECT seq, step, kind, body FROM ${events}
           WHERE agent = ${run.agent} AND run_id = ${run.runId} AND seq > ${afterSeq} AND step >= ${fromStep}
@@ -123,6 +316,85 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
           Effect.map((rows) => rows.length > 0),
           Effect.mapError(fail("claim"))
+        ),
+      issue: (run, offered) => {
+        const rows = offered.map(({ secret, wait }): Record<string, unknown> => ({
+          agent: run.agent,
+          run_id: run.runId,
+          wait,
+          secret
+        }))
+        // The update keeps the stored secret: it only makes the conflicting row come back.
+        return Arr.isReadonlyArrayNonEmpty(rows)
+          ? sql`INSERT INTO ${approvals} ${sql.insert(rows)}
+            ON CONFLICT (agent, run_id, wait) DO UPDATE SET secret = ${approvals}.secret
+            RETURNING wait, secret, decision`.pipe(
+            Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
+            Effect.mapError(fail("issue"))
+          )
+          : Effect.succeed([])
+      },
+      readApproval: (run, wait) =>
+        sql`SELECT wait, secret, decision FROM ${approvals}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait}`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
+          Effect.map((rows) => rows[0]),
+          Effect.mapError(fail("read approval"))
+        ),
+      begin: (run) =>
+        sql`INSERT INTO ${runs} (agent, run_id, attempts, progress)
+          VALUES (${run.agent}, ${run.runId}, 1,
+            (SELECT COUNT(*) FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}))
+          ON CONFLICT (agent, run_id) DO UPDATE SET
+            attempts = CASE WHEN excluded.progress > ${runs}.progress THEN 1 ELSE ${runs}.attempts + 1 END,
+            progress = excluded.progress
+          RETURNING attempts, parked`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Executions)),
+          Effect.flatMap((rows) =>
+            rows[0] === undefined
+              ? Effect.fail(new RunStoreError({ operation: "begin", message: "the run's row did not come back" }))
+              : Effect.succeed(rows[0])
+          ),
+          Effect.mapError((error) => error._tag === "RunStoreError" ? error : fail("begin")(error))
+        ),
+      interrupted: (run) =>
+        sql`UPDATE ${runs} SET attempts = 0 WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(fail("interrupted"))
+        ),
+      park: (run, reason) =>
+        sql`UPDATE ${runs} SET parked = ${reason}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked IS NULL RETURNING parked`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(fail("park"))
+        ),
+      unpark: (run) =>
+        parkedReason(run).pipe(
+          Effect.flatMap((reason) =>
+            reason === undefined
+              ? Effect.succeed(undefined)
+              : Effect.as(
+                sql`UPDATE ${runs} SET parked = NULL, attempts = 0
+                  WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked = ${reason}`,
+                reason
+              )
+          ),
+          Effect.mapError(fail("unpark"))
+        ),
+      parkedReason: (run) => Effect.mapError(parkedReason(run), fail("read parked")),
+      parked: (agent) =>
+        sql`SELECT run_id, parked FROM ${runs} WHERE agent = ${agent} AND parked IS NOT NULL ORDER BY run_id`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(ParkedRows)),
+          Effect.mapError(fail("list parked"))
+        ),
+      decide: (run, wait, decision) =>
+        sql`UPDATE ${approvals} SET decision = ${decision}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL
+          RETURNING wait`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(Decided)),
+          Effect.map((rows) => rows.length > 0),
+          Effect.mapError(fail("decide"))
         )
     })
   })

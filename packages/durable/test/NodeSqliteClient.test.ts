@@ -69,6 +69,28 @@ describe("NodeSqliteClient", () => {
       expect(unsupported.message).toMatch(/cannot be \[object Object\]/)
     })))
 
+  it.live("keeps answering right when its statement cache overflows, and with statements of inline lists", () => {
+    const temp = tempDir()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT)`
+      for (let i = 1; i <= 5; i++) {
+        yield* sql`INSERT INTO t (id, name) VALUES (${i}, ${`n${i}`})`
+        // A statement whose text changes every time (an inline list), among ones that repeat theirs.
+        const listed = yield* sql.unsafe(
+          `SELECT COUNT(*) AS n FROM t WHERE id IN (${Array.from({ length: i }, (_, k) => k + 1).join(",")})`
+        )
+        expect(listed).toStrictEqual([{ n: i }])
+        expect(yield* sql`SELECT name FROM t WHERE id = ${i}`).toStrictEqual([{ name: `n${i}` }])
+        yield* sql.withTransaction(sql`UPDATE t SET name = ${`m${i}`} WHERE id = ${i}`)
+      }
+      expect(yield* sql`SELECT name FROM t ORDER BY id`.values).toStrictEqual([["m1"], ["m2"], ["m3"], ["m4"], ["m5"]])
+    }).pipe(
+      Effect.provide(NodeSqliteClient.layer({ filename: Path.join(temp.dir, "small.db"), statementCacheSize: 2 })),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  })
+
   it.live("is refused to a second holder until the first lets go, and a path that cannot be opened fails with DatabaseUnavailable", () => {
     const temp = tempDir()
     const filename = Path.join(temp.dir, "held.db")

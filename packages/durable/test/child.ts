@@ -1,19 +1,24 @@
 /**
  * A process of the crash tests: a runner (or client) of the test agent over
  * SQLite or PostgreSQL, asking the test's loopback server for turns. It prints
- * one JSON object per line: `ready`, `toolStarted`, `approval`, `result`,
- * `error`. Tools append a line to `<markers>/<tool>.log` each time they start,
- * and the first run of `add` and `charge` never ends (so the test can kill it).
+ * one JSON object per line: `ready`, `toolStarted`, `approval`, `decided`,
+ * `result`, `finished`, `parked`, `error`. Tools append a line to
+ * `<markers>/<tool>.log` each time they start; the first run of `add` and
+ * `charge` never ends (so the test can kill it), and `explode` kills its own
+ * process while the file `<markers>/fuse` exists.
+ *
+ * Actions: `run` runs the run and reports its approvals and result; `serve`
+ * only starts a runner (and, given a run id, reports from the run's log its
+ * approvals and when it finishes, and when it is parked); `approve` records
+ * `decisions` for the run's calls, from their tokens in the log, then reports
+ * as `serve` does.
  */
 import * as Approval from "@agentloop/core/Approval"
-import * as Tool from "@agentloop/core/Tool"
-import * as Toolkit from "@agentloop/core/Toolkit"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
 import * as TestProcess from "@agentloop/testing/TestProcess"
-import { Cause, Duration, Effect, Layer, Schema, Stream } from "effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import { DurableAgent, DurableRunner } from "../src/index.ts"
+import { Cause, Effect, Layer, Schedule, Schema, Stream } from "effect"
+import { DurableRunner } from "../src/index.ts"
+import * as CrashAgent from "./CrashAgent.ts"
 
 const Store = Schema.Union([
   Schema.TaggedStruct("sqlite", { filename: Schema.String }),
@@ -27,52 +32,15 @@ export const Config = Schema.Struct({
   markers: Schema.String,
   action: Schema.Literals(["run", "serve", "approve"]),
   runId: Schema.String,
-  input: Schema.String
+  input: Schema.String,
+  /** For `approve`: the decision for each call, by call id (approved, or denied with this reason). */
+  decisions: Schema.optionalKey(Schema.Record(Schema.String, Schema.NullOr(Schema.String))),
+  maxCrashes: Schema.optionalKey(Schema.Int)
 })
 export type Config = typeof Config.Type
 
 const main = (config: Config) => {
-  /** Counts a start of `tool`; true when it is the first. */
-  const started = (tool: string) =>
-    Effect.tap(
-      Effect.sync(() => {
-        const file = Path.join(config.markers, `${tool}.log`)
-        const before = Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0
-        Fs.appendFileSync(file, `${config.runner}\n`)
-        return before === 0
-      }),
-      () => TestProcess.report({ toolStarted: tool, runner: config.runner })
-    )
-  const hangFirst = <A>(tool: string, value: A) =>
-    Effect.flatMap(started(tool), (first) => first ? Effect.never : Effect.succeed(value))
-
-  const add = Tool.make({
-    name: "add",
-    description: "Adds two numbers",
-    input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-    output: Schema.Finite,
-    idempotent: true,
-    execute: ({ a, b }) => hangFirst("add", a + b)
-  })
-  const charge = Tool.make({
-    name: "charge",
-    description: "Charges a card",
-    input: Schema.Struct({ cents: Schema.Int }),
-    output: Schema.String,
-    execute: ({ cents }) => hangFirst("charge", `charged ${cents}`)
-  })
-  const remove = Tool.make({
-    name: "remove",
-    description: "Removes a file",
-    input: Schema.Struct({ path: Schema.String }),
-    output: Schema.String,
-    needsApproval: true,
-    execute: ({ path }) => Effect.as(started("remove"), `removed ${path}`)
-  })
-  const agent = DurableAgent.make("crash-test", {
-    instructions: "Use the tools.",
-    toolkit: Toolkit.make(add, charge, remove)
-  })
+  const agent = CrashAgent.make(config)
   const start = { runId: config.runId, input: config.input }
 
   const engine = config.store._tag === "sqlite"
@@ -80,31 +48,65 @@ const main = (config: Config) => {
     : DurableRunner.layerPg(
       config.store.client ? "client" : { name: config.runner },
       { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" },
-      { prefix: config.store.prefix, sharding: { shardLockExpiration: Duration.seconds(3), shardsPerGroup: 16 } }
+      { prefix: config.store.prefix, sharding: { shardsPerGroup: 16 } }
     )
 
   const announceApprovals = agent.events(config.runId, { fromStep: 1 }).pipe(
     Stream.runForEach((event) =>
-      event._tag === "ApprovalRequested" ? TestProcess.report({ approval: event.token }) : Effect.void
+      event._tag === "ApprovalRequested"
+        ? TestProcess.report({ approval: event.token, callId: event.call.call_id })
+        : Effect.void
     ),
     Effect.ignore,
     Effect.forkScoped
   )
 
+  /** Reports from the run's log when it finishes, and when the run is parked: nothing asks the engine for it. */
+  const watch = Effect.gen(function*() {
+    yield* agent.events(config.runId, { fromStep: 1 }).pipe(
+      Stream.runForEach((event) =>
+        event._tag === "Finished"
+          ? TestProcess.report({ finished: event.result._tag === "Stopped" ? event.result.output : event.result._tag })
+          : Effect.void
+      ),
+      Effect.ignore,
+      Effect.forkScoped
+    )
+    yield* agent.parked.pipe(
+      Effect.flatMap((parked) => {
+        const mine = parked.find((run) => run.runId === config.runId)
+        return mine === undefined ? Effect.void : TestProcess.report({ parked: mine.runId, crashes: mine.crashes })
+      }),
+      Effect.ignore,
+      Effect.repeat({ schedule: Schedule.spaced("100 millis") }),
+      Effect.forkScoped
+    )
+  })
+
+  const decide = (decisions: Readonly<Record<string, string | null>>) =>
+    agent.events(config.runId, { fromStep: 1 }).pipe(
+      Stream.filter((event) => event._tag === "ApprovalRequested" && event.call.call_id in decisions),
+      Stream.take(Object.keys(decisions).length),
+      Stream.runForEach((event) => {
+        if (event._tag !== "ApprovalRequested") return Effect.void
+        const reason = decisions[event.call.call_id] ?? null
+        return Effect.andThen(
+          agent.approve(event.token, reason === null ? Approval.approved : Approval.denied(reason)),
+          TestProcess.report({ decided: event.call.call_id })
+        )
+      })
+    )
+
   const program = Effect.gen(function*() {
     yield* TestProcess.report({ ready: config.runner })
     switch (config.action) {
       case "serve":
+        if (config.runId !== "") yield* Effect.andThen(announceApprovals, watch)
         return yield* Effect.never
-      case "approve": {
-        const token = yield* agent.events(config.runId, { fromStep: 1 }).pipe(
-          Stream.filter((event) => event._tag === "ApprovalRequested"),
-          Stream.runHead
-        )
-        if (token._tag === "None" || token.value._tag !== "ApprovalRequested") return yield* Effect.die("no approval")
-        yield* agent.approve(token.value.token, Approval.approved)
-        break
-      }
+      case "approve":
+        yield* decide(config.decisions ?? {})
+        yield* watch
+        return yield* Effect.never
       case "run":
         yield* announceApprovals
     }

@@ -1,0 +1,160 @@
+/**
+ * A durable run's journal: the steps it recorded (its start, each model turn,
+ * each tool call, each decision) and the events it logs, written together.
+ *
+ * An execution of the run reads what the run recorded once, when it starts; a
+ * step that was recorded is not run again, its record is decoded instead. A
+ * step that runs is recorded with the next `commit`, in the same write as the
+ * events logged since the last one: one transaction (one statement on
+ * PostgreSQL) for a model turn and its events, one for each tool call, one
+ * for a decision and its events. The run commits before anything that must
+ * not be repeated: a completed turn before its calls run or its decision is
+ * made, a call as it ends.
+ *
+ * The run's course is deterministic once its steps are recorded, so an
+ * execution that replays logs the same events at the same positions: those
+ * the log holds already are not written again.
+ *
+ * @since 0.2.0
+ */
+import type * as Termination from "@agentloop/core/Termination"
+import { Effect, Schedule, Schema } from "effect"
+import type * as DurableEvent from "./DurableEvent.ts"
+import * as RunLog from "./RunLog.ts"
+import { RunStore } from "./RunStore.ts"
+import type { Entry, RunKey, StepRecord } from "./RunStore.ts"
+
+/**
+ * How the run retries a write of its records: one that keeps failing is a
+ * defect of the run, not a silent gap.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const retry = { times: 5, schedule: Schedule.exponential("50 millis") }
+
+/**
+ * Another executor of the run recorded a step first (a runner that lost its
+ * shard and went on for a moment): the execution starts again from what is
+ * recorded.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class StepTaken extends Schema.TaggedError<StepTaken>()("StepTaken", {
+  runId: Schema.String,
+  steps: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `run ${JSON.stringify(this.runId)}: another executor recorded ${this.steps.join(", ")} first`
+  }
+}
+
+/**
+ * The journal of one execution of a run whose events `O` describes.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Journal<O> {
+  /** How many steps the run had recorded when this execution started. */
+  readonly recordedSteps: number
+  /**
+   * The step `name`: its recorded value, or the value of `effect`, recorded
+   * with the next `commit`.
+   */
+  readonly step: <A, E, R>(name: string, codec: Codec<A>, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Logs `events` of turn `step`, with the next `commit`. */
+  readonly log: (step: number, events: ReadonlyArray<DurableEvent.DurableEvent<O>>) => void
+  /** Writes the steps run and the events logged since the last commit, if any: one write. */
+  readonly commit: Effect.Effect<void, StepTaken>
+  /** Commits, with the termination the run failed with as the log's last entry. */
+  readonly fail: (step: number, termination: Termination.Error) => Effect.Effect<void, StepTaken>
+}
+
+/**
+ * How a step's value is recorded: JSON through a Schema. Build it once (it
+ * walks the schema), not once per step.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Codec<A> {
+  readonly encode: (value: A) => Effect.Effect<string, Schema.SchemaError>
+  readonly decode: (json: string) => Effect.Effect<A, Schema.SchemaError>
+}
+
+/**
+ * The record codec of the values `schema` describes.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const codec = <A>(schema: Schema.Codec<A, unknown>): Codec<A> => {
+  const json = Schema.fromJsonString(Schema.toCodecJson(schema))
+  return { encode: Schema.encodeEffect(json), decode: Schema.decodeUnknownEffect(json) }
+}
+
+const encodeFailure = Schema.encodeEffect(RunLog.failureJson)
+
+/**
+ * Opens the journal of `run` for an execution: one read of what it recorded.
+ * `events` describes its log's events.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const open = <O>(
+  run: RunKey,
+  events: Schema.Codec<DurableEvent.DurableEvent<O>, unknown>
+): Effect.Effect<Journal<O>, never, RunStore> =>
+  Effect.gen(function*() {
+    const store = yield* RunStore
+    const recorded = yield* store.load(run).pipe(Effect.retry(retry), Effect.orDie)
+    const eventCodec = codec(events)
+    let seq = 0
+    let steps: Array<StepRecord> = []
+    let logged: Array<{ readonly seq: number; readonly step: number; readonly event: DurableEvent.DurableEvent<O> }> =
+      []
+
+    const write = (extra: ReadonlyArray<Entry>) =>
+      Effect.gen(function*() {
+        const records = steps
+        const pending = logged
+        steps = []
+        logged = []
+        const entries: Array<Entry> = []
+        for (const { event, seq, step } of pending) {
+          entries.push({ seq, step, kind: "event", body: yield* Effect.orDie(eventCodec.encode(event)) })
+        }
+        entries.push(...extra)
+        if (records.length === 0 && entries.length === 0) return
+        const taken = yield* store.commit(run, { steps: records, entries }).pipe(Effect.retry(retry), Effect.orDie)
+        if (taken.length > 0) return yield* new StepTaken({ runId: run.runId, steps: taken })
+      })
+
+    return {
+      recordedSteps: recorded.steps.size,
+      step: (name, stepCodec, effect) => {
+        const body = recorded.steps.get(name)
+        if (body !== undefined) return Effect.orDie(stepCodec.decode(body))
+        return Effect.tap(effect, (value) =>
+          Effect.map(Effect.orDie(stepCodec.encode(value)), (json) => {
+            steps.push({ name, body: json })
+          }))
+      },
+      log: (step, added) => {
+        for (const event of added) {
+          const position = seq++
+          // The log holds the entries of the steps recorded before: a replay does not write them again.
+          if (position >= recorded.logLength) logged.push({ seq: position, step, event })
+        }
+      },
+      commit: Effect.suspend(() => write([])),
+      fail: (step, termination) =>
+        Effect.flatMap(Effect.orDie(encodeFailure(termination)), (body) => {
+          const position = seq++
+          return write(position >= recorded.logLength ? [{ seq: position, step, kind: "failure", body }] : [])
+        })
+    } satisfies Journal<O>
+  })
