@@ -16,13 +16,13 @@
  * @since 0.1.0
  */
 import type * as Approval from "@agentloop/core/Approval"
+import * as RunId from "@agentloop/core/RunId"
 import { Effect, Exit, Schema, SchemaGetter } from "effect"
 import * as Base64Url from "effect/encoding/Base64Url"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import type * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import { timingSafeEqual } from "node:crypto"
-import * as RunId from "./RunId.ts"
 import type { RunKey, RunStoreError } from "./RunStore.ts"
 import { RunStore } from "./RunStore.ts"
 

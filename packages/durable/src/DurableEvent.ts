@@ -12,10 +12,10 @@
  */
 import * as AgentEvent from "@agentloop/core/agent/AgentEvent"
 import * as Item from "@agentloop/core/Item"
+import * as RunId from "@agentloop/core/RunId"
 import type * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
 import { Schema } from "effect"
-import { InvalidRunId } from "./RunId.ts"
 import { RunStoreError } from "./RunStore.ts"
 
 /**
@@ -46,7 +46,7 @@ export const DurableEvent = schema(Schema.String, Schema.Unknown)
  * in a browser or in Node; the stream's failure is the run's termination, the
  * store's error, or a run id that is not one.
  */
-export const codec: EventStream.Codec<DurableEvent, Termination.Error | RunStoreError | InvalidRunId> = {
+export const codec: EventStream.Codec<DurableEvent, Termination.Error | RunStoreError | RunId.InvalidRunId> = {
   events: DurableEvent,
-  failure: Schema.Union([Termination.Error, RunStoreError, InvalidRunId])
+  failure: Schema.Union([Termination.Error, RunStoreError, RunId.InvalidRunId])
 }

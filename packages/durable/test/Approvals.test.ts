@@ -4,12 +4,13 @@
  * are refused before anything is stored.
  */
 import { Approval } from "@agentloop/core"
+import { RunId } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema, Stream } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Path from "node:path"
-import { DurableAgent, DurableApproval, DurableRunner, RunId } from "../src/index.ts"
+import { DurableAgent, DurableApproval, DurableRunner } from "../src/index.ts"
 import { answer, call, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
 
 const agent = DurableAgent.make("guarded", { model: "test-model", instructions: "Use the tools.", toolkit })
