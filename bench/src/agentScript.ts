@@ -9,8 +9,8 @@
  * streams them (text and arguments in 8-character pieces); the peers' mock
  * models (`aiSdkModel.ts`, `langchainModel.ts`) translate the same deltas.
  */
-import { LanguageModel, Tool } from "@agentloop/core"
-import type { Item, Turn, TurnDelta } from "@agentloop/core"
+import { LanguageModel, Tool, Toolkit } from "@agentloop/core"
+import type { AgentEvent, Item, Turn, TurnDelta } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { Effect, Layer, Schema, Stream } from "effect"
 
@@ -60,3 +60,19 @@ export const model: Layer.Layer<LanguageModel.LanguageModel> = Layer.succeed(Lan
   provider: "bench",
   streamTurn: (history) => Stream.fromIterable(deltasFor(resultsIn(history)))
 })
+
+/** What an agentloop run of the script is given: the tool, and room for every turn. */
+export const options = { input: "Add", toolkit: Toolkit.make(add), limits: { maxTurns: turns + 1 } }
+
+/** Checks that an agentloop run took every turn of the script and ended with its answer. */
+export const checkResult = (result: AgentEvent.RunResult): void => {
+  if (result._tag !== "Stopped" || result.termination.accounting.steps !== turns || result.output !== answer) {
+    throw new Error(`the run ended with ${result._tag} after ${result.termination.accounting.steps} turns`)
+  }
+}
+
+/** Checks that the last event of an agentloop run's stream is its `Finished`, as {@link checkResult} checks it. */
+export const checkLast = (last: AgentEvent.AgentEvent | undefined): void => {
+  if (last?._tag !== "Finished") throw new Error(`the run's stream ended with ${last?._tag}`)
+  checkResult(last.result)
+}

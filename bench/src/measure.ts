@@ -33,6 +33,8 @@ export interface Ratio {
 
 export interface Comparison {
   readonly title: string
+  /** What the summary calls it (default: the title). */
+  readonly label?: string | undefined
   /** How many units one run of a case processes, and what a unit is called. */
   readonly units: number
   readonly unit: string
@@ -122,7 +124,7 @@ export const compare = async (comparison: Comparison): Promise<ReadonlyMap<strin
     const to = rates.get(ratio.to)!
     const value = to / of
     record({
-      title: comparison.title,
+      title: comparison.label ?? comparison.title,
       subject: ratio.of,
       measured: perUnit(of, comparison.unit),
       peer: ratio.to,

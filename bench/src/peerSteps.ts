@@ -75,6 +75,7 @@ const times = (count: number, once: () => Promise<void>) => async () => {
 
 await compare({
   title: `per step: ${sequence} steps in sequence (an addition each), one program executed ${executions} times`,
+  label: "per step, 100 in sequence",
   units: sequence * executions,
   unit: "step",
   baseline: {
@@ -108,6 +109,7 @@ await compare({
 
 await compare({
   title: `3-way fan-out: one fork of three steps into a sum, executed ${fanOuts} times`,
+  label: "3-way fan-out",
   units: fanOuts,
   unit: "execution",
   baseline: {
