@@ -29,6 +29,8 @@ export interface Ratio {
   readonly of: string
   readonly to: string
   readonly goal?: Goal | undefined
+  /** Said of a ratio with no goal (what was quoted before, say). */
+  readonly note?: string | undefined
 }
 
 export interface Comparison {
@@ -68,8 +70,10 @@ export const summary = (): ReadonlyArray<Row> => rows
 /** The machine's 1-minute load average. */
 export const load = (): number => Os.loadavg()[0] ?? Number.NaN
 
-const describeGoal = (goal: Goal | undefined): string =>
-  goal === undefined ? "none (for reference)" : `≤ ${goal.atMost}x (${goal.source})`
+const describeGoal = (ratio: Ratio): string =>
+  ratio.goal === undefined
+    ? `none (${ratio.note ?? "for reference"})`
+    : `≤ ${ratio.goal.atMost}x (${ratio.goal.source})`
 
 /** Records a row for the summary, and prints it under the comparison it belongs to. */
 export const record = (row: Omit<Row, "load">): void => {
@@ -130,7 +134,7 @@ export const compare = async (comparison: Comparison): Promise<ReadonlyMap<strin
       peer: ratio.to,
       peerMeasured: perUnit(to, comparison.unit),
       ratio: value,
-      goal: describeGoal(ratio.goal),
+      goal: describeGoal(ratio),
       met: ratio.goal === undefined ? undefined : value <= ratio.goal.atMost
     })
   }
