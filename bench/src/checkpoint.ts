@@ -11,7 +11,7 @@
  * Each turn appends three entries (answered, tool done, decided).
  */
 import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel, Reachable } from "@agentloop/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Schema } from "effect"
@@ -21,6 +21,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { compare } from "./measure.ts"
+import * as Postgres from "./postgres.ts"
 
 const turns = 40
 const add = Tool.make({
@@ -61,10 +62,10 @@ const files = Checkpointer.layerKeyValueStore().pipe(
   Layer.provide(NodePath.layer)
 )
 
-const postgresReachable = await Reachable.listening(5432)
+const postgresReachable = await Postgres.reachable()
 
 const table = `agentloop_checkpoints_bench_${process.pid}`
-const pgClient = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
+const pgClient = PgClient.layer(Postgres.connection)
 const postgres = Layer.build(Checkpointer.layerSql({ table }).pipe(Layer.provide(pgClient)))
 
 // Each store is built once and stays open across runs, as it would in an application.

@@ -14,7 +14,7 @@ const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   checkpoint: ["./checkpoint.ts"],
   durable: ["./durable.ts"],
   providers: ["./gemini.ts", "./responses.ts", "./anthropic.ts"],
-  peers: ["./peerSteps.ts", "./peerAgent.ts", "./delivery.ts"]
+  peers: ["./peerSteps.ts", "./peerAgent.ts", "./delivery.ts", "./peerDurable.ts"]
 }
 
 /** Run only when named: minutes each, and gigabytes for `scale`. */
