@@ -1,9 +1,10 @@
 /**
  * The model behaviour every agent benchmark gives every framework: a run of
- * {@link turns} turns, each of the first `turns - 1` calling the `add` tool
- * once (with new arguments, so no framework sees the same call twice), the
- * last answering in text. Which turn a request gets is read from its history
- * (how many tool results it holds), so any number of runs can share one model.
+ * {@link turns} turns (or fewer: `length`), each but the last calling the
+ * `add` tool once (with new arguments, so no framework sees the same call
+ * twice), the last answering in text. Which turn a request gets is read from
+ * its history (how many tool results it holds), so any number of runs can
+ * share one model.
  *
  * The turns are agentloop `Turn`s streamed as `MockLanguageModel.deltas`
  * streams them (text and arguments in 8-character pieces); the peers' mock
@@ -32,12 +33,14 @@ export const turnAt = (turn: number): Turn.Turn =>
 const script = Array.from({ length: turns }, (_, turn) => turnAt(turn))
 const streamed = script.map((turn) => MockLanguageModel.deltas(turn))
 
-/** The turn that answers a request whose history holds `results` tool results. */
-export const turnFor = (results: number): Turn.Turn => script[Math.min(results, turns - 1)]!
+const index = (results: number, length: number) => results < Math.min(length, turns) - 1 ? results : turns - 1
+
+/** The turn that answers a request whose history holds `results` tool results, in a run of `length` turns. */
+export const turnFor = (results: number, length = turns): Turn.Turn => script[index(results, length)]!
 
 /** The deltas of {@link turnFor}. */
-export const deltasFor = (results: number): ReadonlyArray<TurnDelta.TurnDelta> =>
-  streamed[Math.min(results, turns - 1)]!
+export const deltasFor = (results: number, length = turns): ReadonlyArray<TurnDelta.TurnDelta> =>
+  streamed[index(results, length)]!
 
 /** The tool: adds two numbers. */
 export const add = Tool.make({
@@ -49,7 +52,8 @@ export const add = Tool.make({
   execute: ({ a, b }) => Effect.succeed(a + b)
 })
 
-const resultsIn = (history: ReadonlyArray<Item.Item>): number => {
+/** How many tool results `history` holds: which turn of the script it asks for. */
+export const resultsIn = (history: ReadonlyArray<Item.Item>): number => {
   let results = 0
   for (const item of history) if (item.type === "function_call_output") results++
   return results
@@ -64,9 +68,9 @@ export const model: Layer.Layer<LanguageModel.LanguageModel> = Layer.succeed(Lan
 /** What an agentloop run of the script is given: the tool, and room for every turn. */
 export const options = { input: "Add", toolkit: Toolkit.make(add), limits: { maxTurns: turns + 1 } }
 
-/** Checks that an agentloop run took every turn of the script and ended with its answer. */
-export const checkResult = (result: AgentEvent.RunResult): void => {
-  if (result._tag !== "Stopped" || result.termination.accounting.steps !== turns || result.output !== answer) {
+/** Checks that an agentloop run took every turn of the script (`length` of them) and ended with its answer. */
+export const checkResult = (result: AgentEvent.RunResult, length = turns): void => {
+  if (result._tag !== "Stopped" || result.termination.accounting.steps !== length || result.output !== answer) {
     throw new Error(`the run ended with ${result._tag} after ${result.termination.accounting.steps} turns`)
   }
 }

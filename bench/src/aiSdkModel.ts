@@ -63,7 +63,14 @@ const parts = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): ReadonlyArray<Stream
   return out
 }
 
-const streamed = Array.from({ length: turns }, (_, results) => parts(deltasFor(results)))
+const translated = new WeakMap<ReadonlyArray<TurnDelta.TurnDelta>, ReadonlyArray<StreamPart>>()
+const partsOf = (deltas: ReadonlyArray<TurnDelta.TurnDelta>): ReadonlyArray<StreamPart> => {
+  const known = translated.get(deltas)
+  if (known !== undefined) return known
+  const made = parts(deltas)
+  translated.set(deltas, made)
+  return made
+}
 
 const content = (turn: Turn.Turn): GenerateResult["content"] =>
   turn.items.flatMap((item): GenerateResult["content"] => {
@@ -88,6 +95,8 @@ const readable = (list: ReadonlyArray<StreamPart>, gate: Promise<void> | undefin
 
 /** What a run of {@link streamRun} waits for and reports. */
 export interface StreamOptions {
+  /** The run's turns (default the script's {@link turns}). */
+  readonly turns?: number | undefined
   /** Every model stream waits for it before its first part. */
   readonly gate?: Promise<void> | undefined
   /** Called as each model request starts (to count the runs in flight). */
@@ -99,10 +108,10 @@ const mockModel = (options: StreamOptions) =>
   new MockLanguageModelV4({
     doStream: async (call) => {
       options.onStream?.()
-      return { stream: readable(streamed[Math.min(resultsIn(call), turns - 1)]!, options.gate) }
+      return { stream: readable(partsOf(deltasFor(resultsIn(call), options.turns)), options.gate) }
     },
     doGenerate: async (call) => {
-      const turn = turnFor(resultsIn(call))
+      const turn = turnFor(resultsIn(call), options.turns)
       return { content: content(turn), finishReason: finishReason(turn), usage: usage(turn), warnings: [] }
     }
   })
@@ -113,8 +122,8 @@ const add = tool({
   execute: async ({ a, b }) => a + b
 })
 
-const check = (text: string, steps: number) => {
-  if (text !== answer || steps !== turns) throw new Error(`the AI SDK run took ${steps} steps and answered ${text}`)
+const check = (text: string, steps: number, length = turns) => {
+  if (text !== answer || steps !== length) throw new Error(`the AI SDK run took ${steps} steps and answered ${text}`)
 }
 
 /** One run of the script by `streamText`, its full stream read part by part as a UI would. */
@@ -122,14 +131,14 @@ export const streamRun = async (options: StreamOptions = {}): Promise<void> => {
   const result = streamText({
     model: mockModel(options),
     tools: { add },
-    stopWhen: stepCountIs(turns + 1),
+    stopWhen: stepCountIs((options.turns ?? turns) + 1),
     prompt: "Add",
     ...(options.abortSignal === undefined ? {} : { abortSignal: options.abortSignal })
   })
   for await (const part of result.fullStream) {
     if (part.type === "error") throw part.error
   }
-  check(await result.text, (await result.steps).length)
+  check(await result.text, (await result.steps).length, options.turns)
 }
 
 /** One run of the script by `generateText`. */

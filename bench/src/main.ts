@@ -14,11 +14,12 @@ const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   checkpoint: ["./checkpoint.ts"],
   durable: ["./durable.ts"],
   providers: ["./gemini.ts", "./responses.ts", "./anthropic.ts"],
-  peers: ["./peerSteps.ts", "./peerAgent.ts", "./delivery.ts", "./peerDurable.ts"]
+  peers: ["./peerSteps.ts", "./peerAgent.ts", "./delivery.ts", "./peerDurable.ts"],
+  scale: ["./scale.ts"]
 }
 
 /** Run only when named: minutes each, and gigabytes for `scale`. */
-const heavy = new Set<string>([])
+const heavy = new Set(["scale"])
 
 const modules = new Set(Object.values(suites).flat())
 const resolve = (name: string): ReadonlyArray<string> | undefined =>

@@ -80,7 +80,7 @@ export const record = (row: Omit<Row, "load">): void => {
   const full = { ...row, load: load() }
   rows.push(full)
   const verdict = full.met === undefined ? "" : full.met ? "  met" : "  NOT met"
-  const ratio = full.ratio === undefined ? "" : ` = ${full.ratio.toFixed(2)}x ${full.peer}`
+  const ratio = full.ratio === undefined ? `: ${full.measured}` : ` = ${full.ratio.toFixed(2)}x ${full.peer}`
   console.log(`  → ${full.subject}${ratio}; goal ${full.goal}${verdict}`)
 }
 
