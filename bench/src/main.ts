@@ -15,11 +15,12 @@ const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   durable: ["./durable.ts"],
   providers: ["./gemini.ts", "./responses.ts", "./anthropic.ts"],
   peers: ["./peerSteps.ts", "./peerAgent.ts", "./delivery.ts", "./peerDurable.ts"],
-  scale: ["./scale.ts"]
+  scale: ["./scale.ts"],
+  runners: ["./runners.ts"]
 }
 
 /** Run only when named: minutes each, and gigabytes for `scale`. */
-const heavy = new Set(["scale"])
+const heavy = new Set(["scale", "runners"])
 
 const modules = new Set(Object.values(suites).flat())
 const resolve = (name: string): ReadonlyArray<string> | undefined =>
