@@ -83,11 +83,22 @@ const content = (turn: Turn.Turn): GenerateResult["content"] =>
     return []
   })
 
-/** A stream of `parts`, waiting for `gate` (when given) before its first part. */
-const readable = (list: ReadonlyArray<StreamPart>, gate: Promise<void> | undefined): ReadableStream<StreamPart> =>
+/**
+ * A stream of `list`, waiting for `gate` (when given) before its first part;
+ * it fails with the abort's reason when `signal` aborts first, as a provider's
+ * response body does when its request is aborted.
+ */
+const readable = (
+  list: ReadonlyArray<StreamPart>,
+  gate: Promise<void> | undefined,
+  signal: AbortSignal | undefined
+): ReadableStream<StreamPart> =>
   new ReadableStream({
     async start(controller) {
-      if (gate !== undefined) await gate
+      if (gate !== undefined) {
+        const aborted = new Promise<boolean>((resolve) => signal?.addEventListener("abort", () => resolve(true)))
+        if (await Promise.race([gate.then(() => false), aborted])) return controller.error(signal?.reason)
+      }
       for (const part of list) controller.enqueue(part)
       controller.close()
     }
@@ -108,7 +119,7 @@ const mockModel = (options: StreamOptions) =>
   new MockLanguageModelV4({
     doStream: async (call) => {
       options.onStream?.()
-      return { stream: readable(partsOf(deltasFor(resultsIn(call), options.turns)), options.gate) }
+      return { stream: readable(partsOf(deltasFor(resultsIn(call), options.turns)), options.gate, call.abortSignal) }
     },
     doGenerate: async (call) => {
       const turn = turnFor(resultsIn(call), options.turns)

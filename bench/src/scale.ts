@@ -75,18 +75,19 @@ const startAll = async (count: number) => {
   return { fibers, startedMs, heapPerRun: kib(heap, count), rss: rssMiB() }
 }
 
+/** A round: `count` runs finished, then `count` runs interrupted; the fibers are dropped when it returns. */
 const agentloopRound = async (count: number) => {
-  const inFlight = await startAll(count)
+  const { fibers, ...inFlight } = await startAll(count)
   const opened = performance.now()
   Deferred.doneUnsafe(gate, Exit.void)
-  const results = await runtime.runPromise(Fiber.joinAll(inFlight.fibers))
+  const results = await runtime.runPromise(Fiber.joinAll(fibers))
   const finishMs = performance.now() - opened
   for (const result of results) checkResult(result, turns)
   const interrupted = await startAll(count)
   const stopping = performance.now()
   await runtime.runPromise(Fiber.interruptAll(interrupted.fibers))
   const interruptMs = performance.now() - stopping
-  return { ...inFlight, finishMs, interruptMs, heapAfter: heapUsedMiB() }
+  return { ...inFlight, finishMs, interruptMs }
 }
 
 const aiSdkRound = async (count: number) => {
@@ -116,16 +117,16 @@ const aiSdkRound = async (count: number) => {
   await Promise.allSettled(aborted)
   const interruptMs = performance.now() - stopping
   open()
-  return { startedMs, heapPerRun, rss, finishMs, interruptMs, heapAfter: heapUsedMiB() }
+  return { startedMs, heapPerRun, rss, finishMs, interruptMs }
 }
 
 const title = `at scale: ${runs.toLocaleString("en-US")} concurrent runs of ${turns} turns in one process, mock model`
 console.log(`\n${title}`)
 const baseline = heapUsedMiB()
 console.log(`  heap before: ${baseline.toFixed(1)} MiB`)
-const measured: Array<Awaited<ReturnType<typeof agentloopRound>>> = []
+const measured: Array<Awaited<ReturnType<typeof agentloopRound>> & { readonly heapAfter: number }> = []
 for (let round = 1; round <= rounds; round++) {
-  const r = await agentloopRound(runs)
+  const r = { ...await agentloopRound(runs), heapAfter: heapUsedMiB() }
   measured.push(r)
   console.log(
     `  round ${round}: all in flight after ${seconds(r.startedMs)}, ${r.heapPerRun.toFixed(1)} KiB heap per run, RSS ${
