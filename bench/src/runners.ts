@@ -159,39 +159,64 @@ const throughput = (size: number) =>
       })
     }))
 
-/** Two runners; `r0` is killed mid-load (and started again under its name when `restart`); its runs go on elsewhere. */
+/** The latest model request of each run among `asked`. */
+const latest = (asked: ReadonlyArray<Asked>): Map<string, Asked> => {
+  const last = new Map<string, Asked>()
+  for (const entry of asked) {
+    const seen = last.get(entry.run)
+    if (seen === undefined || entry.at > seen.at) last.set(entry.run, entry)
+  }
+  return last
+}
+
+/** The runner that holds the most unfinished runs (whose latest request it made), and how many. */
+const busiest = (runners: ReadonlyArray<Runner>) => {
+  const holds = new Map<string, number>()
+  for (const entry of latest(askedOf(runners)).values()) {
+    if (entry.asked < turns) holds.set(entry.process, (holds.get(entry.process) ?? 0) + 1)
+  }
+  const [label, count] = [...holds].reduce((a, b) => b[1] > a[1] ? b : a, ["", 0])
+  return { runner: runners.find((runner) => runner.label === label) ?? runners[0]!, count }
+}
+
+/**
+ * Two runners; once a third of the turns are asked, the one holding the most
+ * unfinished runs is killed (and started again under its name when
+ * `restart`), and its runs go on elsewhere. The runners get a few seconds to
+ * share the shards out before the runs start.
+ */
 const takeover = (restart: boolean) =>
   inPrefix(restart ? "restart" : "kill", (prefix) =>
     Effect.gen(function*() {
       const runners: Array<Runner> = [
-        ...yield* Effect.forEach(["r0", "r1"], (name) => spawn(prefix, name), {
-          concurrency: "unbounded"
-        })
+        ...yield* Effect.forEach(["r0", "r1"], (name) => spawn(prefix, name), { concurrency: "unbounded" })
       ]
+      yield* Effect.sleep("3 seconds")
       const ids = runIds(restart ? "restart" : "kill")
       const finished = yield* Effect.forkChild(runAll(ids))
       while (askedOf(runners).length < (runs * turns) / 3) yield* Effect.sleep("20 millis")
-      yield* runners[0]!.child.kill
+      const victim = busiest(runners)
+      yield* victim.runner.child.kill
       const killedAt = Date.now()
-      if (restart) runners.push(yield* spawn(prefix, "r0", "r0 again"))
+      if (restart) runners.push(yield* spawn(prefix, victim.runner.label, `${victim.runner.label} again`))
       const readyAfter = Date.now() - killedAt
       yield* Fiber.join(finished).pipe(Effect.timeout("5 minutes"))
 
-      const asked = askedOf(runners)
-      const byRun = groupBy(asked, (entry) => entry.run)
+      const killed = victim.runner.label
+      const byRun = groupBy(askedOf(runners), (entry) => entry.run)
       const delays: Array<number> = []
       let again = 0
       let wrong = 0
       for (const entries of byRun.values()) {
-        const before = entries.filter((entry) => entry.at <= killedAt)
-        const last = before.reduce<Asked | undefined>((a, b) => a === undefined || b.at > a.at ? b : a, undefined)
+        const last = latest(entries.filter((entry) => entry.at <= killedAt)).values().next().value
         const after = entries.filter((entry) => entry.at > killedAt).sort((a, b) => a.at - b.at)
-        if (last?.process === "r0" && last.asked < turns && after[0] !== undefined) delays.push(after[0].at - killedAt)
-        const counts = groupBy(entries, (entry) => entry.asked)
-        for (const [turn, list] of counts) {
+        if (last?.process === killed && last.asked < turns && after[0] !== undefined) {
+          delays.push(after[0].at - killedAt)
+        }
+        for (const [turn, list] of groupBy(entries, (entry) => entry.asked)) {
           if (list.length === 1) continue
           // Only the killed runner's turn in flight may be asked again, once.
-          const inFlight = list.length === 2 && list[0]!.process === "r0" && turn === last?.asked &&
+          const inFlight = list.length === 2 && list[0]!.process === killed && turn === last?.asked &&
             list[1]!.at > killedAt
           if (inFlight) again++
           else wrong++
@@ -199,33 +224,32 @@ const takeover = (restart: boolean) =>
       }
       const starts = toolStarts(runners)
       const twice = starts.length - new Set(starts).size
-      const how = restart ? "killed runner started again (same name)" : "the survivor alone (default settings)"
+      const how = restart ? "the killed runner started again (same name)" : "the survivor alone (default settings)"
+      const worst = Math.max(...delays)
+      const ready = restart ? ` (the new process was ready ${readyAfter} ms after the kill)` : ""
       console.log(
-        `  SIGKILL mid-load, ${how}: ${delays.length} runs went on elsewhere after median ${
-          quantile(delays, 0.5)
-        } ms, at most ${
-          Math.max(...delays)
-        } ms; turns asked again: ${again} (in flight at the kill), ${wrong} otherwise; tool calls run twice: ${twice}`
+        delays.length === 0
+          ? `  SIGKILL mid-load, ${how}: the killed runner held no unfinished run (of ${victim.count} counted)`
+          : `  SIGKILL mid-load, ${how}: ${delays.length} runs of the killed runner went on after median ${
+            quantile(delays, 0.5)
+          } ms, at most ${worst} ms from the kill${ready}; turns asked again: ${again} (in flight at the kill), ${wrong} otherwise; tool calls run twice: ${twice}`
       )
+      const row = { title: "durable runs across runners (PostgreSQL)", peer: "", peerMeasured: "", ratio: undefined }
       record({
-        title: "durable runs across runners (PostgreSQL)",
+        ...row,
         subject: `SIGKILL of one of 2 runners, ${how}: until its runs go on (worst)`,
-        measured: `${(Math.max(...delays) / 1000).toFixed(2)} s${
-          restart ? `, ${((Math.max(...delays) - readyAfter) / 1000).toFixed(2)} s after it was ready` : ""
-        }`,
-        peer: "",
-        peerMeasured: "",
-        ratio: undefined,
+        measured: delays.length === 0
+          ? "not measured: it held no run"
+          : `${(worst / 1000).toFixed(2)} s${
+            restart ? `, ${((worst - readyAfter) / 1000).toFixed(2)} s after it was ready` : ""
+          }`,
         goal: restart ? "none (for reference; 0.83 s quoted)" : "≤ 5 s by default (issue 20; 35.9 s quoted)",
-        met: restart ? undefined : Math.max(...delays) <= 5000
+        met: restart || delays.length === 0 ? undefined : worst <= 5000
       })
       record({
-        title: "durable runs across runners (PostgreSQL)",
+        ...row,
         subject: `SIGKILL, ${how}: turns asked again other than the one in flight, tool calls run twice`,
         measured: `${wrong} turns, ${twice} calls`,
-        peer: "",
-        peerMeasured: "",
-        ratio: undefined,
         goal: "none may (issue 20)",
         met: wrong === 0 && twice === 0
       })
