@@ -15,7 +15,7 @@
  */
 import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
 import { NodeSqliteClient } from "@agentloop/durable"
-import { MockLanguageModel, Reachable } from "@agentloop/testing"
+import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Schema } from "effect"
@@ -25,6 +25,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { compare } from "./measure.ts"
+import * as Postgres from "./postgres.ts"
 
 const turns = 40
 const add = Tool.make({
@@ -72,9 +73,9 @@ const sqlite = Checkpointer.layerSql().pipe(
   Layer.provide(NodeSqliteClient.layer({ filename: join(directory, "checkpoints.db") }))
 )
 
-const postgresReachable = await Reachable.listening(5432)
+const postgresReachable = await Postgres.reachable()
 const table = `agentloop_checkpoints_bench_${process.pid}`
-const pgClient = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
+const pgClient = PgClient.layer(Postgres.connection)
 const postgres = Checkpointer.layerSql({ table }).pipe(Layer.provide(pgClient))
 
 // Each store is built once and stays open across runs, as it would in an application.

@@ -13,57 +13,11 @@ import { Item, LanguageModel, ProviderStream } from "@agentloop/core"
 import { Responses, ResponsesDecoder } from "@agentloop/responses"
 import { Effect, Redacted, Stream } from "effect"
 import { compare } from "./measure.ts"
+import * as ResponsesBody from "./responsesBody.ts"
 import { baseline, countTextDeltas, serve } from "./sseLoopback.ts"
 
 const deltas = 100_000
-const itemId = "msg_bench"
-
-let sequence = 0
-const event = (type: string, fields: Record<string, unknown>) =>
-  `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...fields })}\n\n`
-const response = (status: string, extra: Record<string, unknown> = {}) => ({
-  id: "resp_bench",
-  object: "response",
-  status,
-  model: "gpt-5-mini",
-  output: [],
-  ...extra
-})
-
-const events = [
-  event("response.created", { response: response("in_progress") }),
-  event("response.output_item.added", {
-    output_index: 0,
-    item: { id: itemId, type: "message", status: "in_progress", role: "assistant", content: [] }
-  }),
-  event("response.content_part.added", {
-    item_id: itemId,
-    output_index: 0,
-    content_index: 0,
-    part: { type: "output_text", text: "", annotations: [] }
-  })
-]
-for (let i = 0; i < deltas; i++) {
-  events.push(event("response.output_text.delta", {
-    item_id: itemId,
-    output_index: 0,
-    content_index: 0,
-    delta: `tok${i % 10} `,
-    logprobs: []
-  }))
-}
-events.push(event("response.completed", {
-  response: response("completed", {
-    usage: {
-      input_tokens: 12,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: deltas,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: deltas + 12
-    }
-  })
-}))
-const body = Buffer.from(events.join(""))
+const { body, events } = ResponsesBody.make(deltas)
 const server = await serve(body)
 const chunks = Array.from(
   { length: Math.ceil(body.length / 65536) },
@@ -93,7 +47,7 @@ await compare({
   rounds: 9,
   baseline: {
     name: "fetch + split SSE lines + JSON.parse (floor)",
-    run: baseline(`${server.url}/responses`, events.length)
+    run: baseline(`${server.url}/responses`, events)
   },
   cases: [
     { name: "Responses.layer streamTurn", run: providerCase },

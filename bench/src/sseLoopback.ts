@@ -33,6 +33,12 @@ export const serve = async (body: Buffer): Promise<{ readonly url: string; reado
  * end marker). Checks it saw `events` of them.
  */
 export const baseline = (url: string, events: number) => async (): Promise<void> => {
+  const count = await readEvents(url)
+  if (count !== events) throw new Error(`baseline saw ${count} events, expected ${events}`)
+}
+
+/** Requests `url` (a POST), splits the body into lines and `JSON.parse`s each `data:` line; returns how many. */
+export const readEvents = async (url: string): Promise<number> => {
   const response = await fetch(url, { method: "POST", body: "{}" })
   const decoder = new TextDecoder()
   let buffer = ""
@@ -51,7 +57,7 @@ export const baseline = (url: string, events: number) => async (): Promise<void>
       newline = buffer.indexOf("\n")
     }
   }
-  if (count !== events) throw new Error(`baseline saw ${count} events, expected ${events}`)
+  return count
 }
 
 /**
