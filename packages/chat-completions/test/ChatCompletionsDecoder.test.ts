@@ -462,7 +462,7 @@ describe("ChatCompletionsDecoder: usage", () => {
       expect(repeated).toStrictEqual({ input: 5, output: 2, total: 7 })
     })))
 
-  it.effect("keeps the server's total when it is not input + output (xAI counts reasoning apart)", () =>
+  it.effect("counts xAI's reasoning tokens, which its completion_tokens leaves out, in output", () =>
     onLayer(Effect.gen(function*() {
       const xai = yield* usageOf([
         delta({ reasoning_content: "First" }),
@@ -479,7 +479,33 @@ describe("ChatCompletionsDecoder: usage", () => {
         }),
         done
       ])
-      expect(xai).toStrictEqual({ input: 307, output: 26, total: 560, cachedInput: 306, reasoning: 227 })
+      expect(xai).toStrictEqual({ input: 307, output: 253, total: 560, cachedInput: 306, reasoning: 227 })
+      // OpenAI's completion_tokens already holds its reasoning tokens: nothing is added.
+      const openai = yield* usageOf([
+        delta({ content: "Sunny." }),
+        finish("stop"),
+        usage({
+          prompt_tokens: 307,
+          completion_tokens: 253,
+          total_tokens: 560,
+          completion_tokens_details: { reasoning_tokens: 227 }
+        }),
+        done
+      ])
+      expect(openai).toStrictEqual({ input: 307, output: 253, total: 560, reasoning: 227 })
+      // A total that is neither sum (a server's own count) is kept as it came.
+      const odd = yield* usageOf([
+        delta({ content: "Sunny." }),
+        finish("stop"),
+        usage({
+          prompt_tokens: 10,
+          completion_tokens: 5,
+          total_tokens: 40,
+          completion_tokens_details: { reasoning_tokens: 3 }
+        }),
+        done
+      ])
+      expect(odd).toStrictEqual({ input: 10, output: 5, total: 40, reasoning: 3 })
     })))
 
   it.effect("takes OpenRouter's usage.cost as the turn's cost, and leaves usage out when no chunk reports it", () =>
