@@ -6,7 +6,7 @@ import { Item, type LanguageModel, ProviderRetry, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { ChatCompletions } from "../src/index.ts"
 import { callArguments, callStart, chunk, delta, done, finish, id, model, role, textStream, usage } from "./fixtures.ts"
 import { completed, failing, run, textOf, turn } from "./harness.ts"
@@ -248,6 +248,86 @@ describe("ChatCompletionsDecoder: tool calls", () => {
         ["function_call", itemId(1)],
         ["function_call", itemId(2)]
       ])
+    })))
+
+  it.effect("keeps a call's extra_content (Gemini's thought signature) and sends it back on that call only", () =>
+    onLayer(Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const signed = { google: { thought_signature: "c2lnLTE=" } }
+      yield* server.reply(
+        ProviderServer.sse([
+          delta({
+            role: "assistant",
+            tool_calls: [
+              {
+                index: 0,
+                id: "call_p",
+                type: "function",
+                function: { name: "weather", arguments: "" },
+                extra_content: signed
+              },
+              { index: 1, id: "call_l", type: "function", function: { name: "weather", arguments: "" } }
+            ]
+          }),
+          callArguments(0, "{\"city\":\"Paris\"}"),
+          callArguments(1, "{\"city\":\"London\"}"),
+          finish("tool_calls"),
+          done
+        ]),
+        ProviderServer.sse(textStream("Sunny in both."))
+      )
+      const deltas = yield* turn(hello)
+      expect(types(deltas)).toStrictEqual([
+        "function_call_start",
+        "function_call_start",
+        "function_call_arguments_delta",
+        "function_call_arguments_delta",
+        "function_call_done",
+        "function_call_done",
+        "turn_complete"
+      ])
+      const first = completed(deltas)
+      expect(first.items.map((item) => item.type)).toStrictEqual(["reasoning", "function_call", "function_call"])
+      const outputs = Turn.functionCalls(first).map((call): Item.Item => ({
+        type: "function_call_output",
+        id: `out_${call.call_id}`,
+        status: "completed",
+        call_id: call.call_id,
+        output: "\"sun\""
+      }))
+      // The history goes through JSON, as a checkpoint would, before it is sent back.
+      const history = Schema.decodeUnknownSync(Item.History)(
+        JSON.parse(JSON.stringify([...hello, ...first.items, ...outputs]))
+      )
+      yield* turn(history)
+      const body = (yield* server.requests)[1]?.body as { readonly messages: ReadonlyArray<unknown> }
+      expect(body.messages[1]).toStrictEqual({
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          {
+            id: "call_p",
+            type: "function",
+            function: { name: "weather", arguments: "{\"city\":\"Paris\"}" },
+            extra_content: signed
+          },
+          { id: "call_l", type: "function", function: { name: "weather", arguments: "{\"city\":\"London\"}" } }
+        ]
+      })
+    })))
+
+  it.effect("skips an extra_content that is not an object, and keeps the call", () =>
+    onLayer(Effect.gen(function*() {
+      for (const junk of ["junk", 7, null, ["a"]]) {
+        const deltas = yield* answer([
+          delta({
+            tool_calls: [{ index: 0, id: "call_j", function: { name: "f", arguments: "{}" }, extra_content: junk }]
+          }),
+          finish("tool_calls"),
+          done
+        ])
+        expect(completed(deltas).items).toMatchObject([{ type: "function_call", call_id: "call_j", arguments: "{}" }])
+      }
     })))
 
   it.effect("reads calls without index (Google), whole, two in one delta, told apart by id or, without ids, by name", () =>
