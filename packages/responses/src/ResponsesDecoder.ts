@@ -289,6 +289,7 @@ class Decoder implements ProviderStream.Decoder {
     const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
     if (response.usage != null) out.push({ type: "usage", usage })
     const hasCalls = items.some((item) => item.type === "function_call")
+    const cost = response.usage?.cost ?? undefined
     out.push({
       type: "turn_complete",
       turn: {
@@ -299,7 +300,8 @@ class Decoder implements ProviderStream.Decoder {
           : stopReasonOf(incompleteReason),
         ...(this.model === undefined ? {} : { model: this.model }),
         ...(responseId === undefined ? {} : { responseId }),
-        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
+        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason }),
+        ...(cost === undefined ? {} : { cost })
       }
     })
   }

@@ -23,11 +23,12 @@ export const Index = Schema.Number.check(
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Token usage as the API reports it. */
+/** Token usage as the API reports it; `cost` is what the request cost in USD, when the server says (OpenRouter). */
 export const Usage = Schema.Struct({
   input_tokens: Count,
   output_tokens: Count,
   total_tokens: Schema.optionalKey(Count),
+  cost: Schema.optionalKey(Schema.NullOr(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))),
   input_tokens_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({
     cached_tokens: Schema.optionalKey(Count)
   }))),

@@ -107,6 +107,24 @@ describe("ResponsesDecoder", () => {
       expect(completeTurn(yield* run([ProviderServer.sse(anonymous)])).responseId).toBeUndefined()
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("takes OpenRouter's usage.cost as the turn's cost, and refuses a cost that is not a price", () =>
+    Effect.gen(function*() {
+      const priced = new Script().created().message("msg_1", 0, ["4"])
+        .completed({ ...usage(78, 37, 0, 22), cost: 0.0000113, is_byok: false } as ReturnType<typeof usage>)
+      const turn = completeTurn(yield* run([ProviderServer.sse(priced.frames)]))
+      expect(turn.cost).toBe(0.0000113)
+      expect(turn.usage).toStrictEqual({ input: 78, output: 37, total: 115, cachedInput: 0, reasoning: 22 })
+      const unpriced = new Script().created().message("msg_1", 0, ["4"])
+        .completed({ ...usage(1, 1), cost: null } as unknown as ReturnType<typeof usage>)
+      expect(completeTurn(yield* run([ProviderServer.sse(unpriced.frames)])).cost).toBeUndefined()
+      for (const cost of [-1, "0.1"]) {
+        const bad = new Script().created().message("msg_1", 0, ["4"])
+          .completed({ ...usage(1, 1), cost } as unknown as ReturnType<typeof usage>)
+        const { error } = yield* runFailing([ProviderServer.sse(bad.frames)])
+        expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.completed" })
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("keeps output items it does not model as extension items, and sends them back as they came", () =>
     Effect.gen(function*() {
       const others = [
