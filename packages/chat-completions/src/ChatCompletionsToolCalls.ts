@@ -10,8 +10,9 @@
  *   the call with its `id`, else a new call when it has an id no call has or,
  *   without an id, a name while the last call has one, else the last call;
  * - an index that starts at 1, or jumps: indices only key a map;
- * - a later piece of a call with another non-empty `id` at the same index
- *   (servers that number every call 0): a new call;
+ * - a later piece with another non-empty `id` at a known index: a new call
+ *   when it names its function (servers that number every call 0), else the
+ *   same call (Poolside gives the pieces after a call's first another id);
  * - `id: ""` or `name: ""` on later pieces: empty is absent;
  * - a first piece without a name: the call is announced once its name comes,
  *   with the arguments that came before it as one delta;
@@ -121,7 +122,7 @@ export const make = (options: Options): ToolCalls => {
   const locate = (index: number | undefined, id: string | undefined, named: boolean): Call => {
     if (index !== undefined) {
       const known = byIndex.get(index)
-      if (known !== undefined && (id === undefined || known.id === undefined || known.id === id)) {
+      if (known !== undefined && (id === undefined || known.id === undefined || known.id === id || !named)) {
         if (known.id === undefined && id !== undefined) {
           known.id = id
           byId.set(id, known)

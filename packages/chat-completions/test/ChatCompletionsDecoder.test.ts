@@ -414,6 +414,30 @@ describe("ChatCompletionsDecoder: tool calls", () => {
       expect(calls(deltas)).toStrictEqual([["first", "a", "{\"n\":1}"], ["second", "b", "{\"n\":2}"]])
     })))
 
+  it.effect("keeps a call whose later pieces carry another id and no name together (Poolside)", () =>
+    onLayer(Effect.gen(function*() {
+      const deltas = yield* answer([
+        callStart(0, "call_head", "search"),
+        delta({ tool_calls: [{ index: 0, id: "call_tail", type: "function", function: { arguments: "{\"q\":" } }] }),
+        delta({
+          tool_calls: [{ index: 0, id: "call_tail", type: "function", function: { arguments: "\"otters\"}" } }]
+        }),
+        callStart(1, "call_next", "fetch"),
+        delta({ tool_calls: [{ index: 1, id: "call_next_tail", function: { arguments: "{}" } }] }),
+        finish("tool_calls"),
+        done
+      ])
+      expect(calls(deltas)).toStrictEqual([
+        ["call_head", "search", "{\"q\":\"otters\"}"],
+        ["call_next", "fetch", "{}"]
+      ])
+      expect(deltas.filter((d) => d.type === "function_call_arguments_delta")).toStrictEqual([
+        { type: "function_call_arguments_delta", call_id: "call_head", delta: "{\"q\":" },
+        { type: "function_call_arguments_delta", call_id: "call_head", delta: "\"otters\"}" },
+        { type: "function_call_arguments_delta", call_id: "call_next", delta: "{}" }
+      ])
+    })))
+
   it.effect("announces a call whose first piece has no name once the name comes, with the arguments so far as one delta", () =>
     onLayer(Effect.gen(function*() {
       const deltas = yield* answer([
