@@ -72,7 +72,8 @@ export const dialect: SseParser.Dialect = { fieldEvents: ["error"], dispatchAtEn
 
 /**
  * Maps a `finish_reason` (any case): `stop`, `tool_calls`, `function_call`,
- * `eos`, `end_turn` and none at all are `tool_calls` when the turn has calls
+ * `eos`, `eos_token` and `stop_sequence` (text-generation-inference),
+ * `end_turn` and none at all are `tool_calls` when the turn has calls
  * and `stop` when not (servers send `stop` with calls, and `tool_calls`
  * without); `length` and `max_tokens` are `max_tokens`; `content_filter` and
  * `safety` are `content_filter`; any other reason is `other`.
@@ -87,6 +88,8 @@ export const stopReason = (reason: string | undefined, hasCalls: boolean): Turn.
     case "tool_calls":
     case "function_call":
     case "eos":
+    case "eos_token":
+    case "stop_sequence":
     case "end_turn":
       return hasCalls ? "tool_calls" : "stop"
     case "length":

@@ -698,6 +698,8 @@ describe("ChatCompletionsDecoder: how a stream starts and ends", () => {
         ["stop", "stop"],
         ["STOP", "stop"],
         ["eos", "stop"],
+        ["eos_token", "stop"],
+        ["stop_sequence", "stop"],
         ["end_turn", "stop"],
         ["tool_calls", "stop"],
         ["length", "max_tokens"],
@@ -713,6 +715,9 @@ describe("ChatCompletionsDecoder: how a stream starts and ends", () => {
       }
       const callsOnStop = completed(yield* answer([callStart(0, "c", "f"), finish("stop"), done]))
       expect(callsOnStop.stopReason).toBe("tool_calls")
+      // Hugging Face's text-generation-inference ends an answer with eos_token, calls or not.
+      const callsOnEos = completed(yield* answer([callStart(0, "c", "f"), finish("eos_token"), done]))
+      expect(callsOnEos.stopReason).toBe("tool_calls")
     })))
 
   it.effect("completes without [DONE] or without the usage chunk, and with a last [DONE] no blank line follows", () =>
