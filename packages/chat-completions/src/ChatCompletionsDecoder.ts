@@ -75,7 +75,8 @@ export const dialect: SseParser.Dialect = { fieldEvents: ["error"], dispatchAtEn
  * `eos`, `eos_token` and `stop_sequence` (text-generation-inference),
  * `end_turn` and none at all are `tool_calls` when the turn has calls
  * and `stop` when not (servers send `stop` with calls, and `tool_calls`
- * without); `length` and `max_tokens` are `max_tokens`; `content_filter` and
+ * without); `length`, `max_tokens` and Mistral's `model_length` (the context
+ * window filled) are `max_tokens`; `content_filter` and
  * `safety` are `content_filter`; any other reason is `other`.
  *
  * @since 0.2.0
@@ -94,6 +95,7 @@ export const stopReason = (reason: string | undefined, hasCalls: boolean): Turn.
       return hasCalls ? "tool_calls" : "stop"
     case "length":
     case "max_tokens":
+    case "model_length":
       return "max_tokens"
     case "content_filter":
     case "safety":

@@ -704,6 +704,7 @@ describe("ChatCompletionsDecoder: how a stream starts and ends", () => {
         ["tool_calls", "stop"],
         ["length", "max_tokens"],
         ["max_tokens", "max_tokens"],
+        ["model_length", "max_tokens"],
         ["content_filter", "content_filter"],
         ["insufficient_system_resource", "other"],
         ["abort", "other"]
