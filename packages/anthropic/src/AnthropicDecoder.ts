@@ -51,8 +51,9 @@ export const isContentBlockExtension = (item: Item.Item): item is Item.Extension
 /**
  * Maps a `stop_reason`: `end_turn` and `stop_sequence` are `stop`, `tool_use`
  * is `tool_calls` (or `stop` when the only call was a structured output's),
- * `max_tokens` is `max_tokens`, `refusal` is `content_filter`; `pause_turn`
- * and reasons added later are `other`.
+ * `max_tokens` and `model_context_window_exceeded` (the answer filled the
+ * context window: cut like a token limit cuts it) are `max_tokens`, `refusal`
+ * is `content_filter`; `pause_turn` and reasons added later are `other`.
  */
 export const stopReason = (reason: string, hasCalls: boolean): Turn.StopReason => {
   switch (reason) {
@@ -62,6 +63,7 @@ export const stopReason = (reason: string, hasCalls: boolean): Turn.StopReason =
     case "tool_use":
       return hasCalls ? "tool_calls" : "stop"
     case "max_tokens":
+    case "model_context_window_exceeded":
       return "max_tokens"
     case "refusal":
       return "content_filter"

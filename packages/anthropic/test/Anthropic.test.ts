@@ -292,7 +292,7 @@ describe("Anthropic", () => {
           ["max_tokens", "max_tokens"],
           ["refusal", "content_filter"],
           ["pause_turn", "other"],
-          ["model_context_window_exceeded", "other"]
+          ["model_context_window_exceeded", "max_tokens"]
         ] as const
         yield* server.reply(...cases.map(([reason]) =>
           ProviderServer.sse([
@@ -305,7 +305,7 @@ describe("Anthropic", () => {
         for (const [reason, stopReason] of cases) {
           const result = completed(yield* turn(hello))
           expect([result.providerStopReason, result.stopReason]).toStrictEqual([reason, stopReason])
-          expect(result.items[0]?.status).toBe(reason === "max_tokens" ? "incomplete" : "completed")
+          expect(result.items[0]?.status).toBe(stopReason === "max_tokens" ? "incomplete" : "completed")
         }
       })
     ))

@@ -128,7 +128,10 @@ const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 /**
  * A piece of a tool call: the call at `index` (which some servers leave out,
  * or start at 1), its `id` and `name` on the first piece only (or repeated,
- * or repeated empty), its `arguments` in pieces.
+ * or repeated empty), its `arguments` in pieces, and `extra_content`, which
+ * Gemini's OpenAI-compatible endpoint puts the call's thought signature in
+ * (`{ google: { thought_signature } }`) and wants back on the call: anything,
+ * as servers fill it, of which only an object is kept.
  *
  * @since 0.2.0
  * @category schemas
@@ -139,7 +142,8 @@ export const ToolCallDelta = Schema.Struct({
   function: nullable(Schema.Struct({
     name: nullable(Schema.String),
     arguments: nullable(Schema.Union([Schema.String, JsonObject]))
-  }))
+  })),
+  extra_content: Schema.optionalKey(Schema.Unknown)
 })
 export type ToolCallDelta = typeof ToolCallDelta.Type
 

@@ -9,7 +9,9 @@
  * `reasoning_content`, else `reasoning`, else the text of OpenRouter's
  * `reasoning_details`, is `reasoning_delta`s; `refusal` is `refusal_delta`s;
  * tool calls stream as `function_call_start`, argument deltas and, when the
- * turn completes, `function_call_done` (see `ChatCompletionsToolCalls`). The
+ * turn completes, `function_call_done` (see `ChatCompletionsToolCalls`); a
+ * call's `extra_content` is kept in a reasoning item before it (see
+ * `ChatCompletionsExtraContent`). The
  * first non-empty `id` and `model` are the turn's (Azure's first chunk has
  * empty ones), the first `finish_reason` its stop (a second one is a
  * trailer), and the usage is merged from every chunk that reports one (see
@@ -39,6 +41,7 @@ import type { SseParser } from "@agentloop/core"
 import { Result } from "effect"
 import * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
+import * as ChatCompletionsExtraContent from "./ChatCompletionsExtraContent.ts"
 import * as ChatCompletionsReasoningDetails from "./ChatCompletionsReasoningDetails.ts"
 import * as ChatCompletionsToolCalls from "./ChatCompletionsToolCalls.ts"
 import * as ChatCompletionsUsage from "./ChatCompletionsUsage.ts"
@@ -69,9 +72,11 @@ export const dialect: SseParser.Dialect = { fieldEvents: ["error"], dispatchAtEn
 
 /**
  * Maps a `finish_reason` (any case): `stop`, `tool_calls`, `function_call`,
- * `eos`, `end_turn` and none at all are `tool_calls` when the turn has calls
+ * `eos`, `eos_token` and `stop_sequence` (text-generation-inference),
+ * `end_turn` and none at all are `tool_calls` when the turn has calls
  * and `stop` when not (servers send `stop` with calls, and `tool_calls`
- * without); `length` and `max_tokens` are `max_tokens`; `content_filter` and
+ * without); `length`, `max_tokens` and Mistral's `model_length` (the context
+ * window filled) are `max_tokens`; `content_filter` and
  * `safety` are `content_filter`; any other reason is `other`.
  *
  * @since 0.2.0
@@ -84,10 +89,13 @@ export const stopReason = (reason: string | undefined, hasCalls: boolean): Turn.
     case "tool_calls":
     case "function_call":
     case "eos":
+    case "eos_token":
+    case "stop_sequence":
     case "end_turn":
       return hasCalls ? "tool_calls" : "stop"
     case "length":
     case "max_tokens":
+    case "model_length":
       return "max_tokens"
     case "content_filter":
     case "safety":
@@ -289,6 +297,16 @@ class Decoder implements ProviderStream.Decoder {
       })
     }
     for (const call of calls.success) {
+      // Gemini's thought signature rides in a call's extra_content: kept just before the call.
+      if (call.extra !== undefined) {
+        items.push({
+          type: "reasoning",
+          id: nextId(),
+          status: "completed",
+          content: [],
+          encrypted_content: ChatCompletionsExtraContent.toEncrypted(call.callId, call.extra)
+        })
+      }
       items.push({
         type: "function_call",
         id: nextId(),

@@ -10,6 +10,7 @@ import { Result } from "effect"
 import type { JsonSchema } from "effect"
 import * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
+import * as ChatCompletionsExtraContent from "./ChatCompletionsExtraContent.ts"
 import * as ChatCompletionsReasoningDetails from "./ChatCompletionsReasoningDetails.ts"
 
 /**
@@ -65,6 +66,8 @@ export interface ToolCall {
   readonly id: string
   readonly type: "function"
   readonly function: { readonly name: string; readonly arguments: string }
+  /** What the call came with in `extra_content` (Gemini's thought signature), sent back as it came. */
+  readonly extra_content?: { readonly [key: string]: unknown }
 }
 
 /**
@@ -191,7 +194,8 @@ const assistantMessage = (assistant: Assistant, history: ReasoningHistory): Mess
  * of a run of user-side items go first, right after the calls they answer, as
  * OpenAI requires. System and developer messages are `system` messages (few
  * servers know `developer`). Reasoning goes back only in the field `history`
- * names, and only when this provider made it; the application's own `x-…`
+ * names, and only when this provider made it; a call's kept `extra_content`
+ * goes back on the call (see `ChatCompletionsExtraContent`); the application's own `x-…`
  * items are not sent. Fails with `InvalidRequest` when an output answers no
  * call of the history.
  *
@@ -204,6 +208,8 @@ export const messages = (
 ): Result.Result<Array<Message>, AiError.InvalidRequest> => {
   const out: Array<Message> = []
   const calls = new Set<string>()
+  // The extra_content kept before each call, by the call's id (see ChatCompletionsExtraContent).
+  const extras = new Map<string, { readonly [key: string]: unknown }>()
   let assistant: Assistant | undefined
   let outputs: Array<Message> = []
   let others: Array<Message> = []
@@ -238,18 +244,27 @@ export const messages = (
         else others.push({ role: "system", content: item.content.map(Item.partText).join("") })
         break
       }
-      case "function_call":
+      case "function_call": {
         calls.add(item.call_id)
+        const extra = extras.get(item.call_id)
         assistantSide().calls.push({
           id: item.call_id,
           type: "function",
           // A call without arguments is sent with an empty object, which every server parses.
-          function: { name: item.name, arguments: item.arguments.trim() === "" ? "{}" : item.arguments }
+          function: { name: item.name, arguments: item.arguments.trim() === "" ? "{}" : item.arguments },
+          ...(extra === undefined ? {} : { extra_content: extra })
         })
         break
-      case "reasoning":
-        if (item.id.startsWith(ChatCompletionsDecoder.itemIdPrefix)) addReasoning(assistantSide(), item)
+      }
+      case "reasoning": {
+        if (!item.id.startsWith(ChatCompletionsDecoder.itemIdPrefix)) break
+        const kept = item.encrypted_content === undefined
+          ? undefined
+          : ChatCompletionsExtraContent.fromEncrypted(item.encrypted_content)
+        if (kept === undefined) addReasoning(assistantSide(), item)
+        else extras.set(kept.callId, kept.extra)
         break
+      }
       case "function_call_output":
         if (!calls.has(item.call_id)) {
           return Result.fail(

@@ -10,18 +10,21 @@
  *   the call with its `id`, else a new call when it has an id no call has or,
  *   without an id, a name while the last call has one, else the last call;
  * - an index that starts at 1, or jumps: indices only key a map;
- * - a later piece of a call with another non-empty `id` at the same index
- *   (servers that number every call 0): a new call;
+ * - a later piece with another non-empty `id` at a known index: a new call
+ *   when it names its function (servers that number every call 0), else the
+ *   same call (Poolside gives the pieces after a call's first another id);
  * - `id: ""` or `name: ""` on later pieces: empty is absent;
  * - a first piece without a name: the call is announced once its name comes,
  *   with the arguments that came before it as one delta;
  * - arguments sent as a JSON object rather than text: its JSON text;
- * - a call without an id: an id is made up for it (`call_<key>_<n>`).
+ * - a call without an id: an id is made up for it (`call_<key>_<n>`);
+ * - `extra_content` (Gemini's thought signature) on any piece: kept with the
+ *   call when it is an object, and skipped when it is not.
  *
  * @since 0.2.0
  */
 import { AiError, type TurnDelta } from "@agentloop/core"
-import { Result } from "effect"
+import { Predicate, Result } from "effect"
 import type * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 
@@ -40,6 +43,8 @@ export interface Call {
   readonly pieces: Array<string>
   /** The normalizer of the call's arguments, when its tool's schema was made strict with nullable keys. */
   normalize: ((text: string) => string) | undefined
+  /** The call's `extra_content`, the last one a piece carried. */
+  extra: { readonly [key: string]: unknown } | undefined
 }
 
 /**
@@ -52,6 +57,8 @@ export interface Done {
   readonly callId: string
   readonly name: string
   readonly arguments: string
+  /** The call's `extra_content`, when a piece carried one. */
+  readonly extra?: { readonly [key: string]: unknown }
 }
 
 /**
@@ -106,7 +113,7 @@ export const make = (options: Options): ToolCalls => {
   let made = 0
 
   const open = (id: string | undefined): Call => {
-    const call: Call = { id, name: undefined, callId: undefined, pieces: [], normalize: undefined }
+    const call: Call = { id, name: undefined, callId: undefined, pieces: [], normalize: undefined, extra: undefined }
     calls.push(call)
     if (id !== undefined) byId.set(id, call)
     return call
@@ -115,7 +122,7 @@ export const make = (options: Options): ToolCalls => {
   const locate = (index: number | undefined, id: string | undefined, named: boolean): Call => {
     if (index !== undefined) {
       const known = byIndex.get(index)
-      if (known !== undefined && (id === undefined || known.id === undefined || known.id === id)) {
+      if (known !== undefined && (id === undefined || known.id === undefined || known.id === id || !named)) {
         if (known.id === undefined && id !== undefined) {
           known.id = id
           byId.set(id, known)
@@ -138,6 +145,8 @@ export const make = (options: Options): ToolCalls => {
       const call = locate(piece.index ?? undefined, nonEmpty(piece.id), name !== undefined)
       const args = argumentsText(piece.function?.arguments)
       if (args !== "") call.pieces.push(args)
+      const extra = piece.extra_content
+      if (Predicate.isReadonlyObject(extra) && !Array.isArray(extra)) call.extra = extra
       if (call.callId === undefined) {
         if (name === undefined) return
         // Announced once its name is known, with the arguments that came before as one delta.
@@ -172,7 +181,12 @@ export const make = (options: Options): ToolCalls => {
           out.push({ type: "function_call_arguments_delta", call_id: call.callId, delta: args })
         }
         out.push({ type: "function_call_done", call_id: call.callId, name: call.name, arguments: args })
-        done.push({ callId: call.callId, name: call.name, arguments: args })
+        done.push({
+          callId: call.callId,
+          name: call.name,
+          arguments: args,
+          ...(call.extra === undefined ? {} : { extra: call.extra })
+        })
       }
       return Result.succeed(done)
     }

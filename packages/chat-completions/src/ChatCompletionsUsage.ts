@@ -69,15 +69,21 @@ export const isReported = (counts: Counts): boolean =>
 
 /**
  * The counts as a `TokenUsage`: `input` is `prompt_tokens` (cache hits
- * included), `output` is `completion_tokens`, `total` the server's own
- * `total_tokens` when it sent one, even when it is not their sum: xAI counts
- * reasoning tokens in its total but not in `completion_tokens`.
+ * included), `output` is `completion_tokens` with the reasoning tokens in it,
+ * `total` the server's own `total_tokens` when it sent one, even when it is
+ * not their sum. OpenAI counts reasoning tokens in `completion_tokens`; xAI
+ * leaves them out of it (and in its total), which shows as a total of prompt,
+ * completion and reasoning tokens: then they are added to `output`.
  *
  * @since 0.2.0
  * @category constructors
  */
 export const toTokenUsage = (counts: Counts): TokenUsage.TokenUsage => {
-  const usage = TokenUsage.make(counts.prompt ?? 0, counts.completion ?? 0, {
+  const prompt = counts.prompt ?? 0
+  const completion = counts.completion ?? 0
+  const reasoning = counts.reasoning ?? 0
+  const apart = reasoning > 0 && counts.total === prompt + completion + reasoning
+  const usage = TokenUsage.make(prompt, apart ? completion + reasoning : completion, {
     cachedInput: counts.cached,
     reasoning: counts.reasoning
   })

@@ -6,7 +6,7 @@ import { Item, type LanguageModel, ProviderRetry, Turn } from "@agentloop/core"
 import type { TurnDelta } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { ChatCompletions } from "../src/index.ts"
 import { callArguments, callStart, chunk, delta, done, finish, id, model, role, textStream, usage } from "./fixtures.ts"
 import { completed, failing, run, textOf, turn } from "./harness.ts"
@@ -250,6 +250,86 @@ describe("ChatCompletionsDecoder: tool calls", () => {
       ])
     })))
 
+  it.effect("keeps a call's extra_content (Gemini's thought signature) and sends it back on that call only", () =>
+    onLayer(Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      const signed = { google: { thought_signature: "c2lnLTE=" } }
+      yield* server.reply(
+        ProviderServer.sse([
+          delta({
+            role: "assistant",
+            tool_calls: [
+              {
+                index: 0,
+                id: "call_p",
+                type: "function",
+                function: { name: "weather", arguments: "" },
+                extra_content: signed
+              },
+              { index: 1, id: "call_l", type: "function", function: { name: "weather", arguments: "" } }
+            ]
+          }),
+          callArguments(0, "{\"city\":\"Paris\"}"),
+          callArguments(1, "{\"city\":\"London\"}"),
+          finish("tool_calls"),
+          done
+        ]),
+        ProviderServer.sse(textStream("Sunny in both."))
+      )
+      const deltas = yield* turn(hello)
+      expect(types(deltas)).toStrictEqual([
+        "function_call_start",
+        "function_call_start",
+        "function_call_arguments_delta",
+        "function_call_arguments_delta",
+        "function_call_done",
+        "function_call_done",
+        "turn_complete"
+      ])
+      const first = completed(deltas)
+      expect(first.items.map((item) => item.type)).toStrictEqual(["reasoning", "function_call", "function_call"])
+      const outputs = Turn.functionCalls(first).map((call): Item.Item => ({
+        type: "function_call_output",
+        id: `out_${call.call_id}`,
+        status: "completed",
+        call_id: call.call_id,
+        output: "\"sun\""
+      }))
+      // The history goes through JSON, as a checkpoint would, before it is sent back.
+      const history = Schema.decodeUnknownSync(Item.History)(
+        JSON.parse(JSON.stringify([...hello, ...first.items, ...outputs]))
+      )
+      yield* turn(history)
+      const body = (yield* server.requests)[1]?.body as { readonly messages: ReadonlyArray<unknown> }
+      expect(body.messages[1]).toStrictEqual({
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          {
+            id: "call_p",
+            type: "function",
+            function: { name: "weather", arguments: "{\"city\":\"Paris\"}" },
+            extra_content: signed
+          },
+          { id: "call_l", type: "function", function: { name: "weather", arguments: "{\"city\":\"London\"}" } }
+        ]
+      })
+    })))
+
+  it.effect("skips an extra_content that is not an object, and keeps the call", () =>
+    onLayer(Effect.gen(function*() {
+      for (const junk of ["junk", 7, null, ["a"]]) {
+        const deltas = yield* answer([
+          delta({
+            tool_calls: [{ index: 0, id: "call_j", function: { name: "f", arguments: "{}" }, extra_content: junk }]
+          }),
+          finish("tool_calls"),
+          done
+        ])
+        expect(completed(deltas).items).toMatchObject([{ type: "function_call", call_id: "call_j", arguments: "{}" }])
+      }
+    })))
+
   it.effect("reads calls without index (Google), whole, two in one delta, told apart by id or, without ids, by name", () =>
     onLayer(Effect.gen(function*() {
       const deltas = yield* answer([
@@ -332,6 +412,30 @@ describe("ChatCompletionsDecoder: tool calls", () => {
         done
       ])
       expect(calls(deltas)).toStrictEqual([["first", "a", "{\"n\":1}"], ["second", "b", "{\"n\":2}"]])
+    })))
+
+  it.effect("keeps a call whose later pieces carry another id and no name together (Poolside)", () =>
+    onLayer(Effect.gen(function*() {
+      const deltas = yield* answer([
+        callStart(0, "call_head", "search"),
+        delta({ tool_calls: [{ index: 0, id: "call_tail", type: "function", function: { arguments: "{\"q\":" } }] }),
+        delta({
+          tool_calls: [{ index: 0, id: "call_tail", type: "function", function: { arguments: "\"otters\"}" } }]
+        }),
+        callStart(1, "call_next", "fetch"),
+        delta({ tool_calls: [{ index: 1, id: "call_next_tail", function: { arguments: "{}" } }] }),
+        finish("tool_calls"),
+        done
+      ])
+      expect(calls(deltas)).toStrictEqual([
+        ["call_head", "search", "{\"q\":\"otters\"}"],
+        ["call_next", "fetch", "{}"]
+      ])
+      expect(deltas.filter((d) => d.type === "function_call_arguments_delta")).toStrictEqual([
+        { type: "function_call_arguments_delta", call_id: "call_head", delta: "{\"q\":" },
+        { type: "function_call_arguments_delta", call_id: "call_head", delta: "\"otters\"}" },
+        { type: "function_call_arguments_delta", call_id: "call_next", delta: "{}" }
+      ])
     })))
 
   it.effect("announces a call whose first piece has no name once the name comes, with the arguments so far as one delta", () =>
@@ -462,7 +566,7 @@ describe("ChatCompletionsDecoder: usage", () => {
       expect(repeated).toStrictEqual({ input: 5, output: 2, total: 7 })
     })))
 
-  it.effect("keeps the server's total when it is not input + output (xAI counts reasoning apart)", () =>
+  it.effect("counts xAI's reasoning tokens, which its completion_tokens leaves out, in output", () =>
     onLayer(Effect.gen(function*() {
       const xai = yield* usageOf([
         delta({ reasoning_content: "First" }),
@@ -479,7 +583,33 @@ describe("ChatCompletionsDecoder: usage", () => {
         }),
         done
       ])
-      expect(xai).toStrictEqual({ input: 307, output: 26, total: 560, cachedInput: 306, reasoning: 227 })
+      expect(xai).toStrictEqual({ input: 307, output: 253, total: 560, cachedInput: 306, reasoning: 227 })
+      // OpenAI's completion_tokens already holds its reasoning tokens: nothing is added.
+      const openai = yield* usageOf([
+        delta({ content: "Sunny." }),
+        finish("stop"),
+        usage({
+          prompt_tokens: 307,
+          completion_tokens: 253,
+          total_tokens: 560,
+          completion_tokens_details: { reasoning_tokens: 227 }
+        }),
+        done
+      ])
+      expect(openai).toStrictEqual({ input: 307, output: 253, total: 560, reasoning: 227 })
+      // A total that is neither sum (a server's own count) is kept as it came.
+      const odd = yield* usageOf([
+        delta({ content: "Sunny." }),
+        finish("stop"),
+        usage({
+          prompt_tokens: 10,
+          completion_tokens: 5,
+          total_tokens: 40,
+          completion_tokens_details: { reasoning_tokens: 3 }
+        }),
+        done
+      ])
+      expect(odd).toStrictEqual({ input: 10, output: 5, total: 40, reasoning: 3 })
     })))
 
   it.effect("takes OpenRouter's usage.cost as the turn's cost, and leaves usage out when no chunk reports it", () =>
@@ -568,10 +698,13 @@ describe("ChatCompletionsDecoder: how a stream starts and ends", () => {
         ["stop", "stop"],
         ["STOP", "stop"],
         ["eos", "stop"],
+        ["eos_token", "stop"],
+        ["stop_sequence", "stop"],
         ["end_turn", "stop"],
         ["tool_calls", "stop"],
         ["length", "max_tokens"],
         ["max_tokens", "max_tokens"],
+        ["model_length", "max_tokens"],
         ["content_filter", "content_filter"],
         ["insufficient_system_resource", "other"],
         ["abort", "other"]
@@ -583,6 +716,9 @@ describe("ChatCompletionsDecoder: how a stream starts and ends", () => {
       }
       const callsOnStop = completed(yield* answer([callStart(0, "c", "f"), finish("stop"), done]))
       expect(callsOnStop.stopReason).toBe("tool_calls")
+      // Hugging Face's text-generation-inference ends an answer with eos_token, calls or not.
+      const callsOnEos = completed(yield* answer([callStart(0, "c", "f"), finish("eos_token"), done]))
+      expect(callsOnEos.stopReason).toBe("tool_calls")
     })))
 
   it.effect("completes without [DONE] or without the usage chunk, and with a last [DONE] no blank line follows", () =>

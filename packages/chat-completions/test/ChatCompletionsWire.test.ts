@@ -157,7 +157,7 @@ const cases: ReadonlyArray<Case> = [
     name: "the server's own reason kept when it maps to the stop reason, and a total that is not the sum",
     turn: {
       items: [message(text("Up to the end"))],
-      usage: { input: 3, output: 3, total: 9, reasoning: 3 },
+      usage: { input: 3, output: 3, total: 10, reasoning: 3 },
       stopReason: "stop",
       providerStopReason: "eos"
     },

@@ -190,6 +190,8 @@ class Decoder implements ProviderStream.Decoder {
       }
       return undefined
     }
+    // An empty part with no signature (Gemini 3 ends a turn with one) holds nothing: it opens no message.
+    if (part.text === "" && part.thoughtSignature === undefined) return undefined
     const kind = part.thought === true ? "reasoning" : "message"
     // A signature ends a thought; a message's text may stream on after its signature, but a
     // second signature needs an item of its own, or the first would be lost.

@@ -322,6 +322,44 @@ describe("Gemini", () => {
       })
     ))
 
+  it.effect("an empty text part, as Gemini 3 ends a call's chunks with, adds no message to the turn or the history", () =>
+    run((server) =>
+      Effect.gen(function*() {
+        yield* server.reply(
+          ProviderServer.sse(frames(
+            chunk([{ functionCall: { name: "get_weather", args: { city: "Rome" } }, thoughtSignature: "c2ln" }]),
+            chunk([{ text: "" }], { finishReason: "STOP", usageMetadata: usage })
+          )),
+          ProviderServer.sse(frames(
+            chunk([{ text: "It is warm." }]),
+            chunk([{ text: "" }], { finishReason: "STOP", usageMetadata: usage })
+          )),
+          textReply("Bye.")
+        )
+        const first = completed(yield* turn(hello, { tools: [weatherTool] }))
+        expect(first.items.map((item) => item.type)).toStrictEqual(["reasoning", "function_call"])
+        expect(first.stopReason).toBe("tool_calls")
+        const [call] = Turn.functionCalls(first)
+        const history = [...hello, ...first.items, output(call!.call_id, "{\"tempC\":28}")]
+        const second = completed(yield* turn(history, { tools: [weatherTool] }))
+        expect(second.items).toMatchObject([{
+          type: "message",
+          content: [{ type: "output_text", text: "It is warm." }]
+        }])
+        yield* turn([...history, ...second.items, Item.userMessage("Thanks")], { tools: [weatherTool] })
+        const requests = yield* server.requests
+        expect((requests[2]?.body as { contents: ReadonlyArray<unknown> }).contents.slice(1)).toStrictEqual([
+          {
+            role: "model",
+            parts: [{ functionCall: { name: "get_weather", args: { city: "Rome" } }, thoughtSignature: "c2ln" }]
+          },
+          { role: "user", parts: [{ functionResponse: { name: "get_weather", response: { tempC: 28 } } }] },
+          { role: "model", parts: [{ text: "It is warm." }] },
+          { role: "user", parts: [{ text: "Thanks" }] }
+        ])
+      })
+    ))
+
   it.effect("a SAFETY finish is Gemini's refusal: content_filter, the partial message incomplete", () =>
     run((server) =>
       Effect.gen(function*() {

@@ -275,8 +275,7 @@ describe("GeminiWire.turn", () => {
           signature("c2lnLTI="),
           message("Part two."),
           signature("c2lnLTM="),
-          reasoning("", "c2lnLTQ="),
-          message("")
+          reasoning("", "c2lnLTQ=")
         ],
         usage: usage(4, 4),
         stopReason: "stop",

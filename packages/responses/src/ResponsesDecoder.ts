@@ -181,15 +181,19 @@ class Decoder implements ProviderStream.Decoder {
     return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before response.completed` })
   }
 
-  draft(itemId: string): Draft | undefined {
-    const index = this.indexOf.get(itemId)
+  /**
+   * The draft an event names: by its item id, else by its output index
+   * (GitHub Copilot gives every event of an item another id).
+   */
+  draft(itemId: string, outputIndex: number | undefined): Draft | undefined {
+    const index = this.indexOf.get(itemId) ?? outputIndex
     const entry = index === undefined ? undefined : this.items.get(index)
     return entry !== undefined && isDraft(entry) ? entry : undefined
   }
 
   /** The message draft of `itemId`; a delta of a message never announced opens one at `outputIndex`. */
-  message(itemId: string, outputIndex?: number): Extract<Draft, { type: "message" }> | undefined {
-    const draft = this.draft(itemId)
+  message(itemId: string, outputIndex: number | undefined): Extract<Draft, { type: "message" }> | undefined {
+    const draft = this.draft(itemId, outputIndex)
     if (draft?.type === "message") return draft
     if (draft !== undefined || outputIndex === undefined || this.items.has(outputIndex)) return undefined
     const opened: Draft = { type: "message", id: itemId, phase: undefined, parts: new Map() }
@@ -197,8 +201,8 @@ class Decoder implements ProviderStream.Decoder {
     return opened
   }
 
-  reasoning(itemId: string): Extract<Draft, { type: "reasoning" }> | undefined {
-    const draft = this.draft(itemId)
+  reasoning(itemId: string, outputIndex: number | undefined): Extract<Draft, { type: "reasoning" }> | undefined {
+    const draft = this.draft(itemId, outputIndex)
     return draft?.type === "reasoning" ? draft : undefined
   }
 
@@ -285,6 +289,7 @@ class Decoder implements ProviderStream.Decoder {
     const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
     if (response.usage != null) out.push({ type: "usage", usage })
     const hasCalls = items.some((item) => item.type === "function_call")
+    const cost = response.usage?.cost ?? undefined
     out.push({
       type: "turn_complete",
       turn: {
@@ -295,7 +300,8 @@ class Decoder implements ProviderStream.Decoder {
           : stopReasonOf(incompleteReason),
         ...(this.model === undefined ? {} : { model: this.model }),
         ...(responseId === undefined ? {} : { responseId }),
-        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason })
+        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason }),
+        ...(cost === undefined ? {} : { cost })
       }
     })
   }
@@ -360,7 +366,7 @@ const done = on(
 const part = on(ResponsesEvent.ContentPartEvent, (self, e, _, event) => {
   const decoded = decodePart(event, e.part, "part")
   if (Result.isFailure(decoded)) return decoded.failure
-  const draft = self.message(e.item_id)
+  const draft = self.message(e.item_id, e.output_index)
   if (draft !== undefined && decoded.success !== undefined) draft.parts.set(e.content_index, decoded.success)
 })
 
@@ -388,7 +394,7 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   [
     "response.output_text.done",
     on(ResponsesEvent.ContentTextDone, (self, e) => {
-      self.message(e.item_id)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
+      self.message(e.item_id, e.output_index)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
     })
   ],
   [
@@ -404,13 +410,13 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   [
     "response.refusal.done",
     on(ResponsesEvent.RefusalDone, (self, e) => {
-      self.message(e.item_id)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
+      self.message(e.item_id, e.output_index)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
     })
   ],
   [
     "response.reasoning_text.delta",
     on(ResponsesEvent.ContentDelta, (self, e, out) => {
-      const draft = self.reasoning(e.item_id)
+      const draft = self.reasoning(e.item_id, e.output_index)
       draft?.content.set(e.content_index, (draft.content.get(e.content_index) ?? "") + e.delta)
       out.push({ type: "reasoning_delta", delta: e.delta })
     })
@@ -418,13 +424,13 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   [
     "response.reasoning_text.done",
     on(ResponsesEvent.ContentTextDone, (self, e) => {
-      self.reasoning(e.item_id)?.content.set(e.content_index, e.text)
+      self.reasoning(e.item_id, e.output_index)?.content.set(e.content_index, e.text)
     })
   ],
   [
     "response.reasoning_summary_text.delta",
     on(ResponsesEvent.SummaryDelta, (self, e, out) => {
-      const draft = self.reasoning(e.item_id)
+      const draft = self.reasoning(e.item_id, e.output_index)
       draft?.summary.set(e.summary_index, (draft.summary.get(e.summary_index) ?? "") + e.delta)
       out.push({ type: "reasoning_delta", delta: e.delta })
     })
@@ -432,13 +438,13 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   [
     "response.reasoning_summary_text.done",
     on(ResponsesEvent.SummaryDone, (self, e) => {
-      self.reasoning(e.item_id)?.summary.set(e.summary_index, e.text)
+      self.reasoning(e.item_id, e.output_index)?.summary.set(e.summary_index, e.text)
     })
   ],
   [
     "response.function_call_arguments.delta",
     on(ResponsesEvent.ArgumentsDelta, (self, e, out, event) => {
-      const draft = self.draft(e.item_id)
+      const draft = self.draft(e.item_id, e.output_index)
       if (draft?.type !== "function_call") {
         return new AiError.MalformedEvent({
           provider,
@@ -455,7 +461,7 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   [
     "response.function_call_arguments.done",
     on(ResponsesEvent.ArgumentsDone, (self, e) => {
-      const draft = self.draft(e.item_id)
+      const draft = self.draft(e.item_id, e.output_index)
       if (draft?.type === "function_call") draft.arguments = e.arguments
     })
   ],

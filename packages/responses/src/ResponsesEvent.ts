@@ -23,11 +23,12 @@ export const Index = Schema.Number.check(
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Token usage as the API reports it. */
+/** Token usage as the API reports it; `cost` is what the request cost in USD, when the server says (OpenRouter). */
 export const Usage = Schema.Struct({
   input_tokens: Count,
   output_tokens: Count,
   total_tokens: Schema.optionalKey(Count),
+  cost: Schema.optionalKey(Schema.NullOr(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))),
   input_tokens_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({
     cached_tokens: Schema.optionalKey(Count)
   }))),
@@ -134,23 +135,53 @@ export const ContentDelta = Schema.Struct({
   delta: Schema.String
 })
 
+/**
+ * The output index of the events below, which find their item by it when its
+ * id is not one they know (GitHub Copilot gives every event another id).
+ */
+const OutputIndex = Schema.optionalKey(Index)
+
 /** `response.output_text.done`, `response.reasoning_text.done`: the part's whole text. */
-export const ContentTextDone = Schema.Struct({ item_id: Schema.String, content_index: Index, text: Schema.String })
+export const ContentTextDone = Schema.Struct({
+  item_id: Schema.String,
+  output_index: OutputIndex,
+  content_index: Index,
+  text: Schema.String
+})
 
 /** `response.refusal.done`: the part's whole refusal. */
-export const RefusalDone = Schema.Struct({ item_id: Schema.String, content_index: Index, refusal: Schema.String })
+export const RefusalDone = Schema.Struct({
+  item_id: Schema.String,
+  output_index: OutputIndex,
+  content_index: Index,
+  refusal: Schema.String
+})
 
 /** `response.reasoning_summary_text.delta`. */
-export const SummaryDelta = Schema.Struct({ item_id: Schema.String, summary_index: Index, delta: Schema.String })
+export const SummaryDelta = Schema.Struct({
+  item_id: Schema.String,
+  output_index: OutputIndex,
+  summary_index: Index,
+  delta: Schema.String
+})
 
 /** `response.reasoning_summary_text.done`: the summary part's whole text. */
-export const SummaryDone = Schema.Struct({ item_id: Schema.String, summary_index: Index, text: Schema.String })
+export const SummaryDone = Schema.Struct({
+  item_id: Schema.String,
+  output_index: OutputIndex,
+  summary_index: Index,
+  text: Schema.String
+})
 
 /** `response.function_call_arguments.delta`. */
-export const ArgumentsDelta = Schema.Struct({ item_id: Schema.String, delta: Schema.String })
+export const ArgumentsDelta = Schema.Struct({ item_id: Schema.String, output_index: OutputIndex, delta: Schema.String })
 
 /** `response.function_call_arguments.done`: the whole arguments text. */
-export const ArgumentsDone = Schema.Struct({ item_id: Schema.String, arguments: Schema.String })
+export const ArgumentsDone = Schema.Struct({
+  item_id: Schema.String,
+  output_index: OutputIndex,
+  arguments: Schema.String
+})
 
 /**
  * `error`: the stream failed. The API reference puts `code` and `message` on

@@ -107,6 +107,24 @@ describe("ResponsesDecoder", () => {
       expect(completeTurn(yield* run([ProviderServer.sse(anonymous)])).responseId).toBeUndefined()
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("takes OpenRouter's usage.cost as the turn's cost, and refuses a cost that is not a price", () =>
+    Effect.gen(function*() {
+      const priced = new Script().created().message("msg_1", 0, ["4"])
+        .completed({ ...usage(78, 37, 0, 22), cost: 0.0000113, is_byok: false } as ReturnType<typeof usage>)
+      const turn = completeTurn(yield* run([ProviderServer.sse(priced.frames)]))
+      expect(turn.cost).toBe(0.0000113)
+      expect(turn.usage).toStrictEqual({ input: 78, output: 37, total: 115, cachedInput: 0, reasoning: 22 })
+      const unpriced = new Script().created().message("msg_1", 0, ["4"])
+        .completed({ ...usage(1, 1), cost: null } as unknown as ReturnType<typeof usage>)
+      expect(completeTurn(yield* run([ProviderServer.sse(unpriced.frames)])).cost).toBeUndefined()
+      for (const cost of [-1, "0.1"]) {
+        const bad = new Script().created().message("msg_1", 0, ["4"])
+          .completed({ ...usage(1, 1), cost } as unknown as ReturnType<typeof usage>)
+        const { error } = yield* runFailing([ProviderServer.sse(bad.frames)])
+        expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.completed" })
+      }
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("keeps output items it does not model as extension items, and sends them back as they came", () =>
     Effect.gen(function*() {
       const others = [
@@ -165,6 +183,88 @@ describe("ResponsesDecoder", () => {
       const input = (requests[1]?.body as { readonly input: ReadonlyArray<unknown> }).input
       expect(input.slice(1, 1 + others.length)).toStrictEqual(others)
       expect(input).toHaveLength(1 + others.length + 1)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("follows each item by its output_index when every event names it by another id (GitHub Copilot)", () =>
+    Effect.gen(function*() {
+      let n = 0
+      const id = () => `opaque_${n++}`
+      const script = new Script().created()
+        .event("response.output_item.added", { output_index: 0, item: { id: id(), type: "reasoning", summary: [] } })
+      const summary = { output_index: 0, summary_index: 0 }
+      for (const delta of ["Counting ", "letters."]) {
+        script.event("response.reasoning_summary_text.delta", { ...summary, item_id: id(), delta })
+      }
+      script.event("response.reasoning_summary_text.done", { ...summary, item_id: id(), text: "Counting letters." })
+        .event("response.output_item.done", {
+          output_index: 0,
+          item: { id: id(), type: "reasoning", summary: [{ type: "summary_text", text: "Counting letters." }] }
+        })
+        .event("response.output_item.added", {
+          output_index: 1,
+          item: message(id(), "final_answer", "", "in_progress")
+        })
+        .event("response.content_part.added", {
+          item_id: id(),
+          output_index: 1,
+          content_index: 0,
+          part: { type: "output_text", text: "", annotations: [] }
+        })
+      for (const delta of ["There are ", "3."]) {
+        script.event("response.output_text.delta", { item_id: id(), output_index: 1, content_index: 0, delta })
+      }
+      script.event("response.output_text.done", {
+        item_id: id(),
+        output_index: 1,
+        content_index: 0,
+        text: "There are 3."
+      })
+        .event("response.output_item.done", { output_index: 1, item: message(id(), "final_answer", "There are 3.") })
+        .event("response.output_item.added", {
+          output_index: 2,
+          item: {
+            id: id(),
+            type: "function_call",
+            status: "in_progress",
+            arguments: "",
+            call_id: "call_1",
+            name: "count"
+          }
+        })
+      for (const delta of ["{\"letter\":", "\"r\"}"]) {
+        script.event("response.function_call_arguments.delta", { item_id: id(), output_index: 2, delta })
+      }
+      const args = "{\"letter\":\"r\"}"
+      script.event("response.function_call_arguments.done", { item_id: id(), output_index: 2, arguments: args })
+        .event("response.output_item.done", {
+          output_index: 2,
+          item: {
+            id: "fc_done",
+            type: "function_call",
+            status: "completed",
+            arguments: args,
+            call_id: "call_1",
+            name: "count"
+          }
+        })
+        .completed(usage(19, 105))
+      const deltas = yield* run([ProviderServer.sse(script.frames)])
+      expect(deltas.filter((d) => d.type !== "usage" && d.type !== "turn_complete")).toStrictEqual([
+        { type: "reasoning_delta", delta: "Counting " },
+        { type: "reasoning_delta", delta: "letters." },
+        { type: "text_delta", delta: "There are ", phase: "final_answer" },
+        { type: "text_delta", delta: "3.", phase: "final_answer" },
+        { type: "function_call_start", call_id: "call_1", name: "count" },
+        { type: "function_call_arguments_delta", call_id: "call_1", delta: "{\"letter\":" },
+        { type: "function_call_arguments_delta", call_id: "call_1", delta: "\"r\"}" },
+        { type: "function_call_done", call_id: "call_1", name: "count", arguments: args }
+      ])
+      const turn = completeTurn(deltas)
+      expect(turn.items).toMatchObject([
+        { type: "reasoning", summary: [{ type: "output_text", text: "Counting letters." }] },
+        { type: "message", phase: "final_answer", content: [{ type: "output_text", text: "There are 3." }] },
+        { type: "function_call", id: "fc_done", call_id: "call_1", name: "count", arguments: args }
+      ])
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("takes indices near 2^32 in stride, and refuses indices that are not non-negative integers", () =>

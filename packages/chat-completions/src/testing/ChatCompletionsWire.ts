@@ -19,7 +19,7 @@
  * @since 0.2.0
  */
 import { type AiError, type Item, type TokenUsage, type Turn } from "@agentloop/core"
-import * as ProviderWire from "@agentloop/core/ProviderWire"
+import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import { Duration } from "effect"
 import * as ChatCompletionsDecoder from "../ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "../ChatCompletionsError.ts"
