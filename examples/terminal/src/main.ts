@@ -28,7 +28,7 @@ const banner = (provider: string, what: string) =>
 
 const agent = Effect.gen(function*() {
   yield* banner(yield* Provider.name, "agent")
-  const ended = yield* Demo.run(asked === "" ? question : asked, write)
+  const ended = yield* Demo.run(asked === "" ? question : asked, write, { isTerminal: process.stdout.isTTY === true })
   if (Termination.isError(ended)) process.exitCode = 1
 }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer))))
 

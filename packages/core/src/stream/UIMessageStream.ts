@@ -14,7 +14,7 @@
  *
  * @since 0.2.0
  */
-import { Cause, Duration, Effect, Predicate, Schedule, Stream } from "effect"
+import { Cause, Duration, Effect, Predicate, Schedule, Schema, Stream } from "effect"
 import type { Array as Arr } from "effect"
 import { dual } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
@@ -90,9 +90,7 @@ const jsonValue = (value: unknown): unknown => {
   }
 }
 
-const isTermination = (error: unknown): error is Termination.Error =>
-  Predicate.hasProperty(error, "_tag") && Predicate.hasProperty(error, "accounting") &&
-  typeof error._tag === "string" && (Termination.all as ReadonlyArray<string>).includes(error._tag)
+const isTermination = Schema.is(Termination.Error)
 
 const terminationData = (termination: Termination.Termination): UIMessageChunk.TerminationData => ({
   tag: termination._tag,
