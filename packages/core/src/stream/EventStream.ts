@@ -17,9 +17,18 @@
  *
  * @since 0.1.0
  */
-import { Array as Arr, Cause, Context, Duration, Effect, Exit, Pull, Schedule, Schema, Stream } from "effect"
+import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { Sse } from "effect/encoding"
+import * as Exit from "effect/Exit"
 import { HttpServerResponse } from "effect/http"
+import * as Pull from "effect/Pull"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as AgentEvent from "../agent/AgentEvent.ts"
 import * as StepError from "../step/StepError.ts"
 import * as StepEvent from "../step/StepEvent.ts"

@@ -5,6 +5,7 @@
  * @since 0.2.0
  */
 export * as EventStream from "./EventStream.ts"
+export * as EventStreamClient from "./EventStreamClient.ts"
 export * as Reporter from "./Reporter.ts"
 export * as UIMessage from "./UIMessage.ts"
 export * as UIMessageChunk from "./UIMessageChunk.ts"
