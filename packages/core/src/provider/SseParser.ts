@@ -3,8 +3,9 @@
  * out, one callback per event, with no object per event or per line.
  *
  * It follows the WHATWG event-stream rules a model stream uses (LF, CRLF and CR
- * line ends, a leading BOM, comments, multi-line `data`, `event` names) and
- * ignores `id` and `retry`: a model request is never resumed by reconnecting.
+ * line ends, a leading BOM, comments, multi-line `data`, `event` names), keeps
+ * the last event id (`id`) for a client that resumes a stream, and ignores
+ * `retry`.
  * Unlike `effect/encoding`'s `Sse` it finds line ends with `indexOf`, which is
  * what keeps a provider's decode loop near the speed of a bare `JSON.parse` loop.
  *
@@ -26,8 +27,9 @@ export interface Parser {
 }
 
 /**
- * A parser that calls `onEvent(event, data)` for each event, `event` being the
- * `event:` field or `"message"`. The handler returns `false` to stop parsing.
+ * A parser that calls `onEvent(event, data, lastId)` for each event, `event`
+ * being the `event:` field or `"message"` and `lastId` the last `id:` the
+ * stream set (`""` before any). The handler returns `false` to stop parsing.
  *
  * `maxEventSize` bounds, in UTF-16 code units, an event's data plus the line
  * being read, so a peer that never ends a line or an event cannot make the
@@ -35,7 +37,7 @@ export interface Parser {
  */
 export const make = (options: {
   readonly maxEventSize: number
-  readonly onEvent: (event: string, data: string) => boolean
+  readonly onEvent: (event: string, data: string, lastId: string) => boolean
 }): Parser => {
   const { maxEventSize, onEvent } = options
   let first = true
@@ -46,6 +48,7 @@ export const make = (options: {
   let event: string | undefined
   let lastEvent = ""
   let data: string | undefined
+  let lastId = ""
 
   /** Handles the line `text[start, end)`; returns false when the handler asked to stop. */
   const line = (text: string, start: number, end: number): boolean => {
@@ -54,7 +57,7 @@ export const make = (options: {
       const payload = data
       event = undefined
       data = undefined
-      return payload === undefined ? true : onEvent(name, payload)
+      return payload === undefined ? true : onEvent(name, payload, lastId)
     }
     let colon = text.indexOf(":", start)
     if (colon === start) return true
@@ -73,6 +76,10 @@ export const make = (options: {
         ? lastEvent
         : text.slice(valueStart, end)
       lastEvent = event
+    } else if (length === 2 && text.startsWith("id", start)) {
+      const value = valueStart >= end ? "" : text.slice(valueStart, end)
+      // An id with a NUL is ignored, as a browser's EventSource ignores it.
+      if (!value.includes("\0")) lastId = value
     }
     return true
   }

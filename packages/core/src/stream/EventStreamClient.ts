@@ -65,13 +65,55 @@ export async function* events<A, E>(
   codec: Codec<A, E>,
   input: string | URL,
   init?: RequestInit,
-  options: DecodeOptions = {}
+  options?: Options
 ): AsyncGenerator<A, void, undefined> {
+  for await (const entry of entries(codec, input, init, options)) yield entry.event
+}
+
+/**
+ * Options of the client: {@link DecodeOptions}, and the id of the last event
+ * seen, to resume a stream whose server gives its events ids (a durable run's).
+ *
+ * @since 0.2.0
+ * @category client
+ */
+export interface Options extends DecodeOptions {
+  /** Sent as `Last-Event-ID`: the server sends the events after it, once. */
+  readonly lastEventId?: string | undefined
+}
+
+/**
+ * An event and its id (`""` when the server gives none).
+ *
+ * @since 0.2.0
+ * @category client
+ */
+export interface Entry<A> {
+  readonly id: string
+  readonly event: A
+}
+
+/**
+ * Like {@link events}, with each event's id: keep the last one, and pass it as
+ * `lastEventId` to resume where the connection broke, with no event lost or
+ * repeated.
+ *
+ * @since 0.2.0
+ * @category client
+ */
+export async function* entries<A, E>(
+  codec: Codec<A, E>,
+  input: string | URL,
+  init?: RequestInit,
+  options: Options = {}
+): AsyncGenerator<Entry<A>, void, undefined> {
   const decodeEvent = decoder(codec.events)
   const decodeFailure = decoder(codec.failure)
+  const headers = new Headers(init?.headers)
+  if (options.lastEventId !== undefined) headers.set("last-event-id", options.lastEventId)
   let response: Response
   try {
-    response = await globalThis.fetch(input, init)
+    response = await globalThis.fetch(input, { ...init, headers })
   } catch (error) {
     throw new EventStreamError({ reason: "http", message: `the request failed: ${String(error)}` })
   }
@@ -81,11 +123,11 @@ export async function* events<A, E>(
     throw httpError(response)
   }
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
-  let pending: Array<{ readonly event: string; readonly data: string }> = []
+  let pending: Array<{ readonly event: string; readonly data: string; readonly id: string }> = []
   const parser = SseParser.make({
     maxEventSize: options.maxEventSize ?? 16 * 1024 * 1024,
-    onEvent: (event, data) => {
-      pending.push({ event, data })
+    onEvent: (event, data, id) => {
+      pending.push({ event, data, id })
       return true
     }
   })
@@ -107,10 +149,10 @@ export async function* events<A, E>(
       }
       const batch = pending
       pending = []
-      for (const { data, event } of batch) {
+      for (const { data, event, id } of batch) {
         switch (event) {
           case "message":
-            yield decodeEvent(data, "an event")
+            yield { id, event: decodeEvent(data, "an event") }
             break
           case "failure":
             throw decodeFailure(data, "the failure")
