@@ -3,6 +3,7 @@
  */
 const suites = [
   "./loop.ts",
+  "./uiStream.ts",
   "./agent.ts",
   "./steps.ts",
   "./checkpoint.ts",
