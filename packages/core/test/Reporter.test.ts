@@ -1,6 +1,7 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Effect, Fiber, Layer, Schema, Sink, Stream } from "effect"
+import * as Stdio from "effect/Stdio"
 import { TestClock } from "effect/testing"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Step from "../src/step/Step.ts"
@@ -107,6 +108,20 @@ describe("Reporter.pretty", () => {
       expect(out).toContain("◆ helper started")
       expect(out).toMatch(/ {2}✓ helper: add 0\.0s 5\n/)
       expect(out).toContain("✓ done")
+    }))
+
+  it.effect("layerStdio writes to effect's Stdio, plain when its standard output is not a terminal", () =>
+    Effect.gen(function*() {
+      let out = ""
+      const stdio = Stdio.layerTest({
+        stdoutIsTerminal: Effect.succeed(false),
+        stdout: () => Sink.forEach((text: string | Uint8Array) => Effect.sync(() => out += String(text)))
+      })
+      yield* Stream.runDrain(Reporter.pretty(agent([answer("Hi.")]))).pipe(
+        Effect.provide(Reporter.layerStdio.pipe(Layer.provide(stdio)))
+      )
+      expect(out).toContain("── turn 1 ──\nHi.\n")
+      expect(out).not.toContain(String.fromCharCode(27))
     }))
 
   it("prints money rounded, never as a float's tail", () => {
