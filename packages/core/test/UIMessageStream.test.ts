@@ -12,6 +12,7 @@ import { Deferred, Effect, Layer, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import type * as Item from "../src/Item.ts"
 import * as Step from "../src/step/Step.ts"
+import * as ChatApprovals from "../src/stream/ChatApprovals.ts"
 import * as EventStream from "../src/stream/EventStream.ts"
 import * as UIMessage from "../src/stream/UIMessage.ts"
 import * as UIMessageChunk from "../src/stream/UIMessageChunk.ts"
@@ -407,5 +408,86 @@ describe("UIMessage", () => {
         }]
       })
       expect(UIMessage.toConversation(ok.messages).history).toHaveLength(1)
+    }))
+})
+
+describe("ChatApprovals", () => {
+  let removed = 0
+  const remove = Tool.make({
+    name: "remove",
+    description: "Removes a file",
+    input: Schema.Struct({ path: Schema.String }),
+    output: Schema.String,
+    needsApproval: true,
+    execute: ({ path }) => Effect.sync(() => (removed++, `removed ${path}`))
+  })
+  const tools = Toolkit.make(remove)
+  // The model asks to remove the file until it reads the call's output, then answers with what it read.
+  const respond: MockLanguageModel.Respond = ({ history }) => {
+    const output = history.find((item) => item.type === "function_call_output")
+    return output?.type === "function_call_output"
+      ? answer(`Done: ${output.output}`)
+      : MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/x" }, callId: "call_rm" }])
+  }
+  const respondTo = (messages: ReadonlyArray<unknown>) =>
+    Effect.gen(function*() {
+      const { messages: decoded } = yield* Schema.decodeUnknownEffect(UIMessage.ChatRequest)(
+        JSON.parse(JSON.stringify({ messages }))
+      )
+      const events = ChatApprovals.stream(UIMessage.toConversation(decoded), tools, (input) =>
+        Stream.unwrap(Effect.map(AgentLoop.AgentLoop, (agent) =>
+          agent.stream({ input, toolkit: tools }))).pipe(
+            Stream.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(respond))))
+          ))
+      return yield* UIMessageStream.toResponse(events)
+    })
+  const user = { id: "u1", role: "user", parts: [{ type: "text", text: "Remove /tmp/x" }] }
+
+  it.effect("a call that needs approval ends the response with its request; the decision comes back and the run goes on", () =>
+    Effect.gen(function*() {
+      const before = removed
+      const first = yield* readAs("v7", yield* respondTo([user]))
+      expect(first.errors).toEqual([])
+      const parts = first.message?.parts ?? []
+      expect(parts.find((part) => part.type === "data-agentloop-approval")).toMatchObject({
+        data: { toolCallId: "call_rm", toolName: "remove", input: { path: "/tmp/x" } }
+      })
+      expect(parts.find((part) => part.type === "tool-remove")).toMatchObject({ state: "input-available" })
+      expect(removed).toBe(before)
+
+      // The person approves: a user message with the decision, after the answer that asked.
+      const decision = {
+        id: "u2",
+        role: "user",
+        parts: [{ type: "data-agentloop-decision", data: { toolCallId: "call_rm", approved: true } }]
+      }
+      const second = yield* Effect.promise(async () => {
+        const response = await Effect.runPromise(respondTo([user, { ...first.message, id: "a1" }, decision]))
+        return response.text()
+      })
+      const chunks = chunksOf(second)
+      yield* Effect.promise(() => validated(chunks))
+      expect(chunks).toContainEqual({ type: "tool-output-available", toolCallId: "call_rm", output: "removed /tmp/x" })
+      expect(chunks).toContainEqual(expect.objectContaining({ type: "text-delta", delta: expect.any(String) }))
+      expect(chunks.at(-1)).toEqual({ type: "finish", finishReason: "stop" })
+      expect(removed).toBe(before + 1)
+    }))
+
+  it.effect("a denial reaches the model as the call's output, with the person's reason; the tool never runs", () =>
+    Effect.gen(function*() {
+      const before = removed
+      const first = yield* readAs("v5", yield* respondTo([user]))
+      const decision = {
+        id: "u2",
+        role: "user",
+        parts: [{
+          type: "data-agentloop-decision",
+          data: { toolCallId: "call_rm", approved: false, reason: "keep it" }
+        }]
+      }
+      const second = yield* readAs("v7", yield* respondTo([user, { ...first.message, id: "a1" }, decision]))
+      const texts = (second.message?.parts ?? []).flatMap((part) => part.type === "text" ? [String(part["text"])] : [])
+      expect(texts.join("")).toContain("keep it")
+      expect(removed).toBe(before)
     }))
 })

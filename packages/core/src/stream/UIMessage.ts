@@ -83,8 +83,23 @@ export type DynamicToolPart = typeof DynamicToolPart.Type
 export const StepStartPart = Schema.Struct({ type: Schema.Literal("step-start") })
 export type StepStartPart = typeof StepStartPart.Type
 
+/**
+ * A person's decision on a call that waited for one (`data-agentloop-approval`),
+ * sent back as a part of the next user message: works with every `useChat`
+ * version (`sendMessage({ parts: [{ type: "data-agentloop-decision", data }] })`).
+ *
+ * @since 0.2.0
+ * @category parts
+ */
+export const DecisionPart = Schema.Struct({
+  type: Schema.Literal("data-agentloop-decision"),
+  data: Schema.Struct({ toolCallId: Id, approved: Schema.Boolean, reason: Schema.optionalKey(Text) })
+})
+export type DecisionPart = typeof DecisionPart.Type
+
 const known = (type: string) =>
-  type === "text" || type === "step-start" || type === "dynamic-tool" || type.startsWith("tool-")
+  type === "text" || type === "step-start" || type === "dynamic-tool" || type.startsWith("tool-") ||
+  type === "data-agentloop-decision"
 
 /**
  * Any other part (reasoning, data, files, sources): kept by the UI, not sent back to a model.
@@ -103,7 +118,7 @@ export type OtherPart = typeof OtherPart.Type
  * @since 0.2.0
  * @category parts
  */
-export const Part = Schema.Union([TextPart, ToolPart, DynamicToolPart, StepStartPart, OtherPart])
+export const Part = Schema.Union([TextPart, ToolPart, DynamicToolPart, StepStartPart, DecisionPart, OtherPart])
 export type Part = typeof Part.Type
 
 /**
@@ -235,16 +250,28 @@ export const toConversation = (messages: ReadonlyArray<UIMessage>): Conversation
   let pending: Array<PendingCall> = []
   for (const message of messages) {
     if (message.role === "system") continue
-    pending = []
     if (message.role === "user") {
+      const decided = new Map<string, Approval.Decision>()
+      for (const part of message.parts) {
+        if (part.type !== "data-agentloop-decision" || !("data" in part)) continue
+        const { approved, reason, toolCallId } = part.data
+        decided.set(
+          toolCallId,
+          approved ? { _tag: "Approved" } : { _tag: "Denied", reason: reason ?? "a person denied the call" }
+        )
+      }
+      // A message that only decides keeps the answer's pending calls, now with their decisions.
+      pending = pending.map((call) => ({ ...call, decision: decided.get(call.call.call_id) ?? call.decision }))
       const content = message.parts.flatMap((part) =>
         "text" in part ? [{ type: "input_text", text: part.text } as const] : []
       )
       if (content.length > 0) {
+        pending = []
         history.push({ type: "message", id: message.id, status: "completed", role: "user", content })
       }
       continue
     }
+    pending = []
     let step = 0
     let texts: Array<Item.OutputText> = []
     let calls: Array<Item.FunctionCall> = []

@@ -4,6 +4,7 @@
  *
  * @since 0.2.0
  */
+export * as ChatApprovals from "./ChatApprovals.ts"
 export * as EventStream from "./EventStream.ts"
 export * as EventStreamClient from "./EventStreamClient.ts"
 export * as Reporter from "./Reporter.ts"
