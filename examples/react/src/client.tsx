@@ -18,6 +18,8 @@ type ChatMessage = UIMessage<unknown, {
   readonly "agentloop-turn": UIMessageChunk.TurnData
   readonly "agentloop-termination": UIMessageChunk.TerminationData
   readonly "agentloop-notice": UIMessageChunk.NoticeData
+  readonly "agentloop-approval": UIMessageChunk.ApprovalData
+  readonly "agentloop-decision": { readonly toolCallId: string; readonly approved: boolean }
 }>
 
 type Part = ChatMessage["parts"][number]
@@ -26,7 +28,10 @@ const usd = (cost: number | null) => cost === null ? "cost unknown" : `$${cost.t
 
 const json = (value: unknown) => JSON.stringify(value) ?? ""
 
-const PartView = ({ part }: { readonly part: Part }): ReactNode => {
+/** Sends a person's decision on a call, as the next message. */
+type Decide = (toolCallId: string, approved: boolean) => void
+
+const PartView = ({ decide, part }: { readonly part: Part; readonly decide: Decide | undefined }): ReactNode => {
   if (part.type === "text") return <div className="text">{part.text}</div>
   if (isToolUIPart(part)) {
     const name = getToolName(part)
@@ -54,6 +59,19 @@ const PartView = ({ part }: { readonly part: Part }): ReactNode => {
       )
     case "data-agentloop-notice":
       return <div className="cost">{part.data.message}</div>
+    case "data-agentloop-approval":
+      return (
+        <div className="approval">
+          {part.data.toolName} {json(part.data.input)} needs your approval {decide === undefined ? null : (
+            <>
+              <button type="button" className="approve" onClick={() => decide(part.data.toolCallId, true)}>
+                Approve
+              </button>{" "}
+              <button type="button" className="deny" onClick={() => decide(part.data.toolCallId, false)}>Deny</button>
+            </>
+          )}
+        </div>
+      )
     default:
       return null
   }
@@ -69,18 +87,24 @@ const steps = (parts: ReadonlyArray<Part>): ReadonlyArray<ReadonlyArray<Part>> =
   return grouped.filter((step) => step.length > 0)
 }
 
-const MessageView = ({ message }: { readonly message: ChatMessage }): ReactNode =>
-  message.role === "user"
-    ? <div className="user">{message.parts.map((part) => part.type === "text" ? part.text : "").join("")}</div>
-    : (
+const MessageView = (
+  { decide, message }: { readonly message: ChatMessage; readonly decide: Decide | undefined }
+): ReactNode => {
+  if (message.role !== "user") {
+    return (
       <div className="assistant">
         {steps(message.parts).map((step, i) => (
           <div className="step" key={i}>
-            {step.map((part, j) => <PartView part={part} key={j} />)}
+            {step.map((part, j) => <PartView part={part} decide={decide} key={j} />)}
           </div>
         ))}
       </div>
     )
+  }
+  const text = message.parts.map((part) => part.type === "text" ? part.text : "").join("")
+  // A message that only carries a decision is shown on the call it decides.
+  return text === "" ? null : <div className="user">{text}</div>
+}
 
 const transport = new DefaultChatTransport<ChatMessage>({ api: "/api/chat" })
 
@@ -88,6 +112,8 @@ const App = ({ question }: { readonly question: string }): ReactNode => {
   const [input, setInput] = useState(question)
   const { error, messages, sendMessage, status, stop } = useChat<ChatMessage>({ transport })
   const running = status === "submitted" || status === "streaming"
+  const decide: Decide = (toolCallId, approved) =>
+    void sendMessage({ parts: [{ type: "data-agentloop-decision", data: { toolCallId, approved } }] })
   const submit = (event: FormEvent) => {
     event.preventDefault()
     const text = input.trim()
@@ -98,7 +124,14 @@ const App = ({ question }: { readonly question: string }): ReactNode => {
   return (
     <>
       <main className="log">
-        {messages.map((message) => <MessageView message={message} key={message.id} />)}
+        {messages.map((message, i) => (
+          // Only the last answer's requests can still be decided.
+          <MessageView
+            message={message}
+            decide={i === messages.length - 1 && !running ? decide : undefined}
+            key={message.id}
+          />
+        ))}
       </main>
       {error === undefined ? null : <div className="error">✗ {error.message}</div>}
       <form onSubmit={submit}>

@@ -26,6 +26,8 @@ export const page = (provider: string, question: string): string =>
   .tool[data-state=output-available] { color: #1a7f37; }
   .tool[data-state=output-error], .error { color: #c9252d; }
   .cost { color: #8e8e93; }
+  .approval { font-size: .9rem; margin-top: .35rem; color: #8a5a00; }
+  .approval button { font-size: .8rem; padding: .2rem .6rem; }
   .ending { font-weight: 600; }
   form { display: flex; gap: .5rem; }
   input { flex: 1; font: inherit; padding: .55rem .75rem; border: 1px solid #d2d2d7; border-radius: .6rem; }

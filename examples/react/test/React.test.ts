@@ -4,13 +4,14 @@
  * `.ci/run` installs Chromium; elsewhere these tests skip, saying so, when it
  * is missing. The page's bundle is built once, by the first test that loads it.
  */
+import { Tool, Toolkit } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import { script } from "@agentloop/example-terminal/script"
 import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync } from "node:fs"
 import * as Http from "node:http"
@@ -33,13 +34,18 @@ const fastMock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "4 milli
 const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
 
 /** Serves the routes on a random local port for the scope; returns the page's URL. */
-const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>) =>
+const serve = (
+  provider: string,
+  model: Layer.Layer<LanguageModel.LanguageModel>,
+  toolkit?: Toolkit.Toolkit<never>
+) =>
   Effect.gen(function*() {
     const nodeServer = Http.createServer()
     yield* Layer.build(
-      HttpRouter.serve(Server.routes({ provider, model }), { disableLogger: true, disableListenLog: true }).pipe(
-        Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" }))
-      )
+      HttpRouter.serve(Server.routes({ provider, model, toolkit }), { disableLogger: true, disableListenLog: true })
+        .pipe(
+          Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" }))
+        )
     )
     yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
     const address = nodeServer.address()
@@ -146,4 +152,50 @@ describe.skipIf(!hasChromium)("the useChat page in Chromium", () => {
       yield* Effect.promise(() => page.waitForSelector(".status[data-status=ready]"))
       expect(yield* Effect.promise(() => page.locator("button.send").isEnabled())).toBe(true)
     }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 60_000)
+
+  it.live(
+    "a call that needs approval shows in the page; Approve sends the decision and the run goes on",
+    () =>
+      Effect.gen(function*() {
+        const archived: Array<string> = []
+        const archive = Tool.make({
+          name: "archive",
+          description: "Archives a conversation",
+          input: Schema.Struct({ id: Schema.String }),
+          output: Schema.String,
+          needsApproval: true,
+          execute: ({ id }) => Effect.sync(() => (archived.push(id), `archived ${id}`))
+        })
+        // The model asks to archive until it reads the call's output, then says what it read.
+        const model = MockLanguageModel.layer(({ history }) => {
+          const output = history.find((item) => item.type === "function_call_output")
+          return output?.type === "function_call_output"
+            ? MockLanguageModel.textTurn(`Done: ${output.output}`, { model: "gpt-5-mini" })
+            : MockLanguageModel.callsTurn([{ name: "archive", arguments: { id: "chat-7" }, callId: "call_archive" }], {
+              model: "gpt-5-mini"
+            })
+        }, { chunkSize: 6, delay: "4 millis" })
+        const url = yield* serve("mock", model, Toolkit.make(archive))
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        yield* Effect.promise(() => page.fill("input", "Archive this chat."))
+        yield* Effect.promise(() => page.click("button.send"))
+        yield* Effect.promise(() => page.waitForSelector(".approval button.approve"))
+        expect(yield* texts(page, ".approval")).toEqual([
+          expect.stringContaining("archive {\"id\":\"chat-7\"} needs your approval")
+        ])
+        expect(archived).toEqual([])
+
+        yield* Effect.promise(() => page.click(".approval button.approve"))
+        yield* Effect.promise(() => page.waitForSelector(".ending"))
+        yield* Effect.promise(() => page.waitForSelector(".status[data-status=ready]"))
+        expect(archived).toEqual(["chat-7"])
+        expect(yield* texts(page, ".tool[data-state=output-available]")).toContainEqual(
+          "← archive \"archived chat-7\""
+        )
+        expect((yield* texts(page, ".text")).join("")).toContain("Done: \"archived chat-7\"")
+        expect(yield* Effect.promise(() => page.locator(".approval button").count())).toBe(0)
+      }).pipe(Effect.scoped),
+    60_000
+  )
 })
