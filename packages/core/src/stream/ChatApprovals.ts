@@ -35,14 +35,13 @@ export type Event = AgentEvent.AgentEvent | ApprovalRequested
  * ```ts
  * import { AgentLoop, ChatApprovals, UIMessage, UIMessageStream } from "@agentloop/core"
  * import type { Toolkit } from "@agentloop/core"
- * import { Effect, Stream } from "effect"
+ * import { Effect } from "effect"
  *
  * const answer = (messages: ReadonlyArray<UIMessage.UIMessage>, toolkit: Toolkit.Toolkit<never>) =>
  *   Effect.map(AgentLoop.AgentLoop, (agent) =>
  *     UIMessageStream.fromEvents(ChatApprovals.stream(UIMessage.toConversation(messages), toolkit, (input) =>
  *       agent.stream({ input, toolkit }))))
  * void answer
- * void Stream.empty
  * ```
  *
  * @since 0.2.0
