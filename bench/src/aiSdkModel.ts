@@ -6,7 +6,7 @@
  * script by `streamText` and by `generateText`, each checking it took every
  * turn and ended with the script's answer.
  */
-import type { Turn, TurnDelta } from "@agentloop/core"
+import { Item, type Turn, type TurnDelta } from "@agentloop/core"
 import { generateText, stepCountIs, streamText, tool } from "ai"
 import { MockLanguageModelV4 } from "ai/test"
 import { z } from "zod"
@@ -78,7 +78,10 @@ const content = (turn: Turn.Turn): GenerateResult["content"] =>
       return [{ type: "tool-call", toolCallId: item.call_id, toolName: item.name, input: item.arguments }]
     }
     if (item.type === "message") {
-      return item.content.map((part) => ({ type: "text", text: part.type === "refusal" ? part.refusal : part.text }))
+      return item.content.map((part) => ({
+        type: "text",
+        text: part.type === "refusal" ? part.refusal : Item.partText(part)
+      }))
     }
     return []
   })

@@ -6,7 +6,7 @@
  * LangGraph's prebuilt ReAct agent (`createReactAgent`: a model node, a tool
  * node, and the edge between them) over them, with or without a checkpointer.
  */
-import type { Turn, TurnDelta } from "@agentloop/core"
+import { Item, type Turn, type TurnDelta } from "@agentloop/core"
 import type { CallbackManagerForLLMRun } from "@langchain/core/callbacks/manager"
 import { BaseChatModel } from "@langchain/core/language_models/chat_models"
 import { AIMessage, AIMessageChunk } from "@langchain/core/messages"
@@ -30,7 +30,7 @@ const message = (turn: Turn.Turn): AIMessage => {
   const calls: Array<{ id: string; name: string; args: Record<string, unknown>; type: "tool_call" }> = []
   for (const item of turn.items) {
     if (item.type === "message") {
-      for (const part of item.content) text += part.type === "refusal" ? part.refusal : part.text
+      for (const part of item.content) text += part.type === "refusal" ? part.refusal : Item.partText(part)
     } else if (item.type === "function_call") {
       calls.push({ id: item.call_id, name: item.name, args: JSON.parse(item.arguments), type: "tool_call" })
     }

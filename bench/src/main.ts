@@ -9,6 +9,7 @@ import { load, summary } from "./measure.ts"
 
 const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   loop: ["./loop.ts"],
+  stream: ["./uiStream.ts"],
   agent: ["./agent.ts"],
   steps: ["./steps.ts"],
   checkpoint: ["./checkpoint.ts"],

@@ -36,7 +36,10 @@ const agent = Effect.gen(function*() {
   yield* banner(yield* Provider.name, "agent")
   const { started, toolkit } = yield* McpServers.load(mcp, Tools.toolkit)
   yield* write(McpServers.describe(started))
-  const ended = yield* Demo.run(asked === "" ? question : asked, write, toolkit)
+  const ended = yield* Demo.run(asked === "" ? question : asked, write, {
+    isTerminal: process.stdout.isTTY === true,
+    toolkit
+  })
   if (Termination.isError(ended)) process.exitCode = 1
 }).pipe(
   // The MCP servers end with the scope, before the program exits.

@@ -31,7 +31,7 @@ describe("--mcp", () => {
       expect(started[0]!.tools).toContain("echo")
       expect(toolkit.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["calculator", "echo", "get-sum"]))
       let out = ""
-      const ended = yield* Demo.run("Echo hello", (text) => Effect.sync(() => out += text), toolkit)
+      const ended = yield* Demo.run("Echo hello", (text) => Effect.sync(() => out += text), { toolkit })
       expect(ended._tag).toBe("Stop")
       expect(plain(out)).toContain(`← echo "Echo: hello"`)
     }).pipe(

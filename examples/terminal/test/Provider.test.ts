@@ -22,8 +22,8 @@ const demoWith = (env: Record<string, string>, input = "Hi") =>
     return plain(out)
   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Provider.layer), Layer.provide(withEnv(env)))))
 
-/** The demo's output without the run's elapsed time, the one thing that differs between two runs. */
-const timeless = (out: string) => out.replace(/ · [\d.]+ ?m?s\n*$/, "")
+/** The demo's output without the run's elapsed time and the tools' durations, what differs between two runs. */
+const timeless = (out: string) => out.replace(/ · [\d.]+ ?m?s\n*$/, "").replace(/([✓✗] \S+) \d+\.\ds /g, "$1 ")
 
 const providers: ReadonlyArray<readonly [string, string, ProviderWire.ProviderWire]> = [
   ["responses", "OPENAI_API_KEY", ResponsesWire.wire],

@@ -1,33 +1,40 @@
 /**
- * The page's script: `client.ts` and what it imports (agentloop's event-stream
- * client, Effect), bundled for the browser with esbuild when the server starts.
+ * A page's script bundled for the browser with esbuild (minified, ESM), built
+ * once per process and then served from memory. In this repository the
+ * packages resolve to their TypeScript sources (see the packages' `exports`).
  */
 import { Effect } from "effect"
 import * as esbuild from "esbuild"
 import { fileURLToPath } from "node:url"
 
-const build = async (): Promise<string> => {
+/** Bundles `entry` and what it imports; throws with esbuild's messages when it does not build. */
+export const build = async (entry: URL): Promise<string> => {
   const built = await esbuild.build({
-    entryPoints: [fileURLToPath(new URL("./client.ts", import.meta.url))],
+    entryPoints: [fileURLToPath(entry)],
     bundle: true,
     format: "esm",
     platform: "browser",
     target: "es2022",
     write: false,
     minify: true,
-    // In this repository, the packages' TypeScript sources (see the packages' `exports`).
+    jsx: "automatic",
+    define: { "process.env.NODE_ENV": "\"production\"" },
     conditions: ["@agentloop/source"],
     logLevel: "silent"
   })
   const [output] = built.outputFiles
-  if (output === undefined) throw new Error("esbuild produced no output for client.ts")
+  if (output === undefined) throw new Error(`esbuild produced no output for ${entry.pathname}`)
   return output.text
 }
 
-let built: Promise<string> | undefined
-
 /**
- * The bundled script, built once per process and then served from memory; a
- * defect when `client.ts` does not build (a bug of this example).
+ * The bundle of `entry`, built the first time it is asked for and then kept;
+ * a defect when the entry does not build (a bug of the example).
  */
-export const bundle: Effect.Effect<string> = Effect.promise(() => built ??= build())
+export const memoized = (entry: URL): Effect.Effect<string> => {
+  let built: Promise<string> | undefined
+  return Effect.promise(() => built ??= build(entry))
+}
+
+/** The chat page's script: `client.ts`, agentloop's small event-stream client and what it imports. */
+export const bundle: Effect.Effect<string> = memoized(new URL("./client.ts", import.meta.url))

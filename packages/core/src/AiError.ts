@@ -6,7 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Duration, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Schema from "effect/Schema"
 
 /** The provider rejected the credentials (HTTP 401 or 403). A retry will not help. */
 export class AuthFailed extends Schema.TaggedError<AuthFailed>()("AuthFailed", {

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** A cost in USD, or `null` when it is unknown. */
 export const Cost = Schema.NullOr(Schema.Finite)

@@ -8,8 +8,10 @@
  *
  * @since 0.1.0
  */
-import { Predicate, Result, Schema } from "effect"
-import { Base64 } from "effect/encoding"
+import * as Base64 from "effect/encoding/Base64"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 
 /** Text written by a user, the system or a developer. */
 export const InputText = Schema.Struct({

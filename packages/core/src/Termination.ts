@@ -9,7 +9,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema, SchemaIssue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import { Accounting } from "./Accounting.ts"
 import * as AiError from "./AiError.ts"
 import * as Cost from "./Cost.ts"

@@ -7,13 +7,15 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Item from "./Item.ts"
-import * as Toolkit from "./Toolkit.ts"
+import type * as Toolkit from "./Toolkit.ts"
+import { Outcome } from "./ToolOutcome.ts"
 
 /** How a call ended, the call, the output item the model reads, and what went wrong when it did. */
 export const ToolRecord = Schema.Struct({
-  outcome: Toolkit.Outcome,
+  outcome: Outcome,
   call: Item.FunctionCall,
   output: Item.FunctionCallOutput,
   reason: Schema.optionalKey(Schema.String)

@@ -17,6 +17,7 @@ import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import * as Telemetry from "./Telemetry.ts"
 import * as Tool from "./Tool.ts"
+import * as ToolOutcome from "./ToolOutcome.ts"
 
 /** Marks a value as a {@link Toolkit}. */
 export const TypeId = "~@agentloop/core/Toolkit" as const
@@ -49,21 +50,9 @@ export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
 export const definitions = (toolkit: Toolkit<unknown>): ReadonlyArray<LanguageModel.ToolDefinition> =>
   toolkit.tools.map(Tool.definition)
 
-/**
- * How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool,
- * and `"halted"` (the tool failed with `Halt`) asks the agent to end its run.
- */
-export const Outcome = Schema.Literals([
-  "success",
-  "unknown_tool",
-  "invalid_arguments",
-  "failure",
-  "defect",
-  "timeout",
-  "denied",
-  "halted"
-])
-export type Outcome = typeof Outcome.Type
+/** How a call ended: see `ToolOutcome`. */
+export const Outcome = ToolOutcome.Outcome
+export type Outcome = ToolOutcome.Outcome
 
 /**
  * A call that ran to its output. `output.output` is the JSON text of the

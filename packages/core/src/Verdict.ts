@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A predicate's decision. `reason` says, for a person, why the run stops;

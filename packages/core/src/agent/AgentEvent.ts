@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import { Cost } from "../Cost.ts"

@@ -3,8 +3,9 @@
  * out, one callback per event, with no object per event or per line.
  *
  * It follows the WHATWG event-stream rules a model stream uses (LF, CRLF and CR
- * line ends, a leading BOM, comments, multi-line `data`, `event` names) and
- * ignores `id` and `retry`: a model request is never resumed by reconnecting.
+ * line ends, a leading BOM, comments, multi-line `data`, `event` names), keeps
+ * the last event id (`id`) for a client that resumes a stream, and ignores
+ * `retry`.
  * Unlike `effect/encoding`'s `Sse` it finds line ends with `indexOf`, which is
  * what keeps a provider's decode loop near the speed of a bare `JSON.parse` loop.
  * A {@link Dialect} reads the few ways some servers bend these rules.
@@ -54,8 +55,9 @@ export interface Dialect {
 }
 
 /**
- * A parser that calls `onEvent(event, data)` for each event, `event` being the
- * `event:` field or `"message"`. The handler returns `false` to stop parsing.
+ * A parser that calls `onEvent(event, data, lastId)` for each event, `event`
+ * being the `event:` field or `"message"` and `lastId` the last `id:` the
+ * stream set (`""` before any). The handler returns `false` to stop parsing.
  *
  * `maxEventSize` bounds, in UTF-16 code units, an event's data plus the line
  * being read, so a peer that never ends a line or an event cannot make the
@@ -63,7 +65,7 @@ export interface Dialect {
  */
 export const make = (options: {
   readonly maxEventSize: number
-  readonly onEvent: (event: string, data: string) => boolean
+  readonly onEvent: (event: string, data: string, lastId: string) => boolean
   readonly dialect?: Dialect | undefined
 }): Parser => {
   const { maxEventSize, onEvent } = options
@@ -79,6 +81,7 @@ export const make = (options: {
   let event: string | undefined
   let lastEvent = ""
   let data: string | undefined
+  let lastId = ""
 
   /** Handles the line `text[start, end)`; returns false when the handler asked to stop. */
   const line = (text: string, start: number, end: number): boolean => {
@@ -87,7 +90,7 @@ export const make = (options: {
       const payload = data
       event = undefined
       data = undefined
-      return payload === undefined ? true : onEvent(name, payload)
+      return payload === undefined ? true : onEvent(name, payload, lastId)
     }
     let colon = text.indexOf(":", start)
     if (colon === start) return true
@@ -106,10 +109,14 @@ export const make = (options: {
         ? lastEvent
         : text.slice(valueStart, end)
       lastEvent = event
+    } else if (length === 2 && text.startsWith("id", start)) {
+      const value = valueStart >= end ? "" : text.slice(valueStart, end)
+      // An id with a NUL is ignored, as a browser's EventSource ignores it.
+      if (!value.includes("\0")) lastId = value
     } else {
       for (const field of fieldEvents) {
         if (length === field.length && text.startsWith(field, start)) {
-          return onEvent(field, valueStart >= end ? "" : text.slice(valueStart, end))
+          return onEvent(field, valueStart >= end ? "" : text.slice(valueStart, end), lastId)
         }
       }
     }

@@ -8,7 +8,8 @@
  *
  * @since 0.1.0
  */
-import { Predicate, Schema } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { Diagnostic } from "../Termination.ts"
 
 /**

@@ -17,13 +17,23 @@
  *
  * @since 0.1.0
  */
-import { Array as Arr, Cause, Context, Duration, Effect, Exit, Pull, Schedule, Schema, Stream } from "effect"
+import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { Sse } from "effect/encoding"
+import * as Exit from "effect/Exit"
 import { HttpServerResponse } from "effect/http"
+import * as Pull from "effect/Pull"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as AgentEvent from "../agent/AgentEvent.ts"
 import * as StepError from "../step/StepError.ts"
 import * as StepEvent from "../step/StepEvent.ts"
 import * as Termination from "../Termination.ts"
+import * as UIMessageStream from "./UIMessageStream.ts"
 
 /** The schemas of a stream's events and of the error it may fail with. Neither may need services. */
 export interface Codec<A, E> {
@@ -269,3 +279,20 @@ export const iterate = <A, E>(
   init?: RequestInit,
   options?: DecodeOptions
 ): AsyncIterable<A> => Stream.toAsyncIterableWith(fetch(codec, input, init, options), Context.empty())
+
+/**
+ * A run's events as the AI SDK's UI message stream chunks, for `useChat`: see `UIMessageStream.fromEvents`.
+ *
+ * @since 0.2.0
+ * @category UI message stream
+ */
+export const toUIMessageStream = UIMessageStream.fromEvents
+
+/**
+ * A web `Response` streaming a run as the AI SDK's UI message stream (header
+ * `x-vercel-ai-ui-message-stream: v1`): see `UIMessageStream.toResponse`.
+ *
+ * @since 0.2.0
+ * @category UI message stream
+ */
+export const toUIMessageStreamResponse = UIMessageStream.toResponse

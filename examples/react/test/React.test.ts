@@ -1,0 +1,201 @@
+/**
+ * The useChat page in a real headless Chromium (Debian's `chromium`, driven by
+ * `playwright-core`; never a browser download), against the agentloop server.
+ * `.ci/run` installs Chromium; elsewhere these tests skip, saying so, when it
+ * is missing. The page's bundle is built once, by the first test that loads it.
+ */
+import { Tool, Toolkit } from "@agentloop/core"
+import type { LanguageModel } from "@agentloop/core"
+import { script } from "@agentloop/example-terminal/script"
+import { Responses } from "@agentloop/responses"
+import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+import { NodeHttpServer } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Redacted, Schema } from "effect"
+import { HttpRouter } from "effect/http"
+import { existsSync, mkdirSync } from "node:fs"
+import * as Http from "node:http"
+import { fileURLToPath } from "node:url"
+import { chromium } from "playwright-core"
+import type { Page } from "playwright-core"
+import * as Server from "../src/Server.ts"
+
+const executablePath = "/usr/bin/chromium"
+const hasChromium = existsSync(executablePath)
+if (!hasChromium) {
+  console.warn(
+    `examples/react: SKIPPING the browser tests: no Chromium at ${executablePath} (apt-get install chromium)`
+  )
+}
+
+/** The demo's scripted model, paced faster than the demo's: still many deltas, each a few milliseconds apart. */
+const fastMock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "4 millis" })
+
+const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
+
+/** Serves the routes on a random local port for the scope; returns the page's URL. */
+const serve = (
+  provider: string,
+  model: Layer.Layer<LanguageModel.LanguageModel>,
+  toolkit?: Toolkit.Toolkit<never>
+) =>
+  Effect.gen(function*() {
+    const nodeServer = Http.createServer()
+    yield* Layer.build(
+      HttpRouter.serve(Server.routes({ provider, model, toolkit }), { disableLogger: true, disableListenLog: true })
+        .pipe(
+          Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" }))
+        )
+    )
+    yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
+    const address = nodeServer.address()
+    return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`
+  })
+
+/** A fresh page in a headless Chromium, closed with the scope; page errors fail the test. */
+const browserPage = Effect.gen(function*() {
+  const browser = yield* Effect.acquireRelease(
+    Effect.promise(() =>
+      chromium.launch({
+        executablePath,
+        args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update"]
+      })
+    ),
+    (browser) => Effect.promise(() => browser.close())
+  )
+  const page = yield* Effect.promise(() => browser.newPage({ viewport: { width: 900, height: 1000 } }))
+  const errors: Array<string> = []
+  page.on("pageerror", (error) => errors.push(error.message))
+  yield* Effect.addFinalizer(() => Effect.sync(() => expect(errors).toEqual([])))
+  return page
+})
+
+const status = (page: Page) => page.locator(".status").getAttribute("data-status")
+const texts = (page: Page, selector: string) => Effect.promise(() => page.locator(selector).allTextContents())
+
+describe.skipIf(!hasChromium)("the useChat page in Chromium", () => {
+  it.live(
+    "streams the answer, the tool calls and their results, each turn's cost and the ending; a follow-up works",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* serve("mock", fastMock)
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        // Every change of the answer's text is sampled with the chat's status at that moment.
+        yield* Effect.promise(() =>
+          page.evaluate(() => {
+            const samples: Array<readonly [number, string | null]> = []
+            Object.assign(window, { samples })
+            new MutationObserver(() =>
+              samples.push([
+                document.querySelector(".assistant")?.textContent?.length ?? 0,
+                document.querySelector(".status")?.getAttribute("data-status") ?? null
+              ])
+            ).observe(document.body, { subtree: true, childList: true, characterData: true })
+          })
+        )
+        yield* Effect.promise(() => page.click("button.send"))
+
+        yield* Effect.promise(() => page.waitForSelector(".ending", { timeout: 30_000 }))
+        yield* Effect.promise(() => page.waitForSelector(".status[data-status=ready]"))
+        // The answer streamed: its text grew many times while the chat said "streaming".
+        const samples = yield* Effect.promise(() =>
+          page.evaluate(() => (window as unknown as { samples: Array<readonly [number, string | null]> }).samples)
+        )
+        const streaming = new Set(
+          samples.flatMap(([length, state]) => state === "streaming" && length > 0 ? [length] : [])
+        )
+        expect(streaming.size).toBeGreaterThan(5)
+        const done = yield* texts(page, ".tool[data-state=output-available]")
+        expect(done.some((text) => text.startsWith("← convert_units {\"value\":42.1648128,\"unit\":\"km\"}"))).toBe(
+          true
+        )
+        expect(done.some((text) => text.startsWith("← calculator"))).toBe(true)
+        expect(yield* texts(page, ".tool[data-state=output-error]")).toEqual([
+          expect.stringContaining("cannot convert temperature (F) to mass (kg)")
+        ])
+        const costs = yield* texts(page, ".cost")
+        expect(costs).toHaveLength(3)
+        expect(costs[2]).toBe("turn 3 · 671 in / 58 out · $0.000284 · so far $0.000810")
+        expect(yield* texts(page, ".ending")).toEqual([
+          "✓ Stop: the model answered without calling a tool · $0.000810"
+        ])
+        expect(yield* texts(page, ".assistant .step")).toHaveLength(3)
+
+        mkdirSync(screenshots, { recursive: true })
+        yield* Effect.promise(() => page.screenshot({ path: `${screenshots}react-chat.png`, fullPage: true }))
+
+        // A follow-up: the whole conversation goes back as UI messages, which the server reads as the history.
+        yield* Effect.promise(() => page.fill("input", "Thanks! And in metres?"))
+        yield* Effect.promise(() => page.click("button.send"))
+        yield* Effect.promise(() => page.waitForFunction(() => document.querySelectorAll(".ending").length === 2))
+        expect(yield* texts(page, ".user")).toHaveLength(2)
+        expect(yield* texts(page, ".error")).toEqual([])
+      }).pipe(Effect.scoped),
+    60_000
+  )
+
+  it.live("Stop aborts the request, and the server's run closes the model's request", () =>
+    Effect.gen(function*() {
+      const provider = yield* ProviderServer.ProviderServer
+      // The model never answers: the run waits on its HTTP request until Stop.
+      yield* provider.reply(ProviderServer.hang)
+      const model = Responses.layer({ apiKey: Redacted.make("test-key"), baseUrl: provider.url, model: "gpt-5-mini" })
+      const url = yield* serve("responses", model)
+      const page = yield* browserPage
+      yield* Effect.promise(() => page.goto(url))
+      yield* Effect.promise(() => page.click("button.send"))
+      yield* provider.awaitRequests(1)
+      expect(["submitted", "streaming"]).toContain(yield* Effect.promise(() => status(page)))
+      yield* Effect.promise(() => page.click("button.stop"))
+      yield* provider.awaitClientAbort.pipe(Effect.timeout("10 seconds"))
+      yield* Effect.promise(() => page.waitForSelector(".status[data-status=ready]"))
+      expect(yield* Effect.promise(() => page.locator("button.send").isEnabled())).toBe(true)
+    }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 60_000)
+
+  it.live(
+    "a call that needs approval shows in the page; Approve sends the decision and the run goes on",
+    () =>
+      Effect.gen(function*() {
+        const archived: Array<string> = []
+        const archive = Tool.make({
+          name: "archive",
+          description: "Archives a conversation",
+          input: Schema.Struct({ id: Schema.String }),
+          output: Schema.String,
+          needsApproval: true,
+          execute: ({ id }) => Effect.sync(() => (archived.push(id), `archived ${id}`))
+        })
+        // The model asks to archive until it reads the call's output, then says what it read.
+        const model = MockLanguageModel.layer(({ history }) => {
+          const output = history.find((item) => item.type === "function_call_output")
+          return output?.type === "function_call_output"
+            ? MockLanguageModel.textTurn(`Done: ${output.output}`, { model: "gpt-5-mini" })
+            : MockLanguageModel.callsTurn([{ name: "archive", arguments: { id: "chat-7" }, callId: "call_archive" }], {
+              model: "gpt-5-mini"
+            })
+        }, { chunkSize: 6, delay: "4 millis" })
+        const url = yield* serve("mock", model, Toolkit.make(archive))
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        yield* Effect.promise(() => page.fill("input", "Archive this chat."))
+        yield* Effect.promise(() => page.click("button.send"))
+        yield* Effect.promise(() => page.waitForSelector(".approval button.approve"))
+        expect(yield* texts(page, ".approval")).toEqual([
+          expect.stringContaining("archive {\"id\":\"chat-7\"} needs your approval")
+        ])
+        expect(archived).toEqual([])
+
+        yield* Effect.promise(() => page.click(".approval button.approve"))
+        yield* Effect.promise(() => page.waitForSelector(".ending"))
+        yield* Effect.promise(() => page.waitForSelector(".status[data-status=ready]"))
+        expect(archived).toEqual(["chat-7"])
+        expect(yield* texts(page, ".tool[data-state=output-available]")).toContainEqual(
+          "← archive \"archived chat-7\""
+        )
+        expect((yield* texts(page, ".text")).join("")).toContain("Done: \"archived chat-7\"")
+        expect(yield* Effect.promise(() => page.locator(".approval button").count())).toBe(0)
+      }).pipe(Effect.scoped),
+    60_000
+  )
+})

@@ -1,0 +1,237 @@
+/**
+ * A durable run's events served to a UI so that they survive a reload: each
+ * event goes out as Server-Sent Events with its position in the run's log as
+ * its id, so a client that reconnects with `Last-Event-ID` (a browser's
+ * `EventSource` does it by itself; `EventStreamClient.entries` with
+ * `lastEventId`) gets every event after it, once, then the rest as the run
+ * logs them. A client that connects to a finished run gets the whole run and
+ * how it ended.
+ *
+ * Disconnecting does not stop a durable run: only {@link cancel} does. It
+ * interrupts the run's workflow and logs the run's end as a `Halted`
+ * termination whose `source` is `"person"`, which every connected client
+ * receives as the stream's typed failure.
+ *
+ * @since 0.2.0
+ */
+import type * as Accounting from "@agentloop/core/Accounting"
+import * as Cost from "@agentloop/core/Cost"
+import * as Termination from "@agentloop/core/Termination"
+import * as TokenUsage from "@agentloop/core/TokenUsage"
+import { Duration, Effect, Option, Schema, Stream } from "effect"
+import { HttpServerResponse } from "effect/http"
+import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
+import type * as DurableAgent from "./DurableAgent.ts"
+import * as DurableEvent from "./DurableEvent.ts"
+import { RunStore, RunStoreError } from "./RunStore.ts"
+import type { Entry, RunKey } from "./RunStore.ts"
+
+/**
+ * One entry of a run's log as the stream sends it: its position (`seq`, the
+ * SSE id), and the event, or the termination the run failed with.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Logged<O> =
+  | { readonly _tag: "Event"; readonly seq: number; readonly event: DurableEvent.DurableEvent<O> }
+  | { readonly _tag: "Failure"; readonly seq: number; readonly termination: Termination.Error }
+
+/**
+ * Where a reader starts and how often it looks for more.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ReadOptions {
+  /** The position of the last event the client has (its `Last-Event-ID`); from the first event when absent. */
+  readonly after?: number | undefined
+  /** How long to wait before looking again when the log has nothing new (default 100 ms). */
+  readonly pollInterval?: Duration.Input | undefined
+}
+
+const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
+
+/**
+ * The log of `run` after position `after`: the entries logged so far, then
+ * the rest as they are logged, ending with `Finished` or the failure entry.
+ * Fails with `RunStoreError` when an entry does not decode.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const read = <O>(
+  run: RunKey,
+  events: Schema.Codec<DurableEvent.DurableEvent<O>, unknown>,
+  options: ReadOptions = {}
+): Stream.Stream<Logged<O>, RunStoreError, RunStore> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const store = yield* RunStore
+    const decodeEvent = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(events)))
+    const decodeFailure = Schema.decodeUnknownEffect(failureJson)
+    const corrupt = (entry: Entry) => (error: Schema.SchemaError) =>
+      new RunStoreError({ operation: "decode", message: `entry ${entry.seq}: ${error.message}` })
+    const pause = Duration.fromInputUnsafe(options.pollInterval ?? Duration.millis(100))
+    const decode = (entry: Entry): Effect.Effect<Logged<O>, RunStoreError> =>
+      entry.kind === "failure"
+        ? Effect.map(
+          Effect.mapError(decodeFailure(entry.body), corrupt(entry)),
+          (termination) => ({ _tag: "Failure", seq: entry.seq, termination })
+        )
+        : Effect.map(
+          Effect.mapError(decodeEvent(entry.body), corrupt(entry)),
+          (event) => ({ _tag: "Event", seq: entry.seq, event })
+        )
+    return Stream.paginate<number | undefined, Logged<O>, RunStoreError>(options.after ?? -1, (afterSeq) =>
+      Effect.gen(function*() {
+        if (afterSeq === undefined) {
+          return [[], Option.none()] as const
+        }
+        const entries = yield* store.read(run, { afterSeq, fromStep: 0, limit: 256 })
+        if (entries.length === 0) {
+          yield* Effect.sleep(pause)
+          return [[], Option.some(afterSeq)] as const
+        }
+        const out: Array<Logged<O>> = []
+        for (const entry of entries) {
+          const logged = yield* decode(entry)
+          out.push(logged)
+          if (logged._tag === "Failure" || logged.event._tag === "Finished") {
+            return [out, Option.some(undefined)] as const
+          }
+        }
+        return [out, Option.some(entries[entries.length - 1]!.seq)] as const
+      }))
+  }))
+
+const eventsJson = Schema.fromJsonString(Schema.toCodecJson(DurableEvent.DurableEvent))
+
+/**
+ * The SSE text of a run's log (a run whose output is text): `id:` and `data:`
+ * per event, `event: failure` with the encoded termination, `event: end`
+ * after `Finished`. It reads as `EventStream.agent`'s codec does, plus
+ * `ApprovalRequested` (`DurableEvent.codec`).
+ *
+ * @since 0.2.0
+ * @category serving
+ */
+export const encode = (
+  logged: Stream.Stream<Logged<string>, RunStoreError, RunStore>
+): Stream.Stream<string, never, RunStore> => {
+  const encodeEvent = Schema.encodeSync(eventsJson)
+  const encodeFailure = Schema.encodeSync(failureJson)
+  return logged.pipe(
+    Stream.map((entry) =>
+      entry._tag === "Failure"
+        ? `id: ${entry.seq}\nevent: failure\ndata: ${encodeFailure(entry.termination)}\n\n`
+        : `id: ${entry.seq}\ndata: ${encodeEvent(entry.event)}\n\n${
+          entry.event._tag === "Finished" ? "event: end\ndata: {}\n\n" : ""
+        }`
+    ),
+    Stream.catch((error) =>
+      Stream.succeed(
+        `event: failure\ndata: ${
+          JSON.stringify({ _tag: "RunStoreError", operation: error.operation, message: error.message })
+        }\n\n`
+      )
+    )
+  )
+}
+
+/**
+ * The `Last-Event-ID` a client sent, as a position in the log: `undefined`
+ * without one, `None` when it is not one this server wrote (not a small
+ * non-negative integer).
+ *
+ * @since 0.2.0
+ * @category serving
+ */
+export const lastEventId = (
+  headers: Readonly<Record<string, string | undefined>>
+): Option.Option<number | undefined> => {
+  const value = headers["last-event-id"]
+  if (value === undefined || value === "") return Option.some(undefined)
+  return /^\d{1,15}$/.test(value) ? Option.some(Number(value)) : Option.none()
+}
+
+const sseHeaders = { "cache-control": "no-cache", "x-accel-buffering": "no" }
+
+/**
+ * An `effect/http` response streaming run `runId` of the durable agent
+ * named `agent` (whose output is text) from after `after`: see {@link read}. The
+ * client going away ends the response, not the run.
+ *
+ * @since 0.2.0
+ * @category serving
+ */
+export const toHttpResponse = (
+  agent: string,
+  runId: string,
+  options: ReadOptions = {}
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, RunStore> =>
+  Effect.map(
+    Effect.context<RunStore>(),
+    (context) =>
+      HttpServerResponse.stream(
+        Stream.provideContext(
+          Stream.encodeText(encode(read({ agent, runId }, DurableEvent.DurableEvent, options))),
+          context
+        ),
+        { contentType: "text/event-stream; charset=utf-8", headers: sseHeaders }
+      )
+  )
+
+const noAccounting: Accounting.Accounting = {
+  usage: TokenUsage.empty,
+  cost: Cost.zero,
+  elapsedMs: 0,
+  steps: 0,
+  lastItems: []
+}
+
+/**
+ * Cancels run `runId` of `agent` (whose output is text): interrupts it wherever it is (a model request, a tool call, a wait
+ * for approval) and logs its end as `Halted` by `"person"`, with the run's
+ * accounting at its last completed turn. A run that has ended already is left
+ * as it is; answers whether this call cancelled it.
+ *
+ * @since 0.2.0
+ * @category cancelling
+ */
+export const cancel = <R, RU>(
+  agent: DurableAgent.DurableAgent<string, R, RU>,
+  runId: string,
+  options: { readonly reason?: string | undefined } = {}
+): Effect.Effect<boolean, RunStoreError, WorkflowEngine | RunStore> =>
+  Effect.gen(function*() {
+    const run: RunKey = { agent: agent.name, runId }
+    const executionId = yield* agent.workflow.executionId({ runId, input: "" })
+    yield* agent.workflow.interrupt(executionId)
+    const store = yield* RunStore
+    let afterSeq = -1
+    let ended = false
+    let accounting = noAccounting
+    let step = 0
+    while (true) {
+      const entries = yield* store.read(run, { afterSeq, fromStep: 0, limit: 256 })
+      if (entries.length === 0) break
+      for (const entry of entries) {
+        step = entry.step
+        afterSeq = entry.seq
+        const event = entry.kind === "event" ? Schema.decodeUnknownOption(eventsJson)(entry.body) : Option.none()
+        ended = entry.kind === "failure" || (Option.isSome(event) && event.value._tag === "Finished")
+        if (Option.isSome(event) && event.value._tag === "TurnCompleted") accounting = event.value.accounting
+      }
+    }
+    if (ended) return false
+    const halted = new Termination.Halted({
+      reason: options.reason ?? "cancelled",
+      source: "person",
+      accounting
+    })
+    const body = yield* Schema.encodeEffect(failureJson)(halted).pipe(
+      Effect.mapError((error) => new RunStoreError({ operation: "encode", message: error.message }))
+    )
+    yield* store.commit(run, { steps: [], entries: [{ seq: afterSeq + 1, step, kind: "failure", body }] })
+    return true
+  })

@@ -1,0 +1,111 @@
+/**
+ * A durable run's events over HTTP from a real server process (an embedded
+ * runner on SQLite), read by client processes that are killed mid-run and
+ * come back with `Last-Event-ID`, and a cancel that every client sees.
+ */
+import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
+import * as TestProcess from "@agentloop/testing/TestProcess"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Schema } from "effect"
+import * as Path from "node:path"
+import { DurableEvent } from "../src/index.ts"
+import { sources, tempDir } from "./fixtures.ts"
+
+const script = new URL("./streamChild.ts", import.meta.url).pathname
+
+const Read = Schema.Struct({ id: Schema.String, tag: Schema.String })
+const reads = (child: TestProcess.Child) =>
+  child.messages.flatMap((message) => Schema.is(Read)(message) ? [message] : [])
+
+/** Reads a run's events in this process, as the killed client's process does: each `{ id, tag }`, then how it ended. */
+const readHere = (url: string, lastEventId?: string) =>
+  Effect.promise(async () => {
+    const entries: Array<typeof Read.Type> = []
+    try {
+      for await (
+        const { event, id } of EventStreamClient.entries(DurableEvent.codec, url, undefined, { lastEventId })
+      ) {
+        entries.push({ id, tag: event._tag })
+      }
+      return { entries, ended: { ended: "end" } as Record<string, unknown> }
+    } catch (error) {
+      const tagged = error instanceof Error && "_tag" in error
+      return {
+        entries,
+        ended: {
+          ended: tagged ? error._tag : String(error),
+          source: tagged && "source" in error ? error.source : undefined
+        }
+      }
+    }
+  })
+
+const post = (url: string, body = "") =>
+  Effect.promise(() => fetch(url, { method: "POST", body }).then(async (response) => await response.text()))
+
+describe("DurableStream from a server process", () => {
+  it.live(
+    "a client killed mid-run comes back with Last-Event-ID: what it saw and what it gets is the whole run, once",
+    () => {
+      const temp = tempDir()
+      return Effect.gen(function*() {
+        const filename = Path.join(temp.dir, "runs.db")
+        const server = yield* TestProcess.spawn(script, { action: "serve", filename, url: "" }, sources)
+        const url = String((yield* server.waitFor(TestProcess.has("url")))["url"])
+        yield* post(`${url}/runs/r1`, "go")
+        const events = `${url}/runs/r1/events`
+
+        const first = yield* TestProcess.spawn(script, { action: "read", filename, url: events }, sources)
+        yield* first.waitFor(() => reads(first).length >= 3)
+        yield* first.kill
+        const seen = reads(first)
+        expect(seen.length).toBeGreaterThanOrEqual(3)
+
+        const lastEventId = seen[seen.length - 1]!.id
+        const again = yield* readHere(events, lastEventId)
+        expect(again.ended).toStrictEqual({ ended: "end" })
+
+        // The run went on without its client: a reader from the start gets all of it, ending with Finished.
+        const whole = yield* readHere(events)
+        expect(whole.ended).toStrictEqual({ ended: "end" })
+        const all = whole.entries
+        expect(all.at(-1)?.tag).toBe("Finished")
+        expect(all.filter((entry) => entry.tag === "TurnCompleted")).toHaveLength(5)
+        expect([...seen, ...again.entries]).toStrictEqual(all)
+        expect(new Set(all.map((entry) => entry.id)).size).toBe(all.length)
+        expect(all.map((entry) => Number(entry.id))).toStrictEqual(all.map((_, i) => i))
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
+    },
+    120_000
+  )
+
+  it.live(
+    "a cancel interrupts the run and every connected client gets Halted by a person; a bad Last-Event-ID is refused",
+    () => {
+      const temp = tempDir()
+      return Effect.gen(function*() {
+        const filename = Path.join(temp.dir, "runs.db")
+        const server = yield* TestProcess.spawn(script, { action: "serve", filename, url: "" }, sources)
+        const url = String((yield* server.waitFor(TestProcess.has("url")))["url"])
+        yield* post(`${url}/runs/r2`, "hang on")
+        const events = `${url}/runs/r2/events`
+        // Two clients follow the run; the first turn's call never ends, so neither stream ends by itself.
+        const clients = yield* Effect.forkChild(Effect.all([readHere(events), readHere(events)], { concurrency: 2 }))
+        const before = yield* readHere(events).pipe(Effect.timeout("500 millis"), Effect.option)
+        expect(before._tag).toBe("None")
+        expect(yield* post(`${url}/runs/r2/cancel`)).toBe("cancelled\n")
+        for (const client of yield* Fiber.join(clients)) {
+          expect(client.ended).toStrictEqual({ ended: "Halted", source: "person" })
+          expect(client.entries.map((entry) => entry.tag)).toStrictEqual(["TurnStarted", "TurnCompleted"])
+        }
+        // A client that connects later gets the whole run and its termination; a second cancel changes nothing.
+        expect((yield* readHere(events)).ended).toStrictEqual({ ended: "Halted", source: "person" })
+        expect(yield* post(`${url}/runs/r2/cancel`)).toBe("already ended\n")
+
+        const refused = yield* Effect.promise(() => fetch(events, { headers: { "last-event-id": "12abc" } }))
+        expect(refused.status).toBe(400)
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
+    },
+    120_000
+  )
+})
