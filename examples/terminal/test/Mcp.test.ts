@@ -33,7 +33,7 @@ describe("--mcp", () => {
       let out = ""
       const ended = yield* Demo.run("Echo hello", (text) => Effect.sync(() => out += text), { toolkit })
       expect(ended._tag).toBe("Stop")
-      expect(plain(out)).toContain(`← echo "Echo: hello"`)
+      expect(plain(out)).toMatch(/✓ echo \S+ "Echo: hello"/)
     }).pipe(
       Effect.scoped,
       Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer([
