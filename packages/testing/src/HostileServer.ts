@@ -50,6 +50,7 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderH
         )
         const seen = SpanRecorder.text(spans)
         assert.equal(seen.includes(ProviderHarness.canary), false)
+        assert.equal((yield* SpanRecorder.printed(spans)).includes(ProviderHarness.canary), false)
         const clientSpans = spans.filter((span) =>
           span.attributes.has(`http.request.header.${fixture.credentialHeader}`)
         )
