@@ -14,6 +14,7 @@ import * as Demo from "./Demo.ts"
 import * as Provider from "./Provider.ts"
 import * as Research from "./Research.ts"
 import { question } from "./script.ts"
+import * as Startup from "./Startup.ts"
 
 const { program: chosen, asked } = parse(process.argv.slice(2), process.env["AGENTLOOP_PROGRAM"])
 
@@ -50,7 +51,7 @@ const main = chosen === "agent" || chosen === "research"
 main.pipe(
   Effect.catch((error) =>
     Effect.sync(() => {
-      process.stderr.write(`agentloop demo: ${error.message}\n`)
+      process.stderr.write(`agentloop demo: ${Startup.explain(error)}\n`)
       process.exitCode = 1
     })
   ),
