@@ -60,6 +60,25 @@ describe("AgentLoop accounting", () => {
       expect(error.accounting.cost).toBe(2)
     }))
 
+  it.effect("MaxBudgetUsd: every paid turn is reported, the one that reached the budget too, and none of its tools run", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const events: Array<AgentLoop.AgentEvent> = []
+      const error = yield* agent.stream({ input: "Add", toolkit, model: dollarModel, limits: { maxBudgetUsd: 2 } })
+        .pipe(
+          Stream.runForEach((event) => Effect.sync(() => events.push(event))),
+          Effect.flip
+        )
+      const completed = events.flatMap((event) => event._tag === "TurnCompleted" ? [event] : [])
+      expect(completed.map((event) => [event.step, event.cost, event.accounting.cost])).toStrictEqual([[1, 1, 1], [
+        2,
+        1,
+        2
+      ]])
+      expect(error).toMatchObject({ _tag: "MaxBudgetUsd", accounting: { cost: 2, steps: 2 } })
+      expect(events.filter((event) => event._tag === "ToolResult")).toHaveLength(1)
+    }).pipe(Effect.provide(environment([dollarTurn(1), dollarTurn(2), dollarTurn(3)]))))
+
   it.effect("UnpricedModel: a budgeted run of a model without a price fails before its first request", () =>
     Effect.gen(function*() {
       const { exit, requests } = yield* requestsOf([answer("never")], {
