@@ -13,6 +13,7 @@
 import { Cause, Duration, Effect, Exit, Option, Queue, Schema, Stream } from "effect"
 import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
+import { detached } from "./internal/detached.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import * as Telemetry from "./Telemetry.ts"
@@ -110,7 +111,10 @@ export interface Options {
   readonly concurrency?: number | undefined
   /**
    * The time limit of each call (default {@link defaultTimeout}; `Duration.infinity`
-   * for none). A tool's own `timeout` wins. Approval waits do not count.
+   * for none). A tool's own `timeout` wins. Approval waits do not count. At the
+   * limit the call ends at once, and its tool is interrupted: one whose body
+   * cannot be interrupted (an uninterruptible region, a blocking call) runs on
+   * to its end on its own, and what it returns is dropped.
    */
   readonly timeout?: Duration.Input | undefined
   /** Called with every progress event of a streaming tool, in the order that tool emitted them. */
@@ -127,7 +131,8 @@ export const defaultTimeout: Duration.Duration = Duration.minutes(5)
 
 /**
  * Runs the calls and returns one result per call, in call order, whatever order
- * they finish in. Never fails; interrupting it interrupts the running tools.
+ * they finish in. Never fails; interrupting it interrupts the running tools
+ * and returns without waiting for them to stop.
  *
  * The output item of call `c` has id `fco_<c.call_id>` and status `"completed"`
  * on success, `"incomplete"` otherwise (the `outcome` says why; `"failed"` is
@@ -250,7 +255,8 @@ const executeOne = <R>(
 
     const limit = tool.timeout ??
       (options?.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout))
-    const running = run(tool, call, index, input, options?.onProgress)
+    // Timed out or interrupted, the call ends at once: a tool that cannot stop is left to finish on its own.
+    const running = detached(run(tool, call, index, input, options?.onProgress))
     const exit = yield* Effect.exit(
       Duration.isFinite(limit) ? Effect.timeoutOption(running, limit) : Effect.map(running, Option.some)
     )

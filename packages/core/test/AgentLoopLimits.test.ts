@@ -1,6 +1,6 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
@@ -239,6 +239,43 @@ describe("AgentLoop time limits", () => {
       expect(error.accounting.steps).toBe(1)
       expect(error.accounting.elapsedMs).toBe(60_000)
       expect(error.message).toBe("reached the deadline of 60000 ms")
+    }).pipe(Effect.provide(environment([waitCall, answer("never")]))))
+
+  it.effect("MaxDuration ends the run at its deadline while a tool that cannot be interrupted runs on", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const finished = yield* Deferred.make<void>()
+      const stubborn = Tool.make({
+        name: "wait",
+        description: "Blocks for an hour, uninterruptibly",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () =>
+          Effect.uninterruptible(
+            Deferred.succeed(started, undefined).pipe(
+              Effect.andThen(Effect.sleep("1 hour")),
+              Effect.andThen(Deferred.succeed(finished, undefined))
+            )
+          ).pipe(Effect.as("late"))
+      })
+      const agent = yield* AgentLoop.AgentLoop
+      const fiber = yield* agent.run({
+        input: "Wait",
+        toolkit: Toolkit.make(stubborn),
+        model,
+        limits: { maxDuration: "1 minute" }
+      }).pipe(Effect.flip, Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* TestClock.adjust("1 minute")
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+      const exit = fiber.pollUnsafe()
+      expect(exit !== undefined && Exit.isSuccess(exit) && exit.value).toMatchObject({
+        _tag: "MaxDuration",
+        accounting: { elapsedMs: 60_000 }
+      })
+      expect(yield* Deferred.isDone(finished)).toBe(false)
+      yield* TestClock.adjust("1 hour")
+      yield* Deferred.await(finished)
     }).pipe(Effect.provide(environment([waitCall, answer("never")]))))
 
   it.effect("MaxDuration ends the run in the middle of a model turn", () =>

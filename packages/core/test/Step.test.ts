@@ -1,6 +1,6 @@
 import { SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import * as Approval from "../src/Approval.ts"
 import { Halt } from "../src/Halt.ts"
@@ -224,6 +224,31 @@ describe("Step.tool", () => {
       const denied = yield* Effect.flip(Step.execute(step, { a: 1, b: 2 }))
       expect(denied).toMatchObject({ _tag: "ToolDenied", tool: "add" })
       expect(yield* Step.execute(step, { a: 1, b: 2 }).pipe(Effect.provide(Approval.allowAll))).toBe(3)
+    }))
+
+  it.effect("a tool that cannot be interrupted fails the step at its time limit, and finishes on its own", () =>
+    Effect.gen(function*() {
+      const finished = yield* Deferred.make<void>()
+      const stubborn = Tool.make({
+        name: "stubborn",
+        description: "Blocks for an hour, uninterruptibly",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        timeout: "2 seconds",
+        execute: () =>
+          Effect.uninterruptible(Effect.andThen(Effect.sleep("1 hour"), Deferred.succeed(finished, undefined))).pipe(
+            Effect.as("late")
+          )
+      })
+      const fiber = yield* Effect.forkChild(Effect.flip(Step.execute(Step.tool({ id: "block", tool: stubborn }), {})))
+      yield* TestClock.adjust("2 seconds")
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+      const exit = fiber.pollUnsafe()
+      expect(exit !== undefined && Exit.isSuccess(exit) && exit.value).toStrictEqual(
+        new StepError.StepTimeout({ stepId: "block", timeoutMs: 2000 })
+      )
+      yield* TestClock.adjust("1 hour")
+      yield* Deferred.await(finished)
     }))
 
   it.effect("a tool that halts fails the step with Halt", () =>

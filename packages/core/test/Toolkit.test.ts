@@ -234,6 +234,31 @@ describe("Toolkit.executeAllSafe", () => {
       expect((yield* Fiber.join(patient)).outcome).toBe("success")
     }))
 
+  it.effect("a call whose tool cannot be interrupted ends at its timeout; the tool finishes on its own", () =>
+    Effect.gen(function*() {
+      const finished = yield* Deferred.make<void>()
+      const stubborn = Tool.make({
+        name: "stubborn",
+        description: "Blocks for an hour, uninterruptibly",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () =>
+          Effect.uninterruptible(Effect.andThen(Effect.sleep("1 hour"), Deferred.succeed(finished, undefined))).pipe(
+            Effect.as("late")
+          )
+      })
+      const fiber = yield* Effect.forkChild(
+        Toolkit.executeAllSafe(Toolkit.make(stubborn), [call("stubborn", "{}")], { timeout: "2 seconds" })
+      )
+      yield* TestClock.adjust("2 seconds")
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+      const exit = fiber.pollUnsafe()
+      expect(exit !== undefined && Exit.isSuccess(exit) && exit.value[0]?.outcome).toBe("timeout")
+      expect(yield* Deferred.isDone(finished)).toBe(false)
+      yield* TestClock.adjust("1 hour")
+      yield* Deferred.await(finished)
+    }))
+
   it.effect("lets a tool's own timeout win over the option", () =>
     Effect.gen(function*() {
       const patient = Tool.make({

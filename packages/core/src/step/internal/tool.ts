@@ -6,6 +6,7 @@
 import { Duration, Effect, Option, Schema, Stream } from "effect"
 import * as Approval from "../../Approval.ts"
 import type { Halt } from "../../Halt.ts"
+import { detached } from "../../internal/detached.ts"
 import type * as Item from "../../Item.ts"
 import * as Termination from "../../Termination.ts"
 import type * as Tool from "../../Tool.ts"
@@ -105,7 +106,8 @@ export const make = <
           }
         }
         const limit = tool.timeout
-        const running = run(tool, decoded)
+        // At its time limit the step ends at once: a tool that cannot stop is left to finish on its own.
+        const running = detached(run(tool, decoded))
         const output = limit === undefined || !Duration.isFinite(limit)
           ? yield* running
           : yield* Effect.timeoutOrElse(running, {
