@@ -15,6 +15,7 @@
 import { Clock, Duration, Effect, Random, Schema } from "effect"
 import type { Accounting } from "../Accounting.ts"
 import * as Cost from "../Cost.ts"
+import type { InvalidOptions } from "../InvalidOptions.ts"
 import * as Item from "../Item.ts"
 import type { TurnOptions } from "../LanguageModel.ts"
 import * as Pricing from "../Pricing.ts"
@@ -28,7 +29,7 @@ import * as Toolkit from "../Toolkit.ts"
 import * as Turn from "../Turn.ts"
 import * as Until from "../Until.ts"
 import type * as Events from "./AgentEvent.ts"
-import type * as AgentOptions from "./AgentOptions.ts"
+import * as AgentOptions from "./AgentOptions.ts"
 import * as AgentRules from "./AgentRules.ts"
 import type * as AgentTurn from "./AgentTurn.ts"
 
@@ -122,16 +123,22 @@ const feedbackMessage = (text: string, step: number): Item.Message => Item.userM
 /**
  * Builds the machine of a run: its id, its start time (now, unless `startedAt`
  * says when a resumed run first started, in epoch milliseconds), and the stop
- * predicate (the `StopPolicy` when none is given).
+ * predicate (the `StopPolicy` when none is given). Options that cannot work
+ * (see `AgentOptions.validate`, the `StopPolicy`'s predicate included) fail it
+ * with `InvalidOptions`, before anything runs.
  */
 export const make = <O, R, E, RU>(
   options: AgentOptions.Options<O, R, E, RU>,
   resumed: { readonly startedAt?: number | undefined } = {}
-): Effect.Effect<Machine<O, R, RU>> =>
+): Effect.Effect<Machine<O, R, RU>, InvalidOptions> =>
   Effect.gen(function*() {
+    const refused = AgentOptions.validate(options)
+    if (refused !== undefined) return yield* refused
+    const until: Until.Until<unknown, RU> = options.until ?? (yield* StopPolicy)
+    const policyRefused = Until.invalid(until)
+    if (policyRefused !== undefined) return yield* policyRefused
     const startedAt = resumed.startedAt ?? (yield* Clock.currentTimeMillis)
     const runId = options.runId ?? `run_${(yield* Random.nextInt).toString(36)}_${startedAt.toString(36)}`
-    const until: Until.Until<unknown, RU> = options.until ?? (yield* StopPolicy)
     const limits = {
       maxTurns: options.limits?.maxTurns ?? defaults.maxTurns,
       maxBudgetUsd: options.limits?.maxBudgetUsd,
