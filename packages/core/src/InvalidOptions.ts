@@ -46,7 +46,14 @@ const nothing: Accounting = { usage: TokenUsage.empty, cost: Cost.zero, elapsedM
 /** Values are printed up to this many characters. */
 const maxValueLength = 200
 
-const print = (value: unknown): string => {
+/**
+ * A value as an error shows it: strings quoted, anything else as `Formatter`
+ * prints it, cut at 200 characters.
+ *
+ * @since 0.2.0
+ * @category formatting
+ */
+export const print = (value: unknown): string => {
   const printed = typeof value === "string" ? JSON.stringify(value) : Formatter.format(value)
   return printed.length > maxValueLength ? `${printed.slice(0, maxValueLength)}…` : printed
 }

@@ -155,7 +155,8 @@ const checked = <U extends Until<unknown, unknown>>(
  * @since 0.2.0
  * @category validation
  */
-export const invalid = (until: Until<unknown, unknown>): InvalidOptions.InvalidOptions | undefined => refusals.get(until)
+export const invalid = (until: Until<unknown, unknown>): InvalidOptions.InvalidOptions | undefined =>
+  refusals.get(until)
 
 /** Stops once `n` iterations have completed; `n` is a positive integer. */
 export const maxSteps = (n: number): Until =>

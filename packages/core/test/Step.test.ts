@@ -89,7 +89,7 @@ describe("Step.run", () => {
       expect(times).toHaveLength(4)
     }))
 
-  it.effect("a retry policy that does not decode fails with InvalidStep before running", () =>
+  it.effect("a retry policy that does not decode fails with InvalidOptions before running", () =>
     Effect.gen(function*() {
       let ran = false
       const error = yield* Effect.flip(Step.execute(
@@ -100,7 +100,7 @@ describe("Step.run", () => {
         }),
         undefined
       ))
-      expect(error).toMatchObject({ _tag: "InvalidStep", stepId: "bad-retry" })
+      expect(error).toMatchObject({ _tag: "InvalidOptions", stepId: "bad-retry", field: "retry" })
       expect(error.message).toContain("initialDelay")
       expect(ran).toBe(false)
     }))
@@ -152,6 +152,28 @@ describe("Step.branch", () => {
       expect(yield* Step.execute(routed, 20)).toBe(40)
       expect(yield* Step.execute(routed, -3)).toBe(3)
       expect(yield* Step.execute(routed, 5)).toBe(5)
+    }))
+
+  it.effect("a route that answers anything but a step or null fails with InvalidStep; a step that cannot work with InvalidOptions", () =>
+    Effect.gen(function*() {
+      // Answers from outside the type system: JavaScript callers, a lookup that missed.
+      for (const answer of [undefined, "double", {}, 42]) {
+        const routed = Step.branch({ id: "lookup", route: (_: number): typeof double => answer as never })
+        const error = yield* Effect.flip(Step.execute(routed, 1))
+        expect(error).toBeInstanceOf(StepError.InvalidStep)
+        expect(error).toMatchObject({ stepId: "lookup" })
+        expect(error.message).toContain("route of step \"lookup\" answered")
+        expect(error.message).toContain("not a step")
+      }
+      const bad = Step.branch({
+        id: "lookup",
+        route: (_: number) => Step.spawn({ id: "helper", timeout: -1, child: double })
+      })
+      expect(yield* Effect.flip(Step.execute(bad, 1))).toMatchObject({
+        _tag: "InvalidOptions",
+        stepId: "helper",
+        field: "timeout"
+      })
     }))
 
   it.effect("a route that throws fails with StepFailed", () =>

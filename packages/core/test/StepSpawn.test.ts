@@ -58,6 +58,28 @@ describe("Step.spawn", () => {
       expect(first.items).toStrictEqual([Item.userMessage("task")])
     }))
 
+  it.effect(
+    "sub-agents nested 2,000 deep, and loops 1,000 deep, run without overflowing the stack",
+    () =>
+      Effect.gen(function*() {
+        const leaf = Step.run({ id: "leaf", execute: (_: unknown, ctx) => [ctx.depth, ctx.id.split("/").length] })
+        let spawned: Step.Any = leaf as Step.Any
+        for (let level = 0; level < 2000; level++) spawned = Step.spawn({ id: `s${level}`, child: spawned }) as Step.Any
+        expect(yield* Step.execute(spawned as typeof leaf, undefined, { id: "root" })).toStrictEqual([2000, 2001])
+        const increment = Step.run({ id: "increment", execute: (n: number) => n + 1 })
+        let looped: Step.Any = increment as Step.Any
+        for (let level = 0; level < 1000; level++) {
+          looped = Step.loop({
+            id: `l${level}`,
+            steps: [looped as typeof increment],
+            until: Until.maxSteps(1)
+          }) as Step.Any
+        }
+        expect(yield* Step.execute(looped as typeof increment, 0)).toBe(1)
+      }),
+    30_000
+  )
+
   it.effect("a timeout interrupts the child, finalizers included, and fails with StepTimeout", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
@@ -77,8 +99,9 @@ describe("Step.spawn", () => {
       expect(log).toStrictEqual(["child finalized"])
       const negative = Step.spawn({ id: "negative", timeout: -1, child: describeContext })
       expect(yield* Effect.flip(Step.execute(negative, undefined))).toMatchObject({
-        _tag: "InvalidStep",
-        stepId: "negative"
+        _tag: "InvalidOptions",
+        stepId: "negative",
+        field: "timeout"
       })
     }))
 

@@ -17,6 +17,7 @@
  * @since 0.1.0
  */
 import { Effect, Queue, Stream } from "effect"
+import type { InvalidOptions } from "../InvalidOptions.ts"
 import * as Branch from "./internal/branch.ts"
 import * as Every from "./internal/every.ts"
 import { program } from "./internal/execute.ts"
@@ -28,7 +29,7 @@ import * as Run_ from "./internal/run.ts"
 import * as Spawn from "./internal/spawn.ts"
 import * as ToolStep from "./internal/tool.ts"
 import type { Any, Step } from "./StepAst.ts"
-import type { Aborted, CheckpointFailed } from "./StepError.ts"
+import type { Aborted, CheckpointFailed, InvalidStep } from "./StepError.ts"
 import type * as StepEvent from "./StepEvent.ts"
 
 export type {
@@ -152,14 +153,20 @@ export const llm = Llm.make
 /** A step that runs a tool on its input merged over preset `args`, decoded with the tool's input schema. */
 export const tool = ToolStep.make
 
-/** A step that runs the step `route` picks, on the same input; `null` skips it and passes the input on. */
+/**
+ * A step that runs the step `route` picks, on the same input; `null` skips it
+ * and passes the input on. Anything else than a step or `null` fails with `InvalidStep`.
+ */
 export const branch = Branch.make
 
 /**
- * A step that runs paths at once, as fibers: `race` (the first success wins,
- * the rest are interrupted, finalizers included, before it returns), `all`
+ * A step that runs paths at once, as fibers: `race` (the first path to end
+ * wins, with its output or its failure, as the seed says; the rest are
+ * interrupted, finalizers included, before it returns), `firstSuccess` (the
+ * first path to succeed wins; it fails only when every path fails), `all`
  * (outputs in path order, merged; the first failure interrupts the rest) or
  * `settle` (every outcome, merged). `concurrency` bounds the paths in flight.
+ * `paths` must answer with steps: anything else fails with `InvalidStep`.
  */
 export const fork = Fork.make
 
@@ -175,10 +182,20 @@ export const provide = Spawn.provide
 
 /**
  * A step that runs its `steps` in sequence, again and again, until `until`
- * says stop; see `LoopOptions` for `maxIterations`, `maxHistorySize`,
- * `inbox`, `prepareNext` and `onError`.
+ * says stop, or it reaches `maxIterations` ({@link defaultMaxIterations}
+ * unless it says: then it ends with its last output); see `LoopOptions` for
+ * `maxIterations`, `maxHistorySize`, `inbox`, `prepareNext` and `onError`.
  */
 export const loop = Loops.make
+
+/**
+ * The iterations a `loop` runs at most when it sets no `maxIterations`: 50,
+ * as `AgentLoop` runs 50 turns. `maxIterations: Infinity` runs for ever.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultMaxIterations = Loops.defaultMaxIterations
 
 /** A step that runs a step, parks `ms` (plus up to `jitter`), and runs it again, forever, woken early by `wakeOn`. */
 export const every = Every.make
@@ -188,6 +205,13 @@ export const every = Every.make
  * program's item log as a user message, so `execute(agent, "question")` asks
  * the question. The program fails with its steps' errors, or `Aborted` when a
  * step aborts it; interrupting it interrupts every step, finalizers included.
+ *
+ * The program is checked before anything runs: a field that cannot work (a
+ * step id that is empty or holds `/`, `#`, `[` or `]`, a negative timeout or
+ * `ms`, a `maxIterations` or `concurrency` that is not a positive integer, a
+ * retry policy that does not decode, a stop predicate built with an argument
+ * that cannot work) fails it with `InvalidOptions` naming the step, the field
+ * and the value; a child that is not a step with `InvalidStep`.
  *
  * With a `Checkpointer` in context and an `id`, every step that completes is
  * recorded (its output and the context then; outputs and the state must be
@@ -201,12 +225,12 @@ export function execute<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
 export function execute<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
 export function execute(
   step: Any,
   input: unknown,
@@ -233,12 +257,20 @@ export function stream<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Stream.Stream<
+  StepEvent.Event<O>,
+  E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep,
+  ExecutionServices<R, RT>
+>
 export function stream<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Stream.Stream<
+  StepEvent.Event<O>,
+  E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep,
+  ExecutionServices<R, RT>
+>
 export function stream(
   step: Any,
   input: unknown,

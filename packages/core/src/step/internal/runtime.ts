@@ -8,10 +8,12 @@
  */
 import { Cause, Effect, Exit, Predicate, Tracer } from "effect"
 import type { Schema } from "effect"
+import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { StepMeta } from "../../StepMeta.ts"
 import { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
 import { StepFailed } from "../StepError.ts"
+import type { InvalidStep } from "../StepError.ts"
 import * as StepErrors from "../StepError.ts"
 import * as StepEvent from "../StepEvent.ts"
 import { View } from "./context.ts"
@@ -19,6 +21,8 @@ import * as Ledger from "./ledger.ts"
 import * as Outputs from "./outputs.ts"
 import { Runner } from "./runner.ts"
 import type { Runtime, Scope } from "./runner.ts"
+import { validate } from "./validate.ts"
+import type { Origin } from "./validate.ts"
 
 export {
   /** What a context's `complete` ends. */
@@ -87,6 +91,7 @@ export const runStep = <I, O, E, R, S, RT>(
       const scope: Scope<S, RT> = {
         ...runtime,
         path: key,
+        occurrences: new Map(),
         context,
         report: (reported) => {
           meta = reported
@@ -144,10 +149,9 @@ export const runStep = <I, O, E, R, S, RT>(
  * a step's key is the same each time.
  */
 const keyOf = (runtime: Runtime<unknown, unknown>, stepId: string): string => {
-  const base = `${runtime.path}/${stepId}`
-  const started = runtime.execution.occurrences.get(base) ?? 0
-  runtime.execution.occurrences.set(base, started + 1)
-  return `${base}#${started}`
+  const started = runtime.occurrences.get(stepId) ?? 0
+  runtime.occurrences.set(stepId, started + 1)
+  return `${runtime.path}/${stepId}#${started}`
 }
 
 /** A step an earlier execution completed: its context put back, its `Completed` event sent again, its output read back. */
@@ -257,14 +261,12 @@ export function attempt(
 const failed = (stepId: string, what: string, cause: unknown): StepFailed =>
   new StepFailed({ stepId, message: `step ${stepId}: ${what}: ${StepErrors.info(cause).message}`, cause })
 
-/** Fails with `InvalidStep` unless `value` is a finite number of at least 0 (a duration in ms, a count). */
-export const nonNegative = (
-  stepId: string,
-  field: string,
-  value: number | undefined
-): Effect.Effect<void, StepErrors.InvalidStep> =>
-  value === undefined || (Number.isFinite(value) && value >= 0)
-    ? Effect.void
-    : Effect.fail(
-      new StepErrors.InvalidStep({ stepId, message: `${field} must be a finite number of at least 0, not ${value}` })
-    )
+/**
+ * The step a step's function answered with (`route`, `paths`), checked
+ * before it runs: `InvalidStep` when it is not a step, `InvalidOptions` when
+ * it, or a step below it, cannot work.
+ */
+export const answeredStep = <T>(origin: Origin, value: T): Effect.Effect<T, InvalidStep | InvalidOptions> => {
+  const refused = validate(value, origin)
+  return refused === undefined ? Effect.succeed(value) : Effect.fail(refused)
+}
