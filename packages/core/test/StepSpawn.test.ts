@@ -1,6 +1,6 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Item from "../src/Item.ts"
 import * as Channel from "../src/step/Channel.ts"
@@ -155,6 +155,32 @@ describe("Step.spawn", () => {
       expect(Exit.isSuccess(exit)).toBe(true)
       expect(costs.map((cost) => cost === null ? null : Math.round(cost * 1e6))).toStrictEqual([40, 80, 120])
     }).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer([answer("a"), answer("b"), answer("c")]), pricing))))
+
+  it.effect("executeStep runs a step inside the caller's context: depth, parent, books and events kept", () =>
+    Effect.gen(function*() {
+      const seen: Array<unknown> = []
+      const planner = Step.run({
+        id: "planner",
+        execute: (task: string, ctx) =>
+          Effect.gen(function*() {
+            const answer = yield* Step.executeStep(Step.llm({ id: "think", model, tools: [] }), task, ctx)
+            const helper = yield* Step.executeStep(Step.spawn({ id: "helper", child: describeContext }), task, ctx)
+            // Step.execute would open a new program instead: depth 0, its own books.
+            const apart = yield* Step.execute(describeContext, task)
+            seen.push({ answer, cost: ctx.cost, helper: [helper.depth, helper.parent], apart: apart.depth })
+            return answer
+          })
+      })
+      const events = yield* Stream.runCollect(Step.stream(planner, "plan it", { id: "root" }))
+      expect(seen).toStrictEqual([{ answer: "a", cost: 0.00004, helper: [1, "root"], apart: 0 }])
+      expect(events.flatMap((event) => event._tag === "Started" ? [`${event.stepId} in ${event.contextId}`] : []))
+        .toStrictEqual(["planner in root", "think in root", "helper in root", "describe in root/helper"])
+      const fake = { ...describeContext, stepId: "nobody" } as never
+      const refused = yield* Effect.flip(Step.executeStep(describeContext, "x", fake))
+      expect(refused).toMatchObject({ _tag: "InvalidStep", stepId: "nobody" })
+      const notAStep = Step.run({ id: "caller", execute: (_: string, ctx) => Step.executeStep(42 as never, "x", ctx) })
+      expect(yield* Effect.flip(Step.execute(notAStep, "x"))).toMatchObject({ _tag: "InvalidStep", stepId: "caller" })
+    }).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer([answer("a")]), pricing))))
 
   it.effect("memory of its own replaces the memory around it, for the child only", () =>
     Effect.gen(function*() {

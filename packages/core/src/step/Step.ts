@@ -18,6 +18,7 @@
  */
 import { Effect, Queue, Stream } from "effect"
 import type { InvalidOptions } from "../InvalidOptions.ts"
+import type { ExecutionContext } from "./ExecutionContext.ts"
 import * as Branch from "./internal/branch.ts"
 import * as Every from "./internal/every.ts"
 import { program } from "./internal/execute.ts"
@@ -26,6 +27,7 @@ import * as Fork from "./internal/fork.ts"
 import * as Llm from "./internal/llm.ts"
 import * as Loops from "./internal/loop.ts"
 import * as Run_ from "./internal/run.ts"
+import { runIn } from "./internal/runtime.ts"
 import * as Spawn from "./internal/spawn.ts"
 import * as ToolStep from "./internal/tool.ts"
 import type { Any, Step } from "./StepAst.ts"
@@ -238,6 +240,42 @@ export function execute(
 ): Effect.Effect<unknown, unknown, unknown> {
   return program(step, input, options, undefined)
 }
+
+/**
+ * Runs `step` on `input` inside the step whose context is `ctx`, as the seed's
+ * `ExecuteStepFn(step, input, ctx)`: where `execute` opens a new program,
+ * this runs the step as a child of the calling step, in its execution (the
+ * same item log and books: its turns' usage and cost are the caller's, and a
+ * `spawn` it runs is one deeper, with the caller's context as parent), under
+ * its span, recorded and replayed with the program's checkpoints, its events
+ * in the program's stream. For a step's function that picks what to run as it
+ * goes (a planner). The step is checked first: `InvalidStep` when it is not a
+ * step or `ctx` is not a running step's context, `InvalidOptions` when it
+ * cannot work.
+ *
+ * @since 0.2.0
+ * @category execution
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Step } from "@agentloop/core"
+ *
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * const twice = Step.run({
+ *   id: "twice",
+ *   execute: (n: number, ctx) =>
+ *     Effect.flatMap(Step.executeStep(double, n, ctx), (once) => Step.executeStep(double, once, ctx))
+ * })
+ * Effect.runPromise(Step.execute(twice, 5)).then(console.log) // 20
+ * ```
+ */
+export const executeStep = <I, O, E, R, S>(
+  step: Step<I, O, E, R, S>,
+  input: NoInfer<I>,
+  ctx: ExecutionContext<S>
+): Effect.Effect<O, E | InvalidStep | InvalidOptions, Exclude<R, ExecutionContext>> =>
+  // A step that reads state S runs in a context of state S: `ctx` is one.
+  runIn(step, input, ctx as ExecutionContext<never>)
 
 /**
  * Events `stream` holds for a consumer that has not pulled them yet: one. A

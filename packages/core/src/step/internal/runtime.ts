@@ -98,6 +98,7 @@ export const runStep = <I, O, E, R, S, RT>(
           execution.lastStepMeta = reported
         }
       }
+      scopes.set(context, scope)
       const body = step[Runner](input, scope).pipe(
         Effect.ensuring(Effect.sync(() => {
           execution.stepCount++
@@ -141,6 +142,47 @@ export const runStep = <I, O, E, R, S, RT>(
     }
   )
 }
+
+/** The scope each running step's context belongs to: where a step it runs with `runIn` runs. */
+const scopes = new WeakMap<ExecutionContext<unknown>, Scope<unknown, unknown>>()
+
+/**
+ * Runs `step` on `input` inside the step whose context is `ctx`, as its child:
+ * in the same execution (its books, item log, depth and parent), under its
+ * span, with a key below its own (so a checkpointed execution records it and
+ * a resumed one replays it), its events sent. The step is checked first, as
+ * `route` and `paths` answers are. Fails with `InvalidStep` when `ctx` is not
+ * the context of a step that is running.
+ */
+export const runIn = <T extends Step.Some>(
+  step: T,
+  input: unknown,
+  ctx: ExecutionContext<never>
+): Effect.Effect<
+  Step.Output<T>,
+  Step.Error<T> | InvalidStep | InvalidOptions,
+  Exclude<Step.Services<T>, ExecutionContext>
+> =>
+  Effect.suspend(() => {
+    const scope = scopes.get(ctx)
+    if (scope === undefined) {
+      return Effect.fail(
+        new StepErrors.InvalidStep({
+          stepId: typeof ctx?.stepId === "string" ? ctx.stepId : "",
+          message: "executeStep: ctx is not the context of a running step (pass the ctx a step's function was given)"
+        })
+      )
+    }
+    // The toolkit's services are the program's: they are in context wherever one of its steps runs.
+    return Effect.flatMap(
+      answeredStep({ stepId: ctx.stepId, answered: "executeStep" }, step),
+      (checked) => runChild(checked, input, scope)
+    ) as Effect.Effect<
+      Step.Output<T>,
+      Step.Error<T> | InvalidStep | InvalidOptions,
+      Exclude<Step.Services<T>, ExecutionContext>
+    >
+  })
 
 /**
  * The key of the next step of id `stepId` to start below the step of
