@@ -4,6 +4,7 @@ import { Duration, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Item from "../src/Item.ts"
 import * as Channel from "../src/step/Channel.ts"
+import type { ExecutionContext } from "../src/step/ExecutionContext.ts"
 import * as Memory from "../src/step/Memory.ts"
 import * as Step from "../src/step/Step.ts"
 import * as StepError from "../src/step/StepError.ts"
@@ -175,10 +176,13 @@ describe("Step.spawn", () => {
       expect(seen).toStrictEqual([{ answer: "a", cost: 0.00004, helper: [1, "root"], apart: 0 }])
       expect(events.flatMap((event) => event._tag === "Started" ? [`${event.stepId} in ${event.contextId}`] : []))
         .toStrictEqual(["planner in root", "think in root", "helper in root", "describe in root/helper"])
-      const fake = { ...describeContext, stepId: "nobody" } as never
+      const fake = { stepId: "nobody" } as unknown as ExecutionContext
       const refused = yield* Effect.flip(Step.executeStep(describeContext, "x", fake))
       expect(refused).toMatchObject({ _tag: "InvalidStep", stepId: "nobody" })
-      const notAStep = Step.run({ id: "caller", execute: (_: string, ctx) => Step.executeStep(42 as never, "x", ctx) })
+      const notAStep = Step.run({
+        id: "caller",
+        execute: (_: string, ctx) => Step.executeStep(42 as unknown as typeof describeContext, "x", ctx)
+      })
       expect(yield* Effect.flip(Step.execute(notAStep, "x"))).toMatchObject({ _tag: "InvalidStep", stepId: "caller" })
     }).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer([answer("a")]), pricing))))
 
