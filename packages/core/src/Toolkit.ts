@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Effect, Exit, Option, Queue, Schema, Stream } from "effect"
+import { Cause, Duration, Effect, Exit, Option, Queue, Result as Res, Schema, Stream } from "effect"
 import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
 import { detached } from "./internal/detached.ts"
@@ -219,10 +219,19 @@ const executeOne = <R>(
   call: Item.FunctionCall,
   index: number,
   options: Options | undefined
-): Effect.Effect<Result, never, R> =>
-  Effect.gen(function*() {
-    const tool = toolkit.byName.get(call.name)
+): Effect.Effect<Result, never, R> => {
+  const tool = toolkit.byName.get(call.name)
+  /** The call's arguments, once they decoded: what the tool's `decorateResultItem` is given. */
+  let args: unknown = undefined
+  return Effect.gen(function*() {
     if (tool === undefined) return mistake(call, "unknown_tool", unknownToolReason(toolkit, call.name))
+    if (!Tool.acceptsCall(tool, call)) {
+      return mistake(
+        call,
+        "invalid_arguments",
+        `The call of tool "${tool.name}" does not match the tool's item schemas (itemSchemas.toolCalls).`
+      )
+    }
 
     const json = parseJson(call.arguments)
     if (json._tag === "Invalid") {
@@ -243,6 +252,7 @@ const executeOne = <R>(
       )
     }
     const input = decoded.value
+    args = input
 
     if (tool.needsApproval(input)) {
       const approval = yield* Approval.Approval
@@ -286,9 +296,24 @@ const executeOne = <R>(
         ? Effect.failCause(cause)
         : Effect.succeed(mistake(call, "defect", `Tool "${call.name}" crashed: ${causeMessage(cause)}`))
     ),
+    Effect.map((result) => tool === undefined ? result : decorated(tool, result, args)),
     Effect.tap(annotateResult),
-    withToolSpan(call, toolkit.byName.get(call.name)?.description)
+    withToolSpan(call, tool?.description)
   )
+}
+
+/** A result with its item as the tool makes it (see `Tool.checkedResultItem`); a defect, with the plain item, when it cannot. */
+const decorated = <R>(tool: Tool.Any<R>, result: Result, args: unknown): Result => {
+  const made = Tool.checkedResultItem(tool, {
+    baseItem: result.output,
+    callItem: result.call,
+    args,
+    result: result.outcome === "success" ? result.value : undefined,
+    output: result.output.output,
+    error: result.outcome !== "success"
+  })
+  return Res.isSuccess(made) ? { ...result, output: made.success } : mistake(result.call, "defect", made.failure)
+}
 
 const withToolSpan =
   (call: Item.FunctionCall, description: string | undefined) =>

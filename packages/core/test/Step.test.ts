@@ -9,6 +9,7 @@ import * as RetryPolicy from "../src/step/RetryPolicy.ts"
 import * as Step from "../src/step/Step.ts"
 import * as StepError from "../src/step/StepError.ts"
 import * as Tool from "../src/Tool.ts"
+import * as Until from "../src/Until.ts"
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { why: Schema.String }) {}
 
@@ -271,6 +272,31 @@ describe("Step.tool", () => {
       )
       yield* TestClock.adjust("1 hour")
       yield* Deferred.await(finished)
+    }))
+
+  it.effect("the reported result item is the tool's decorateResultItem's; one it cannot make fails with StepFailed", () =>
+    Effect.gen(function*() {
+      const decorated = (card: string) =>
+        Tool.make({
+          name: "label",
+          description: "Labels",
+          input: Schema.Struct({ text: Schema.String }),
+          output: Schema.String,
+          itemSchemas: { toolResults: [Schema.Struct({ card: Schema.Literal("ok") })] },
+          decorateResultItem: ({ baseItem }) => ({ ...baseItem, card }),
+          execute: ({ text }) => Effect.succeed(text.toUpperCase())
+        })
+      const meta = Step.run({ id: "meta", execute: (_: string, ctx) => ctx.lastStepMeta?.responseItems?.at(-1) })
+      const labelled = Step.loop({
+        id: "labelled",
+        steps: [Step.tool({ id: "label", tool: decorated("ok") }), meta],
+        prepareNext: () => ({ text: "a" }),
+        until: Until.maxSteps(1)
+      })
+      expect(yield* Step.execute(labelled, { text: "a" })).toMatchObject({ output: "\"A\"", card: "ok" })
+      const refused = yield* Effect.flip(Step.execute(Step.tool({ id: "label", tool: decorated("no") }), { text: "a" }))
+      expect(refused).toMatchObject({ _tag: "StepFailed", stepId: "label" })
+      expect(refused.message).toContain("itemSchemas.toolResults")
     }))
 
   it.effect("a tool that halts fails the step with Halt", () =>

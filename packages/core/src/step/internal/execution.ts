@@ -113,6 +113,8 @@ export interface Execution<out S> {
   readonly remembered: WeakSet<Item.Item>
   /** How many times each spawn step has run here, for the ids of its sub-agents. */
   readonly spawns: Map<string, number>
+  /** The states of the tools' memories (see `ToolMemory`), by id: each execution has its own. */
+  readonly toolMemory: Map<string, unknown>
   stepCount: number
   tokens: TokenUsage.TokenUsage
   cost: Cost.Cost
@@ -158,6 +160,7 @@ export const makeExecution = <S>(options: {
     frame,
     remembered: new WeakSet(),
     spawns: new Map(),
+    toolMemory: new Map(),
     stepCount: 0,
     tokens: TokenUsage.empty,
     cost: Cost.zero,
