@@ -20,6 +20,12 @@ const child = new URL("./crash/child.ts", import.meta.url).pathname
 const postgres = await Reachable.listening(5432)
 if (!postgres) console.warn("CheckpointCrash: SKIPPING the PostgreSQL case: nothing listens on 127.0.0.1:5432")
 
+/**
+ * Each case starts two Node processes that load the sources: seconds on a busy machine, not a fixed time.
+ * The limit only ends a case that hangs; a child that dies ends its case at once (see `TestProcess.waitFor`).
+ */
+const hangs = 600_000
+
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
 
@@ -80,13 +86,13 @@ describe("checkpoints across processes", () => {
   it.live(
     "an AgentLoop run killed mid-tool resumes in a new process, on the file system",
     () => scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "agent"),
-    30_000
+    hangs
   )
 
   it.live(
     "a step program killed mid-tool resumes in a new process, on the file system",
     () => scenario((dir) => ({ _tag: "files", directory: Path.join(dir, "store") }), "steps"),
-    30_000
+    hangs
   )
 
   const table = `agentloop_crash_${process.pid}`
@@ -101,6 +107,6 @@ describe("checkpoints across processes", () => {
           )
         )
       ),
-    30_000
+    hangs
   )
 })
