@@ -114,6 +114,8 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderH
   {
     name: "bounds error messages and reads only the start of a huge error body",
     clock: "live",
+    // Hundreds of megabytes offered and megabytes read: seconds on a busy machine.
+    timeout: 120_000,
     test: ProviderHarness.run(fixture, (server, model) =>
       Effect.gen(function*() {
         yield* server.reply(ProviderServer.status(500, { error: { message: "x".repeat(10_000_000) } }))
