@@ -73,6 +73,9 @@ export type Verdict = typeof Verdict.Type
  * A `loop` ended after `iterations` iterations, with the output of its last:
  * its predicate said stop (`until`), or it reached its safety limit
  * (`maxIterations`).
+ *
+ * @since 0.2.0
+ * @category events
  */
 export const LoopEnded = Schema.TaggedStruct("LoopEnded", {
   ...header,
