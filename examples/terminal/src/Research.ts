@@ -168,6 +168,11 @@ export const render = (event: StepEvent.Event<string>, rootId: string): string =
           dim(`  [verifier: ${event.verdict.stop ? "accepted" : `asked again: ${event.verdict.feedback ?? ""}`}]`)
         }\n`
         : ""
+    case "LoopEnded":
+      return event.reason === "maxIterations"
+        ? `${dim(`  [${event.stepId} stopped at its limit of ${event.iterations} iterations]`)}
+`
+        : ""
     case "Recorded":
       return ""
     case "Turn": {

@@ -19,6 +19,7 @@ import * as McpServers from "./McpServers.ts"
 import * as Provider from "./Provider.ts"
 import * as Research from "./Research.ts"
 import { question } from "./script.ts"
+import * as Startup from "./Startup.ts"
 import * as Tools from "./tools.ts"
 
 const { asked, mcp, program: chosen } = parse(process.argv.slice(2), process.env["AGENTLOOP_PROGRAM"])
@@ -66,7 +67,7 @@ const main = chosen === "agent" || chosen === "research"
 main.pipe(
   Effect.catch((error) =>
     Effect.sync(() => {
-      process.stderr.write(`agentloop demo: ${error.message}\n`)
+      process.stderr.write(`agentloop demo: ${Startup.explain(error)}\n`)
       process.exitCode = 1
     })
   ),

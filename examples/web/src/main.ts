@@ -9,6 +9,7 @@ import { Config, Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import * as Server from "./Server.ts"
+import * as Startup from "./Startup.ts"
 
 const program = Effect.gen(function*() {
   const port = yield* Config.Port("AGENTLOOP_WEB_PORT").pipe(Config.withDefault(3000))
@@ -29,7 +30,7 @@ program.pipe(
   Effect.scoped,
   Effect.catch((error) =>
     Effect.sync(() => {
-      process.stderr.write(`agentloop web demo: ${error.message}\n`)
+      process.stderr.write(`agentloop web demo: ${Startup.explain(error)}\n`)
       process.exitCode = 1
     })
   ),

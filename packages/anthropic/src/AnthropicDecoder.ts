@@ -235,7 +235,9 @@ class Decoder implements ProviderStream.Decoder {
         out.push({ type: "function_call_done", call_id: block.id, name: block.name, arguments: block.pieces.join("") })
       }
     } else if (block.kind === "other" && block.pieces.length > 0) {
-      const input = ProviderStream.parseJson(provider, event, block.pieces.join(""))
+      // A tool without input streams it as one empty piece: the input is an empty object.
+      const streamed = block.pieces.join("")
+      const input = streamed === "" ? Result.succeed({}) : ProviderStream.parseJson(provider, event, streamed)
       if (Result.isFailure(input)) return input.failure
       this.blocks.set(index, { ...block, data: { ...block.data, input: input.success } })
     }

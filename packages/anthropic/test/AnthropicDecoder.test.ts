@@ -87,6 +87,26 @@ describe("AnthropicDecoder", () => {
       ).toMatch(/not JSON/)
     }))
 
+  it.effect("an input streamed as one empty piece is an empty object, for a server tool and a client tool", () =>
+    Effect.gen(function*() {
+      const { error, turn } = yield* decode([
+        messageStart("msg_empty"),
+        blockStart(0, { type: "server_tool_use", id: "srvtoolu_1", name: "web_fetch", input: {} }),
+        delta(0, { type: "input_json_delta", partial_json: "" }),
+        blockStop(0),
+        blockStart(1, { type: "tool_use", id: "toolu_1", name: "now", input: {} }),
+        delta(1, { type: "input_json_delta", partial_json: "" }),
+        blockStop(1),
+        messageDelta("tool_use"),
+        messageStop
+      ])
+      expect(error).toBeUndefined()
+      expect(turn?.items.map((item) => item.type === "function_call" ? item.arguments : item)).toMatchObject([
+        { type: "x-anthropic.server_tool_use", data: { id: "srvtoolu_1", input: {} } },
+        "{}"
+      ])
+    }))
+
   it.effect("a body that ends before message_stop fails with IncompleteTurn after the deltas it carried", () =>
     Effect.gen(function*() {
       const { deltas, error } = yield* decode([

@@ -4,6 +4,6 @@ import { conformance } from "./fixtures.ts"
 
 describe("Anthropic conformance", () => {
   for (const c of ProviderConformance.cases(conformance)) {
-    ;(c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)
+    ;(c.clock === "test" ? it.effect : it.live)(c.name, () => c.test, c.timeout)
   }
 })

@@ -18,11 +18,16 @@ export const StopPolicy = Context.Reference<Until.Until<unknown>>("@agentloop/co
 /**
  * Sets the default predicate for every run under this layer. The services the
  * predicate needs are taken when the layer is built, so runs need not provide them.
+ * A predicate that cannot work (see `Until.invalid`) stays one: runs refuse it.
  */
 export const layer = <E, R>(until: Until.Until<E, R>): Layer.Layer<never, never, R> =>
   Layer.effect(StopPolicy)(
     Effect.map(
       Effect.context<R>(),
-      (context): Until.Until<unknown> => (snapshot) => Effect.provideContext(Until.toEffect(until, snapshot), context)
+      (context): Until.Until<unknown> => {
+        const error = Until.invalid(until)
+        if (error !== undefined) return Until.refused(error)
+        return (snapshot) => Effect.provideContext(Until.toEffect(until, snapshot), context)
+      }
     )
   )

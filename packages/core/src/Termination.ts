@@ -15,6 +15,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import { Accounting } from "./Accounting.ts"
 import * as AiError from "./AiError.ts"
 import * as Cost from "./Cost.ts"
+import { InvalidOptions } from "./InvalidOptions.ts"
 import * as Item from "./Item.ts"
 import { PredicateFailed } from "./PredicateFailed.ts"
 import * as Telemetry from "./Telemetry.ts"
@@ -272,6 +273,11 @@ export class ProviderAuth extends Schema.TaggedError<ProviderAuth>()("ProviderAu
   }
 }
 
+export {
+  /** The run's options cannot work: found before anything ran (defined in its own module, re-exported here). */
+  InvalidOptions
+} from "./InvalidOptions.ts"
+
 /** Any termination of a failed run. */
 export type Error =
   | MaxTurns
@@ -289,6 +295,7 @@ export type Error =
   | ProviderAuth
   | ProviderQuota
   | CheckpointFailed
+  | InvalidOptions
 
 /** Schema of every error {@link Error}. */
 export const Error = Schema.Union([
@@ -306,7 +313,8 @@ export const Error = Schema.Union([
   SchemaValidation,
   ProviderAuth,
   ProviderQuota,
-  CheckpointFailed
+  CheckpointFailed,
+  InvalidOptions
 ])
 
 /** How a run ended; `A` is the value a finish tool submits. */
@@ -342,7 +350,8 @@ const categories: { readonly [T in Tag]: Category } = {
   SchemaValidation: "retryable",
   ProviderAuth: "fatal",
   ProviderQuota: "fatal",
-  CheckpointFailed: "retryable"
+  CheckpointFailed: "retryable",
+  InvalidOptions: "fatal"
 }
 
 /** Every termination tag, successes first. */
@@ -363,7 +372,8 @@ export const all: ReadonlyArray<Tag> = [
   "SchemaValidation",
   "ProviderAuth",
   "ProviderQuota",
-  "CheckpointFailed"
+  "CheckpointFailed",
+  "InvalidOptions"
 ]
 
 /** The category of a termination (or of a tag), for retry decisions. */

@@ -8,11 +8,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, JsonPointer, Predicate, Schema } from "effect"
+import { Context, Duration, JsonPointer, Predicate, Result, Schema } from "effect"
 import type { Effect, JsonSchema, Stream } from "effect"
 import type { Halt } from "./Halt.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
+import type * as ToolMemory from "./ToolMemory.ts"
 
 /** Marks a value as a {@link Tool}. */
 export const TypeId = "~@agentloop/core/Tool" as const
@@ -39,6 +40,43 @@ export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value
 export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
 
 /**
+ * Item schemas a tool contributes, as the seed's `itemSchemas`: gates, never
+ * normalizers (an item that passes one is kept as it is). Each list is checked
+ * against this tool's own items only.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ItemSchemas {
+  /** A call of this tool must satisfy one of these; one that does not is answered as invalid arguments, and not run. */
+  readonly toolCalls?: ReadonlyArray<Schema.Top> | undefined
+  /**
+   * This tool's result item (after `decorateResultItem`, for every outcome,
+   * failures included) must satisfy one of these; one that does not ends the
+   * call as a defect, with the plain result item.
+   */
+  readonly toolResults?: ReadonlyArray<Schema.Top> | undefined
+}
+
+/**
+ * What a tool's `decorateResultItem` is given: the result item the runtime
+ * made (`baseItem`), the call, the decoded arguments (`undefined` when they
+ * did not decode), the tool's output (`undefined` unless the call succeeded),
+ * the text the model reads, and whether the call failed.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface DecorateParams<Input, Output> {
+  readonly baseItem: Item.FunctionCallOutput
+  readonly callItem: Item.FunctionCall
+  readonly args: Input | undefined
+  readonly result: Output | undefined
+  readonly output: string
+  readonly error: boolean
+}
+
+/**
  * A tool. `execute` returns an `Effect` of the output, or a `Stream` of
  * {@link StreamEvent}s whose `Done` carries the output.
  *
@@ -60,12 +98,18 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   readonly parameters: JsonSchema.JsonSchema
   /** Whether running a call again is safe; see the `idempotent` option of {@link make}. */
   readonly idempotent: boolean
+  /** The schemas this tool's call and result items must satisfy; see {@link ItemSchemas}. */
+  readonly itemSchemas: ItemSchemas | undefined
+  /** This tool's memory, when it has one; see the `ToolMemory` module. */
+  readonly memory: ToolMemory.Declaration | undefined
   needsApproval(input: Input): boolean
   /** What the model is shown besides the output's JSON (a screenshot, a page); see the `content` option of {@link make}. */
   content(output: Output): ReadonlyArray<Item.ToolContentPart>
   execute(
     input: Input
   ): Effect.Effect<Output, Failure | Halt, R> | Stream.Stream<StreamEvent<P, Output>, Failure | Halt, R>
+  /** Makes the result item of a call: the runtime's `baseItem`, as it is when the tool has no `decorateResultItem`. */
+  resultItem(params: DecorateParams<Input, Output>): Item.FunctionCallOutput
 }
 
 /** Any tool whose `execute` needs the services `R`. */
@@ -79,9 +123,12 @@ export interface Any<out R = unknown> {
   readonly timeout: Duration.Duration | undefined
   readonly parameters: JsonSchema.JsonSchema
   readonly idempotent: boolean
+  readonly itemSchemas: ItemSchemas | undefined
+  readonly memory: ToolMemory.Declaration | undefined
   needsApproval(input: unknown): boolean
   content(output: unknown): ReadonlyArray<Item.ToolContentPart>
   execute(input: unknown): Effect.Effect<unknown, unknown, R> | Stream.Stream<StreamEvent<unknown, unknown>, unknown, R>
+  resultItem(params: DecorateParams<unknown, unknown>): Item.FunctionCallOutput
 }
 
 /** The services a tool's `execute` needs. */
@@ -110,6 +157,13 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * the output item's `content` (see `Item.FunctionCallOutput`), which
  * providers that take media in tool results send and the others refuse
  * before sending anything.
+ *
+ * The seed's extensions: `decorateResultItem` makes the result item of each
+ * call from the runtime's (fields of its own added to it: a card for a UI,
+ * say; it must stay the call's `function_call_output`), `itemSchemas` are the
+ * gates this tool's items must pass (see {@link ItemSchemas}), and `memory`
+ * declares a state of the tool's own (see the `ToolMemory` module; its `id`
+ * is the tool's name unless given).
  */
 export const make = <
   const Name extends string,
@@ -128,6 +182,11 @@ export const make = <
   readonly needsApproval?: boolean | ((input: Input) => boolean) | undefined
   readonly idempotent?: boolean | undefined
   readonly content?: ((output: NoInfer<Output>) => ReadonlyArray<Item.ToolContentPart>) | undefined
+  readonly itemSchemas?: ItemSchemas | undefined
+  readonly decorateResultItem?:
+    | ((params: DecorateParams<NoInfer<Input>, NoInfer<Output>>) => Item.FunctionCallOutput)
+    | undefined
+  readonly memory?: Omit<ToolMemory.Declaration, "id"> & { readonly id?: string | undefined } | undefined
   readonly execute: (
     input: Input
   ) =>
@@ -137,6 +196,8 @@ export const make = <
   const approval = options.needsApproval
   const execute = options.execute
   const content = options.content
+  const decorate = options.decorateResultItem
+  const memory = options.memory
   return {
     [TypeId]: TypeId,
     name: options.name,
@@ -147,10 +208,59 @@ export const make = <
     timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
     parameters: toParameters(options.input),
     idempotent: options.idempotent ?? false,
+    itemSchemas: options.itemSchemas,
+    memory: memory === undefined
+      ? undefined
+      : { id: memory.id ?? options.name, init: () => memory.init(), recall: (state) => memory.recall(state) },
     needsApproval: (input) => typeof approval === "function" ? approval(input) : approval === true,
     content: (output) => content === undefined ? [] : content(output),
-    execute: (input) => execute(input)
+    execute: (input) => execute(input),
+    resultItem: (params) => decorate === undefined ? params.baseItem : decorate(params)
   }
+}
+
+/**
+ * The result item of a call of `tool`: `params.baseItem` as the tool's
+ * `decorateResultItem` makes it, checked against the tool's
+ * `itemSchemas.toolResults`. Fails with the reason, to tell the model, when
+ * the decoration throws, is not the call's `function_call_output`, or passes
+ * none of the schemas.
+ *
+ * @since 0.2.0
+ * @category items
+ */
+export const checkedResultItem = (
+  tool: Any<unknown>,
+  params: DecorateParams<unknown, unknown>
+): Result.Result<Item.FunctionCallOutput, string> => {
+  let item: Item.FunctionCallOutput
+  try {
+    item = tool.resultItem(params)
+  } catch (error) {
+    return Result.fail(
+      `Tool "${tool.name}" could not make its result item: ${error instanceof Error ? error.message : String(error)}`
+    )
+  }
+  if (!Predicate.isObject(item) || item.type !== "function_call_output" || item.call_id !== params.callItem.call_id) {
+    return Result.fail(`Tool "${tool.name}" made a result item that is not the function_call_output of its call`)
+  }
+  const gates = tool.itemSchemas?.toolResults
+  if (gates !== undefined && !gates.some((schema) => Schema.is(schema)(item))) {
+    return Result.fail(`Tool "${tool.name}" made a result item that matches none of its itemSchemas.toolResults`)
+  }
+  return Result.succeed(item)
+}
+
+/**
+ * Whether a call item of `tool` passes the tool's `itemSchemas.toolCalls`
+ * (every call does when the tool has none).
+ *
+ * @since 0.2.0
+ * @category items
+ */
+export const acceptsCall = (tool: Any<unknown>, call: Item.FunctionCall): boolean => {
+  const gates = tool.itemSchemas?.toolCalls
+  return gates === undefined || gates.some((schema) => Schema.is(schema)(call))
 }
 
 /**

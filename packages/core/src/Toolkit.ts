@@ -10,9 +10,10 @@
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Effect, Exit, Option, Queue, Schema, Stream } from "effect"
+import { Cause, Duration, Effect, Exit, Option, Queue, Result as Res, Schema, Stream } from "effect"
 import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
+import { detached } from "./internal/detached.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import * as Telemetry from "./Telemetry.ts"
@@ -99,7 +100,10 @@ export interface Options {
   readonly concurrency?: number | undefined
   /**
    * The time limit of each call (default {@link defaultTimeout}; `Duration.infinity`
-   * for none). A tool's own `timeout` wins. Approval waits do not count.
+   * for none). A tool's own `timeout` wins. Approval waits do not count. At the
+   * limit the call ends at once, and its tool is interrupted: one whose body
+   * cannot be interrupted (an uninterruptible region, a blocking call) runs on
+   * to its end on its own, and what it returns is dropped.
    */
   readonly timeout?: Duration.Input | undefined
   /** Called with every progress event of a streaming tool, in the order that tool emitted them. */
@@ -116,7 +120,8 @@ export const defaultTimeout: Duration.Duration = Duration.minutes(5)
 
 /**
  * Runs the calls and returns one result per call, in call order, whatever order
- * they finish in. Never fails; interrupting it interrupts the running tools.
+ * they finish in. Never fails; interrupting it interrupts the running tools
+ * and returns without waiting for them to stop.
  *
  * The output item of call `c` has id `fco_<c.call_id>` and status `"completed"`
  * on success, `"incomplete"` otherwise (the `outcome` says why; `"failed"` is
@@ -203,10 +208,19 @@ const executeOne = <R>(
   call: Item.FunctionCall,
   index: number,
   options: Options | undefined
-): Effect.Effect<Result, never, R> =>
-  Effect.gen(function*() {
-    const tool = toolkit.byName.get(call.name)
+): Effect.Effect<Result, never, R> => {
+  const tool = toolkit.byName.get(call.name)
+  /** The call's arguments, once they decoded: what the tool's `decorateResultItem` is given. */
+  let args: unknown = undefined
+  return Effect.gen(function*() {
     if (tool === undefined) return mistake(call, "unknown_tool", unknownToolReason(toolkit, call.name))
+    if (!Tool.acceptsCall(tool, call)) {
+      return mistake(
+        call,
+        "invalid_arguments",
+        `The call of tool "${tool.name}" does not match the tool's item schemas (itemSchemas.toolCalls).`
+      )
+    }
 
     const json = parseJson(call.arguments)
     if (json._tag === "Invalid") {
@@ -227,6 +241,7 @@ const executeOne = <R>(
       )
     }
     const input = decoded.value
+    args = input
 
     if (tool.needsApproval(input)) {
       const approval = yield* Approval.Approval
@@ -239,7 +254,8 @@ const executeOne = <R>(
 
     const limit = tool.timeout ??
       (options?.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout))
-    const running = run(tool, call, index, input, options?.onProgress)
+    // Timed out or interrupted, the call ends at once: a tool that cannot stop is left to finish on its own.
+    const running = detached(run(tool, call, index, input, options?.onProgress))
     const exit = yield* Effect.exit(
       Duration.isFinite(limit) ? Effect.timeoutOption(running, limit) : Effect.map(running, Option.some)
     )
@@ -276,9 +292,24 @@ const executeOne = <R>(
         ? Effect.failCause(cause)
         : Effect.succeed(mistake(call, "defect", `Tool "${call.name}" crashed: ${causeMessage(cause)}`))
     ),
+    Effect.map((result) => tool === undefined ? result : decorated(tool, result, args)),
     Effect.tap(annotateResult),
-    withToolSpan(call, toolkit.byName.get(call.name)?.description)
+    withToolSpan(call, tool?.description)
   )
+}
+
+/** A result with its item as the tool makes it (see `Tool.checkedResultItem`); a defect, with the plain item, when it cannot. */
+const decorated = <R>(tool: Tool.Any<R>, result: Result, args: unknown): Result => {
+  const made = Tool.checkedResultItem(tool, {
+    baseItem: result.output,
+    callItem: result.call,
+    args,
+    result: result.outcome === "success" ? result.value : undefined,
+    output: result.output.output,
+    error: result.outcome !== "success"
+  })
+  return Res.isSuccess(made) ? { ...result, output: made.success } : mistake(result.call, "defect", made.failure)
+}
 
 const withToolSpan =
   (call: Item.FunctionCall, description: string | undefined) =>

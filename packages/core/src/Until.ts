@@ -15,6 +15,7 @@ import { KeyValueStore } from "effect/persistence"
 import type { AiError } from "./AiError.ts"
 import * as Cost from "./Cost.ts"
 import * as Embedder from "./Embedder.ts"
+import * as InvalidOptions from "./InvalidOptions.ts"
 import { PredicateFailed } from "./PredicateFailed.ts"
 
 export {
@@ -116,20 +117,76 @@ export const evaluate: <E, R>(
 
 const proceed = Verdict.continue()
 
-/** Stops once `n` iterations have completed. */
-export const maxSteps = (n: number): Until => (snapshot) =>
-  snapshot.stepCount >= n ? Verdict.stop(`step limit reached: ${snapshot.stepCount} of ${n}`) : proceed
+/** Why each predicate built with arguments that cannot work cannot, found when it was built. */
+const refusals = new WeakMap<Until<unknown, unknown>, InvalidOptions.InvalidOptions>()
 
-/** Stops once the run has used `n` tokens in total (input and output). */
-export const maxTokens = (n: number): Until => (snapshot) =>
-  snapshot.tokens.total >= n ? Verdict.stop(`token limit reached: ${snapshot.tokens.total} of ${n}`) : proceed
+/**
+ * A predicate that cannot work, because of `error`: what a constructor given
+ * an argument that cannot work answers, and what a wrapper of such a predicate
+ * (a `StopPolicy` layer) answers in its place. A run asks {@link invalid}
+ * before anything runs and fails with the error; asked anyway, the predicate
+ * dies with it, which a run reports as a `PredicateFailed`.
+ *
+ * @since 0.2.0
+ * @category validation
+ */
+export const refused = (error: InvalidOptions.InvalidOptions): Until => {
+  const until: Until = () => Effect.die(error)
+  refusals.set(until, error)
+  return until
+}
+
+/** `until`, or the refused predicate when `field` holding `value` breaks `rule`. */
+const checked = <U extends Until<unknown, unknown>>(
+  field: string,
+  value: unknown,
+  rule: InvalidOptions.Rule,
+  until: () => U
+): U | Until => {
+  const error = InvalidOptions.check(field, value, rule)
+  return error === undefined ? until() : refused(error)
+}
+
+/**
+ * Why `until` cannot work, when it was built with an argument that cannot
+ * (`Until.maxDuration(-1)`, a combinator of such a predicate), else
+ * `undefined`. `AgentLoop` and `Step.execute` ask before anything runs.
+ *
+ * @since 0.2.0
+ * @category validation
+ */
+export const invalid = (until: Until<unknown, unknown>): InvalidOptions.InvalidOptions | undefined =>
+  refusals.get(until)
+
+/** Stops once `n` iterations have completed; `n` is a positive integer. */
+export const maxSteps = (n: number): Until =>
+  checked(
+    "Until.maxSteps(n)",
+    n,
+    InvalidOptions.positiveInteger,
+    (): Until => (snapshot) =>
+      snapshot.stepCount >= n ? Verdict.stop(`step limit reached: ${snapshot.stepCount} of ${n}`) : proceed
+  )
+
+/** Stops once the run has used `n` tokens in total (input and output); `n` is a positive integer. */
+export const maxTokens = (n: number): Until =>
+  checked(
+    "Until.maxTokens(n)",
+    n,
+    InvalidOptions.positiveInteger,
+    (): Until => (snapshot) =>
+      snapshot.tokens.total >= n ? Verdict.stop(`token limit reached: ${snapshot.tokens.total} of ${n}`) : proceed
+  )
 
 /**
  * Stops once the run has cost `usd` dollars or more. A run whose cost is
  * unknown (a turn of a model without a price) fails the predicate: an unknown
  * cost is not a free one, and the limit could not be kept.
  */
-export const maxCost = (usd: number): Until<PredicateFailed> => (snapshot) => {
+export const maxCost = (usd: number): Until<PredicateFailed> =>
+  checked("Until.maxCost(usd)", usd, InvalidOptions.positive, () => costAtMost(usd))
+
+const costAtMost = (usd: number): Until<PredicateFailed> => (snapshot) => {
   if (snapshot.cost === null) {
     return Effect.fail(
       new PredicateFailed({
@@ -144,11 +201,12 @@ export const maxCost = (usd: number): Until<PredicateFailed> => (snapshot) => {
 }
 
 /** Stops once the run has been going for `limit` (a number is milliseconds), the limit itself included. */
-export const maxDuration = (limit: Duration.Input): Until => {
-  const ms = Duration.toMillis(limit)
-  return (snapshot) =>
-    snapshot.elapsed >= ms ? Verdict.stop(`time limit reached: ${snapshot.elapsed} ms of ${ms} ms`) : proceed
-}
+export const maxDuration = (limit: Duration.Input): Until =>
+  checked("Until.maxDuration(limit)", limit, InvalidOptions.duration, (): Until => {
+    const ms = Duration.toMillis(Duration.fromInputUnsafe(limit))
+    return (snapshot) =>
+      snapshot.elapsed >= ms ? Verdict.stop(`time limit reached: ${snapshot.elapsed} ms of ${ms} ms`) : proceed
+  })
 
 const isTurn = Schema.is(Turn.Turn)
 
@@ -194,18 +252,33 @@ const isVerifyResult = Schema.is(VerifyResult)
  * `AgentLoop` run, the turn's text). A failed verification's feedback goes on
  * in the verdict, for the next iteration; so does a passing one's.
  */
-export const verified = <E = never, R = never>(verify: Verify<E, R>): Until<E | PredicateFailed, R> => (snapshot) =>
+export const verified = <E = never, R = never>(verify: Verify<E, R>): Until<E | PredicateFailed, R> =>
+  checked(
+    "Until.verified(verify)",
+    verify,
+    InvalidOptions.function_,
+    (): Until<E | PredicateFailed, R> => (snapshot) => verifiedBy(verify, snapshot)
+  )
+
+const verifiedBy = <E, R>(verify: Verify<E, R>, snapshot: Snapshot) =>
   Effect.map(
     settle("verify function", () => verify(snapshot.lastOutput, snapshot), isVerifyResult, "a verify result"),
     (result) => result.pass ? Verdict.stop("verification passed", result.feedback) : Verdict.continue(result.feedback)
   )
 
-/** Stops when the last output's text contains `marker`. */
-export const outputContains = (marker: string): Until => (snapshot) =>
-  snapshot.lastText.includes(marker) ? Verdict.stop(`output contains ${JSON.stringify(marker)}`) : proceed
+/** Stops when the last output's text contains `marker`, a non-empty string. */
+export const outputContains = (marker: string): Until =>
+  checked(
+    "Until.outputContains(marker)",
+    marker,
+    InvalidOptions.nonEmptyString,
+    (): Until => (snapshot) =>
+      snapshot.lastText.includes(marker) ? Verdict.stop(`output contains ${JSON.stringify(marker)}`) : proceed
+  )
 
 /** Any predicate, as is: names a hand-written predicate where built-ins are listed. */
-export const custom = <E = never, R = never>(until: Until<E, R>): Until<E, R> => until
+export const custom = <E = never, R = never>(until: Until<E, R>): Until<E, R> =>
+  checked("Until.custom(until)", until, InvalidOptions.function_, () => until)
 
 /** Embeds a text for `converged`. */
 export type Embed<E = never, R = never> = (
@@ -336,6 +409,11 @@ export function converged<const O extends ConvergedOptions<unknown, unknown>>(
   options: O
 ): Until<ConvergedError<O>, ConvergedServices<O>>
 export function converged(options: ConvergedOptions<unknown, unknown> = {}): Until<unknown, unknown> {
+  const error = InvalidOptions.first(
+    InvalidOptions.check("Until.converged threshold", options.threshold, thresholdRule),
+    InvalidOptions.check("Until.converged embed", options.embed, InvalidOptions.function_)
+  )
+  if (error !== undefined) return refused(error)
   const threshold = options.threshold ?? 1
   const cache = options.cache === true
   if (threshold >= 1) {
@@ -374,7 +452,40 @@ export function converged(options: ConvergedOptions<unknown, unknown> = {}): Unt
   })
 }
 
+/** A similarity threshold: a cosine similarity (below 1), or 1 and above for equal texts. */
+const thresholdRule: InvalidOptions.Rule = {
+  expected: "a finite number above -1",
+  test: (value) => typeof value === "number" && Number.isFinite(value) && value > -1
+}
+
 type NonEmpty<A> = readonly [A, ...Array<A>]
+
+/** `combined` of `predicates`, or the refused predicate when there are none or one of them is refused. */
+const combining = (
+  name: string,
+  predicates: ReadonlyArray<Until<unknown, unknown>>,
+  combined: () => Until<unknown, unknown>
+): Until<unknown, unknown> => {
+  if (predicates.length === 0) {
+    return refused(
+      InvalidOptions.make({ field: `Until.${name}(...predicates)`, value: [], expected: "at least one predicate" })
+    )
+  }
+  for (const [index, predicate] of predicates.entries()) {
+    if (typeof predicate !== "function") {
+      return refused(
+        InvalidOptions.make({
+          field: `Until.${name} predicate ${index}`,
+          value: predicate,
+          expected: "a predicate (a function)"
+        })
+      )
+    }
+    const error = invalid(predicate)
+    if (error !== undefined) return refused(error)
+  }
+  return combined()
+}
 
 const joinFeedback = (feedback: ReadonlyArray<string>): string | undefined =>
   feedback.length === 0 ? undefined : feedback.join("\n")
@@ -389,20 +500,22 @@ export function any<const P extends NonEmpty<Until<unknown, unknown>>>(
   ...predicates: P
 ): Until<ErrorOf<P[number]> | PredicateFailed, ServicesOf<P[number]>>
 export function any(...predicates: ReadonlyArray<Until<unknown, unknown>>): Until<unknown, unknown> {
-  return (snapshot) =>
-    Effect.gen(function*() {
-      const feedback: Array<string> = []
-      let stopping: Verdict.Verdict | undefined
-      for (const predicate of predicates) {
-        const verdict = yield* toEffect(predicate, snapshot)
-        if (verdict.feedback !== undefined) feedback.push(verdict.feedback)
-        if (verdict.stop && stopping === undefined) stopping = verdict
-      }
-      return stopping === undefined
-        ? Verdict.continue(joinFeedback(feedback))
-        : Verdict.stop(stopping.reason ?? "a predicate stopped", joinFeedback(feedback))
-    })
+  return combining("any", predicates, () => anyOf(predicates))
 }
+
+const anyOf = (predicates: ReadonlyArray<Until<unknown, unknown>>): Until<unknown, unknown> => (snapshot) =>
+  Effect.gen(function*() {
+    const feedback: Array<string> = []
+    let stopping: Verdict.Verdict | undefined
+    for (const predicate of predicates) {
+      const verdict = yield* toEffect(predicate, snapshot)
+      if (verdict.feedback !== undefined) feedback.push(verdict.feedback)
+      if (verdict.stop && stopping === undefined) stopping = verdict
+    }
+    return stopping === undefined
+      ? Verdict.continue(joinFeedback(feedback))
+      : Verdict.stop(stopping.reason ?? "a predicate stopped", joinFeedback(feedback))
+  })
 
 /**
  * Stops when every predicate stops; the reasons are joined with `'; '`. Every
@@ -413,18 +526,20 @@ export function all<const P extends NonEmpty<Until<unknown, unknown>>>(
   ...predicates: P
 ): Until<ErrorOf<P[number]> | PredicateFailed, ServicesOf<P[number]>>
 export function all(...predicates: ReadonlyArray<Until<unknown, unknown>>): Until<unknown, unknown> {
-  return (snapshot) =>
-    Effect.gen(function*() {
-      const feedback: Array<string> = []
-      const reasons: Array<string> = []
-      let stop = true
-      for (const predicate of predicates) {
-        const verdict = yield* toEffect(predicate, snapshot)
-        if (verdict.feedback !== undefined) feedback.push(verdict.feedback)
-        if (verdict.reason !== undefined) reasons.push(verdict.reason)
-        stop = stop && verdict.stop
-      }
-      if (!stop) return Verdict.continue(joinFeedback(feedback))
-      return Verdict.stop(reasons.length === 0 ? "every predicate stopped" : reasons.join("; "), joinFeedback(feedback))
-    })
+  return combining("all", predicates, () => allOf(predicates))
 }
+
+const allOf = (predicates: ReadonlyArray<Until<unknown, unknown>>): Until<unknown, unknown> => (snapshot) =>
+  Effect.gen(function*() {
+    const feedback: Array<string> = []
+    const reasons: Array<string> = []
+    let stop = true
+    for (const predicate of predicates) {
+      const verdict = yield* toEffect(predicate, snapshot)
+      if (verdict.feedback !== undefined) feedback.push(verdict.feedback)
+      if (verdict.reason !== undefined) reasons.push(verdict.reason)
+      stop = stop && verdict.stop
+    }
+    if (!stop) return Verdict.continue(joinFeedback(feedback))
+    return Verdict.stop(reasons.length === 0 ? "every predicate stopped" : reasons.join("; "), joinFeedback(feedback))
+  })

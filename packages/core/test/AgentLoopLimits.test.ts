@@ -1,9 +1,11 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
+import * as InvalidOptions from "../src/InvalidOptions.ts"
+import * as StopPolicy from "../src/StopPolicy.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
@@ -59,6 +61,25 @@ describe("AgentLoop accounting", () => {
       expect(error.accounting.steps).toBe(2)
       expect(error.accounting.cost).toBe(2)
     }))
+
+  it.effect("MaxBudgetUsd: every paid turn is reported, the one that reached the budget too, and none of its tools run", () =>
+    Effect.gen(function*() {
+      const agent = yield* AgentLoop.AgentLoop
+      const events: Array<AgentLoop.AgentEvent> = []
+      const error = yield* agent.stream({ input: "Add", toolkit, model: dollarModel, limits: { maxBudgetUsd: 2 } })
+        .pipe(
+          Stream.runForEach((event) => Effect.sync(() => events.push(event))),
+          Effect.flip
+        )
+      const completed = events.flatMap((event) => event._tag === "TurnCompleted" ? [event] : [])
+      expect(completed.map((event) => [event.step, event.cost, event.accounting.cost])).toStrictEqual([[1, 1, 1], [
+        2,
+        1,
+        2
+      ]])
+      expect(error).toMatchObject({ _tag: "MaxBudgetUsd", accounting: { cost: 2, steps: 2 } })
+      expect(events.filter((event) => event._tag === "ToolResult")).toHaveLength(1)
+    }).pipe(Effect.provide(environment([dollarTurn(1), dollarTurn(2), dollarTurn(3)]))))
 
   it.effect("UnpricedModel: a budgeted run of a model without a price fails before its first request", () =>
     Effect.gen(function*() {
@@ -222,6 +243,43 @@ describe("AgentLoop time limits", () => {
       expect(error.message).toBe("reached the deadline of 60000 ms")
     }).pipe(Effect.provide(environment([waitCall, answer("never")]))))
 
+  it.effect("MaxDuration ends the run at its deadline while a tool that cannot be interrupted runs on", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const finished = yield* Deferred.make<void>()
+      const stubborn = Tool.make({
+        name: "wait",
+        description: "Blocks for an hour, uninterruptibly",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () =>
+          Effect.uninterruptible(
+            Deferred.succeed(started, undefined).pipe(
+              Effect.andThen(Effect.sleep("1 hour")),
+              Effect.andThen(Deferred.succeed(finished, undefined))
+            )
+          ).pipe(Effect.as("late"))
+      })
+      const agent = yield* AgentLoop.AgentLoop
+      const fiber = yield* agent.run({
+        input: "Wait",
+        toolkit: Toolkit.make(stubborn),
+        model,
+        limits: { maxDuration: "1 minute" }
+      }).pipe(Effect.flip, Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* TestClock.adjust("1 minute")
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+      const exit = fiber.pollUnsafe()
+      expect(exit !== undefined && Exit.isSuccess(exit) && exit.value).toMatchObject({
+        _tag: "MaxDuration",
+        accounting: { elapsedMs: 60_000 }
+      })
+      expect(yield* Deferred.isDone(finished)).toBe(false)
+      yield* TestClock.adjust("1 hour")
+      yield* Deferred.await(finished)
+    }).pipe(Effect.provide(environment([waitCall, answer("never")]))))
+
   it.effect("MaxDuration ends the run in the middle of a model turn", () =>
     Effect.gen(function*() {
       const agent = yield* AgentLoop.AgentLoop
@@ -244,4 +302,65 @@ describe("AgentLoop time limits", () => {
         Layer.provideMerge(MockLanguageModel.layer([answer("word ".repeat(40))], { delay: "100 millis" }))
       )
     )))
+})
+
+describe("AgentLoop options that cannot work", () => {
+  const refused = (options: AgentLoop.Options<string, never, unknown>) =>
+    Effect.gen(function*() {
+      const { exit, requests } = yield* requestsOf([answer("never")], options)
+      expect(requests).toHaveLength(0)
+      if (exit._tag !== "Failure" || exit.cause.reasons[0]?._tag !== "Fail") return expect.unreachable(String(exit))
+      const error = exit.cause.reasons[0].error
+      expect(error).toBeInstanceOf(InvalidOptions.InvalidOptions)
+      return error as InvalidOptions.InvalidOptions
+    })
+
+  it.effect("end the run with a typed InvalidOptions naming the field and the value, before any request", () =>
+    Effect.gen(function*() {
+      expect(yield* refused({ input: "Hi", limits: { maxTurns: -1 } })).toMatchObject({
+        _tag: "InvalidOptions",
+        field: "limits.maxTurns",
+        value: "-1",
+        expected: "a positive integer",
+        accounting: { steps: 0, cost: 0 }
+      })
+      expect((yield* refused({ input: "Hi", model, limits: { maxBudgetUsd: -1 } })).message).toBe(
+        "limits.maxBudgetUsd must be a finite number above 0, not -1"
+      )
+      expect(yield* refused({ input: "Hi", limits: { maxDuration: "soon" as Duration.Input } })).toMatchObject({
+        field: "limits.maxDuration",
+        value: "\"soon\""
+      })
+      expect(yield* refused({ input: "Hi", limits: { toolConcurrency: 0 } })).toMatchObject({
+        field: "limits.toolConcurrency"
+      })
+      expect(yield* refused({ input: "Hi", limits: { maxStructuredOutputRetries: 1.5 } })).toMatchObject({
+        field: "limits.maxStructuredOutputRetries"
+      })
+      expect(yield* refused({ input: "Hi", params: { topP: 2 } })).toMatchObject({ field: "params.topP", value: "2" })
+      expect(yield* refused({ input: "Hi", toolkit, finish: "publish" })).toMatchObject({
+        field: "finish",
+        expected: "the name of a tool of the toolkit: \"add\", \"submit\", \"halt\""
+      })
+      expect(yield* refused({ input: "Hi", depth: -1 })).toMatchObject({ field: "depth" })
+      expect(yield* refused({ input: [{ type: "message" }] as never })).toMatchObject({ field: "input" })
+    }))
+
+  it.effect("a stop predicate built with an argument that cannot work ends the run the same way", () =>
+    Effect.gen(function*() {
+      expect(yield* refused({ input: "Hi", until: Until.maxDuration(-1) })).toMatchObject({
+        field: "Until.maxDuration(limit)",
+        value: "-1"
+      })
+      expect(yield* refused({ input: "Hi", until: Until.any(Until.noToolCalls(), Until.maxSteps(0)) })).toMatchObject({
+        field: "Until.maxSteps(n)",
+        value: "0"
+      })
+      const fromPolicy = yield* refused({ input: "Hi" }).pipe(
+        Effect.provideService(StopPolicy.StopPolicy, Until.maxCost(Number.NaN))
+      )
+      expect(fromPolicy).toMatchObject({ field: "Until.maxCost(usd)", value: "NaN" })
+      const fromLayer = yield* refused({ input: "Hi" }).pipe(Effect.provide(StopPolicy.layer(Until.outputContains(""))))
+      expect(fromLayer).toMatchObject({ field: "Until.outputContains(marker)", value: "\"\"" })
+    }))
 })

@@ -37,6 +37,12 @@ const quick = ["alpha", "beta", "gamma"]
 
 const pg = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
 
+/**
+ * Each case starts two Node processes that load the sources: seconds on a busy machine, not a fixed time.
+ * The limit only ends a case that hangs; a child that dies ends its case at once (see `TestProcess.waitFor`).
+ */
+const hangs = 600_000
+
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
 
@@ -209,14 +215,14 @@ describe("checkpoints across processes", () => {
       it.live(
         "an AgentLoop run killed mid-turn, its parallel calls recorded, resumes in a new process",
         () => crashAndResume(store, "agent"),
-        60_000
+        hangs
       )
       it.live(
         "a step program killed mid-fork, its ended paths recorded, resumes in a new process",
         () => crashAndResume(store, "fork"),
-        60_000
+        hangs
       )
-      it.live("two processes executing one run: one runs it, the other is refused", () => twoWriters(store), 60_000)
+      it.live("two processes executing one run: one runs it, the other is refused", () => twoWriters(store), hangs)
     })
   }
 })

@@ -1,6 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Schema, Stream } from "effect"
+import { Cause, Deferred, Duration, Effect, Fiber, Logger, Schema, Stream } from "effect"
 import { HttpServer, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as Http from "node:http"
@@ -97,7 +97,28 @@ describe("EventStream", () => {
       const bad = Stream.make({ n: 1, at: new Date(Number.NaN) })
       const error = yield* Effect.flip(roundTrip(counts, bad))
       expect(error).toMatchObject({ _tag: "EventStreamError", reason: "server" })
-      expect(error.message).toContain("could not be encoded")
+      expect(error.message).toMatch(/^the server failed \(error err_\w+, in its log\)$/)
+    }).pipe(Effect.provide(Logger.layer([]))))
+
+  it.effect("a defect reaches the client as an error id, and the server's log has the id with the details", () =>
+    Effect.gen(function*() {
+      const logged: Array<{ readonly message: unknown; readonly cause: string }> = []
+      const logger = Logger.make((options) => {
+        logged.push({ message: options.message, cause: Cause.pretty(options.cause) })
+      })
+      const crash = new Error("the vault password is hunter2")
+      const text = (yield* Stream.runCollect(
+        EventStream.encode(counts)(Stream.concat(countsOf(1), Stream.die(crash)))
+      ).pipe(Effect.provide(Logger.layer([logger])))).join("")
+      expect(text).not.toContain("hunter2")
+      expect(text).not.toContain(import.meta.dirname)
+      const error = yield* Effect.flip(Stream.runCollect(EventStream.decode(counts)(bytes(text))))
+      const id = /error (err_\w+)/.exec(error.message)?.[1]
+      expect(error).toMatchObject({ _tag: "EventStreamError", reason: "server" })
+      expect(id).toBeDefined()
+      expect(logged).toHaveLength(1)
+      expect(String(logged[0]?.message)).toContain(`error ${id}`)
+      expect(logged[0]?.cause).toContain("the vault password is hunter2")
     }))
 
   it.effect("sends keepalive comments while no event is due, which the client skips", () =>

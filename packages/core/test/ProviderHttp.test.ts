@@ -350,6 +350,41 @@ describe("ProviderHttp.stream", () => {
       Effect.provideService(HttpClient.TracerHeaderFilter, () => true),
       Effect.provide(TestLayer)
     ))
+
+  it.live("keeps the key out of the client span's exit, whatever the header and the names a printer redacts", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.ProviderServer
+      for (const header of ["x-goog-api-key", "x-api-key", "authorization"]) {
+        const { spans, tracer } = SpanRecorder.make()
+        yield* server.reply(
+          ProviderServer.sse([ProviderServer.sseEvent({ ok: true })]),
+          ProviderServer.status(401, { error: { message: "no" } })
+        )
+        const endpoint = ProviderHttp.endpoint({
+          provider: "test",
+          baseUrl: server.url,
+          credential: { header, value: Redacted.make(canary) }
+        })
+        const request = ProviderHttp.stream(endpoint, { path: "/stream", body: {} })
+        yield* Stream.runDrain(request).pipe(Effect.withTracer(tracer))
+        expect(yield* Effect.flip(Stream.runDrain(request)).pipe(Effect.withTracer(tracer))).toMatchObject({
+          _tag: "AuthFailed"
+        })
+        // Printed whole where no header name is redacted (an exporter's fiber, a logger with its own list).
+        const printed = yield* SpanRecorder.printed(spans)
+        expect(printed).not.toContain(canary)
+        expect(spans).toHaveLength(2)
+        expect(spans.map((span) => span.status._tag === "Ended" && span.status.exit._tag)).toStrictEqual([
+          "Success",
+          "Failure"
+        ])
+        expect(printed).toContain(`'http.request.header.${header}' => '<redacted>'`)
+        expect(printed).toContain("StatusCode error (401 POST")
+      }
+    }).pipe(
+      Effect.provideService(HttpClient.TracerHeaderFilter, () => true),
+      Effect.provide(TestLayer)
+    ))
 })
 
 describe("ProviderHttp.errorMessage", () => {

@@ -1,6 +1,6 @@
 import { SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import * as Approval from "../src/Approval.ts"
 import { Halt } from "../src/Halt.ts"
@@ -9,6 +9,7 @@ import * as RetryPolicy from "../src/step/RetryPolicy.ts"
 import * as Step from "../src/step/Step.ts"
 import * as StepError from "../src/step/StepError.ts"
 import * as Tool from "../src/Tool.ts"
+import * as Until from "../src/Until.ts"
 
 class Boom extends Schema.TaggedError<Boom>()("Boom", { why: Schema.String }) {}
 
@@ -89,7 +90,7 @@ describe("Step.run", () => {
       expect(times).toHaveLength(4)
     }))
 
-  it.effect("a retry policy that does not decode fails with InvalidStep before running", () =>
+  it.effect("a retry policy that does not decode fails with InvalidOptions before running", () =>
     Effect.gen(function*() {
       let ran = false
       const error = yield* Effect.flip(Step.execute(
@@ -100,7 +101,7 @@ describe("Step.run", () => {
         }),
         undefined
       ))
-      expect(error).toMatchObject({ _tag: "InvalidStep", stepId: "bad-retry" })
+      expect(error).toMatchObject({ _tag: "InvalidOptions", stepId: "bad-retry", field: "retry" })
       expect(error.message).toContain("initialDelay")
       expect(ran).toBe(false)
     }))
@@ -152,6 +153,28 @@ describe("Step.branch", () => {
       expect(yield* Step.execute(routed, 20)).toBe(40)
       expect(yield* Step.execute(routed, -3)).toBe(3)
       expect(yield* Step.execute(routed, 5)).toBe(5)
+    }))
+
+  it.effect("a route that answers anything but a step or null fails with InvalidStep; a step that cannot work with InvalidOptions", () =>
+    Effect.gen(function*() {
+      // Answers from outside the type system: JavaScript callers, a lookup that missed.
+      for (const answer of [undefined, "double", {}, 42]) {
+        const routed = Step.branch({ id: "lookup", route: (_: number): typeof double => answer as never })
+        const error = yield* Effect.flip(Step.execute(routed, 1))
+        expect(error).toBeInstanceOf(StepError.InvalidStep)
+        expect(error).toMatchObject({ stepId: "lookup" })
+        expect(error.message).toContain("route of step \"lookup\" answered")
+        expect(error.message).toContain("not a step")
+      }
+      const bad = Step.branch({
+        id: "lookup",
+        route: (_: number) => Step.spawn({ id: "helper", timeout: -1, child: double })
+      })
+      expect(yield* Effect.flip(Step.execute(bad, 1))).toMatchObject({
+        _tag: "InvalidOptions",
+        stepId: "helper",
+        field: "timeout"
+      })
     }))
 
   it.effect("a route that throws fails with StepFailed", () =>
@@ -224,6 +247,56 @@ describe("Step.tool", () => {
       const denied = yield* Effect.flip(Step.execute(step, { a: 1, b: 2 }))
       expect(denied).toMatchObject({ _tag: "ToolDenied", tool: "add" })
       expect(yield* Step.execute(step, { a: 1, b: 2 }).pipe(Effect.provide(Approval.allowAll))).toBe(3)
+    }))
+
+  it.effect("a tool that cannot be interrupted fails the step at its time limit, and finishes on its own", () =>
+    Effect.gen(function*() {
+      const finished = yield* Deferred.make<void>()
+      const stubborn = Tool.make({
+        name: "stubborn",
+        description: "Blocks for an hour, uninterruptibly",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        timeout: "2 seconds",
+        execute: () =>
+          Effect.uninterruptible(Effect.andThen(Effect.sleep("1 hour"), Deferred.succeed(finished, undefined))).pipe(
+            Effect.as("late")
+          )
+      })
+      const fiber = yield* Effect.forkChild(Effect.flip(Step.execute(Step.tool({ id: "block", tool: stubborn }), {})))
+      yield* TestClock.adjust("2 seconds")
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+      const exit = fiber.pollUnsafe()
+      expect(exit !== undefined && Exit.isSuccess(exit) && exit.value).toStrictEqual(
+        new StepError.StepTimeout({ stepId: "block", timeoutMs: 2000 })
+      )
+      yield* TestClock.adjust("1 hour")
+      yield* Deferred.await(finished)
+    }))
+
+  it.effect("the reported result item is the tool's decorateResultItem's; one it cannot make fails with StepFailed", () =>
+    Effect.gen(function*() {
+      const decorated = (card: string) =>
+        Tool.make({
+          name: "label",
+          description: "Labels",
+          input: Schema.Struct({ text: Schema.String }),
+          output: Schema.String,
+          itemSchemas: { toolResults: [Schema.Struct({ card: Schema.Literal("ok") })] },
+          decorateResultItem: ({ baseItem }) => ({ ...baseItem, card }),
+          execute: ({ text }) => Effect.succeed(text.toUpperCase())
+        })
+      const meta = Step.run({ id: "meta", execute: (_: string, ctx) => ctx.lastStepMeta?.responseItems?.at(-1) })
+      const labelled = Step.loop({
+        id: "labelled",
+        steps: [Step.tool({ id: "label", tool: decorated("ok") }), meta],
+        prepareNext: () => ({ text: "a" }),
+        until: Until.maxSteps(1)
+      })
+      expect(yield* Step.execute(labelled, { text: "a" })).toMatchObject({ output: "\"A\"", card: "ok" })
+      const refused = yield* Effect.flip(Step.execute(Step.tool({ id: "label", tool: decorated("no") }), { text: "a" }))
+      expect(refused).toMatchObject({ _tag: "StepFailed", stepId: "label" })
+      expect(refused.message).toContain("itemSchemas.toolResults")
     }))
 
   it.effect("a tool that halts fails the step with Halt", () =>

@@ -3,7 +3,6 @@ import { Duration, Effect, Fiber, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Channel from "../src/step/Channel.ts"
 import * as Step from "../src/step/Step.ts"
-import * as StepError from "../src/step/StepError.ts"
 
 class Down extends Schema.TaggedError<Down>()("Down", { at: Schema.Finite }) {}
 
@@ -119,18 +118,18 @@ describe("Step.every", () => {
       expect(yield* Fiber.join(fiber)).toStrictEqual(new Down({ at: 200 }))
     }))
 
-  it.effect("a negative ms or jitter is an InvalidStep, before anything runs", () =>
+  it.effect("a negative ms or jitter is an InvalidOptions, before anything runs", () =>
     Effect.gen(function*() {
       const times: Array<number> = []
       const negativeMs = yield* Effect.flip(
         Step.execute(Step.every({ id: "a", ms: -1, step: probe(times) }), undefined)
       )
-      expect(negativeMs).toBeInstanceOf(StepError.InvalidStep)
-      expect(negativeMs.message).toContain("ms must be")
+      expect(negativeMs).toMatchObject({ _tag: "InvalidOptions", stepId: "a", field: "ms", value: "-1" })
+      expect(negativeMs.message).toBe("step \"a\": ms must be a finite number of at least 0, not -1")
       const negativeJitter = yield* Effect.flip(
         Step.execute(Step.every({ id: "b", ms: 10, jitter: -5, step: probe(times) }), undefined)
       )
-      expect(negativeJitter.message).toContain("jitter must be")
+      expect(negativeJitter).toMatchObject({ _tag: "InvalidOptions", field: "jitter", value: "-5" })
       expect(times).toStrictEqual([])
     }))
 })

@@ -50,7 +50,7 @@ describe("Step.fork race", () => {
       expect(log).toStrictEqual(["fast done", "fast finalized", "slow interrupted", "slow finalized", "fork returned"])
     }))
 
-  it.effect("a failed path does not end the race; it fails only when every path fails", () =>
+  it.effect("race: the first path to end wins even when it fails, as the seed says; the others are interrupted", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
       const oneFails = Step.fork({
@@ -58,8 +58,22 @@ describe("Step.fork race", () => {
         mode: "race",
         paths: () => [failing("broken", 10), after("steady", 100, "steady answer", log)]
       })
+      expect(yield* onClock(Step.execute(oneFails, undefined), 1000)).toStrictEqual(
+        Exit.fail(new Lost({ path: "broken" }))
+      )
+      expect(log).toStrictEqual(["steady interrupted", "steady finalized"])
+    }))
+
+  it.effect("firstSuccess: a failed path does not end the race; it fails only when every path fails", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const oneFails = Step.fork({
+        id: "race",
+        mode: "firstSuccess",
+        paths: () => [failing("broken", 10), after("steady", 100, "steady answer", log)]
+      })
       expect(yield* onClock(Step.execute(oneFails, undefined), 1000)).toStrictEqual(Exit.succeed("steady answer"))
-      const allFail = Step.fork({ id: "race", mode: "race", paths: () => [failing("a", 10), failing("b", 20)] })
+      const allFail = Step.fork({ id: "race", mode: "firstSuccess", paths: () => [failing("a", 10), failing("b", 20)] })
       const exit = yield* onClock(Step.execute(allFail, undefined), 1000)
       expect(Exit.isFailure(exit) && exit.cause.reasons.map((reason) => reason._tag === "Fail" && reason.error))
         .toStrictEqual([new Lost({ path: "a" }), new Lost({ path: "b" })])
@@ -70,7 +84,7 @@ describe("Step.fork race", () => {
       const log: Array<string> = []
       const race = Step.fork({
         id: "race",
-        mode: "race",
+        mode: "firstSuccess",
         concurrency: 1,
         paths: () => [failing("first", 100), after("second", 100, "second answer", log)]
       })
@@ -80,6 +94,31 @@ describe("Step.fork race", () => {
       expect(log).toStrictEqual([])
       yield* TestClock.adjust(Duration.millis(50))
       expect(yield* Fiber.join(fiber)).toBe("second answer")
+    }))
+
+  it.effect("paths that are not steps fail with InvalidStep before any path runs", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const answers: ReadonlyArray<unknown> = [
+        undefined,
+        null,
+        "fast",
+        {},
+        [after("fast", 10, "fast answer", log), undefined],
+        [after("fast", 10, "fast answer", log), {}]
+      ]
+      for (const answer of answers) {
+        for (const mode of ["race", "firstSuccess"] as const) {
+          const fork = Step.fork({ id: "pick", mode, paths: () => answer as never })
+          const exit = yield* onClock(Step.execute(fork, undefined), 100)
+          expect(Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail" && exit.cause.reasons[0].error)
+            .toMatchObject({ _tag: "InvalidStep", stepId: "pick" })
+        }
+        const all = Step.fork({ id: "pick", mode: "all", paths: () => answer as never, merge: (results) => results })
+        const error = yield* Effect.flip(Step.execute(all, undefined))
+        expect(error).toMatchObject({ _tag: "InvalidStep", stepId: "pick" })
+      }
+      expect(log).toStrictEqual([])
     }))
 
   it.effect("a race without paths is an InvalidStep", () =>
@@ -121,7 +160,7 @@ describe("Step.fork all", () => {
       expect(log).toStrictEqual(["long interrupted", "long finalized"])
     }))
 
-  it.effect("a merge that rejects fails with StepFailed; a concurrency of 0 is an InvalidStep", () =>
+  it.effect("a merge that rejects fails with StepFailed; a concurrency of 0 is an InvalidOptions", () =>
     Effect.gen(function*() {
       const rejecting = Step.fork({
         id: "all",
@@ -140,7 +179,12 @@ describe("Step.fork all", () => {
         paths: () => [Step.run({ id: "one", execute: () => 1 })],
         merge: (results) => results
       })
-      expect(yield* Effect.flip(Step.execute(zero, undefined))).toMatchObject({ _tag: "InvalidStep", stepId: "zero" })
+      expect(yield* Effect.flip(Step.execute(zero, undefined))).toMatchObject({
+        _tag: "InvalidOptions",
+        stepId: "zero",
+        field: "concurrency",
+        value: "0"
+      })
     }))
 })
 

@@ -9,7 +9,9 @@ import * as Step from "../src/step/Step.ts"
 import * as StepError from "../src/step/StepError.ts"
 import * as StepEvent from "../src/step/StepEvent.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
+import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
+import * as ToolMemory from "../src/ToolMemory.ts"
 import * as Until from "../src/Until.ts"
 import { addCall, answer, model, pricing, toolkit, usage } from "./agentFixtures.ts"
 
@@ -275,4 +277,98 @@ describe("Toolkit offered to llm steps", () => {
   it("keeps the toolkit's order", () => {
     expect(Toolkit.definitions(toolkit).map((tool) => tool.name)).toStrictEqual(["add", "submit", "halt"])
   })
+})
+
+describe("tool-owned memory", () => {
+  const Notes = Schema.Array(Schema.String)
+  const memory: ToolMemory.Declaration<ReadonlyArray<string>> = {
+    id: "notes",
+    init: (): ReadonlyArray<string> => [],
+    recall: (notes: ReadonlyArray<string>) => notes.length === 0 ? null : `Your notes: ${notes.join("; ")}`
+  }
+  const note = Tool.make({
+    name: "note",
+    description: "Notes something down",
+    input: Schema.Struct({ text: Schema.String }),
+    output: Notes,
+    memory,
+    execute: ({ text }) =>
+      Effect.gen(function*() {
+        const notes = [...(yield* ToolMemory.get(memory)), text]
+        yield* ToolMemory.set(memory, notes)
+        return notes
+      })
+  })
+  // Another tool of the same memory id reads the same notes.
+  const count = Tool.make({
+    name: "count",
+    description: "Counts the notes",
+    input: Schema.Struct({}),
+    output: Schema.Finite,
+    memory,
+    execute: () => Effect.map(ToolMemory.get(memory), (notes) => notes.length)
+  })
+  const noteCall = (text: string) =>
+    MockLanguageModel.callsTurn([{ name: "note", arguments: { text } }], { model, usage })
+  const countCall = MockLanguageModel.callsTurn([{ name: "count", arguments: {} }], { model, usage })
+
+  it.effect("lives in the execution: each turn is told its recall first, and tools of one id share it", () =>
+    Effect.gen(function*() {
+      const notesAgent = Step.loop({
+        id: "agent",
+        steps: [Step.llm({ id: "turn", model })],
+        until: Until.noToolCalls()
+      })
+      const { exit, requests } = yield* withRequests(
+        Step.execute(notesAgent, "Remember milk and eggs", { toolkit: Toolkit.make(note, count) }),
+        [noteCall("milk"), noteCall("eggs"), countCall, answer("Two notes.")]
+      )
+      expect(exit._tag).toBe("Success")
+      const recalls = requests.map((request) => {
+        const first = request.history[0]
+        return first?.type === "message" && first.role === "developer" ? Item.partText(first.content[0]!) : null
+      })
+      expect(recalls).toStrictEqual([null, "Your notes: milk", "Your notes: milk; eggs", "Your notes: milk; eggs"])
+      expect(requests[3]?.history.at(-1)).toMatchObject({ type: "function_call_output", output: "2" })
+      // The recall is sent, never appended to the conversation.
+      expect(requests[3]?.history.filter((item) => item.type === "message" && item.role === "developer")).toHaveLength(
+        1
+      )
+    }))
+
+  it.effect("a spawned sub-agent has its own; outside a step program a tool gets its init and keeps nothing", () =>
+    Effect.gen(function*() {
+      const spawned = Step.loop({
+        id: "main",
+        steps: [
+          Step.llm({ id: "turn", model }),
+          Step.spawn({ id: "helper", child: Step.llm({ id: "help", model }) })
+        ],
+        until: Until.maxSteps(1)
+      })
+      const { requests } = yield* withRequests(
+        Step.execute(spawned, "Note milk", { toolkit: Toolkit.make(note, count) }),
+        [noteCall("milk"), answer("helping")]
+      )
+      expect(requests[1]?.history[0]).not.toMatchObject({ role: "developer" })
+      const alone = yield* Toolkit.executeAllSafe(Toolkit.make(note), [
+        {
+          type: "function_call",
+          id: "fc_1",
+          status: "completed",
+          call_id: "c1",
+          name: "note",
+          arguments: "{\"text\":\"a\"}"
+        },
+        {
+          type: "function_call",
+          id: "fc_2",
+          status: "completed",
+          call_id: "c2",
+          name: "note",
+          arguments: "{\"text\":\"b\"}"
+        }
+      ], { concurrency: 1 })
+      expect(alone.map((result) => result.output.output)).toStrictEqual(["[\"a\"]", "[\"b\"]"])
+    }))
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Schema } from "effect"
+import { Duration, Effect, Fiber, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Item from "../src/Item.ts"
 import type { Snapshot } from "../src/Snapshot.ts"
@@ -64,7 +64,7 @@ describe("Step.loop", () => {
       ])
     }))
 
-  it.effect("maxIterations ends it with MaxIterations; a limit that is not a positive integer is an InvalidStep", () =>
+  it.effect("maxIterations is a safety limit: the loop ends with its last output, and says why", () =>
     Effect.gen(function*() {
       const forever = Step.loop({
         id: "forever",
@@ -72,13 +72,70 @@ describe("Step.loop", () => {
         until: () => Verdict.continue(),
         maxIterations: 4
       })
-      expect(yield* Effect.flip(Step.execute(forever, 0))).toStrictEqual(
-        new StepError.MaxIterations({ stepId: "forever", maxIterations: 4 })
+      expect(yield* Step.execute(forever, 0)).toBe(4)
+      const events = yield* Stream.runCollect(Step.stream(forever, 0))
+      expect(events.filter((event) => event._tag === "LoopEnded")).toStrictEqual([
+        {
+          _tag: "LoopEnded",
+          stepId: "forever",
+          kind: "loop",
+          contextId: expect.any(String),
+          reason: "maxIterations",
+          iterations: 4
+        }
+      ])
+      const stopped = Step.loop({ id: "stopped", steps: [increment], until: Until.maxSteps(2) })
+      const ended = (yield* Stream.runCollect(Step.stream(stopped, 0))).filter((event) => event._tag === "LoopEnded")
+      expect(ended).toMatchObject([{ reason: "until", iterations: 2 }])
+    }))
+
+  it.effect("a loop that sets no limit stops at Step.defaultMaxIterations; Infinity lifts it", () =>
+    Effect.gen(function*() {
+      expect(Step.defaultMaxIterations).toBe(50)
+      const unbounded = Step.loop({ id: "counting", steps: [increment], until: () => Verdict.continue() })
+      expect(yield* Step.execute(unbounded, 0)).toBe(50)
+      const lifted = Step.loop({
+        id: "lifted",
+        steps: [increment],
+        until: (snapshot) => snapshot.stepCount >= 120 ? Verdict.stop("enough") : Verdict.continue(),
+        maxIterations: Infinity
+      })
+      const seen: Array<number> = []
+      const watched = Step.loop({
+        id: "watched",
+        steps: [increment],
+        until: (
+          snapshot
+        ) => (seen.push(snapshot.history.length),
+          snapshot.stepCount >= 120 ? Verdict.stop("enough") : Verdict.continue()),
+        maxIterations: 200
+      })
+      expect(yield* Step.execute(lifted, 0)).toBe(120)
+      expect(yield* Step.execute(watched, 0)).toBe(120)
+      // The snapshot's history keeps the last 100 outputs.
+      expect([seen[0], seen[99], seen[119]]).toStrictEqual([1, 100, 100])
+    }))
+
+  it.effect("a limit, a duration or a predicate that cannot work is an InvalidOptions, before anything runs", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const counted = Step.run({ id: "counted", execute: (n: number) => (ran++, n) })
+      // Inside a loop whose first step would run if anything ran before the check.
+      const refused = (loop: Step.Step<number, number, unknown>) =>
+        Effect.flip(Step.execute(Step.loop({ id: "outer", steps: [counted, loop], until: Until.maxSteps(1) }), 0))
+      expect(yield* refused(Step.loop({ id: "zero", steps: [increment], until: Until.maxSteps(1), maxIterations: 0 })))
+        .toMatchObject({ _tag: "InvalidOptions", stepId: "zero", field: "maxIterations", value: "0" })
+      expect(
+        yield* refused(Step.loop({ id: "negative", steps: [increment], until: Until.maxSteps(1), parkTimeout: -1 }))
       )
-      const zero = Step.loop({ id: "zero", steps: [increment], until: Until.maxSteps(1), maxIterations: 0 })
-      expect(yield* Effect.flip(Step.execute(zero, 0))).toMatchObject({ _tag: "InvalidStep", stepId: "zero" })
-      const negative = Step.loop({ id: "negative", steps: [increment], until: Until.maxSteps(1), parkTimeout: -1 })
-      expect(yield* Effect.flip(Step.execute(negative, 0))).toMatchObject({ _tag: "InvalidStep", stepId: "negative" })
+        .toMatchObject({ _tag: "InvalidOptions", stepId: "negative", field: "parkTimeout", value: "-1" })
+      expect(yield* refused(Step.loop({ id: "soon", steps: [increment], until: Until.maxDuration(-5) })))
+        .toMatchObject({ _tag: "InvalidOptions", field: "Until.maxDuration(limit)", value: "-5" })
+      expect(yield* refused(Step.loop({ id: "empty", steps: [] as never, until: Until.maxSteps(1) })))
+        .toMatchObject({ _tag: "InvalidOptions", stepId: "empty", field: "steps" })
+      expect(yield* refused(Step.loop({ id: "a/b", steps: [increment], until: Until.maxSteps(1) })))
+        .toMatchObject({ _tag: "InvalidOptions", stepId: "a/b", field: "id" })
+      expect(ran).toBe(0)
     }))
 
   it.effect("maxHistorySize keeps the newest items, never an output without its call", () =>
@@ -154,10 +211,35 @@ describe("Step.loop", () => {
         expect(yield* Effect.flip(Step.execute(bounded, 0))).toBeInstanceOf(StepError.MaxIterations)
       }))
 
-    it.effect("skip goes on to the next iteration with the same input; abort (the default) fails", () =>
+    it.effect("skip counts the failed iteration as done and goes on to the next, on the same input", () =>
       Effect.gen(function*() {
-        const skipped = Step.loop({ id: "skipped", steps: [flaky(2)], until: Until.maxSteps(1), onError: () => "skip" })
-        expect(yield* Step.execute(skipped, 100)).toBe(102)
+        const doubling = () => {
+          let attempt = 0
+          return Step.run({
+            id: "double",
+            execute: (n: number) => ++attempt === 2 ? Effect.fail(new Flaky({ attempt })) : Effect.succeed(n * 2)
+          })
+        }
+        const seen: Array<[number, ReadonlyArray<unknown>]> = []
+        const until = (
+          snapshot: Snapshot
+        ) => (seen.push([snapshot.stepCount, snapshot.history]), Until.maxSteps(3)(snapshot))
+        const skipped = Step.loop({ id: "skipped", steps: [doubling()], until, onError: () => "skip" })
+        // 1 → 2, a skipped iteration, then 2 → 4: three iterations.
+        expect(yield* Step.execute(skipped, 1)).toBe(4)
+        expect(seen).toStrictEqual([[1, [2]], [3, [2, 4]]])
+        // A retry runs the iteration again instead: 1 → 2, a retried failure, 2 → 4, 4 → 8.
+        const retried = Step.loop({
+          id: "retried",
+          steps: [doubling()],
+          until: Until.maxSteps(3),
+          onError: () => "retry"
+        })
+        expect(yield* Step.execute(retried, 1)).toBe(8)
+      }))
+
+    it.effect("abort (the default) fails the loop with the iteration's error", () =>
+      Effect.gen(function*() {
         const aborted = Step.loop({ id: "aborted", steps: [flaky(2)], until: Until.maxSteps(1) })
         expect(yield* Effect.flip(Step.execute(aborted, 100))).toStrictEqual(new Flaky({ attempt: 1 }))
         const explicit = Step.loop({

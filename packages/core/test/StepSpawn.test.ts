@@ -1,9 +1,10 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { Duration, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Item from "../src/Item.ts"
 import * as Channel from "../src/step/Channel.ts"
+import type { ExecutionContext } from "../src/step/ExecutionContext.ts"
 import * as Memory from "../src/step/Memory.ts"
 import * as Step from "../src/step/Step.ts"
 import * as StepError from "../src/step/StepError.ts"
@@ -58,6 +59,28 @@ describe("Step.spawn", () => {
       expect(first.items).toStrictEqual([Item.userMessage("task")])
     }))
 
+  it.effect(
+    "sub-agents nested 2,000 deep, and loops 1,000 deep, run without overflowing the stack",
+    () =>
+      Effect.gen(function*() {
+        const leaf = Step.run({ id: "leaf", execute: (_: unknown, ctx) => [ctx.depth, ctx.id.split("/").length] })
+        let spawned: Step.Any = leaf as Step.Any
+        for (let level = 0; level < 2000; level++) spawned = Step.spawn({ id: `s${level}`, child: spawned }) as Step.Any
+        expect(yield* Step.execute(spawned as typeof leaf, undefined, { id: "root" })).toStrictEqual([2000, 2001])
+        const increment = Step.run({ id: "increment", execute: (n: number) => n + 1 })
+        let looped: Step.Any = increment as Step.Any
+        for (let level = 0; level < 1000; level++) {
+          looped = Step.loop({
+            id: `l${level}`,
+            steps: [looped as typeof increment],
+            until: Until.maxSteps(1)
+          }) as Step.Any
+        }
+        expect(yield* Step.execute(looped as typeof increment, 0)).toBe(1)
+      }),
+    30_000
+  )
+
   it.effect("a timeout interrupts the child, finalizers included, and fails with StepTimeout", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
@@ -77,8 +100,9 @@ describe("Step.spawn", () => {
       expect(log).toStrictEqual(["child finalized"])
       const negative = Step.spawn({ id: "negative", timeout: -1, child: describeContext })
       expect(yield* Effect.flip(Step.execute(negative, undefined))).toMatchObject({
-        _tag: "InvalidStep",
-        stepId: "negative"
+        _tag: "InvalidOptions",
+        stepId: "negative",
+        field: "timeout"
       })
     }))
 
@@ -132,6 +156,35 @@ describe("Step.spawn", () => {
       expect(Exit.isSuccess(exit)).toBe(true)
       expect(costs.map((cost) => cost === null ? null : Math.round(cost * 1e6))).toStrictEqual([40, 80, 120])
     }).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer([answer("a"), answer("b"), answer("c")]), pricing))))
+
+  it.effect("executeStep runs a step inside the caller's context: depth, parent, books and events kept", () =>
+    Effect.gen(function*() {
+      const seen: Array<unknown> = []
+      const planner = Step.run({
+        id: "planner",
+        execute: (task: string, ctx) =>
+          Effect.gen(function*() {
+            const answer = yield* Step.executeStep(Step.llm({ id: "think", model, tools: [] }), task, ctx)
+            const helper = yield* Step.executeStep(Step.spawn({ id: "helper", child: describeContext }), task, ctx)
+            // Step.execute would open a new program instead: depth 0, its own books.
+            const apart = yield* Step.execute(describeContext, task)
+            seen.push({ answer, cost: ctx.cost, helper: [helper.depth, helper.parent], apart: apart.depth })
+            return answer
+          })
+      })
+      const events = yield* Stream.runCollect(Step.stream(planner, "plan it", { id: "root" }))
+      expect(seen).toStrictEqual([{ answer: "a", cost: 0.00004, helper: [1, "root"], apart: 0 }])
+      expect(events.flatMap((event) => event._tag === "Started" ? [`${event.stepId} in ${event.contextId}`] : []))
+        .toStrictEqual(["planner in root", "think in root", "helper in root", "describe in root/helper"])
+      const fake = { stepId: "nobody" } as unknown as ExecutionContext
+      const refused = yield* Effect.flip(Step.executeStep(describeContext, "x", fake))
+      expect(refused).toMatchObject({ _tag: "InvalidStep", stepId: "nobody" })
+      const notAStep = Step.run({
+        id: "caller",
+        execute: (_: string, ctx) => Step.executeStep(42 as unknown as typeof describeContext, "x", ctx)
+      })
+      expect(yield* Effect.flip(Step.execute(notAStep, "x"))).toMatchObject({ _tag: "InvalidStep", stepId: "caller" })
+    }).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer([answer("a")]), pricing))))
 
   it.effect("memory of its own replaces the memory around it, for the child only", () =>
     Effect.gen(function*() {

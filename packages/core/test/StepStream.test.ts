@@ -30,6 +30,7 @@ describe("Step.stream", () => {
         "Turn/ToolResult",
         "Completed",
         "Verdict",
+        "LoopEnded",
         "Output"
       ])
       const schema = StepEvent.schema(Schema.String)

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import type { InvalidOptions } from "../src/InvalidOptions.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
 import { ExecutionContext } from "../src/step/ExecutionContext.ts"
 import * as Step from "../src/step/Step.ts"
@@ -69,7 +70,7 @@ describe("step types", () => {
     expect(
       same<
         Effect.Error<typeof running>,
-        StepError.StepFailed | StepError.InvalidStep | StepError.Aborted | StepError.CheckpointFailed
+        StepError.StepFailed | StepError.InvalidStep | StepError.Aborted | StepError.CheckpointFailed | InvalidOptions
       >(true)
     ).toBe(true)
   })

@@ -81,7 +81,13 @@ const samples: ReadonlyArray<Termination.Termination<typeof Answer.Type>> = [
     cause: new AiError.QuotaExceeded({ provider: "openai", status: 429, message: "You exceeded your current quota" }),
     accounting
   }),
-  new Termination.CheckpointFailed({ message: "the run's checkpoint failed: disk full", accounting })
+  new Termination.CheckpointFailed({ message: "the run's checkpoint failed: disk full", accounting }),
+  new Termination.InvalidOptions({
+    field: "limits.maxTurns",
+    value: "-1",
+    expected: "a positive integer",
+    accounting
+  })
 ]
 
 const TerminationOfAnswer = Termination.schema(Answer)
@@ -89,7 +95,7 @@ const TerminationOfAnswer = Termination.schema(Answer)
 describe("Termination", () => {
   it("all lists every termination, one each", () => {
     expect(Termination.all).toStrictEqual(samples.map((t) => t._tag))
-    expect(new Set(Termination.all).size).toBe(17)
+    expect(new Set(Termination.all).size).toBe(18)
   })
 
   it("categorises every termination as in the design table", () => {
@@ -110,14 +116,15 @@ describe("Termination", () => {
       SchemaValidation: "retryable",
       ProviderAuth: "fatal",
       ProviderQuota: "fatal",
-      CheckpointFailed: "retryable"
+      CheckpointFailed: "retryable",
+      InvalidOptions: "fatal"
     })
     expect(Termination.all.map(Termination.category)).toStrictEqual(samples.map(Termination.category))
   })
 
   it("tells successes from errors", () => {
     expect(samples.filter(Termination.isSuccess).map((t) => t._tag)).toStrictEqual(["Stop", "Submitted"])
-    expect(samples.filter(Termination.isError)).toHaveLength(15)
+    expect(samples.filter(Termination.isError)).toHaveLength(16)
     for (const t of samples.filter(Termination.isError)) expect(t).toBeInstanceOf(Error)
   })
 
@@ -173,7 +180,8 @@ describe("Termination", () => {
       `invalid structured output: ${diagnostic.message}`,
       "provider gemini rejected the credentials (HTTP 403)",
       "provider openai has no quota left: You exceeded your current quota",
-      "the run's checkpoint failed: disk full"
+      "the run's checkpoint failed: disk full",
+      "limits.maxTurns must be a positive integer, not -1"
     ])
   })
 

@@ -234,6 +234,31 @@ describe("Toolkit.executeAllSafe", () => {
       expect((yield* Fiber.join(patient)).outcome).toBe("success")
     }))
 
+  it.effect("a call whose tool cannot be interrupted ends at its timeout; the tool finishes on its own", () =>
+    Effect.gen(function*() {
+      const finished = yield* Deferred.make<void>()
+      const stubborn = Tool.make({
+        name: "stubborn",
+        description: "Blocks for an hour, uninterruptibly",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        execute: () =>
+          Effect.uninterruptible(Effect.andThen(Effect.sleep("1 hour"), Deferred.succeed(finished, undefined))).pipe(
+            Effect.as("late")
+          )
+      })
+      const fiber = yield* Effect.forkChild(
+        Toolkit.executeAllSafe(Toolkit.make(stubborn), [call("stubborn", "{}")], { timeout: "2 seconds" })
+      )
+      yield* TestClock.adjust("2 seconds")
+      yield* Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+      const exit = fiber.pollUnsafe()
+      expect(exit !== undefined && Exit.isSuccess(exit) && exit.value[0]?.outcome).toBe("timeout")
+      expect(yield* Deferred.isDone(finished)).toBe(false)
+      yield* TestClock.adjust("1 hour")
+      yield* Deferred.await(finished)
+    }))
+
   it.effect("lets a tool's own timeout win over the option", () =>
     Effect.gen(function*() {
       const patient = Tool.make({
@@ -546,5 +571,87 @@ describe("Toolkit.executeAllSafe", () => {
         ["fco_c2", "incomplete"],
         ["fco_c3", "incomplete"]
       ])
+    }))
+})
+
+describe("a tool's items (the seed's decorateResultItem and itemSchemas)", () => {
+  const CardResult = Schema.Struct({
+    type: Schema.Literal("function_call_output"),
+    call_id: Schema.String,
+    output: Schema.String,
+    card: Schema.Struct({ title: Schema.String, count: Schema.Finite })
+  })
+  const counter = (
+    decorate: (params: Tool.DecorateParams<{ readonly n: number }, number>) => Item.FunctionCallOutput
+  ) =>
+    Tool.make({
+      name: "count",
+      description: "Counts to n",
+      input: Schema.Struct({ n: Schema.Finite }),
+      output: Schema.Finite,
+      itemSchemas: { toolResults: [CardResult] },
+      decorateResultItem: decorate,
+      execute: ({ n }) => n < 0 ? Effect.fail(new OutOfStock({ message: "negative" })) : Effect.succeed(n)
+    })
+  const withCard = counter(({ baseItem, result, args, error }) => ({
+    ...baseItem,
+    card: { title: error ? `failed on ${args?.n ?? "?"}` : "counted", count: result ?? 0 }
+  }))
+
+  it.effect("decorateResultItem makes every result item, failures included, and its schemas gate it", () =>
+    Effect.gen(function*() {
+      const [ok, failed, bad] = yield* Toolkit.executeAllSafe(Toolkit.make(withCard), [
+        call("count", "{\"n\":3}", "c1"),
+        call("count", "{\"n\":-1}", "c2"),
+        call("count", "{\"n\":\"x\"}", "c3")
+      ])
+      expect(ok).toMatchObject({
+        outcome: "success",
+        output: { call_id: "c1", output: "3", card: { title: "counted", count: 3 } }
+      })
+      expect(failed).toMatchObject({ outcome: "failure", output: { call_id: "c2", card: { title: "failed on -1" } } })
+      expect(bad).toMatchObject({ outcome: "invalid_arguments", output: { card: { title: "failed on ?", count: 0 } } })
+    }))
+
+  it.effect("a decoration that throws, leaves the call, or fails the schemas ends the call as a defect", () =>
+    Effect.gen(function*() {
+      const throwing = counter(() => {
+        throw new Error("no card today")
+      })
+      const elsewhere = counter(({ baseItem }) => ({ ...baseItem, call_id: "another" }))
+      const plain = counter(({ baseItem }) => baseItem)
+      for (
+        const [tool, reason] of [
+          [throwing, "could not make its result item: no card today"],
+          [elsewhere, "not the function_call_output of its call"],
+          [plain, "matches none of its itemSchemas.toolResults"]
+        ] as const
+      ) {
+        const [result] = yield* Toolkit.executeAllSafe(Toolkit.make(tool), [call("count", "{\"n\":1}")])
+        expect(result?.outcome).toBe("defect")
+        expect(String(errorOf(result!))).toContain(reason)
+        expect(result?.output).toMatchObject({ type: "function_call_output", call_id: "c1" })
+      }
+    }))
+
+  it.effect("a call that fails the tool's toolCalls schemas is answered as invalid arguments, and not run", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const strict = Tool.make({
+        name: "strict",
+        description: "Takes calls with an id of its kind only",
+        input: Schema.Struct({}),
+        output: Schema.String,
+        itemSchemas: { toolCalls: [Schema.Struct({ call_id: Schema.String.check(Schema.isPattern(/^call_/)) })] },
+        execute: () => Effect.sync(() => (ran++, "ran"))
+      })
+      const [refused, accepted] = yield* Toolkit.executeAllSafe(Toolkit.make(strict), [
+        call("strict", "{}", "x1"),
+        call("strict", "{}", "call_2")
+      ])
+      expect(refused?.outcome).toBe("invalid_arguments")
+      expect(String(errorOf(refused!))).toContain("itemSchemas.toolCalls")
+      expect(accepted?.outcome).toBe("success")
+      expect(ran).toBe(1)
     }))
 })

@@ -43,6 +43,40 @@ const verdictOf = <E, R>(until: Until.Until<E, R>, snapshot: Snapshot.Snapshot) 
 const failureOf = <E, R>(until: Until.Until<E, R>, snapshot: Snapshot.Snapshot) =>
   Effect.flip(Until.evaluate(until, snapshot))
 
+describe("Until arguments that cannot work", () => {
+  it.effect("are found when the predicate is built, named with the value, and kept by the combinators", () =>
+    Effect.gen(function*() {
+      expect(Until.invalid(Until.maxDuration(-1))).toMatchObject({
+        _tag: "InvalidOptions",
+        field: "Until.maxDuration(limit)",
+        value: "-1"
+      })
+      expect(Until.invalid(Until.maxDuration("ten minutes" as "10 minutes"))).toMatchObject({
+        value: "\"ten minutes\""
+      })
+      expect(Until.invalid(Until.maxSteps(1.5))?.message).toBe("Until.maxSteps(n) must be a positive integer, not 1.5")
+      expect(Until.invalid(Until.maxTokens(0))).toMatchObject({ field: "Until.maxTokens(n)" })
+      expect(Until.invalid(Until.maxCost(-0.01))).toMatchObject({ field: "Until.maxCost(usd)", value: "-0.01" })
+      expect(Until.invalid(Until.converged({ threshold: Number.NaN }))).toMatchObject({
+        field: "Until.converged threshold"
+      })
+      expect(Until.invalid(Until.outputContains(""))).toMatchObject({ field: "Until.outputContains(marker)" })
+      expect(Until.invalid(Until.all(Until.noToolCalls(), Until.any(Until.maxSteps(-2))))).toMatchObject({
+        field: "Until.maxSteps(n)",
+        value: "-2"
+      })
+      expect(Until.invalid(Until.any(...([] as unknown as [Until.Until])))).toMatchObject({
+        field: "Until.any(...predicates)"
+      })
+      for (const fine of [Until.maxDuration(0), Until.maxDuration("Infinity"), Until.maxSteps(1), Until.converged()]) {
+        expect(Until.invalid(fine)).toBeUndefined()
+      }
+      // Asked anyway, a refused predicate cannot answer.
+      const failure = yield* failureOf(Until.maxDuration(-1), snap())
+      expect(failure.message).toContain("Until.maxDuration(limit) must be a duration of at least 0")
+    }))
+})
+
 describe("Until limits", () => {
   it.effect("maxSteps stops once n iterations completed", () =>
     Effect.gen(function*() {

@@ -265,6 +265,7 @@ class Decoder implements ProviderStream.Decoder {
         encrypted_content == null || settled.type !== "reasoning" ? settled : { ...settled, encrypted_content }
       )
     } else {
+      if (typeof raw.id === "string") this.indexOf.set(raw.id, index)
       this.items.set(index, {
         type: `${extensionPrefix}${type}`,
         id: typeof raw.id === "string" ? raw.id : `${this.responseId ?? "response"}_output_${index}`,
@@ -274,12 +275,24 @@ class Decoder implements ProviderStream.Decoder {
     }
   }
 
-  /** Ends the turn; `incompleteReason` is set for `response.incomplete`. */
+  /**
+   * Ends the turn; `incompleteReason` is set for `response.incomplete`. The
+   * response's `output` is the final word on every item it lists whose events
+   * left it open (announced, never done): the item is taken as it lists it.
+   */
   finish(
+    event: string,
     response: ResponsesEvent.Response,
     incompleteReason: string | undefined,
     out: Array<TurnDelta.TurnDelta>
-  ): void {
+  ): AiError.AiError | undefined {
+    for (const [position, raw] of (response.output ?? []).entries()) {
+      const index = (typeof raw.id === "string" ? this.indexOf.get(raw.id) : undefined) ?? position
+      const entry = this.items.get(index)
+      if (entry !== undefined && !isDraft(entry) && entry.status !== "in_progress") continue
+      const error = this.item(event, index, raw, true, out)
+      if (error !== undefined) return error
+    }
     this.complete = true
     if (response.model !== undefined) this.model = response.model
     const responseId = response.id ?? this.responseId
@@ -304,6 +317,7 @@ class Decoder implements ProviderStream.Decoder {
         ...(cost === undefined ? {} : { cost })
       }
     })
+    return undefined
   }
 }
 
@@ -465,12 +479,15 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
       if (draft?.type === "function_call") draft.arguments = e.arguments
     })
   ],
-  ["response.completed", on(ResponsesEvent.Lifecycle, (self, e, out) => self.finish(e.response, undefined, out))],
+  [
+    "response.completed",
+    on(ResponsesEvent.Lifecycle, (self, e, out, event) => self.finish(event, e.response, undefined, out))
+  ],
   [
     "response.incomplete",
     on(
       ResponsesEvent.Lifecycle,
-      (self, e, out) => self.finish(e.response, e.response.incomplete_details?.reason ?? "unknown", out)
+      (self, e, out, event) => self.finish(event, e.response, e.response.incomplete_details?.reason ?? "unknown", out)
     )
   ],
   [

@@ -49,22 +49,25 @@ export type ErrorObject = typeof ErrorObject.Type
 /** The body of an HTTP error response. */
 export const ErrorBody = Schema.Struct({ error: ErrorObject })
 
+/** A JSON object: an output item or a content part before its `type` picks its schema. */
+export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+export type JsonObject = typeof JsonObject.Type
+
 /**
  * The response object of the lifecycle events. `id` may be missing: servers
  * other than OpenAI's that speak this API leave it off the terminal event.
+ * `output` lists the response's items as they are when it is sent: on a
+ * terminal event, as they ended.
  */
 export const Response = Schema.Struct({
   id: Schema.optionalKey(Schema.String),
   model: Schema.optionalKey(Schema.String),
   usage: Schema.optionalKey(Schema.NullOr(Usage)),
   incomplete_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({ reason: Schema.optionalKey(Schema.String) }))),
-  error: Schema.optionalKey(Schema.NullOr(ErrorObject))
+  error: Schema.optionalKey(Schema.NullOr(ErrorObject)),
+  output: Schema.optionalKey(Schema.NullOr(Schema.Array(JsonObject)))
 })
 export type Response = typeof Response.Type
-
-/** A JSON object: an output item or a content part before its `type` picks its schema. */
-export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
-export type JsonObject = typeof JsonObject.Type
 
 /** The `type` of an output item or a content part. */
 export const Typed = Schema.Struct({ type: Schema.String })

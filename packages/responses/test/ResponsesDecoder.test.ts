@@ -45,6 +45,41 @@ describe("ResponsesDecoder", () => {
       expect(Turn.text(turn)).toBe("It is sunny.")
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("takes an item left open as the terminal response lists it: its done event never came", () =>
+    Effect.gen(function*() {
+      const search = { id: "ws_1", type: "web_search_call", status: "completed", action: { query: "weather" } }
+      const call = {
+        id: "fc_1",
+        type: "function_call",
+        status: "completed",
+        arguments: "{\"city\":\"Paris\"}",
+        call_id: "call_1",
+        name: "weather"
+      }
+      const script = new Script().created()
+        .event("response.output_item.added", { output_index: 0, item: { ...search, status: "in_progress" } })
+        .callStart("fc_1", 1, "call_1", "weather")
+        .argumentsDelta("fc_1", 1, "{\"city\":")
+        .completed(usage(5, 5), [search, call])
+      const deltas = yield* run([ProviderServer.sse(script.frames)])
+      const turn = completeTurn(deltas)
+      expect(turn.items).toStrictEqual([
+        { type: "x-openai.web_search_call", id: "ws_1", status: "completed", data: search },
+        {
+          type: "function_call",
+          id: "fc_1",
+          status: "completed",
+          call_id: "call_1",
+          name: "weather",
+          arguments: call.arguments
+        }
+      ])
+      // The call's deltas still concatenate to its arguments, and it is done.
+      const streamed = deltas.flatMap((d) => d.type === "function_call_arguments_delta" ? [d.delta] : []).join("")
+      expect(streamed).toBe(call.arguments)
+      expect(deltas.filter((d) => d.type === "function_call_done")).toHaveLength(1)
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("sends each assistant message's phase back on the next request", () =>
     Effect.gen(function*() {
       const first = new Script("resp_1").created()

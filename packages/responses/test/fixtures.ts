@@ -194,8 +194,11 @@ export class Script {
     })
   }
 
-  completed(used: UsageWire): this {
-    return this.event("response.completed", { response: responseObject(this.id, "completed", { usage: used }) })
+  /** The terminal event, listing `output` as the response's items (none by default). */
+  completed(used: UsageWire, output: ReadonlyArray<Record<string, unknown>> = []): this {
+    return this.event("response.completed", {
+      response: responseObject(this.id, "completed", { usage: used, output })
+    })
   }
 
   incomplete(reason: string, used: UsageWire): this {

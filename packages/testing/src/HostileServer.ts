@@ -50,6 +50,7 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderH
         )
         const seen = SpanRecorder.text(spans)
         assert.equal(seen.includes(ProviderHarness.canary), false)
+        assert.equal((yield* SpanRecorder.printed(spans)).includes(ProviderHarness.canary), false)
         const clientSpans = spans.filter((span) =>
           span.attributes.has(`http.request.header.${fixture.credentialHeader}`)
         )
@@ -113,6 +114,8 @@ export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderH
   {
     name: "bounds error messages and reads only the start of a huge error body",
     clock: "live",
+    // Hundreds of megabytes offered and megabytes read: seconds on a busy machine.
+    timeout: 120_000,
     test: ProviderHarness.run(fixture, (server, model) =>
       Effect.gen(function*() {
         yield* server.reply(ProviderServer.status(500, { error: { message: "x".repeat(10_000_000) } }))

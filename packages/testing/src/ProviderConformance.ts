@@ -8,7 +8,9 @@
  * `@effect/vitest`:
  *
  * ```ts
- * for (const c of ProviderConformance.cases(fixture)) (c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)
+ * for (const c of ProviderConformance.cases(fixture)) {
+ *   ;(c.clock === "test" ? it.effect : it.live)(c.name, () => c.test, c.timeout)
+ * }
  * ```
  *
  * The cases cover text, reasoning, parallel calls and usage; every error

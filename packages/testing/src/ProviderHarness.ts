@@ -26,6 +26,12 @@ export interface Case {
   readonly name: string
   readonly clock: "live" | "test"
   readonly test: Effect.Effect<void, unknown>
+  /**
+   * Milliseconds after which a case that moves a lot of data in real time
+   * counts as hung, when the test runner's default is too short for a busy
+   * machine; only a guard against hangs, never a margin the case relies on.
+   */
+  readonly timeout?: number | undefined
 }
 
 /** What a provider package supplies to run the conformance suite. */

@@ -4,7 +4,9 @@
  *
  * @since 0.1.0
  */
-import { Cause, Exit, Tracer } from "effect"
+import { Cause, Effect, Exit, Tracer } from "effect"
+import { Headers } from "effect/http"
+import * as util from "node:util"
 
 /** The recorded spans, in the order they started, and the tracer that records them. */
 export interface SpanRecorder {
@@ -37,3 +39,17 @@ export const text = (spans: ReadonlyArray<Tracer.NativeSpan>): string =>
     span.events,
     span.status._tag === "Ended" && Exit.isFailure(span.status.exit) ? Cause.pretty(span.status.exit.cause) : ""
   ]))
+
+/**
+ * The spans as anything may print them whole, exits included: `util.inspect`
+ * and `JSON.stringify`, where no header name is redacted (an exporter's fiber,
+ * a logger with a list of its own). A secret must not be in them at all.
+ *
+ * @since 0.2.0
+ * @category inspection
+ */
+export const printed = (spans: ReadonlyArray<Tracer.NativeSpan>): Effect.Effect<string> =>
+  Effect.sync(() =>
+    util.inspect(spans, { depth: Infinity }) +
+    JSON.stringify(spans, (_, value) => typeof value === "bigint" ? String(value) : value)
+  ).pipe(Effect.provideService(Headers.CurrentRedactedNames, []))

@@ -18,7 +18,12 @@ export type Message = typeof Message.Type
 export interface Child {
   /** Every line it printed so far, decoded. */
   readonly messages: ReadonlyArray<Message>
-  /** Waits for the first message (printed so far or later) that `predicate` accepts. */
+  /**
+   * Waits for the first message (printed so far or later) that `predicate`
+   * accepts. A child that exits without printing one fails the wait at once
+   * (a defect carrying its exit code and standard error), rather than leaving
+   * the test to time out.
+   */
   readonly waitFor: (predicate: (message: Message) => boolean) => Effect.Effect<Message>
   /** Its exit code, once it has exited (`null` when killed by a signal). */
   readonly exit: Effect.Effect<number | null>
@@ -54,6 +59,8 @@ export const spawn = (
         { readonly predicate: (message: Message) => boolean; readonly found: Deferred.Deferred<Message> }
       > = []
       let stderr = ""
+      /** Why no message will come any more, once the child has exited and its output was read. */
+      let closed: string | undefined
       process.stderr.on("data", (chunk) => (stderr += String(chunk)))
       Readline.createInterface({ input: process.stdout }).on("line", (line) => {
         const decoded = Schema.decodeUnknownOption(Message)(line)
@@ -64,12 +71,20 @@ export const spawn = (
         }
       })
       process.on("exit", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code)))
+      // `close` comes once the child has exited and its output is read to the end: a wait still open then never ends.
+      process.on("close", (code, signal) => {
+        closed = `the child exited (${signal ?? `code ${code}`}) without printing the message awaited`
+        for (const waiter of waiters) {
+          Deferred.doneUnsafe(waiter.found, Effect.die(new Error(`${closed}; its stderr:\n${stderr}`)))
+        }
+      })
       const child: Child = {
         messages,
         waitFor: (predicate) =>
           Effect.suspend(() => {
             const seen = messages.find(predicate)
             if (seen !== undefined) return Effect.succeed(seen)
+            if (closed !== undefined) return Effect.die(new Error(`${closed}; its stderr:\n${stderr}`))
             const found = Deferred.makeUnsafe<Message>()
             waiters.push({ predicate, found })
             return Deferred.await(found)

@@ -124,10 +124,12 @@ export const stream = <O = string, R = never, E = never, RU = never>(
             if (recorder !== undefined) {
               yield* recorder.answered(state, completed)
             }
-            const books = yield* machine.account(state, completed)
+            const books = yield* machine.books(state, completed)
             latest = accounted = books.state
             return books.accounting
           }),
+        // Every paid turn is reported: a budget it reached ends the run after its `TurnCompleted`.
+        afterAccount: (completed, accounting) => machine.budget(accounted, completed, accounting),
         onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result)
       }
       const then = (outcome: AgentTurn.Outcome) =>

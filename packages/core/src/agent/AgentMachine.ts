@@ -15,6 +15,7 @@
 import { Clock, Duration, Effect, Random, Schema } from "effect"
 import type { Accounting } from "../Accounting.ts"
 import * as Cost from "../Cost.ts"
+import type { InvalidOptions } from "../InvalidOptions.ts"
 import * as Item from "../Item.ts"
 import type { TurnOptions } from "../LanguageModel.ts"
 import * as Pricing from "../Pricing.ts"
@@ -28,7 +29,7 @@ import * as Toolkit from "../Toolkit.ts"
 import * as Turn from "../Turn.ts"
 import * as Until from "../Until.ts"
 import type * as Events from "./AgentEvent.ts"
-import type * as AgentOptions from "./AgentOptions.ts"
+import * as AgentOptions from "./AgentOptions.ts"
 import * as AgentRules from "./AgentRules.ts"
 import type * as AgentTurn from "./AgentTurn.ts"
 
@@ -76,7 +77,7 @@ export interface Machine<O, R, RU> {
   readonly accounting: (state: State, history?: ReadonlyArray<Item.Item>) => Effect.Effect<Accounting>
   /** Fails with `MaxTurns` when `state` may not have another turn. */
   readonly beforeTurn: (state: State) => Effect.Effect<void, Termination.MaxTurns>
-  /** Adds a completed turn to the books and keeps the budget. */
+  /** Adds a completed turn to the books and keeps the budget: {@link Machine.books}, then {@link Machine.budget}. */
   readonly account: (
     state: State,
     completed: AgentTurn.Completed
@@ -84,6 +85,21 @@ export interface Machine<O, R, RU> {
     { readonly state: State; readonly accounting: Accounting },
     Termination.MaxBudgetUsd | Termination.UnpricedModel
   >
+  /** Adds a completed turn to the books: the state after it, and its accounting. */
+  readonly books: (
+    state: State,
+    completed: AgentTurn.Completed
+  ) => Effect.Effect<{ readonly state: State; readonly accounting: Accounting }>
+  /**
+   * Keeps the budget once a turn is in the books (`accounted` and its
+   * `accounting`): `MaxBudgetUsd` when the cost reached it, `UnpricedModel`
+   * when the cost is unknown; the turn was paid either way, so report it first.
+   */
+  readonly budget: (
+    accounted: State,
+    completed: AgentTurn.Completed,
+    accounting: Accounting
+  ) => Effect.Effect<void, Termination.MaxBudgetUsd | Termination.UnpricedModel>
   /** After a turn and its tools: the rules, the hook, the predicate and the structured output decide. */
   readonly decide: (state: State, outcome: AgentTurn.Outcome) => Effect.Effect<Transition<O>, Termination.Error, R | RU>
   /** The termination of a run whose turn failed, accounted in `state`. */
@@ -107,16 +123,22 @@ const feedbackMessage = (text: string, step: number): Item.Message => Item.userM
 /**
  * Builds the machine of a run: its id, its start time (now, unless `startedAt`
  * says when a resumed run first started, in epoch milliseconds), and the stop
- * predicate (the `StopPolicy` when none is given).
+ * predicate (the `StopPolicy` when none is given). Options that cannot work
+ * (see `AgentOptions.validate`, the `StopPolicy`'s predicate included) fail it
+ * with `InvalidOptions`, before anything runs.
  */
 export const make = <O, R, E, RU>(
   options: AgentOptions.Options<O, R, E, RU>,
   resumed: { readonly startedAt?: number | undefined } = {}
-): Effect.Effect<Machine<O, R, RU>> =>
+): Effect.Effect<Machine<O, R, RU>, InvalidOptions> =>
   Effect.gen(function*() {
+    const refused = AgentOptions.validate(options)
+    if (refused !== undefined) return yield* refused
+    const until: Until.Until<unknown, RU> = options.until ?? (yield* StopPolicy)
+    const policyRefused = Until.invalid(until)
+    if (policyRefused !== undefined) return yield* policyRefused
     const startedAt = resumed.startedAt ?? (yield* Clock.currentTimeMillis)
     const runId = options.runId ?? `run_${(yield* Random.nextInt).toString(36)}_${startedAt.toString(36)}`
-    const until: Until.Until<unknown, RU> = options.until ?? (yield* StopPolicy)
     const limits = {
       maxTurns: options.limits?.maxTurns ?? defaults.maxTurns,
       maxBudgetUsd: options.limits?.maxBudgetUsd,
@@ -166,7 +188,7 @@ export const make = <O, R, E, RU>(
       return initial
     })
 
-    const account = Effect.fnUntraced(function*(state: State, completed: AgentTurn.Completed) {
+    const books = Effect.fnUntraced(function*(state: State, completed: AgentTurn.Completed) {
       const accounted: State = {
         ...state,
         history: completed.history,
@@ -175,24 +197,37 @@ export const make = <O, R, E, RU>(
         cost: Cost.add(state.cost, completed.cost),
         outputs: [...state.outputs, Turn.text(completed.turn)]
       }
-      const books = yield* accounting(accounted)
-      const budget = limits.maxBudgetUsd
-      if (budget !== undefined) {
-        switch (AgentRules.budget(accounted.cost, budget)) {
-          case "unpriced":
-            return yield* new Termination.UnpricedModel({
+      return { state: accounted, accounting: yield* accounting(accounted) }
+    })
+
+    const budget = (
+      accounted: State,
+      completed: AgentTurn.Completed,
+      books: Accounting
+    ): Effect.Effect<void, Termination.MaxBudgetUsd | Termination.UnpricedModel> => {
+      const maxBudgetUsd = limits.maxBudgetUsd
+      if (maxBudgetUsd === undefined) return Effect.void
+      switch (AgentRules.budget(accounted.cost, maxBudgetUsd)) {
+        case "unpriced":
+          return Effect.fail(
+            new Termination.UnpricedModel({
               ...(completed.turn.model === undefined ? {} : { model: completed.turn.model }),
-              maxBudgetUsd: budget,
+              maxBudgetUsd,
               accounting: books
             })
-          case "reached":
-            return yield* new Termination.MaxBudgetUsd({ maxBudgetUsd: budget, accounting: books })
-          case "within":
-            break
-        }
+          )
+        case "reached":
+          return Effect.fail(new Termination.MaxBudgetUsd({ maxBudgetUsd, accounting: books }))
+        case "within":
+          return Effect.void
       }
-      return { state: accounted, accounting: books }
-    })
+    }
+
+    const account = (state: State, completed: AgentTurn.Completed) =>
+      Effect.flatMap(
+        books(state, completed),
+        (booked) => Effect.as(budget(booked.state, completed, booked.accounting), booked)
+      )
 
     /** Goes on to the next turn, telling the model `feedback` first when there is some. */
     const proceed = (state: State, verdict: Events.Verdict, feedback: string | undefined): Transition<O> =>
@@ -341,6 +376,8 @@ export const make = <O, R, E, RU>(
           ? Effect.void
           : fail((books) => new Termination.MaxTurns({ maxTurns: limits.maxTurns, accounting: books }), state),
       account,
+      books,
+      budget,
       decide,
       turnFailed: (failure, state) => fail((books) => AgentRules.turnFailure(failure, books), state),
       deadlinePassed: (state) =>

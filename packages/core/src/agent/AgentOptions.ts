@@ -5,14 +5,16 @@
  *
  * @since 0.2.0
  */
-import type { Duration, Effect, Schema } from "effect"
+import { Predicate, Schema } from "effect"
+import type { Duration, Effect } from "effect"
 import type { Halt } from "../Halt.ts"
-import type * as Item from "../Item.ts"
+import * as InvalidOptions from "../InvalidOptions.ts"
+import * as Item from "../Item.ts"
 import type { ModelParams, ToolChoice } from "../LanguageModel.ts"
 import type { Snapshot } from "../Snapshot.ts"
-import type * as Toolkit from "../Toolkit.ts"
+import * as Toolkit from "../Toolkit.ts"
 import type * as Turn from "../Turn.ts"
-import type * as Until from "../Until.ts"
+import * as Until from "../Until.ts"
 
 /** The limits of a run, and the termination each one ends it with. */
 export interface Limits {
@@ -66,4 +68,79 @@ export interface Options<O = string, R = never, E = never, RU = never> {
   readonly runId?: string | undefined
   /** Nesting depth, for runs started by other runs (default 0). */
   readonly depth?: number | undefined
+}
+
+const isHistory = Schema.is(Item.History)
+
+const input: InvalidOptions.Rule = {
+  expected: "a text, or an array of items",
+  test: (value) => typeof value === "string" || isHistory(value)
+}
+
+const toolkit: InvalidOptions.Rule = {
+  expected: "a toolkit (Toolkit.make)",
+  test: (value) => Predicate.hasProperty(value, Toolkit.TypeId)
+}
+
+const schema: InvalidOptions.Rule = { expected: "a Schema", test: Schema.isSchema }
+
+/** A tool name the toolkit has, for `finish` and `toolChoice`. */
+const toolOf = (kit: Toolkit.Toolkit<unknown> | undefined): InvalidOptions.Rule => {
+  const names = kit === undefined || !toolkit.test(kit) ? [] : kit.tools.map((tool) => tool.name)
+  return {
+    expected: names.length === 0
+      ? "the name of a tool of the toolkit, which has none"
+      : `the name of a tool of the toolkit: ${names.map((name) => JSON.stringify(name)).join(", ")}`,
+    test: (value) => typeof value === "string" && names.includes(value)
+  }
+}
+
+const toolChoice = (kit: Toolkit.Toolkit<unknown> | undefined): InvalidOptions.Rule => {
+  const tool = toolOf(kit)
+  return {
+    expected: `"auto", "none", "required", or { name } with ${tool.expected}`,
+    test: (value) =>
+      value === "auto" || value === "none" || value === "required" ||
+      (Predicate.hasProperty(value, "name") && tool.test(value.name))
+  }
+}
+
+/**
+ * The first option of a run that cannot work, checked before anything runs:
+ * the input, the toolkit and the tools `finish` and `toolChoice` name, the
+ * stop predicate (see `Until.invalid`), the sampling parameters, and every
+ * limit (counts are positive integers, `maxStructuredOutputRetries` may be 0,
+ * the budget a positive number of dollars, durations above 0). `undefined`
+ * when they all can.
+ *
+ * @since 0.2.0
+ * @category validation
+ */
+export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOptions.InvalidOptions | undefined => {
+  const { check, first } = InvalidOptions
+  const limits = options.limits
+  return first(
+    check("input", options.input, input),
+    check("instructions", options.instructions, InvalidOptions.string),
+    check("toolkit", options.toolkit, toolkit),
+    check("until", options.until, InvalidOptions.function_),
+    options.until === undefined ? undefined : Until.invalid(options.until),
+    check("output", options.output, schema),
+    check("finish", options.finish, toolOf(options.toolkit)),
+    check("afterTurn", options.afterTurn, InvalidOptions.function_),
+    check("model", options.model, InvalidOptions.nonEmptyString),
+    InvalidOptions.modelParams("params", options.params),
+    check("toolChoice", options.toolChoice, toolChoice(options.toolkit)),
+    check("limits.maxTurns", limits?.maxTurns, InvalidOptions.positiveInteger),
+    check("limits.maxBudgetUsd", limits?.maxBudgetUsd, InvalidOptions.positive),
+    check("limits.maxDuration", limits?.maxDuration, InvalidOptions.positiveDuration),
+    check("limits.maxConsecutiveMistakes", limits?.maxConsecutiveMistakes, InvalidOptions.positiveInteger),
+    check("limits.maxNoProgress", limits?.maxNoProgress, InvalidOptions.positiveInteger),
+    check("limits.maxStructuredOutputRetries", limits?.maxStructuredOutputRetries, InvalidOptions.nonNegativeInteger),
+    check("limits.toolConcurrency", limits?.toolConcurrency, InvalidOptions.positiveInteger),
+    check("limits.toolTimeout", limits?.toolTimeout, InvalidOptions.positiveDuration),
+    check("name", options.name, InvalidOptions.string),
+    check("runId", options.runId, InvalidOptions.nonEmptyString),
+    check("depth", options.depth, InvalidOptions.nonNegativeInteger)
+  )
 }

@@ -6,7 +6,8 @@
  * `AgentLoop` runs one per iteration, and a step program's `llm` step runs one.
  * The caller keeps the books: `account` is handed each completed turn and its
  * cost, and answers with the accounting that the turn's `TurnCompleted` event
- * carries, or fails (a budget, say) before any tool runs. What follows the tools
+ * carries; `afterAccount` may then end the turn (a budget the paid turn
+ * reached) before any tool runs. What follows the tools
  * is the caller's `then`, as in `TurnStream.streamUntilComplete`.
  *
  * The turn runs in a `chat {model}` span (see `Telemetry`), on whatever
@@ -42,8 +43,14 @@ export interface Request<E, R> {
   readonly toolkit?: Toolkit.Toolkit<R> | undefined
   /** Concurrency and time limit of the tool calls. */
   readonly tools?: Omit<Toolkit.Options, "onProgress"> | undefined
-  /** Accounts for the completed turn; its failure ends the turn before the tools run. */
+  /** Accounts for the completed turn; its failure ends the turn before the tools run, and before its `TurnCompleted`. */
   readonly account: (completed: Completed) => Effect.Effect<Accounting, E, R>
+  /**
+   * Checked once the turn's `TurnCompleted` has gone out, before the tools
+   * run: a limit the paid turn reached (a budget) ends the turn there, the
+   * turn reported.
+   */
+  readonly afterAccount?: ((completed: Completed, accounting: Accounting) => Effect.Effect<void, E, R>) | undefined
   /** Called with each call's result (and its index in the turn) as soon as it ends, to record it; its failure ends the turn. */
   readonly onToolResult?: ((index: number, result: Toolkit.Result) => Effect.Effect<void, E, R>) | undefined
 }
@@ -158,15 +165,21 @@ export const stream = <E, R, A, S, E2, R2>(
   const { step } = request
   const rest = (completed: Completed) =>
     Effect.gen(function*() {
+      // The turn is complete: accounting for it (and recording it) is not cut off halfway.
+      const accounting = yield* Effect.uninterruptible(request.account(completed))
       const event: AgentEvent.TurnCompleted = {
         _tag: "TurnCompleted",
         step,
         turn: completed.turn,
         cost: completed.cost,
-        // The turn is complete: accounting for it (and recording it) is not cut off halfway.
-        accounting: yield* Effect.uninterruptible(request.account(completed))
+        accounting
       }
-      return Loop.decideAfter(Stream.make(event), () => runTools(request, completed, new Map(), then))
+      const afterAccount = request.afterAccount
+      const tools = runTools(request, completed, new Map(), then)
+      return Loop.decideAfter(
+        Stream.make(event),
+        () => afterAccount === undefined ? tools : Effect.as(afterAccount(completed, accounting), tools)
+      )
     })
   return complete<AgentEvent.TurnCompleted | AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S, E | E2, R | R2>(
     request,

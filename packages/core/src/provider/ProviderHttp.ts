@@ -10,7 +10,8 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
+import type { Tracer } from "effect"
 import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import * as AiError from "../AiError.ts"
@@ -299,6 +300,43 @@ const redirectTarget = (
   return Result.succeed(target.href)
 }
 
+/** A failure of the HTTP client, as its span keeps it: the message (which names no credential), not the request. */
+const withoutRequest = (error: unknown): unknown => {
+  if (!HttpClientError.isHttpClientError(error)) return error
+  const kept = new Error(error.message)
+  kept.name = error._tag
+  kept.stack = `${kept.name}: ${kept.message}`
+  return kept
+}
+
+/** A span whose exit is recorded without the response or the request it carries. */
+const endingWithoutRequest = (span: Tracer.Span): Tracer.Span =>
+  new Proxy(span, {
+    get(target, key) {
+      if (key === "end") {
+        return (endTime: bigint, exit: Exit.Exit<unknown, unknown>) =>
+          target.end(endTime, Exit.isSuccess(exit) ? Exit.void : Exit.failCause(Cause.map(exit.cause, withoutRequest)))
+      }
+      const value: unknown = Reflect.get(target, key, target)
+      return typeof value === "function" ? value.bind(target) : value
+    }
+  })
+
+/**
+ * Runs `effect` (a request of the HTTP client) with a tracer whose spans end
+ * without the response or the error as their exit. Both carry the request, and
+ * its headers are redacted only when printed, by the names the printing fiber
+ * knows: an exporter, a log or `util.inspect` elsewhere would print the
+ * credential header of a provider whose header is not a default one
+ * (`x-goog-api-key`), or of an application that replaced the defaults.
+ */
+const tracedWithoutRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(Effect.tracer, (tracer) =>
+    Effect.withTracer(effect, {
+      ...(tracer.context === undefined ? {} : { context: tracer.context }),
+      span: (options) => endingWithoutRequest(tracer.span(options))
+    }))
+
 /**
  * Sends a streaming `POST` to the endpoint and returns the response body.
  *
@@ -307,7 +345,8 @@ const redirectTarget = (
  * and `Retry-After`); a transport failure, including a connection cut mid-body,
  * becomes `AiError.Unavailable`; the timeouts become `AiError.Timeout`. The
  * credential header, the secret extra headers and credential query parameters
- * are redacted from the HTTP client's spans. Nothing is sent until the stream is pulled, and interrupting
+ * are redacted from the HTTP client's spans, whose exit keeps neither the
+ * request nor the response. Nothing is sent until the stream is pulled, and interrupting
  * the stream aborts the request.
  */
 export const stream = (
@@ -355,27 +394,30 @@ export const stream = (
       request: HttpClientRequest.HttpClientRequest,
       redirects: number
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AiError.AiError, Scope.Scope> =>
-      Effect.flatMap(Effect.mapError(client.execute(request), fromClientError(provider)), (response) => {
-        if (response.status >= 200 && response.status < 300) return Effect.succeed(response)
-        if (response.status < 300 || response.status >= 400) {
-          return Effect.flatMap(statusError(options, provider, response), Effect.fail)
-        }
-        const target = redirectTarget(endpoint, request, response)
-        if (Result.isFailure(target)) return Effect.fail(target.failure)
-        if (redirects >= maxRedirects) {
-          return Effect.fail(
-            new AiError.InvalidRequest({
-              provider,
-              status: response.status,
-              message: `more than ${maxRedirects} redirects`
-            })
+      Effect.flatMap(
+        Effect.mapError(tracedWithoutRequest(client.execute(request)), fromClientError(provider)),
+        (response) => {
+          if (response.status >= 200 && response.status < 300) return Effect.succeed(response)
+          if (response.status < 300 || response.status >= 400) {
+            return Effect.flatMap(statusError(options, provider, response), Effect.fail)
+          }
+          const target = redirectTarget(endpoint, request, response)
+          if (Result.isFailure(target)) return Effect.fail(target.failure)
+          if (redirects >= maxRedirects) {
+            return Effect.fail(
+              new AiError.InvalidRequest({
+                provider,
+                status: response.status,
+                message: `more than ${maxRedirects} redirects`
+              })
+            )
+          }
+          return Effect.andThen(
+            readBounded(response, 0),
+            send(HttpClientRequest.setUrl(request, target.success), redirects + 1)
           )
         }
-        return Effect.andThen(
-          readBounded(response, 0),
-          send(HttpClientRequest.setUrl(request, target.success), redirects + 1)
-        )
-      })
+      )
     const response = yield* send(initial, 0).pipe(
       ProviderTimeout.request({ provider, requestTimeout: options.requestTimeout, deadline: options.deadline, clock }),
       Scope.provide(requestScope),

@@ -17,6 +17,8 @@
  * @since 0.1.0
  */
 import { Effect, Queue, Stream } from "effect"
+import type { InvalidOptions } from "../InvalidOptions.ts"
+import type { ExecutionContext } from "./ExecutionContext.ts"
 import * as Branch from "./internal/branch.ts"
 import * as Every from "./internal/every.ts"
 import { program } from "./internal/execute.ts"
@@ -25,10 +27,11 @@ import * as Fork from "./internal/fork.ts"
 import * as Llm from "./internal/llm.ts"
 import * as Loops from "./internal/loop.ts"
 import * as Run_ from "./internal/run.ts"
+import { runIn } from "./internal/runtime.ts"
 import * as Spawn from "./internal/spawn.ts"
 import * as ToolStep from "./internal/tool.ts"
 import type { Any, Step } from "./StepAst.ts"
-import type { Aborted, CheckpointFailed } from "./StepError.ts"
+import type { Aborted, CheckpointFailed, InvalidStep } from "./StepError.ts"
 import type * as StepEvent from "./StepEvent.ts"
 
 export type {
@@ -152,14 +155,20 @@ export const llm = Llm.make
 /** A step that runs a tool on its input merged over preset `args`, decoded with the tool's input schema. */
 export const tool = ToolStep.make
 
-/** A step that runs the step `route` picks, on the same input; `null` skips it and passes the input on. */
+/**
+ * A step that runs the step `route` picks, on the same input; `null` skips it
+ * and passes the input on. Anything else than a step or `null` fails with `InvalidStep`.
+ */
 export const branch = Branch.make
 
 /**
- * A step that runs paths at once, as fibers: `race` (the first success wins,
- * the rest are interrupted, finalizers included, before it returns), `all`
+ * A step that runs paths at once, as fibers: `race` (the first path to end
+ * wins, with its output or its failure, as the seed says; the rest are
+ * interrupted, finalizers included, before it returns), `firstSuccess` (the
+ * first path to succeed wins; it fails only when every path fails), `all`
  * (outputs in path order, merged; the first failure interrupts the rest) or
  * `settle` (every outcome, merged). `concurrency` bounds the paths in flight.
+ * `paths` must answer with steps: anything else fails with `InvalidStep`.
  */
 export const fork = Fork.make
 
@@ -175,10 +184,20 @@ export const provide = Spawn.provide
 
 /**
  * A step that runs its `steps` in sequence, again and again, until `until`
- * says stop; see `LoopOptions` for `maxIterations`, `maxHistorySize`,
- * `inbox`, `prepareNext` and `onError`.
+ * says stop, or it reaches `maxIterations` ({@link defaultMaxIterations}
+ * unless it says: then it ends with its last output); see `LoopOptions` for
+ * `maxIterations`, `maxHistorySize`, `inbox`, `prepareNext` and `onError`.
  */
 export const loop = Loops.make
+
+/**
+ * The iterations a `loop` runs at most when it sets no `maxIterations`: 50,
+ * as `AgentLoop` runs 50 turns. `maxIterations: Infinity` runs for ever.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultMaxIterations = Loops.defaultMaxIterations
 
 /** A step that runs a step, parks `ms` (plus up to `jitter`), and runs it again, forever, woken early by `wakeOn`. */
 export const every = Every.make
@@ -188,6 +207,13 @@ export const every = Every.make
  * program's item log as a user message, so `execute(agent, "question")` asks
  * the question. The program fails with its steps' errors, or `Aborted` when a
  * step aborts it; interrupting it interrupts every step, finalizers included.
+ *
+ * The program is checked before anything runs: a field that cannot work (a
+ * step id that is empty or holds `/`, `#`, `[` or `]`, a negative timeout or
+ * `ms`, a `maxIterations` or `concurrency` that is not a positive integer, a
+ * retry policy that does not decode, a stop predicate built with an argument
+ * that cannot work) fails it with `InvalidOptions` naming the step, the field
+ * and the value; a child that is not a step with `InvalidStep`.
  *
  * With a `Checkpointer` in context and an `id`, every step that completes is
  * recorded (its output and the context then; outputs and the state must be
@@ -201,12 +227,12 @@ export function execute<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
 export function execute<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Effect.Effect<O, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
 export function execute(
   step: Any,
   input: unknown,
@@ -214,6 +240,42 @@ export function execute(
 ): Effect.Effect<unknown, unknown, unknown> {
   return program(step, input, options, undefined)
 }
+
+/**
+ * Runs `step` on `input` inside the step whose context is `ctx`, as the seed's
+ * `ExecuteStepFn(step, input, ctx)`: where `execute` opens a new program,
+ * this runs the step as a child of the calling step, in its execution (the
+ * same item log and books: its turns' usage and cost are the caller's, and a
+ * `spawn` it runs is one deeper, with the caller's context as parent), under
+ * its span, recorded and replayed with the program's checkpoints, its events
+ * in the program's stream. For a step's function that picks what to run as it
+ * goes (a planner). The step is checked first: `InvalidStep` when it is not a
+ * step or `ctx` is not a running step's context, `InvalidOptions` when it
+ * cannot work.
+ *
+ * @since 0.2.0
+ * @category execution
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Step } from "@agentloop/core"
+ *
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * const twice = Step.run({
+ *   id: "twice",
+ *   execute: (n: number, ctx) =>
+ *     Effect.flatMap(Step.executeStep(double, n, ctx), (once) => Step.executeStep(double, once, ctx))
+ * })
+ * Effect.runPromise(Step.execute(twice, 5)).then(console.log) // 20
+ * ```
+ */
+export const executeStep = <I, O, E, R, S>(
+  step: Step<I, O, E, R, S>,
+  input: NoInfer<I>,
+  ctx: ExecutionContext<S>
+): Effect.Effect<O, E | InvalidStep | InvalidOptions, Exclude<R, ExecutionContext>> =>
+  // A step that reads state S runs in a context of state S: `ctx` is one.
+  runIn(step, input, ctx as ExecutionContext<never>)
 
 /**
  * Events `stream` holds for a consumer that has not pulled them yet: one. A
@@ -233,12 +295,20 @@ export function stream<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Stream.Stream<
+  StepEvent.Event<O>,
+  E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep,
+  ExecutionServices<R, RT>
+>
 export function stream<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Stream.Stream<StepEvent.Event<O>, E | Aborted | CheckpointFailed, ExecutionServices<R, RT>>
+): Stream.Stream<
+  StepEvent.Event<O>,
+  E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep,
+  ExecutionServices<R, RT>
+>
 export function stream(
   step: Any,
   input: unknown,

@@ -80,9 +80,13 @@ interface ForkProto<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S
   readonly concurrency?: number | undefined
 }
 
-/** A fork whose first path to succeed wins; the others are interrupted, their finalizers run, before it returns. */
+/**
+ * A racing fork: with `race` (the seed's), the first path to end wins, with its
+ * output or its failure; with `firstSuccess`, the first path to succeed wins.
+ * The others are interrupted, their finalizers run, before it returns.
+ */
 export interface StepForkRace<in I, out O, out E, out R, in S> extends ForkProto<I, O, E, R, S> {
-  readonly mode: "race"
+  readonly mode: "race" | "firstSuccess"
 }
 
 /** A fork that runs every path and merges their outputs, in path order; the first failure interrupts the rest. */

@@ -10,6 +10,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import { InvalidOptions } from "../InvalidOptions.ts"
 import { Diagnostic } from "../Termination.ts"
 
 /**
@@ -56,20 +57,26 @@ export class RecvTimeout extends Schema.TaggedError<RecvTimeout>()("RecvTimeout"
   }
 }
 
-/** A `loop` ran `maxIterations` iterations and its predicate never said stop. */
+/**
+ * A `loop` reached its limit of `maxIterations` iterations before any of them
+ * gave an output (each failed, and was retried or skipped). A loop that has an
+ * output ends with it instead.
+ */
 export class MaxIterations extends Schema.TaggedError<MaxIterations>()("MaxIterations", {
   stepId: Schema.String,
   maxIterations: Schema.Int
 }) {
   override get message() {
-    return `loop ${this.stepId} reached its limit of ${this.maxIterations} iterations`
+    return `loop ${this.stepId} reached its limit of ${this.maxIterations} iterations without an output`
   }
 }
 
 /**
- * A step cannot run as written: a negative duration, a retry policy without
- * attempts, an `llm` step naming a tool the toolkit does not have, an `onError`
- * answer that is none of the three. Found when the step runs, before it does anything.
+ * A step cannot run as written: something that is not a step where a step
+ * must be (the program, a child, what a `route` or `paths` answered), a race
+ * without paths, an `llm` step naming a tool the toolkit does not have, an
+ * `onError` answer that is none of the three. (A field that cannot work, such
+ * as a negative duration, is an `InvalidOptions`.)
  */
 export class InvalidStep extends Schema.TaggedError<InvalidStep>()("InvalidStep", {
   stepId: Schema.String,
@@ -126,7 +133,12 @@ export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("Ch
   cause: Schema.optionalKey(Schema.Defect())
 }) {}
 
-/** Any error of this module. */
+export {
+  /** A step's field cannot work (defined with the vocabulary, shared with `AgentLoop` and `Until`; re-exported here). */
+  InvalidOptions
+} from "../InvalidOptions.ts"
+
+/** Any error of this module, and `InvalidOptions`. */
 export type StepError =
   | StepFailed
   | Aborted
@@ -139,6 +151,7 @@ export type StepError =
   | InvalidToolInput
   | ToolDenied
   | CheckpointFailed
+  | InvalidOptions
 
 /** The schema of {@link StepError}: decodes any of them by `_tag`. */
 export const StepError = Schema.Union([
@@ -152,7 +165,8 @@ export const StepError = Schema.Union([
   InvalidOutput,
   InvalidToolInput,
   ToolDenied,
-  CheckpointFailed
+  CheckpointFailed,
+  InvalidOptions
 ])
 
 /**

@@ -6,7 +6,7 @@
  * context it ran in (`contextId`: a spawned sub-agent has its own). A step
  * streams `Started`, then whatever it has to tell (an `llm` step its turn as
  * `Turn` events: deltas, the completed turn, tool results; a `loop` each
- * `Verdict`; an `every` each error it `Recorded` and went on), then `Completed`
+ * `Verdict`, then `LoopEnded` saying why it ended; an `every` each error it `Recorded` and went on), then `Completed`
  * with its output, or `Failed`. The stream ends with one `Output` carrying the
  * program's output, or fails with its error.
  *
@@ -69,15 +69,30 @@ export const Verdict = Schema.TaggedStruct("Verdict", {
 })
 export type Verdict = typeof Verdict.Type
 
+/**
+ * A `loop` ended after `iterations` iterations, with the output of its last:
+ * its predicate said stop (`until`), or it reached its safety limit
+ * (`maxIterations`).
+ *
+ * @since 0.2.0
+ * @category events
+ */
+export const LoopEnded = Schema.TaggedStruct("LoopEnded", {
+  ...header,
+  reason: Schema.Literals(["until", "maxIterations"]),
+  iterations: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+})
+export type LoopEnded = typeof LoopEnded.Type
+
 /** An `every` step's body failed with `error`, which `every` recorded (in the context too) before parking again. */
 export const Recorded = Schema.TaggedStruct("Recorded", { ...header, error: Info })
 export type Recorded = typeof Recorded.Type
 
 /** Any event of a step. */
-export type StepEvent = Started | Completed | Failed | Turn | Verdict | Recorded
+export type StepEvent = Started | Completed | Failed | Turn | Verdict | LoopEnded | Recorded
 
 /** The schema of {@link StepEvent}. */
-export const StepEvent = Schema.Union([Started, Completed, Failed, Turn, Verdict, Recorded])
+export const StepEvent = Schema.Union([Started, Completed, Failed, Turn, Verdict, LoopEnded, Recorded])
 
 /** The last event of a program that succeeded: its output. */
 export interface Output<O> {
@@ -93,7 +108,7 @@ export type Event<O> = StepEvent | Output<O>
 
 /** The schema of the events of a program whose output `output` describes (`Schema.Unknown` for any JSON). */
 export const schema = <S extends Schema.Top>(output: S) =>
-  Schema.Union([Started, Completed, Failed, Turn, Verdict, Recorded, Output(output)])
+  Schema.Union([Started, Completed, Failed, Turn, Verdict, LoopEnded, Recorded, Output(output)])
 
 /** The types of event, as an `llm` step's `emit` filter is asked about them: a step event's `_tag`, or a turn event's. */
 export type EventType = Exclude<StepEvent["_tag"], "Turn"> | Turn["event"]["_tag"]

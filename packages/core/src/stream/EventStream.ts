@@ -7,7 +7,8 @@
  * The wire format: each event is an SSE `message` whose `data` is the event's
  * JSON encoding; a failure is one `failure` event carrying the encoded error
  * (a `Termination.Error`, say); a stream that ends well ends with one `end`
- * event. Keepalive comments (`: keepalive`) keep proxies from closing an idle
+ * event; a server that broke sends one `error` event carrying only an error id
+ * that its log has with the details. Keepalive comments (`: keepalive`) keep proxies from closing an idle
  * connection. A client whose connection ends without `end` or `failure` knows
  * the stream was cut off, and fails with `EventStreamError` rather than
  * passing a half run off as a whole one.
@@ -26,6 +27,7 @@ import { Sse } from "effect/encoding"
 import * as Exit from "effect/Exit"
 import { HttpServerResponse } from "effect/http"
 import * as Pull from "effect/Pull"
+import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
@@ -78,26 +80,41 @@ const frame = (event: string, data: string): string => Sse.encoder.write({ _tag:
 const keepAliveFrame = ": keepalive\n\n"
 
 /**
+ * The `error` frame of a stream the server broke (a defect, an event or error
+ * its schema cannot encode): a client learns only that it broke, and the id of
+ * the log entry, with the details, that the server wrote (a defect's message
+ * and stack name the server's files and can carry anything).
+ */
+const broken = (what: string, cause: Cause.Cause<unknown>): Stream.Stream<string> =>
+  Stream.fromEffect(Effect.gen(function*() {
+    const id = `err_${Math.abs(yield* Random.nextInt).toString(36)}`
+    yield* Effect.logError(`EventStream: ${what}; the client was sent error ${id}`, cause).pipe(
+      Effect.annotateLogs("agentloop.error.id", id)
+    )
+    return frame("error", JSON.stringify({ message: `the server failed (error ${id}, in its log)`, id }))
+  }))
+
+/**
  * The SSE text of a stream: one `message` per event, then `end`, or `failure`
- * with the encoded error. The result never fails; an event or error that its
- * schema cannot encode (a bug of the server) ends it with an `error` event.
+ * with the encoded error. The result never fails; a defect, or an event or
+ * error that its schema cannot encode (a bug of the server), ends it with an
+ * `error` event that carries only an id, logged with the details.
  */
 export const encode =
   <A, E>(codec: Codec<A, E>, options: EncodeOptions = {}) =>
   <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<string, never, R> => {
     const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
     const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
-    const broken = (message: string) => Stream.succeed(frame("error", JSON.stringify({ message })))
     const frames = stream.pipe(
       Stream.mapEffect((event) => Effect.map(encodeEvent(event), (data) => frame("message", data))),
       Stream.concat(Stream.succeed(frame("end", "{}"))),
       Stream.catchCause((cause): Stream.Stream<string> => {
         const failure = Cause.findErrorOption(cause)
-        if (failure._tag === "None") return broken(Cause.pretty(cause))
+        if (failure._tag === "None") return broken("the stream died", cause)
         const error = failure.value
-        if (Schema.isSchemaError(error)) return broken(`an event could not be encoded: ${error.message}`)
+        if (Schema.isSchemaError(error)) return broken("an event could not be encoded", cause)
         return Stream.unwrap(Effect.match(encodeFailure(error), {
-          onFailure: (encoding) => broken(`the failure could not be encoded: ${encoding.message}`),
+          onFailure: (encoding) => broken("the failure could not be encoded", Cause.fail(encoding)),
           onSuccess: (data) => Stream.succeed(frame("failure", data))
         }))
       })

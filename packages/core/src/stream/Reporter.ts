@@ -193,6 +193,10 @@ const renderer = (terminal: boolean) => {
           : print(line(dim(`  [${event.stepId}: ${event.verdict.feedback}]`)))
       case "Recorded":
         return print(line(dim(`  [${event.stepId} recorded: ${event.error.message}]`)))
+      case "LoopEnded":
+        return event.reason === "maxIterations"
+          ? print(line(dim(`  [${event.stepId} stopped at its ${event.iterations} iterations]`)))
+          : ""
     }
   }
 

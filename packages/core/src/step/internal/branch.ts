@@ -4,11 +4,12 @@
  * @internal
  */
 import { Effect } from "effect"
+import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
-import type { StepFailed } from "../StepError.ts"
+import type { InvalidStep, StepFailed } from "../StepError.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
-import { attempt, runChild } from "./runtime.ts"
+import { answeredStep, attempt, runChild } from "./runtime.ts"
 
 /** The fields of a `branch` step. */
 export interface BranchOptions<I, Routed, E, R, S> {
@@ -20,7 +21,9 @@ export interface BranchOptions<I, Routed, E, R, S> {
 /**
  * A step that runs the step `route` picks, on the same input; when `route`
  * answers `null`, nothing runs and the output is the input. A `route` that
- * throws fails the step with `StepFailed`.
+ * throws fails the step with `StepFailed`; one that answers with something
+ * else than a step or `null` with `InvalidStep`, and with a step that cannot
+ * work (see `Step.execute`) with `InvalidOptions`, before it runs.
  */
 export const make = <
   I,
@@ -33,7 +36,7 @@ export const make = <
 ): Step.StepBranch<
   I,
   Step.Output<Routed> | I,
-  E | StepFailed | Step.Error<Routed>,
+  E | StepFailed | InvalidStep | InvalidOptions | Step.Error<Routed>,
   R | Step.Services<Routed>,
   S & Step.StateOf<Routed>
 > => {
@@ -46,7 +49,8 @@ export const make = <
     [Runner]: (input, scope) =>
       Effect.gen(function*() {
         const routed = yield* attempt(id, "route", () => route(input, scope.context))
-        return routed === null ? input : yield* runChild(routed, input, scope)
+        if (routed === null) return input
+        return yield* runChild(yield* answeredStep({ stepId: id, answered: "route" }, routed), input, scope)
       })
   }
 }

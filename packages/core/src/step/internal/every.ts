@@ -6,10 +6,9 @@
 import { Effect, Queue, Random, Result, Schedule } from "effect"
 import type * as Channel from "../Channel.ts"
 import type * as Step from "../StepAst.ts"
-import type { InvalidStep } from "../StepError.ts"
 import * as StepErrors from "../StepError.ts"
 import { Runner, TypeId, variance, within } from "./runner.ts"
-import { emit, nonNegative, runStep } from "./runtime.ts"
+import { emit, runStep } from "./runtime.ts"
 
 /** The fields of an `every` step. */
 export interface EveryOptions<I, O, E, R, S, W> {
@@ -34,13 +33,13 @@ export interface EveryOptions<I, O, E, R, S, W> {
  * `Schedule`, raced against `wakeOn`), and runs it again, forever: it ends
  * only when interrupted (by a race it loses, a timeout, an abort, a consumer
  * that stops) or, with `onError: "fail"`, on a failure. A negative `ms` or
- * `jitter` fails it with `InvalidStep` before anything runs.
+ * `jitter` fails the program with `InvalidOptions` before anything runs.
  */
 export const make = <I, O, E, R, S, W = never>(
   options: EveryOptions<I, O, E, R, S, W>
-): Step.StepEvery<I, void, E | InvalidStep, R, S> => {
+): Step.StepEvery<I, void, E, R, S> => {
   const { id, step: child, ms, jitter = 0, wakeOn, onError = "continue" } = options
-  const step: Step.StepEvery<I, void, E | InvalidStep, R, S> = {
+  const step: Step.StepEvery<I, void, E, R, S> = {
     [TypeId]: variance,
     kind: "every",
     id,
@@ -51,8 +50,6 @@ export const make = <I, O, E, R, S, W = never>(
     onError,
     [Runner]: (input, scope) =>
       Effect.gen(function*() {
-        yield* nonNegative(id, "ms", ms)
-        yield* nonNegative(id, "jitter", jitter)
         const schedule = Schedule.spaced(ms).pipe(
           Schedule.modifyDelay(() =>
             jitter === 0 ? Effect.succeed(ms) : Effect.map(Random.next, (r) => ms + r * jitter)

@@ -15,6 +15,7 @@ import * as Ledger from "./ledger.ts"
 import * as Outputs from "./outputs.ts"
 import type { Sink } from "./runner.ts"
 import { makeExecution, runChild, runFrame } from "./runtime.ts"
+import { validate } from "./validate.ts"
 
 /** How `execute` and `stream` run a program. */
 export interface Options<RT = never> {
@@ -50,7 +51,8 @@ const fingerprint = (step: Step.Any, input: unknown, toolkit: Toolkit<unknown> |
 
 /**
  * Runs `step` on `input` as a new execution, sending its events to `sink`
- * (`Step.execute` and `Step.stream` give it their types). With a
+ * (`Step.execute` and `Step.stream` give it their types), once the program is
+ * checked (see `validate`: nothing runs when it cannot). With a
  * `Checkpointer` in context and an `id`, every completed step is recorded, an
  * execution run again skips the steps it recorded, and one that ended returns
  * its recorded output without running anything.
@@ -62,6 +64,8 @@ export const program = (
   sink: Sink | undefined
 ): Effect.Effect<unknown, unknown, unknown> =>
   Effect.gen(function*() {
+    const refused = validate(step)
+    if (refused !== undefined) return yield* Effect.fail(refused)
     const clock = yield* Clock.Clock
     const id = options?.id ??
       `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
@@ -82,7 +86,15 @@ export const program = (
     })
     const output = yield* runFrame(
       execution.frame,
-      runChild(step, input, { execution, toolkit: options?.toolkit, sink, frame: execution.frame, path: "", ledger })
+      runChild(step, input, {
+        execution,
+        toolkit: options?.toolkit,
+        sink,
+        frame: execution.frame,
+        path: "",
+        occurrences: new Map(),
+        ledger
+      })
     )
     if (ledger !== undefined) yield* ledger.finish(yield* Outputs.encodeOutput(id, step, output))
     return output

@@ -17,6 +17,8 @@ import { Aborted } from "../StepError.ts"
 
 /** What a context's `complete` ends: the innermost loop, or the execution. */
 export interface Completion {
+  /** Frames around this one: 0 for a program's own. */
+  readonly depth: number
   complete(value: unknown): void
   readonly completed: boolean
   readonly completionValue: unknown
@@ -28,9 +30,15 @@ export interface Completion {
  * interrupts whatever runs inside, finalizers included, before it returns.
  */
 export class Frame<E = never> implements Completion {
+  readonly depth: number
   completed = false
   completionValue: unknown = undefined
   readonly signal = Deferred.makeUnsafe<unknown, E>()
+
+  /** A frame inside `around` (none for a program's own). */
+  constructor(around?: Completion | undefined) {
+    this.depth = around === undefined ? 0 : around.depth + 1
+  }
 
   complete(value: unknown): void {
     if (this.completed || Deferred.isDoneUnsafe(this.signal)) return
@@ -51,7 +59,18 @@ export class Frame<E = never> implements Completion {
  * does): the one place a step program takes a value on trust.
  */
 export const runFrame = <A, E, R, FE>(frame: Frame<FE>, body: Effect.Effect<A, E, R>): Effect.Effect<A, E | FE, R> =>
-  Effect.raceFirst(body, Deferred.await(frame.signal) as Effect.Effect<A, FE>)
+  Effect.raceFirst(
+    // The race starts the body in a fiber of its own at once, on the JavaScript stack of the frame around it,
+    // and its end resumes that frame on its own stack: every so many frames deep, the body yields before and
+    // after, so frames nested thousands deep (spawns, loops) do not overflow it, and shallow ones pay nothing.
+    frame.depth > 0 && frame.depth % framesPerStack === 0
+      ? Effect.ensuring(Effect.andThen(Effect.yieldNow, body), Effect.yieldNow)
+      : body,
+    Deferred.await(frame.signal) as Effect.Effect<A, FE>
+  )
+
+/** Frames nested on one JavaScript stack before a body yields and starts a fresh one. */
+const framesPerStack = 64
 
 /** The item log of an execution: the public log, plus the trimming a `loop`'s `maxHistorySize` does and a resume's restore. */
 export interface Log extends ItemLog {
@@ -94,8 +113,8 @@ export interface Execution<out S> {
   readonly remembered: WeakSet<Item.Item>
   /** How many times each spawn step has run here, for the ids of its sub-agents. */
   readonly spawns: Map<string, number>
-  /** How many steps of each id have started below each step: the last part of a step's key. */
-  readonly occurrences: Map<string, number>
+  /** The states of the tools' memories (see `ToolMemory`), by id: each execution has its own. */
+  readonly toolMemory: Map<string, unknown>
   stepCount: number
   tokens: TokenUsage.TokenUsage
   cost: Cost.Cost
@@ -120,12 +139,14 @@ export const makeExecution = <S>(options: {
   readonly resourceId: string | undefined
   readonly parent: Execution<unknown> | undefined
   readonly parentContext: ExecutionContext | null
+  /** The frame of the step that started this execution (a spawn's), none for a program's own. */
+  readonly around?: Completion | undefined
   readonly clock: Clock.Clock
   readonly input: unknown
   readonly state: S
 }): Execution<S> => {
   let state = options.state
-  const frame = new Frame<Aborted>()
+  const frame = new Frame<Aborted>(options.around)
   const execution: Execution<S> = {
     id: options.id,
     threadId: options.threadId,
@@ -139,7 +160,7 @@ export const makeExecution = <S>(options: {
     frame,
     remembered: new WeakSet(),
     spawns: new Map(),
-    occurrences: new Map(),
+    toolMemory: new Map(),
     stepCount: 0,
     tokens: TokenUsage.empty,
     cost: Cost.zero,

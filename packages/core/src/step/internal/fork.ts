@@ -4,13 +4,15 @@
  * @internal
  */
 import { Effect, Result, Semaphore } from "effect"
+import { print } from "../../InvalidOptions.ts"
+import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
 import { InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import { Runner, TypeId, variance, within } from "./runner.ts"
 import type { Scope } from "./runner.ts"
-import { attempt, runChild } from "./runtime.ts"
+import { answeredStep, attempt, runChild } from "./runtime.ts"
 
 /** A path of a fork on input `I`. */
 export type Path<I> = Step.Takes<I>
@@ -24,9 +26,13 @@ export interface ForkOptions<I, Paths, EP, RP, S> {
   readonly concurrency?: number | undefined
 }
 
-/** The fields of a racing fork. */
+/**
+ * The fields of a racing fork: `race`, the first path to end wins, whether it
+ * succeeds or fails; `firstSuccess`, the first path to succeed wins, and it
+ * fails only when every path fails.
+ */
 export interface RaceOptions<I, Paths, EP, RP, S> extends ForkOptions<I, Paths, EP, RP, S> {
-  readonly mode: "race"
+  readonly mode: "race" | "firstSuccess"
 }
 
 /** The fields of a fork that needs every path. */
@@ -53,33 +59,36 @@ export interface SettleOptions<I, Paths extends ReadonlyArray<Step.Some>, O, EP,
   ) => Step.MaybeEffect<O, EM, RM>
 }
 
-type ForkError<EP> = EP | StepFailed | InvalidStep
+type ForkError<EP> = EP | StepFailed | InvalidStep | InvalidOptions
 
-const concurrencyOf = (
-  stepId: string,
-  concurrency: number | undefined
-): Effect.Effect<number | "unbounded", InvalidStep> =>
-  concurrency === undefined
-    ? Effect.succeed("unbounded")
-    : Number.isInteger(concurrency) && concurrency >= 1
-    ? Effect.succeed(concurrency)
-    : Effect.fail(new InvalidStep({ stepId, message: `concurrency must be a positive integer, not ${concurrency}` }))
-
-/** The paths, and how many may run at once. */
+/** The paths, each checked before any runs (`InvalidStep` for one that is not a step), and how many may run at once. */
 const start = <I, Paths extends ReadonlyArray<Step.Some>, EP, RP, S, RT>(
   options: ForkOptions<I, Paths, EP, RP, S>,
   input: I,
   scope: Scope<S, RT>
-): Effect.Effect<readonly [number | "unbounded", ReadonlyArray<Paths[number]>], EP | StepFailed | InvalidStep, RP> =>
-  Effect.all([
-    concurrencyOf(options.id, options.concurrency),
-    attempt(options.id, "paths", () => options.paths(input, scope.context))
-  ])
+): Effect.Effect<
+  readonly [number | "unbounded", ReadonlyArray<Paths[number]>],
+  EP | StepFailed | InvalidStep | InvalidOptions,
+  RP
+> =>
+  Effect.gen(function*() {
+    const id = options.id
+    const chosen = yield* attempt(id, "paths", () => options.paths(input, scope.context))
+    if (!Array.isArray(chosen)) {
+      return yield* new InvalidStep({
+        stepId: id,
+        message: `paths of step ${JSON.stringify(id)} answered ${print(chosen)}, not an array of steps`
+      })
+    }
+    for (const path of chosen) yield* answeredStep({ stepId: id, answered: "paths" }, path)
+    return [options.concurrency ?? "unbounded", chosen] as const
+  })
 
 /**
  * A step that runs paths at once, each a fiber. `race`: the first path to
- * succeed wins, the others are interrupted and their finalizers have run
- * before the fork returns; it fails only when every path fails. `all`: the
+ * end wins, with its output or its failure; the others are interrupted and
+ * their finalizers have run before the fork returns. `firstSuccess`: the first
+ * path to succeed wins, the same way; it fails only when every path fails. `all`: the
  * outputs, in path order, go to `merge`; the first failure interrupts the
  * rest. `settle`: every outcome, as a `SettleResult`, goes to `merge`.
  * `concurrency` bounds the paths in flight.
@@ -145,23 +154,26 @@ export function make<I, const Paths extends ReadonlyArray<Path<I>>, O, EP, RP, E
   const common = { [TypeId]: variance, kind: "fork" as const, id, paths, concurrency }
   switch (options.mode) {
     case "race":
+    case "firstSuccess": {
+      const mode = options.mode
       return {
         ...common,
-        mode: "race",
+        mode,
         [Runner]: (input, scope) =>
           Effect.gen(function*() {
             const [limit, chosen] = yield* start(options, input, scope)
             if (chosen.length === 0) {
-              return yield* new InvalidStep({ stepId: id, message: "a race needs at least one path" })
+              return yield* new InvalidStep({ stepId: id, message: `a ${mode} needs at least one path` })
             }
             const permits = limit === "unbounded" ? undefined : Semaphore.makeUnsafe(limit)
             const racers = chosen.map((path, index) => {
               const running = runChild(path, input, within(scope, index))
               return permits === undefined ? running : permits.withPermits(1)(running)
             })
-            return yield* Effect.raceAll(racers)
+            return yield* mode === "race" ? Effect.raceAllFirst(racers) : Effect.raceAll(racers)
           })
       }
+    }
     case "all": {
       const merge = options.merge
       return {

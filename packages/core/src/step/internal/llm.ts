@@ -12,6 +12,7 @@ import * as StepMeta from "../../StepMeta.ts"
 import * as Termination from "../../Termination.ts"
 import * as Tool from "../../Tool.ts"
 import * as Toolkit from "../../Toolkit.ts"
+import * as ToolMemory from "../../ToolMemory.ts"
 import * as ToolRecord from "../../ToolRecord.ts"
 import * as Turn from "../../Turn.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
@@ -117,7 +118,13 @@ const build = <I, O, E, R, S>(
         const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))
         const memoryScope = { threadId: execution.threadId, resourceId: execution.resourceId, contextId: execution.id }
         const logged = execution.itemLog.items
-        const recalled = memory === undefined ? [] : yield* memory.recall(memoryScope, logged)
+        const recalled = [
+          ...(memory === undefined ? [] : yield* memory.recall(memoryScope, logged)),
+          // The memories of the tools it offers, materialized in the execution.
+          ...(toolkit === undefined
+            ? []
+            : ToolMemory.recall(toolkit.tools.map((tool) => tool.memory), execution.toolMemory))
+        ]
         const turnNumber = ++execution.turns
 
         let outcome: AgentTurn.Outcome | undefined
@@ -169,9 +176,11 @@ const build = <I, O, E, R, S>(
           () => resumed === undefined ? AgentTurn.stream(request, then) : AgentTurn.resume(request, resumed, then)
         )
         const header = { stepId: id, kind: "llm" as const, contextId: execution.id }
-        yield* scope.sink === undefined
+        yield* (scope.sink === undefined
           ? Stream.runDrain(turn)
-          : Stream.runForEach(turn, (event) => emit(scope, step, { _tag: "Turn", ...header, event }))
+          : Stream.runForEach(turn, (event) => emit(scope, step, { _tag: "Turn", ...header, event }))).pipe(
+            Effect.provideService(ToolMemory.CurrentStore, execution.toolMemory)
+          )
         if (outcome === undefined) {
           return yield* Effect.die(new Error(`llm step ${id}: the turn ended without an outcome`))
         }
@@ -198,7 +207,8 @@ const build = <I, O, E, R, S>(
  * its usage and cost added to the context and every ancestor, and
  * `ctx.lastStepMeta` set. The output is the turn's text, or its `output` schema
  * decoded from it. The `Memory` in context, if any, is recalled before the
- * turn and told the new items after it.
+ * turn and told the new items after it; so are the memories of the tools it
+ * offers (see `ToolMemory`), kept in the execution context.
  *
  * `Step.loop({ steps: [Step.llm(…)], until: Until.noToolCalls() })` is the agent loop.
  */

@@ -14,7 +14,7 @@ import type * as Step from "../StepAst.ts"
 import { InvalidStep, MaxIterations } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import { Runner, TypeId, variance, within } from "./runner.ts"
-import { attempt, emit, Frame, nonNegative, runFrame, runSequence, userMessage } from "./runtime.ts"
+import { attempt, emit, Frame, runFrame, runSequence, userMessage } from "./runtime.ts"
 import type { Last } from "./runtime.ts"
 
 /**
@@ -46,7 +46,13 @@ export interface LoopOptions<S extends Steps, EU, RU, EO, RO, St> {
   readonly steps: S
   /** Asked after each iteration whether to stop; a verdict's `feedback` goes into the item log as a user message. */
   readonly until: Until.Until<EU, RU>
-  /** Iterations at most (retried and skipped ones included); one more would fail with `MaxIterations`. */
+  /**
+   * Iterations at most, retried and skipped ones included (default
+   * {@link defaultMaxIterations}, 50; `Infinity` for none): a safety limit. A
+   * loop that reaches it ends with its last iteration's output, and says so
+   * (a `LoopEnded` event of reason `maxIterations`, `agentloop.loop.ended` on
+   * its span); one that has no output yet fails with `MaxIterations`.
+   */
   readonly maxIterations?: number | undefined
   /** Items the item log keeps, the newest, trimmed before each iteration (never between a call and its output). */
   readonly maxHistorySize?: number | undefined
@@ -54,7 +60,12 @@ export interface LoopOptions<S extends Steps, EU, RU, EO, RO, St> {
   readonly inbox?: Channel.Channel<string> | undefined
   /** Milliseconds to wait on `inbox` before stopping (default 0: only a message already waiting). */
   readonly parkTimeout?: number | undefined
-  /** What to do when an iteration fails: `retry` it, `skip` to the next (both with the same input), or `abort` (the default: the loop fails). */
+  /**
+   * What to do when an iteration fails: `retry` it (the same input again,
+   * the iteration not counted as done), `skip` it (it counts as done, without
+   * an output, and the next iteration runs on the same input: the predicate
+   * is asked after the next one), or `abort` (the default: the loop fails).
+   */
   readonly onError?:
     | ((error: Step.Error<S[number]>, ctx: ExecutionContext<St>) => Step.MaybeEffect<Step.OnError, EO, RO>)
     | undefined
@@ -73,10 +84,15 @@ export interface LoopNextOptions<S extends Steps, EU, RU, EO, RO, EP, RP, St>
 
 type LoopError = PredicateFailed | MaxIterations | InvalidStep | StepFailed
 
-const positiveInteger = (stepId: string, field: string, value: number | undefined) =>
-  value === undefined || (Number.isInteger(value) && value >= 1)
-    ? Effect.void
-    : Effect.fail(new InvalidStep({ stepId, message: `${field} must be a positive integer, not ${value}` }))
+/**
+ * The iterations a loop runs at most when it does not say (as `AgentLoop`
+ * runs 50 turns): a loop runs for ever only when asked to, with
+ * `maxIterations: Infinity`.
+ */
+export const defaultMaxIterations = 50
+
+/** How many of the last outputs a loop's predicate sees in its snapshot's `history`. */
+export const historyKept = 100
 
 const textOf = (output: unknown): string => {
   if (typeof output === "string") return output
@@ -89,11 +105,14 @@ const textOf = (output: unknown): string => {
 
 /**
  * A step that runs its `steps` in sequence (each output the next input), then
- * asks `until` with a seed-000 `Snapshot` (`stepCount`: the iterations
- * completed; `lastOutput`: the iteration's output; tokens, cost and elapsed
- * time: the context's), and goes on with the output as the next input (or
- * `prepareNext` of it) until the predicate says stop. Its output is the last
- * iteration's. `ctx.complete(value)` inside it ends it at once with `value`.
+ * asks `until` with a seed-000 `Snapshot` (`stepCount`: the iterations done;
+ * `lastOutput`: the iteration's output; `history`: the last
+ * {@link historyKept} outputs; tokens, cost and elapsed time: the context's),
+ * and goes on with the output as the next input (or `prepareNext` of it) until
+ * the predicate says stop, or `maxIterations` (50 by default) is reached. Its
+ * output is the last iteration's. `ctx.complete(value)` inside it ends it at
+ * once with `value`. Time and memory per iteration do not grow with the
+ * iterations done.
  */
 export function make<
   const S extends Steps,
@@ -164,18 +183,20 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
     onError,
     [Runner]: (input, scope) =>
       Effect.gen(function*() {
-        yield* positiveInteger(id, "maxIterations", maxIterations)
-        yield* nonNegative(id, "maxHistorySize", maxHistorySize)
-        yield* nonNegative(id, "parkTimeout", parkTimeout)
-        if (steps.length === 0) return yield* new InvalidStep({ stepId: id, message: "a loop needs at least one step" })
         const { execution, context } = scope
-        const frame = new Frame()
+        const limit = maxIterations ?? defaultMaxIterations
+        const frame = new Frame(scope.frame)
         const inner = { ...scope, frame }
         const header = { stepId: id, kind: "loop" as const, contextId: execution.id }
         const runId = `${execution.id}/${id}`
+        const ended = (reason: "until" | "maxIterations", iterations: number) =>
+          Effect.andThen(
+            Effect.sync(() => context.span.attribute("agentloop.loop.ended", reason)),
+            emit(scope, step, { _tag: "LoopEnded", ...header, reason, iterations })
+          )
 
-        // An iteration's steps are keyed by the iterations completed before it, so a retried one reuses its keys.
-        const iterate = (given: unknown, completed: number) => runSequence(steps, given, within(inner, completed))
+        // Every attempt (a retry too) runs with keys of its own: a retried iteration's steps run again, never replayed.
+        const iterate = (given: unknown, attempt: number) => runSequence(steps, given, within(inner, attempt))
         const nextInput = (output: LoopOutput<S>, verdict: Verdict) =>
           prepareNext === undefined
             ? Effect.succeed<unknown>(output)
@@ -183,22 +204,31 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
 
         const body = Effect.gen(function*() {
           let given: unknown = input
+          // Iterations started (retries included), and ended (completed or skipped).
           let started = 0
-          let completed = 0
-          let outputs: ReadonlyArray<LoopOutput<S>> = []
+          let iterations = 0
+          let last: Option.Option<LoopOutput<S>> = Option.none()
+          // The outputs the predicate's snapshot lists: the last `historyKept`, so a long loop keeps no more.
+          const recent: Array<LoopOutput<S>> = []
           while (true) {
-            if (maxIterations !== undefined && started >= maxIterations) {
-              return yield* new MaxIterations({ stepId: id, maxIterations })
+            if (started >= limit) {
+              if (Option.isNone(last)) return yield* new MaxIterations({ stepId: id, maxIterations: limit })
+              yield* ended("maxIterations", iterations)
+              return last.value
             }
-            started++
             if (maxHistorySize !== undefined) execution.itemLog.keepNewest(maxHistorySize)
-            const result = yield* Effect.result(iterate(given, completed))
+            const result = yield* Effect.result(iterate(given, started++))
             if (Result.isFailure(result)) {
               const error = result.failure
               const decision = onError === undefined
                 ? "abort"
                 : yield* attempt(id, "onError", () => onError(error, context))
-              if (decision === "retry" || decision === "skip") continue
+              if (decision === "retry") continue
+              // A skipped iteration ends without an output: the next one runs on the same input.
+              if (decision === "skip") {
+                iterations++
+                continue
+              }
               if (decision === "abort") return yield* Effect.fail(error)
               return yield* new InvalidStep({
                 stepId: id,
@@ -206,24 +236,26 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
               })
             }
             const output = result.success
-            completed++
-            outputs = [...outputs, output]
+            iterations++
+            last = Option.some(output)
+            recent.push(output)
+            if (recent.length > historyKept) recent.shift()
             const snapshot: Snapshot = {
               runId,
-              stepCount: completed,
+              stepCount: iterations,
               tokens: execution.tokens,
               elapsed: execution.elapsed(),
               cost: execution.cost,
               lastOutput: output,
               lastText: textOf(output),
-              history: outputs,
+              history: recent.slice(),
               depth: execution.depth,
               lastStepMeta: execution.lastStepMeta
             }
             const verdict = yield* Until.evaluate(until, snapshot)
-            yield* emit(scope, step, { _tag: "Verdict", ...header, iteration: completed, verdict })
+            yield* emit(scope, step, { _tag: "Verdict", ...header, iteration: iterations, verdict })
             if (verdict.feedback !== undefined) {
-              execution.itemLog.append(userMessage(verdict.feedback, `feedback_${completed}`))
+              execution.itemLog.append(userMessage(verdict.feedback, `feedback_${iterations}`))
             }
             if (verdict.stop) {
               const message = inbox === undefined
@@ -231,8 +263,11 @@ export function make<const S extends Steps, EU, RU, EO, RO, EP, RP, St>(
                 : parkTimeout === undefined || parkTimeout === 0
                 ? Channel.tryRecv(inbox)
                 : Option.getOrNull(yield* Effect.timeoutOption(Queue.take(inbox.queue), parkTimeout))
-              if (message === null) return output
-              execution.itemLog.append(userMessage(message, `inbox_${completed}`))
+              if (message === null) {
+                yield* ended("until", iterations)
+                return output
+              }
+              execution.itemLog.append(userMessage(message, `inbox_${iterations}`))
             }
             given = yield* nextInput(output, verdict)
           }

@@ -3,11 +3,10 @@
  *
  * @internal
  */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import * as RetryPolicy from "../RetryPolicy.ts"
 import type { MaybeEffect, StepRun } from "../StepAst.ts"
-import { InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
 import { attempt } from "./runtime.ts"
@@ -17,11 +16,9 @@ export interface RunOptions<I, O, E, R, S> {
   readonly id: string
   /** The step's work, on its input. A throw or a rejection fails the step with `StepFailed`. */
   readonly execute: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<O, E, R>
-  /** Retries of a failed `execute` (any failure); none when absent. A policy that does not decode fails the step with `InvalidStep`. */
+  /** Retries of a failed `execute` (any failure); none when absent. A policy that does not decode fails the program with `InvalidOptions`, before anything runs. */
   readonly retry?: RetryPolicy.RetryPolicy | undefined
 }
-
-const decodePolicy = Schema.decodeUnknownEffect(RetryPolicy.RetryPolicy)
 
 /**
  * A step that runs `execute` on its input; its output is `execute`'s answer.
@@ -37,7 +34,7 @@ const decodePolicy = Schema.decodeUnknownEffect(RetryPolicy.RetryPolicy)
  */
 export const make = <I, O, E = never, R = never, S = unknown>(
   options: RunOptions<I, O, E, R, S>
-): StepRun<I, O, E | StepFailed | InvalidStep, R, S> => {
+): StepRun<I, O, E | StepFailed, R, S> => {
   const { id, execute, retry } = options
   const once = (input: I, ctx: ExecutionContext<S>) => attempt(id, "execute", () => execute(input, ctx))
   return {
@@ -46,10 +43,10 @@ export const make = <I, O, E = never, R = never, S = unknown>(
     id,
     execute,
     ...(retry === undefined ? {} : { retry }),
+    // The policy was checked with the program, before anything ran.
     [Runner]: (input, scope) =>
-      retry === undefined ? once(input, scope.context) : decodePolicy(retry).pipe(
-        Effect.mapError((error) => new InvalidStep({ stepId: id, message: `retry: ${error.message}` })),
-        Effect.flatMap((policy) => Effect.retry(once(input, scope.context), RetryPolicy.schedule(policy)))
-      )
+      retry === undefined
+        ? once(input, scope.context)
+        : Effect.retry(once(input, scope.context), RetryPolicy.schedule(retry))
   }
 }

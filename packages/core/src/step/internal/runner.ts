@@ -51,7 +51,8 @@ export interface Sink {
 /**
  * Where a step runs: its execution, the toolkit, the event sink, the frame
  * `complete` ends, the key of the step around it (its children's keys start
- * with it), and the execution's ledger when a `Checkpointer` records it.
+ * with it) and the count of its children by id, and the execution's ledger
+ * when a `Checkpointer` records it.
  */
 export interface Runtime<out S, out RT> {
   readonly execution: Execution<S>
@@ -59,13 +60,20 @@ export interface Runtime<out S, out RT> {
   readonly sink: Sink | undefined
   readonly frame: Completion
   readonly path: string
+  /**
+   * How many steps of each id have started here: the last part of a step's
+   * key. It lives as long as this runtime (a step's run, a loop's iteration),
+   * so a long loop keeps no count of the iterations it is done with.
+   */
+  readonly occurrences: Map<string, number>
   readonly ledger: Ledger.Ledger | undefined
 }
 
 /** The runtime of the children a composite step runs side by side or again and again: its `part` (a fork's path, a loop's iteration) has keys of its own. */
 export const within = <S, RT>(runtime: Runtime<S, RT>, part: number): Runtime<S, RT> => ({
   ...runtime,
-  path: `${runtime.path}[${part}]`
+  path: `${runtime.path}[${part}]`,
+  occurrences: new Map()
 })
 
 /** A runtime inside one step: the context its functions get, and how it reports its meta. */

@@ -8,10 +8,12 @@
  */
 import { Cause, Effect, Exit, Predicate, Tracer } from "effect"
 import type { Schema } from "effect"
+import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { StepMeta } from "../../StepMeta.ts"
 import { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
 import { StepFailed } from "../StepError.ts"
+import type { InvalidStep } from "../StepError.ts"
 import * as StepErrors from "../StepError.ts"
 import * as StepEvent from "../StepEvent.ts"
 import { View } from "./context.ts"
@@ -19,6 +21,8 @@ import * as Ledger from "./ledger.ts"
 import * as Outputs from "./outputs.ts"
 import { Runner } from "./runner.ts"
 import type { Runtime, Scope } from "./runner.ts"
+import { validate } from "./validate.ts"
+import type { Origin } from "./validate.ts"
 
 export {
   /** What a context's `complete` ends. */
@@ -87,12 +91,14 @@ export const runStep = <I, O, E, R, S, RT>(
       const scope: Scope<S, RT> = {
         ...runtime,
         path: key,
+        occurrences: new Map(),
         context,
         report: (reported) => {
           meta = reported
           execution.lastStepMeta = reported
         }
       }
+      scopes.set(context, scope)
       const body = step[Runner](input, scope).pipe(
         Effect.ensuring(Effect.sync(() => {
           execution.stepCount++
@@ -137,6 +143,47 @@ export const runStep = <I, O, E, R, S, RT>(
   )
 }
 
+/** The scope each running step's context belongs to: where a step it runs with `runIn` runs. */
+const scopes = new WeakMap<ExecutionContext<unknown>, Scope<unknown, unknown>>()
+
+/**
+ * Runs `step` on `input` inside the step whose context is `ctx`, as its child:
+ * in the same execution (its books, item log, depth and parent), under its
+ * span, with a key below its own (so a checkpointed execution records it and
+ * a resumed one replays it), its events sent. The step is checked first, as
+ * `route` and `paths` answers are. Fails with `InvalidStep` when `ctx` is not
+ * the context of a step that is running.
+ */
+export const runIn = <T extends Step.Some>(
+  step: T,
+  input: unknown,
+  ctx: ExecutionContext<never>
+): Effect.Effect<
+  Step.Output<T>,
+  Step.Error<T> | InvalidStep | InvalidOptions,
+  Exclude<Step.Services<T>, ExecutionContext>
+> =>
+  Effect.suspend(() => {
+    const scope = scopes.get(ctx)
+    if (scope === undefined) {
+      return Effect.fail(
+        new StepErrors.InvalidStep({
+          stepId: typeof ctx?.stepId === "string" ? ctx.stepId : "",
+          message: "executeStep: ctx is not the context of a running step (pass the ctx a step's function was given)"
+        })
+      )
+    }
+    // The toolkit's services are the program's: they are in context wherever one of its steps runs.
+    return Effect.flatMap(
+      answeredStep({ stepId: ctx.stepId, answered: "executeStep" }, step),
+      (checked) => runChild(checked, input, scope)
+    ) as Effect.Effect<
+      Step.Output<T>,
+      Step.Error<T> | InvalidStep | InvalidOptions,
+      Exclude<Step.Services<T>, ExecutionContext>
+    >
+  })
+
 /**
  * The key of the next step of id `stepId` to start below the step of
  * `runtime`: that step's key, the id, and how many steps of that id started
@@ -144,10 +191,9 @@ export const runStep = <I, O, E, R, S, RT>(
  * a step's key is the same each time.
  */
 const keyOf = (runtime: Runtime<unknown, unknown>, stepId: string): string => {
-  const base = `${runtime.path}/${stepId}`
-  const started = runtime.execution.occurrences.get(base) ?? 0
-  runtime.execution.occurrences.set(base, started + 1)
-  return `${base}#${started}`
+  const started = runtime.occurrences.get(stepId) ?? 0
+  runtime.occurrences.set(stepId, started + 1)
+  return `${runtime.path}/${stepId}#${started}`
 }
 
 /** A step an earlier execution completed: its context put back, its `Completed` event sent again, its output read back. */
@@ -257,14 +303,12 @@ export function attempt(
 const failed = (stepId: string, what: string, cause: unknown): StepFailed =>
   new StepFailed({ stepId, message: `step ${stepId}: ${what}: ${StepErrors.info(cause).message}`, cause })
 
-/** Fails with `InvalidStep` unless `value` is a finite number of at least 0 (a duration in ms, a count). */
-export const nonNegative = (
-  stepId: string,
-  field: string,
-  value: number | undefined
-): Effect.Effect<void, StepErrors.InvalidStep> =>
-  value === undefined || (Number.isFinite(value) && value >= 0)
-    ? Effect.void
-    : Effect.fail(
-      new StepErrors.InvalidStep({ stepId, message: `${field} must be a finite number of at least 0, not ${value}` })
-    )
+/**
+ * The step a step's function answered with (`route`, `paths`), checked
+ * before it runs: `InvalidStep` when it is not a step, `InvalidOptions` when
+ * it, or a step below it, cannot work.
+ */
+export const answeredStep = <T>(origin: Origin, value: T): Effect.Effect<T, InvalidStep | InvalidOptions> => {
+  const refused = validate(value, origin)
+  return refused === undefined ? Effect.succeed(value) : Effect.fail(refused)
+}

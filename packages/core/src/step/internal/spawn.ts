@@ -9,9 +9,9 @@ import type { Layer } from "effect"
 import * as Memory from "../Memory.ts"
 import type * as Step from "../StepAst.ts"
 import { StepTimeout } from "../StepError.ts"
-import type { Aborted, InvalidStep } from "../StepError.ts"
+import type { Aborted } from "../StepError.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
-import { makeExecution, nonNegative, runFrame, runStep } from "./runtime.ts"
+import { makeExecution, runFrame, runStep } from "./runtime.ts"
 
 const isList = <E, R>(memory: Step.MemoryLayers<E, R>): memory is ReadonlyArray<Layer.Layer<Memory.Memory, E, R>> =>
   Array.isArray(memory)
@@ -47,7 +47,7 @@ export interface SpawnOptions<I, O, E, R, S, ME, MR> {
  */
 export const spawn = <I, O, E, R, S, ME = never, MR = never>(
   options: SpawnOptions<I, O, E, R, S, ME, MR>
-): Step.StepSpawn<I, O, E | ME | StepTimeout | InvalidStep | Aborted, R | MR, S> => {
+): Step.StepSpawn<I, O, E | ME | StepTimeout | Aborted, R | MR, S> => {
   const { id, child, memory, timeout } = options
   return {
     [TypeId]: variance,
@@ -58,7 +58,6 @@ export const spawn = <I, O, E, R, S, ME = never, MR = never>(
     ...(timeout === undefined ? {} : { timeout }),
     [Runner]: (input, scope) =>
       Effect.gen(function*() {
-        yield* nonNegative(id, "timeout", timeout)
         const parent = scope.execution
         const runs = (parent.spawns.get(id) ?? 0) + 1
         parent.spawns.set(id, runs)
@@ -69,6 +68,7 @@ export const spawn = <I, O, E, R, S, ME = never, MR = never>(
           resourceId: parent.resourceId,
           parent,
           parentContext: scope.context,
+          around: scope.frame,
           clock: parent.clock,
           input,
           state: parent.getState()
@@ -82,6 +82,7 @@ export const spawn = <I, O, E, R, S, ME = never, MR = never>(
               sink: scope.sink,
               frame: execution.frame,
               path: "",
+              occurrences: new Map(),
               ledger: scope.ledger
             })
           ),

@@ -3,12 +3,13 @@
  *
  * @internal
  */
-import { Duration, Effect, Option, Schema, Stream } from "effect"
+import { Duration, Effect, Option, Result, Schema, Stream } from "effect"
 import * as Approval from "../../Approval.ts"
 import type { Halt } from "../../Halt.ts"
+import { detached } from "../../internal/detached.ts"
 import type * as Item from "../../Item.ts"
 import * as Termination from "../../Termination.ts"
-import type * as Tool from "../../Tool.ts"
+import * as Tool from "../../Tool.ts"
 import type { StepTool } from "../StepAst.ts"
 import { InvalidToolInput, StepFailed, StepTimeout, ToolDenied } from "../StepError.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
@@ -53,7 +54,8 @@ const run = <Output, Failure, P, R>(
  * asking the `Approval` service first when the tool needs approval
  * (`ToolDenied`), within the tool's own `timeout` (`StepTimeout`). The output
  * is the tool's; the tool's own failures (and `Halt`) fail the step as they
- * are. `ctx.lastStepMeta` gets the call and its output as items.
+ * are. `ctx.lastStepMeta` gets the call and its output as items, the output's
+ * as the tool's `decorateResultItem` makes it (`StepFailed` when it cannot).
  */
 export const make = <
   Name extends string,
@@ -105,7 +107,8 @@ export const make = <
           }
         }
         const limit = tool.timeout
-        const running = run(tool, decoded)
+        // At its time limit the step ends at once: a tool that cannot stop is left to finish on its own.
+        const running = detached(run(tool, decoded))
         const output = limit === undefined || !Duration.isFinite(limit)
           ? yield* running
           : yield* Effect.timeoutOrElse(running, {
@@ -118,14 +121,25 @@ export const make = <
             message: `step ${id}: tool ${tool.name} returned an output its schema does not encode: ${error.message}`,
             cause: error
           }))
-        const result: Item.FunctionCallOutput = {
+        const baseItem: Item.FunctionCallOutput = {
           type: "function_call_output",
           id: `fco_${id}`,
           status: "completed",
           call_id: id,
           output: JSON.stringify(json) ?? "null"
         }
-        scope.report({ toolCalls: [call], responseItems: [call, result] })
+        const result = Tool.checkedResultItem(tool, {
+          baseItem,
+          callItem: call,
+          args: decoded,
+          result: output,
+          output: baseItem.output,
+          error: false
+        })
+        if (Result.isFailure(result)) {
+          return yield* new StepFailed({ stepId: id, message: `step ${id}: ${result.failure}` })
+        }
+        scope.report({ toolCalls: [call], responseItems: [call, result.success] })
         return output
       })
   }
