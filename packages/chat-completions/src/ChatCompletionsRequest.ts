@@ -4,7 +4,7 @@
  *
  * @since 0.2.0
  */
-import { AiError, Item, type LanguageModel } from "@agentloop/core"
+import { AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/core"
 import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
 import { Result } from "effect"
 import type { JsonSchema } from "effect"
@@ -45,6 +45,44 @@ export interface Settings {
   readonly includeUsage?: boolean | undefined
   /** `false` asks for one tool call per turn at most (`parallel_tool_calls`); unset leaves the server's default. */
   readonly parallelToolCalls?: boolean | undefined
+  /** Sent as `prompt_cache_key`: requests with the same key and prefix are routed to the same prompt cache. */
+  readonly promptCacheKey?: string | undefined
+}
+
+/**
+ * A text part, of a user message or of a tool message.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface TextPart {
+  readonly type: "text"
+  readonly text: string
+}
+
+/**
+ * An image as OpenAI's `image_url` part takes it: an `http(s)` URL or a
+ * `data:<type>;base64,` URL, and the detail the item asks for, if any.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ImagePart {
+  readonly type: "image_url"
+  readonly image_url: { readonly url: string; readonly detail?: Item.ImageDetail }
+}
+
+/**
+ * A PDF as OpenAI's `file` part takes it: its bytes as a
+ * `data:application/pdf;base64,` URL, and a file name (which OpenAI requires
+ * beside `file_data`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface FilePart {
+  readonly type: "file"
+  readonly file: { readonly file_data: string; readonly filename: string }
 }
 
 /**
@@ -53,7 +91,7 @@ export interface Settings {
  * @since 0.2.0
  * @category models
  */
-export type UserPart = { readonly type: "text"; readonly text: string }
+export type UserPart = TextPart | ImagePart | FilePart
 
 /**
  * A tool call of an assistant message.
@@ -85,7 +123,7 @@ export type Message =
     readonly reasoning?: string
     readonly reasoning_details?: ReadonlyArray<{ readonly [key: string]: unknown }>
   }
-  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string | ReadonlyArray<TextPart> }
 
 /**
  * A function tool as the API takes it.
@@ -134,6 +172,7 @@ export interface Body {
   readonly max_completion_tokens?: number
   readonly stop?: ReadonlyArray<string>
   readonly reasoning_effort?: string
+  readonly prompt_cache_key?: string
 }
 
 /** The assistant message being gathered from consecutive assistant items. */
@@ -145,11 +184,154 @@ interface Assistant {
   readonly details: Array<{ readonly [key: string]: unknown }>
 }
 
-/** One text part as a string, which every server takes; several as an array of parts (images will join them). */
-const userContent = (parts: ReadonlyArray<Item.ContentPart>): string | ReadonlyArray<UserPart> => {
-  const [first, ...rest] = parts.map(Item.partText)
-  if (rest.length === 0) return first ?? ""
-  return [first ?? "", ...rest].map((text) => ({ type: "text" as const, text }))
+/**
+ * What the Chat Completions API takes as images and files: PNG, JPEG, WebP
+ * and non-animated GIF images, from their bytes or an `http(s)` URL, up to
+ * 50 MB of them in one request
+ * (https://platform.openai.com/docs/guides/images-vision, "Image input
+ * requirements"); PDFs only as files, from their bytes only, at most 32 MB of
+ * them in one request (https://platform.openai.com/docs/guides/pdf-files?api-mode=chat:
+ * "Chat Completions accepts only PDF files", file URLs "not supported",
+ * "up to 100 pages and 32MB of total content in a single request, across
+ * multiple file inputs"; see {@link pdfLimit}). Servers that speak the wire
+ * take what their models take: a text-only model refuses any image.
+ *
+ * @since 0.2.0
+ * @category content
+ */
+export const contentRules: ProviderContent.Rules = {
+  provider: ChatCompletionsError.provider,
+  imageTypes: ["image/png", "image/jpeg", "image/webp", "image/gif"],
+  fileTypes: ["application/pdf"],
+  requestLimit: { max: 50_000_000, of: "encoded", what: "of images and files in one request" }
+}
+
+/**
+ * The PDF bytes one request may carry: 32 MB across all its files (OpenAI's
+ * PDF guide for Chat Completions).
+ *
+ * @since 0.2.0
+ * @category content
+ */
+export const pdfLimit: ProviderContent.Limit = { max: 32_000_000, of: "decoded", what: "of PDFs in one request" }
+
+/** The file name a PDF without one is sent with: OpenAI refuses `file_data` without `filename`. */
+export const defaultFilename = "document.pdf"
+
+const megabytes = (bytes: number): string => `${Number((bytes / 1_000_000).toFixed(2))} MB`
+
+/** Checks a request's images and files: {@link contentRules}, and the PDFs' total against {@link pdfLimit}. */
+const mediaChecker = () => {
+  const check = ProviderContent.checker(contentRules)
+  let pdfBytes = 0
+  return (part: Item.MediaPart, at: string): Result.Result<ImagePart | FilePart, AiError.InvalidRequest> => {
+    const refuse = (why: string) => Result.fail(ProviderContent.refuse(ChatCompletionsError.provider, at, why))
+    if (part.type === "input_file" && part.file_url !== undefined) {
+      return refuse(
+        `${ChatCompletionsError.provider} takes no file URLs (OpenAI's file part has no file_url): send the file's bytes`
+      )
+    }
+    const checked = check(part, at)
+    if (Result.isFailure(checked)) return Result.fail(checked.failure)
+    if (part.type === "input_image") {
+      return Result.succeed({
+        type: "image_url",
+        image_url: { url: part.image_url, ...(part.detail === undefined ? {} : { detail: part.detail }) }
+      })
+    }
+    const source = checked.success
+    if (source.type === "base64") pdfBytes += ProviderContent.decodedSize(source.data)
+    if (pdfBytes > pdfLimit.max) {
+      return refuse(
+        `the request's PDFs come to ${
+          megabytes(pdfBytes)
+        } with this one, over ${ChatCompletionsError.provider}'s limit of ${megabytes(pdfLimit.max)} ${pdfLimit.what}`
+      )
+    }
+    return Result.succeed({
+      type: "file",
+      file: { file_data: part.file_data ?? "", filename: part.filename ?? defaultFilename }
+    })
+  }
+}
+
+type MediaCheck = ReturnType<typeof mediaChecker>
+
+const notHere = (item: Item.Item, index: number, part: Item.MediaPart, position: number, why: string) =>
+  ProviderContent.refuse(ChatCompletionsError.provider, ProviderContent.where(index, item, position, part), why)
+
+/**
+ * A message's text, or the refusal of its first image or file: only user
+ * messages carry them on this wire.
+ */
+const textOnly = (message: Item.Message, index: number): Result.Result<string, AiError.InvalidRequest> => {
+  const text: Array<string> = []
+  for (const [position, part] of message.content.entries()) {
+    if (Item.isMediaPart(part)) {
+      return Result.fail(notHere(
+        message,
+        index,
+        part,
+        position,
+        `images and files go in user messages, not in a${
+          message.role === "assistant" ? "n" : ""
+        } ${message.role} message`
+      ))
+    }
+    text.push(part.type === "refusal" ? part.refusal : part.text)
+  }
+  return Result.succeed(text.join(""))
+}
+
+/**
+ * A user message's content: one text part as a string, which every server
+ * takes; anything else as an array of parts, images and files mapped by
+ * `check`.
+ */
+const userContent = (
+  message: Item.Message,
+  index: number,
+  check: MediaCheck
+): Result.Result<string | ReadonlyArray<UserPart>, AiError.InvalidRequest> => {
+  const [only, ...others] = message.content
+  if (only !== undefined && others.length === 0 && !Item.isMediaPart(only)) return Result.succeed(Item.partText(only))
+  const parts: Array<UserPart> = []
+  for (const [position, part] of message.content.entries()) {
+    if (!Item.isMediaPart(part)) {
+      parts.push({ type: "text", text: Item.partText(part) })
+      continue
+    }
+    const media = check(part, ProviderContent.where(index, message, position, part))
+    if (Result.isFailure(media)) return Result.fail(media.failure)
+    parts.push(media.success)
+  }
+  return Result.succeed(parts.length === 0 ? "" : parts)
+}
+
+/**
+ * A tool message's content: the output's JSON text, then the text parts the
+ * tool attached, as text parts. A tool message carries text only (OpenAI's
+ * `content` is a string or text parts), so an image or a file is refused.
+ */
+const toolContent = (
+  item: Item.FunctionCallOutput,
+  index: number
+): Result.Result<string | ReadonlyArray<TextPart>, AiError.InvalidRequest> => {
+  if (item.content === undefined || item.content.length === 0) return Result.succeed(item.output)
+  const parts: Array<TextPart> = [{ type: "text", text: item.output }]
+  for (const [position, part] of item.content.entries()) {
+    if (Item.isMediaPart(part)) {
+      return Result.fail(notHere(
+        item,
+        index,
+        part,
+        position,
+        `a tool message carries text only on ${ChatCompletionsError.provider} (OpenAI's tool message takes no images or files): show it in a user message instead`
+      ))
+    }
+    parts.push({ type: "text", text: part.text })
+  }
+  return Result.succeed(parts)
 }
 
 /** A reasoning item's text and, when it holds OpenRouter's, its `reasoning_details`. */
@@ -192,8 +374,11 @@ const assistantMessage = (assistant: Assistant, history: ReasoningHistory): Mess
  * OpenAI requires. System and developer messages are `system` messages (few
  * servers know `developer`). Reasoning goes back only in the field `history`
  * names, and only when this provider made it; the application's own `x-…`
- * items are not sent. Fails with `InvalidRequest` when an output answers no
- * call of the history.
+ * items are not sent. Images and files go as `image_url` and `file` parts of
+ * user messages. Fails with `InvalidRequest` when an output answers no call of
+ * the history, and, naming the part, for an image or a file the API would
+ * refuse (see {@link contentRules}), one in another role's message, and one a
+ * tool attached to its output (a tool message carries text only).
  *
  * @since 0.2.0
  * @category encoding
@@ -222,9 +407,19 @@ export const messages = (
     assistant ??= { text: [], refusal: [], calls: [], reasoning: [], details: [] }
     return assistant
   }
-  for (const item of items) {
+  const check = mediaChecker()
+  for (const [index, item] of items.entries()) {
     switch (item.type) {
       case "message": {
+        if (item.role === "user") {
+          flushAssistant()
+          const content = userContent(item, index, check)
+          if (Result.isFailure(content)) return Result.fail(content.failure)
+          others.push({ role: "user", content: content.success })
+          break
+        }
+        const text = textOnly(item, index)
+        if (Result.isFailure(text)) return Result.fail(text.failure)
         if (item.role === "assistant") {
           const side = assistantSide()
           for (const part of item.content) {
@@ -234,8 +429,7 @@ export const messages = (
           break
         }
         flushAssistant()
-        if (item.role === "user") others.push({ role: "user", content: userContent(item.content) })
-        else others.push({ role: "system", content: item.content.map(Item.partText).join("") })
+        others.push({ role: "system", content: text.success })
         break
       }
       case "function_call":
@@ -250,7 +444,7 @@ export const messages = (
       case "reasoning":
         if (item.id.startsWith(ChatCompletionsDecoder.itemIdPrefix)) addReasoning(assistantSide(), item)
         break
-      case "function_call_output":
+      case "function_call_output": {
         if (!calls.has(item.call_id)) {
           return Result.fail(
             new AiError.InvalidRequest({
@@ -260,8 +454,11 @@ export const messages = (
           )
         }
         flushAssistant()
-        outputs.push({ role: "tool", tool_call_id: item.call_id, content: item.output })
+        const content = toolContent(item, index)
+        if (Result.isFailure(content)) return Result.fail(content.failure)
+        outputs.push({ role: "tool", tool_call_id: item.call_id, content: content.success })
         break
+      }
       default:
         break
     }
@@ -349,6 +546,7 @@ export const body = (
       ? { max_tokens: params.maxOutputTokens }
       : { max_completion_tokens: params.maxOutputTokens }),
     ...(params?.stopSequences === undefined ? {} : { stop: params.stopSequences }),
-    ...(params?.reasoningEffort === undefined ? {} : { reasoning_effort: params.reasoningEffort })
+    ...(params?.reasoningEffort === undefined ? {} : { reasoning_effort: params.reasoningEffort }),
+    ...(settings.promptCacheKey === undefined ? {} : { prompt_cache_key: settings.promptCacheKey })
   }))
 }
