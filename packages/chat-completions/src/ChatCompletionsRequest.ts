@@ -8,6 +8,7 @@ import { AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/c
 import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
 import { Result } from "effect"
 import type { JsonSchema } from "effect"
+import * as ChatCompletionsContent from "./ChatCompletionsContent.ts"
 import * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 import * as ChatCompletionsReasoningDetails from "./ChatCompletionsReasoningDetails.ts"
@@ -61,37 +62,12 @@ export interface TextPart {
 }
 
 /**
- * An image as OpenAI's `image_url` part takes it: an `http(s)` URL or a
- * `data:<type>;base64,` URL, and the detail the item asks for, if any.
- *
- * @since 0.2.0
- * @category models
- */
-export interface ImagePart {
-  readonly type: "image_url"
-  readonly image_url: { readonly url: string; readonly detail?: Item.ImageDetail }
-}
-
-/**
- * A PDF as OpenAI's `file` part takes it: its bytes as a
- * `data:application/pdf;base64,` URL, and a file name (which OpenAI requires
- * beside `file_data`).
- *
- * @since 0.2.0
- * @category models
- */
-export interface FilePart {
-  readonly type: "file"
-  readonly file: { readonly file_data: string; readonly filename: string }
-}
-
-/**
  * A content part of a user message.
  *
  * @since 0.2.0
  * @category models
  */
-export type UserPart = TextPart | ImagePart | FilePart
+export type UserPart = TextPart | ChatCompletionsContent.ImagePart | ChatCompletionsContent.FilePart
 
 /**
  * A tool call of an assistant message.
@@ -184,78 +160,7 @@ interface Assistant {
   readonly details: Array<{ readonly [key: string]: unknown }>
 }
 
-/**
- * What the Chat Completions API takes as images and files: PNG, JPEG, WebP
- * and non-animated GIF images, from their bytes or an `http(s)` URL, up to
- * 50 MB of them in one request
- * (https://platform.openai.com/docs/guides/images-vision, "Image input
- * requirements"); PDFs only as files, from their bytes only, at most 32 MB of
- * them in one request (https://platform.openai.com/docs/guides/pdf-files?api-mode=chat:
- * "Chat Completions accepts only PDF files", file URLs "not supported",
- * "up to 100 pages and 32MB of total content in a single request, across
- * multiple file inputs"; see {@link pdfLimit}). Servers that speak the wire
- * take what their models take: a text-only model refuses any image.
- *
- * @since 0.2.0
- * @category content
- */
-export const contentRules: ProviderContent.Rules = {
-  provider: ChatCompletionsError.provider,
-  imageTypes: ["image/png", "image/jpeg", "image/webp", "image/gif"],
-  fileTypes: ["application/pdf"],
-  requestLimit: { max: 50_000_000, of: "encoded", what: "of images and files in one request" }
-}
-
-/**
- * The PDF bytes one request may carry: 32 MB across all its files (OpenAI's
- * PDF guide for Chat Completions).
- *
- * @since 0.2.0
- * @category content
- */
-export const pdfLimit: ProviderContent.Limit = { max: 32_000_000, of: "decoded", what: "of PDFs in one request" }
-
-/** The file name a PDF without one is sent with: OpenAI refuses `file_data` without `filename`. */
-export const defaultFilename = "document.pdf"
-
-const megabytes = (bytes: number): string => `${Number((bytes / 1_000_000).toFixed(2))} MB`
-
-/** Checks a request's images and files: {@link contentRules}, and the PDFs' total against {@link pdfLimit}. */
-const mediaChecker = () => {
-  const check = ProviderContent.checker(contentRules)
-  let pdfBytes = 0
-  return (part: Item.MediaPart, at: string): Result.Result<ImagePart | FilePart, AiError.InvalidRequest> => {
-    const refuse = (why: string) => Result.fail(ProviderContent.refuse(ChatCompletionsError.provider, at, why))
-    if (part.type === "input_file" && part.file_url !== undefined) {
-      return refuse(
-        `${ChatCompletionsError.provider} takes no file URLs (OpenAI's file part has no file_url): send the file's bytes`
-      )
-    }
-    const checked = check(part, at)
-    if (Result.isFailure(checked)) return Result.fail(checked.failure)
-    if (part.type === "input_image") {
-      return Result.succeed({
-        type: "image_url",
-        image_url: { url: part.image_url, ...(part.detail === undefined ? {} : { detail: part.detail }) }
-      })
-    }
-    const source = checked.success
-    if (source.type === "base64") pdfBytes += ProviderContent.decodedSize(source.data)
-    if (pdfBytes > pdfLimit.max) {
-      return refuse(
-        `the request's PDFs come to ${
-          megabytes(pdfBytes)
-        } with this one, over ${ChatCompletionsError.provider}'s limit of ${megabytes(pdfLimit.max)} ${pdfLimit.what}`
-      )
-    }
-    return Result.succeed({
-      type: "file",
-      file: { file_data: part.file_data ?? "", filename: part.filename ?? defaultFilename }
-    })
-  }
-}
-
-type MediaCheck = ReturnType<typeof mediaChecker>
+type MediaCheck = ReturnType<typeof ChatCompletionsContent.checker>
 
 const notHere = (item: Item.Item, index: number, part: Item.MediaPart, position: number, why: string) =>
   ProviderContent.refuse(ChatCompletionsError.provider, ProviderContent.where(index, item, position, part), why)
@@ -377,7 +282,7 @@ const assistantMessage = (assistant: Assistant, history: ReasoningHistory): Mess
  * items are not sent. Images and files go as `image_url` and `file` parts of
  * user messages. Fails with `InvalidRequest` when an output answers no call of
  * the history, and, naming the part, for an image or a file the API would
- * refuse (see {@link contentRules}), one in another role's message, and one a
+ * refuse (see `ChatCompletionsContent.rules`), one in another role's message, and one a
  * tool attached to its output (a tool message carries text only).
  *
  * @since 0.2.0
@@ -407,7 +312,7 @@ export const messages = (
     assistant ??= { text: [], refusal: [], calls: [], reasoning: [], details: [] }
     return assistant
   }
-  const check = mediaChecker()
+  const check = ChatCompletionsContent.checker()
   for (const [index, item] of items.entries()) {
     switch (item.type) {
       case "message": {
