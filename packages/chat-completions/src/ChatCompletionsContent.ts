@@ -83,6 +83,19 @@ const megabytes = (bytes: number): string => `${Number((bytes / 1_000_000).toFix
  *
  * @since 0.2.0
  * @category checking
+ * @example
+ * ```ts
+ * import { ChatCompletionsContent } from "@agentloop/chat-completions"
+ * import { Item } from "@agentloop/core"
+ * import { Result } from "effect"
+ *
+ * const check = ChatCompletionsContent.checker()
+ * const image = check(Item.imageUrl("https://example.com/cat.png", { detail: "low" }), "content[0]")
+ * if (Result.isSuccess(image)) console.log(image.success) // { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }
+ * const file = check(Item.fileUrl("https://example.com/spec.pdf"), "content[1]")
+ * if (Result.isFailure(file)) console.log(file.failure.message)
+ * // content[1]: chat-completions takes no file URLs (OpenAI's file part has no file_url): send the file's bytes
+ * ```
  */
 export const checker = () => {
   const check = ProviderContent.checker(rules)
