@@ -480,7 +480,15 @@ describe("EffectAi: images and files", () => {
       expect(atUrl.message).toContain(
         "turn.items[0] (message \"msg_a\") content[0] (input_image): an effect/ai response file part holds bytes, not a URL"
       )
-    }).pipe(Effect.provide(onMock([drawn, drawn, answer([Item.imageUrl("https://example.com/drawn.png")])]))))
+      const inReasoning = yield* model.generateText({ prompt: "Draw" }).pipe(Effect.flip)
+      expect(inReasoning.message).toContain(
+        "turn.items[0] (reasoning \"rs\") content[0] (input_image): an effect/ai reasoning part is text only"
+      )
+    }).pipe(Effect.provide(onMock([drawn, drawn, answer([Item.imageUrl("https://example.com/drawn.png")]), {
+      items: [{ type: "reasoning", id: "rs", status: "completed", content: [Item.imageFromBytes(png, "image/png")] }],
+      usage: TokenUsage.make(3, 2),
+      stopReason: "stop"
+    }]))))
 
   const streamOf = (layer: Layer.Layer<LanguageModel.LanguageModel>, history: ReadonlyArray<Item.Item>) =>
     Effect.flatMap(LanguageModel.LanguageModel, (lm) => lm.streamTurn(history, {}).pipe(Stream.runCollect)).pipe(

@@ -142,6 +142,27 @@ export const fromFilePart = (
 }
 
 /**
+ * The text of parts where `effect/ai` has room for text only (`place` names
+ * it: `an effect/ai system message`); fails for the first image or file,
+ * `at` naming it.
+ *
+ * @since 0.2.0
+ * @category conversions
+ */
+export const textOnly = (
+  parts: ReadonlyArray<Item.ContentPart>,
+  place: string,
+  at: (position: number, part: Item.MediaPart) => string
+): Result.Result<string, AiError.InvalidRequest> => {
+  const text: Array<string> = []
+  for (const [position, part] of parts.entries()) {
+    if (Item.isMediaPart(part)) return refuse(at(position, part), `${place} is text only`)
+    text.push(part.type === "refusal" ? part.refusal : part.text)
+  }
+  return Result.succeed(text.join(""))
+}
+
+/**
  * A tool's output and what it attached, as an `effect/ai` tool result's
  * `modelOutput` (what the model is shown in place of the result): the
  * output's text, then each attached part in order. Fails as

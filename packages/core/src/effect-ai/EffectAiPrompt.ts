@@ -105,6 +105,7 @@ export const toHistory = (prompt: Prompt.Prompt): Effect.Effect<{
         continue
       }
       if (message.role === "user") {
+        if (message.content.length === 0) continue
         const item = userItem(message, index)
         if (Result.isFailure(item)) return Effect.fail(item.failure)
         history.push(item.success)
@@ -156,7 +157,7 @@ export const toHistory = (prompt: Prompt.Prompt): Effect.Effect<{
     return Effect.succeed({ history, instructions: instructions.length === 0 ? undefined : instructions.join("\n\n") })
   })
 
-/** A message's parts as `effect/ai` text and file parts, in order; a system or developer message takes no file. */
+/** A user or assistant message's parts as `effect/ai` text and file parts, in order. */
 const messageParts = (
   item: Item.Message,
   index: number
@@ -167,35 +168,11 @@ const messageParts = (
       parts.push({ type: "text", text: part.type === "refusal" ? part.refusal : part.text })
       continue
     }
-    const at = ProviderContent.where(index, item, position, part)
-    if (item.role === "system" || item.role === "developer") {
-      return Result.fail(
-        ProviderContent.refuse(EffectAiContent.provider, at, `an effect/ai ${item.role} message is text only`)
-      )
-    }
-    const file = EffectAiContent.toFilePart(part, at)
+    const file = EffectAiContent.toFilePart(part, ProviderContent.where(index, item, position, part))
     if (Result.isFailure(file)) return Result.fail(file.failure)
     parts.push(file.success)
   }
   return Result.succeed(parts)
-}
-
-const textOf = (parts: ReadonlyArray<Prompt.TextPartEncoded | Prompt.FilePartEncoded>): string =>
-  parts.map((part) => part.type === "text" ? part.text : "").join("")
-
-/** A reasoning item's text; an effect/ai reasoning part is text only, so an image or a file there is refused. */
-const reasoningText = (item: Item.Reasoning, index: number): Result.Result<string, AiError.InvalidRequest> => {
-  const parts = item.summary ?? item.content
-  for (const [position, part] of parts.entries()) {
-    if (Item.isMediaPart(part)) {
-      return Result.fail(ProviderContent.refuse(
-        EffectAiContent.provider,
-        ProviderContent.where(index, item, position, part),
-        "an effect/ai reasoning part is text only"
-      ))
-    }
-  }
-  return Result.succeed(parts.map(Item.partText).join(""))
 }
 
 /**
@@ -221,16 +198,24 @@ export const fromHistory = (
   for (const [index, item] of history.entries()) {
     switch (item.type) {
       case "message": {
+        const at = (position: number, part: Item.MediaPart) => ProviderContent.where(index, item, position, part)
+        if (item.role === "system" || item.role === "developer") {
+          const text = EffectAiContent.textOnly(item.content, `an effect/ai ${item.role} message`, at)
+          if (Result.isFailure(text)) return Result.fail(text.failure)
+          messages.push({ role: "system", content: text.success })
+          break
+        }
         const parts = messageParts(item, index)
         if (Result.isFailure(parts)) return Result.fail(parts.failure)
-        if (item.role === "system" || item.role === "developer") {
-          messages.push({ role: "system", content: textOf(parts.success) })
-        } else if (item.role === "user") messages.push({ role: "user", content: joinText(parts.success) })
-        else messages.push({ role: "assistant", content: joinText(parts.success) })
+        messages.push({ role: item.role, content: joinText(parts.success) })
         break
       }
       case "reasoning": {
-        const text = reasoningText(item, index)
+        const text = EffectAiContent.textOnly(
+          item.summary ?? item.content,
+          "an effect/ai reasoning part",
+          (position, part) => ProviderContent.where(index, item, position, part)
+        )
         if (Result.isFailure(text)) return Result.fail(text.failure)
         messages.push({ role: "assistant", content: [{ type: "reasoning", text: text.success }] })
         break

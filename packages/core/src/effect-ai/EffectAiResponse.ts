@@ -16,7 +16,6 @@ import { Result } from "effect"
 import type { Response } from "effect/ai"
 import type * as AiError from "../AiError.ts"
 import * as Item from "../Item.ts"
-import * as ProviderContent from "../provider/ProviderContent.ts"
 import * as TokenUsage from "../TokenUsage.ts"
 import type { StopReason, Turn } from "../Turn.ts"
 import type { TurnDelta } from "../TurnDelta.ts"
@@ -79,22 +78,6 @@ const fileParts = (
   return Result.succeed(files)
 }
 
-/** The reasoning text of an item; a reasoning part is text only, so an image or a file there is refused. */
-const reasoningText = (item: Item.Reasoning, index: number): Result.Result<string, AiError.InvalidRequest> => {
-  const parts = item.summary ?? item.content
-  const media = parts.findIndex(Item.isMediaPart)
-  const part = parts[media]
-  return part !== undefined && Item.isMediaPart(part)
-    ? Result.fail(
-      ProviderContent.refuse(
-        EffectAiContent.provider,
-        turnWhere(index, item, media, part),
-        "an effect/ai reasoning part is text only"
-      )
-    )
-    : Result.succeed(parts.map(Item.partText).join(""))
-}
-
 /** The parts of one of a turn's items: an assistant message's text then its files, reasoning, a call. */
 const itemParts = (
   item: Item.Item,
@@ -112,10 +95,17 @@ const itemParts = (
       return Result.succeed([...textParts, ...files.success])
     }
     case "reasoning":
-      return Result.map(reasoningText(item, index), (text): ReadonlyArray<Response.PartEncoded> => [{
-        type: "reasoning",
-        text
-      }])
+      return Result.map(
+        EffectAiContent.textOnly(
+          item.summary ?? item.content,
+          "an effect/ai reasoning part",
+          (position, part) => turnWhere(index, item, position, part)
+        ),
+        (text): ReadonlyArray<Response.PartEncoded> => [{
+          type: "reasoning",
+          text
+        }]
+      )
     case "function_call":
       return Result.succeed([{
         type: "tool-call",
