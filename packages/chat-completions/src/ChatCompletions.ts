@@ -20,7 +20,7 @@
  */
 import { type LanguageModel, Provider } from "@agentloop/core"
 import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
-import { Config as EffectConfig, Effect, type Layer, Random } from "effect"
+import { Config as EffectConfig, Context, Effect, type Layer, Random } from "effect"
 import type { HttpClient } from "effect/http"
 import * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
@@ -63,7 +63,27 @@ export interface Config extends Provider.CommonSettings {
   readonly includeUsage?: boolean | undefined
   /** `false` asks for one tool call per turn at most (`parallel_tool_calls`); unset leaves the server's default. */
   readonly parallelToolCalls?: boolean | undefined
+  /**
+   * Sent as `prompt_cache_key`: OpenAI routes requests with the same key and
+   * prompt prefix to the same cache, which raises the share of cached input
+   * when many conversations share a prefix. Servers that do not know the
+   * field ignore it, or, for a strict one, refuse the request: leave it unset
+   * for those. Caching itself is the server's own.
+   */
+  readonly promptCacheKey?: string | undefined
 }
+
+/**
+ * Options for the requests made while it is set, e.g. with
+ * `Stream.provideService(ChatCompletions.RequestOptions, { promptCacheKey })`:
+ * `promptCacheKey` overrides the layer's (a key per conversation or per user).
+ *
+ * @since 0.2.0
+ * @category context
+ */
+export const RequestOptions = Context.Reference<{
+  readonly promptCacheKey?: string | undefined
+}>("@agentloop/chat-completions/RequestOptions", { defaultValue: () => ({}) })
 
 /**
  * The Chat Completions wire format, for `Provider`. There is no default
@@ -82,13 +102,15 @@ export const spec: Provider.Spec<Config> = {
   turn: (history, options, { config, model }) =>
     Effect.gen(function*() {
       const strict = config.strict ?? true
+      const requestOptions = yield* RequestOptions
       const body = yield* Effect.fromResult(ChatCompletionsRequest.body(history, options, {
         model,
         strict,
         reasoningHistory: config.reasoningHistory,
         maxTokensField: config.maxTokensField,
         includeUsage: config.includeUsage,
-        parallelToolCalls: config.parallelToolCalls
+        parallelToolCalls: config.parallelToolCalls,
+        promptCacheKey: requestOptions.promptCacheKey ?? config.promptCacheKey
       }))
       const tools = new Map<string, (text: string) => string>()
       for (const tool of strict ? options.tools ?? [] : []) {

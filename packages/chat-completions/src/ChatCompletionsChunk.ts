@@ -32,7 +32,9 @@ const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * Token counts, where servers put them: OpenAI's `prompt_tokens_details.cached_tokens`
- * and `completion_tokens_details.reasoning_tokens`, DeepSeek's
+ * and `completion_tokens_details.reasoning_tokens`, OpenRouter's
+ * `prompt_tokens_details.cache_write_tokens` (for models that bill cache
+ * writes, such as Claude), DeepSeek's
  * `prompt_cache_hit_tokens`, a top-level `cached_tokens` (Moonshot), and
  * OpenRouter's `cost` (USD). Any count may be `null` until the last chunk.
  *
@@ -43,7 +45,10 @@ export const Usage = Schema.Struct({
   prompt_tokens: nullable(Count),
   completion_tokens: nullable(Count),
   total_tokens: nullable(Count),
-  prompt_tokens_details: nullable(Schema.Struct({ cached_tokens: nullable(Count) })),
+  prompt_tokens_details: nullable(Schema.Struct({
+    cached_tokens: nullable(Count),
+    cache_write_tokens: nullable(Count)
+  })),
   completion_tokens_details: nullable(Schema.Struct({ reasoning_tokens: nullable(Count) })),
   prompt_cache_hit_tokens: nullable(Count),
   cached_tokens: nullable(Count),

@@ -4,10 +4,11 @@
  *
  * @since 0.2.0
  */
-import { AiError, Item, type LanguageModel } from "@agentloop/core"
+import { AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/core"
 import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
 import { Result } from "effect"
 import type { JsonSchema } from "effect"
+import * as ChatCompletionsContent from "./ChatCompletionsContent.ts"
 import * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 import * as ChatCompletionsExtraContent from "./ChatCompletionsExtraContent.ts"
@@ -46,6 +47,19 @@ export interface Settings {
   readonly includeUsage?: boolean | undefined
   /** `false` asks for one tool call per turn at most (`parallel_tool_calls`); unset leaves the server's default. */
   readonly parallelToolCalls?: boolean | undefined
+  /** Sent as `prompt_cache_key`: requests with the same key and prefix are routed to the same prompt cache. */
+  readonly promptCacheKey?: string | undefined
+}
+
+/**
+ * A text part, of a user message or of a tool message.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface TextPart {
+  readonly type: "text"
+  readonly text: string
 }
 
 /**
@@ -54,7 +68,7 @@ export interface Settings {
  * @since 0.2.0
  * @category models
  */
-export type UserPart = { readonly type: "text"; readonly text: string }
+export type UserPart = TextPart | ChatCompletionsContent.ImagePart | ChatCompletionsContent.FilePart
 
 /**
  * A tool call of an assistant message.
@@ -88,7 +102,7 @@ export type Message =
     readonly reasoning?: string
     readonly reasoning_details?: ReadonlyArray<{ readonly [key: string]: unknown }>
   }
-  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string | ReadonlyArray<TextPart> }
 
 /**
  * A function tool as the API takes it.
@@ -137,6 +151,7 @@ export interface Body {
   readonly max_completion_tokens?: number
   readonly stop?: ReadonlyArray<string>
   readonly reasoning_effort?: string
+  readonly prompt_cache_key?: string
 }
 
 /** The assistant message being gathered from consecutive assistant items. */
@@ -148,11 +163,83 @@ interface Assistant {
   readonly details: Array<{ readonly [key: string]: unknown }>
 }
 
-/** One text part as a string, which every server takes; several as an array of parts (images will join them). */
-const userContent = (parts: ReadonlyArray<Item.ContentPart>): string | ReadonlyArray<UserPart> => {
-  const [first, ...rest] = parts.map(Item.partText)
-  if (rest.length === 0) return first ?? ""
-  return [first ?? "", ...rest].map((text) => ({ type: "text" as const, text }))
+type MediaCheck = ReturnType<typeof ChatCompletionsContent.checker>
+
+const notHere = (item: Item.Item, index: number, part: Item.MediaPart, position: number, why: string) =>
+  ProviderContent.refuse(ChatCompletionsError.provider, ProviderContent.where(index, item, position, part), why)
+
+/**
+ * A message's text, or the refusal of its first image or file: only user
+ * messages carry them on this wire.
+ */
+const textOnly = (message: Item.Message, index: number): Result.Result<string, AiError.InvalidRequest> => {
+  const text: Array<string> = []
+  for (const [position, part] of message.content.entries()) {
+    if (Item.isMediaPart(part)) {
+      return Result.fail(notHere(
+        message,
+        index,
+        part,
+        position,
+        `images and files go in user messages, not in a${
+          message.role === "assistant" ? "n" : ""
+        } ${message.role} message`
+      ))
+    }
+    text.push(part.type === "refusal" ? part.refusal : part.text)
+  }
+  return Result.succeed(text.join(""))
+}
+
+/**
+ * A user message's content: one text part as a string, which every server
+ * takes; anything else as an array of parts, images and files mapped by
+ * `check`.
+ */
+const userContent = (
+  message: Item.Message,
+  index: number,
+  check: MediaCheck
+): Result.Result<string | ReadonlyArray<UserPart>, AiError.InvalidRequest> => {
+  const [only, ...others] = message.content
+  if (only !== undefined && others.length === 0 && !Item.isMediaPart(only)) return Result.succeed(Item.partText(only))
+  const parts: Array<UserPart> = []
+  for (const [position, part] of message.content.entries()) {
+    if (!Item.isMediaPart(part)) {
+      parts.push({ type: "text", text: Item.partText(part) })
+      continue
+    }
+    const media = check(part, ProviderContent.where(index, message, position, part))
+    if (Result.isFailure(media)) return Result.fail(media.failure)
+    parts.push(media.success)
+  }
+  return Result.succeed(parts.length === 0 ? "" : parts)
+}
+
+/**
+ * A tool message's content: the output's JSON text, then the text parts the
+ * tool attached, as text parts. A tool message carries text only (OpenAI's
+ * `content` is a string or text parts), so an image or a file is refused.
+ */
+const toolContent = (
+  item: Item.FunctionCallOutput,
+  index: number
+): Result.Result<string | ReadonlyArray<TextPart>, AiError.InvalidRequest> => {
+  if (item.content === undefined || item.content.length === 0) return Result.succeed(item.output)
+  const parts: Array<TextPart> = [{ type: "text", text: item.output }]
+  for (const [position, part] of item.content.entries()) {
+    if (Item.isMediaPart(part)) {
+      return Result.fail(notHere(
+        item,
+        index,
+        part,
+        position,
+        `a tool message carries text only on ${ChatCompletionsError.provider} (OpenAI's tool message takes no images or files): show it in a user message instead`
+      ))
+    }
+    parts.push({ type: "text", text: part.text })
+  }
+  return Result.succeed(parts)
 }
 
 /** A reasoning item's text and, when it holds OpenRouter's, its `reasoning_details`. */
@@ -195,9 +282,13 @@ const assistantMessage = (assistant: Assistant, history: ReasoningHistory): Mess
  * OpenAI requires. System and developer messages are `system` messages (few
  * servers know `developer`). Reasoning goes back only in the field `history`
  * names, and only when this provider made it; a call's kept `extra_content`
- * goes back on the call (see `ChatCompletionsExtraContent`); the application's own `x-…`
- * items are not sent. Fails with `InvalidRequest` when an output answers no
- * call of the history.
+ * goes back on the call (see `ChatCompletionsExtraContent`); the application's
+ * own `x-…` items are not sent. Images and files go as `image_url` and `file`
+ * parts of user messages. Fails with `InvalidRequest` when an output answers no
+ * call of the history, and, naming the part, for an image or a file the API
+ * would refuse (see `ChatCompletionsContent.rules`), one in another role's
+ * message, and one a tool attached to its output (a tool message carries text
+ * only).
  *
  * @since 0.2.0
  * @category encoding
@@ -228,9 +319,19 @@ export const messages = (
     assistant ??= { text: [], refusal: [], calls: [], reasoning: [], details: [] }
     return assistant
   }
-  for (const item of items) {
+  const check = ChatCompletionsContent.checker()
+  for (const [index, item] of items.entries()) {
     switch (item.type) {
       case "message": {
+        if (item.role === "user") {
+          flushAssistant()
+          const content = userContent(item, index, check)
+          if (Result.isFailure(content)) return Result.fail(content.failure)
+          others.push({ role: "user", content: content.success })
+          break
+        }
+        const text = textOnly(item, index)
+        if (Result.isFailure(text)) return Result.fail(text.failure)
         if (item.role === "assistant") {
           const side = assistantSide()
           for (const part of item.content) {
@@ -240,8 +341,7 @@ export const messages = (
           break
         }
         flushAssistant()
-        if (item.role === "user") others.push({ role: "user", content: userContent(item.content) })
-        else others.push({ role: "system", content: item.content.map(Item.partText).join("") })
+        others.push({ role: "system", content: text.success })
         break
       }
       case "function_call": {
@@ -265,7 +365,7 @@ export const messages = (
         else extras.set(kept.callId, kept.extra)
         break
       }
-      case "function_call_output":
+      case "function_call_output": {
         if (!calls.has(item.call_id)) {
           return Result.fail(
             new AiError.InvalidRequest({
@@ -275,8 +375,11 @@ export const messages = (
           )
         }
         flushAssistant()
-        outputs.push({ role: "tool", tool_call_id: item.call_id, content: item.output })
+        const content = toolContent(item, index)
+        if (Result.isFailure(content)) return Result.fail(content.failure)
+        outputs.push({ role: "tool", tool_call_id: item.call_id, content: content.success })
         break
+      }
       default:
         break
     }
@@ -364,6 +467,7 @@ export const body = (
       ? { max_tokens: params.maxOutputTokens }
       : { max_completion_tokens: params.maxOutputTokens }),
     ...(params?.stopSequences === undefined ? {} : { stop: params.stopSequences }),
-    ...(params?.reasoningEffort === undefined ? {} : { reasoning_effort: params.reasoningEffort })
+    ...(params?.reasoningEffort === undefined ? {} : { reasoning_effort: params.reasoningEffort }),
+    ...(settings.promptCacheKey === undefined ? {} : { prompt_cache_key: settings.promptCacheKey })
   }))
 }

@@ -22,6 +22,8 @@ export interface Counts {
   readonly completion?: number
   readonly total?: number
   readonly cached?: number
+  /** Tokens written to the prompt cache: OpenRouter's `cache_write_tokens`. */
+  readonly cacheWrite?: number
   readonly reasoning?: number
   /** OpenRouter's `usage.cost`, in USD. */
   readonly cost?: number
@@ -33,7 +35,8 @@ const latest = <A>(next: A | null | undefined, previous: A | undefined): A | und
  * The counts after `usage`: each count it reports replaces the one before, and
  * the ones it leaves out or sends as `null` stay. Cache hits are read from
  * `prompt_tokens_details.cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`,
- * else a top-level `cached_tokens`.
+ * else a top-level `cached_tokens`; cache writes from OpenRouter's
+ * `prompt_tokens_details.cache_write_tokens` (no other server reports them).
  *
  * @since 0.2.0
  * @category combinators
@@ -46,6 +49,7 @@ export const merge = (counts: Counts, usage: ChatCompletionsChunk.Usage): Counts
     usage.prompt_tokens_details?.cached_tokens ?? usage.prompt_cache_hit_tokens ?? usage.cached_tokens,
     counts.cached
   )
+  const cacheWrite = latest(usage.prompt_tokens_details?.cache_write_tokens, counts.cacheWrite)
   const reasoning = latest(usage.completion_tokens_details?.reasoning_tokens, counts.reasoning)
   const cost = latest(usage.cost, counts.cost)
   return {
@@ -53,6 +57,7 @@ export const merge = (counts: Counts, usage: ChatCompletionsChunk.Usage): Counts
     ...(completion === undefined ? {} : { completion }),
     ...(total === undefined ? {} : { total }),
     ...(cached === undefined ? {} : { cached }),
+    ...(cacheWrite === undefined ? {} : { cacheWrite }),
     ...(reasoning === undefined ? {} : { reasoning }),
     ...(cost === undefined ? {} : { cost })
   }
@@ -68,10 +73,10 @@ export const isReported = (counts: Counts): boolean =>
   counts.prompt !== undefined || counts.completion !== undefined || counts.total !== undefined
 
 /**
- * The counts as a `TokenUsage`: `input` is `prompt_tokens` (cache hits
- * included), `output` is `completion_tokens` with the reasoning tokens in it,
- * `total` the server's own `total_tokens` when it sent one, even when it is
- * not their sum. OpenAI counts reasoning tokens in `completion_tokens`; xAI
+ * The counts as a `TokenUsage`: `input` is `prompt_tokens` (cache hits and
+ * writes included), `output` is `completion_tokens` with the reasoning tokens
+ * in it, `total` the server's own `total_tokens` when it sent one, even when it
+ * is not their sum. OpenAI counts reasoning tokens in `completion_tokens`; xAI
  * leaves them out of it (and in its total), which shows as a total of prompt,
  * completion and reasoning tokens: then they are added to `output`.
  *
@@ -85,6 +90,7 @@ export const toTokenUsage = (counts: Counts): TokenUsage.TokenUsage => {
   const apart = reasoning > 0 && counts.total === prompt + completion + reasoning
   const usage = TokenUsage.make(prompt, apart ? completion + reasoning : completion, {
     cachedInput: counts.cached,
+    cacheWrite: counts.cacheWrite,
     reasoning: counts.reasoning
   })
   return counts.total === undefined ? usage : { ...usage, total: counts.total }

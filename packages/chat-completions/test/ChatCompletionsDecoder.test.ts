@@ -543,6 +543,38 @@ describe("ChatCompletionsDecoder: usage", () => {
       expect(moonshot).toStrictEqual({ input: 50, output: 5, total: 55, cachedInput: 32 })
     })))
 
+  it.effect("reads OpenRouter's cache_write_tokens as cacheWrite, and no other server's counts as writes", () =>
+    onLayer(Effect.gen(function*() {
+      // OpenRouter's usage accounting for a Claude model: reads and writes beside each other.
+      const openRouter = yield* usageOf([
+        delta({ content: "hi" }),
+        finish("stop"),
+        usage({
+          prompt_tokens: 3410,
+          completion_tokens: 100,
+          total_tokens: 3510,
+          prompt_tokens_details: { cached_tokens: 3000, cache_write_tokens: 400, audio_tokens: 0 },
+          cost: 0.0039
+        }),
+        done
+      ])
+      expect(openRouter).toStrictEqual({ input: 3410, output: 100, total: 3510, cachedInput: 3000, cacheWrite: 400 })
+      // OpenAI reports hits only: a cache write is never made up from them.
+      const openAi = yield* usageOf([
+        delta({ content: "hi" }),
+        finish("stop"),
+        usage({
+          prompt_tokens: 2006,
+          completion_tokens: 300,
+          total_tokens: 2306,
+          prompt_tokens_details: { cached_tokens: 1920, audio_tokens: 0 }
+        }),
+        done
+      ])
+      expect(openAi).toStrictEqual({ input: 2006, output: 300, total: 2306, cachedInput: 1920 })
+      expect("cacheWrite" in openAi).toBe(false)
+    })))
+
   it.effect("keeps the last counts reported: a usage: null chunk after them, and usage with null counts until the last", () =>
     onLayer(Effect.gen(function*() {
       const trailing = yield* usageOf([

@@ -118,6 +118,16 @@ const cases: ReadonlyArray<Case> = [
     finishReason: "stop"
   },
   {
+    name: "OpenRouter's cache reads and writes",
+    turn: {
+      items: [message(text("Cached."))],
+      usage: { input: 3410, output: 100, total: 3510, cachedInput: 3000, cacheWrite: 400 },
+      stopReason: "stop",
+      model: "anthropic/claude-sonnet-4.5"
+    },
+    finishReason: "stop"
+  },
+  {
     name: "encrypted reasoning only",
     turn: {
       items: [

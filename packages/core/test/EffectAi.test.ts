@@ -4,6 +4,7 @@ import { Duration, Effect, Layer, Ref, Schema, Stream } from "effect"
 import {
   AiError as EffectAiError,
   LanguageModel as AiLanguageModel,
+  Prompt,
   Response,
   Tool as AiTool,
   Toolkit as AiToolkit
@@ -12,11 +13,12 @@ import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Approval from "../src/Approval.ts"
 import * as EffectAi from "../src/effect-ai/EffectAi.ts"
-import type * as Item from "../src/Item.ts"
+import * as Item from "../src/Item.ts"
 import * as LanguageModel from "../src/LanguageModel.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
+import type * as Turn from "../src/Turn.ts"
 import { add } from "./fixtures.ts"
 
 const call = (name: string, args: string, callId = "c1"): Item.FunctionCall => ({
@@ -213,12 +215,8 @@ describe("EffectAi.toEffectAiLanguageModel", () => {
       expect(request!.history[2]).toMatchObject({ call_id: "t1", output: "3", status: "completed" })
     }).pipe(Effect.provide(onMock([MockLanguageModel.textTurn("3")]))))
 
-  it.effect("a file in the prompt is refused, and errors keep their kind", () =>
+  it.effect("errors keep their kind", () =>
     Effect.gen(function*() {
-      const file = yield* AiLanguageModel.generateText({
-        prompt: [{ role: "user", content: [{ type: "file", mediaType: "image/png", data: new Uint8Array([1]) }] }]
-      }).pipe(Effect.flip)
-      expect(file.reason._tag).toBe("InvalidRequestError")
       const limited = yield* AiLanguageModel.generateText({ prompt: "hi" }).pipe(Effect.flip)
       expect(limited.reason._tag).toBe("RateLimitError")
       expect(limited.reason._tag === "RateLimitError" && limited.reason.retryAfter).toEqual(Duration.seconds(3))
@@ -325,5 +323,341 @@ describe("EffectAi.fromEffectAiLanguageModel", () => {
         Effect.provide(layer)
       )
       expect(output._tag).toBe("InvalidRequest")
+    }))
+})
+
+describe("EffectAi: images and files", () => {
+  const png = new Uint8Array([137, 80, 78, 71])
+  const pngData = "data:image/png;base64,iVBORw=="
+  const pdf = new TextEncoder().encode("%PDF-1.7")
+  const pdfData = `data:application/pdf;base64,${Buffer.from(pdf).toString("base64")}`
+
+  const onMock = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
+    EffectAi.toEffectAiLanguageModel.pipe(Layer.provideMerge(MockLanguageModel.layer(script)))
+
+  const requests = Effect.flatMap(MockLanguageModel.MockLanguageModel, (mock) => mock.requests)
+
+  it.effect("a prompt's file parts are images and files of the history: user, assistant and tool results", () =>
+    Effect.gen(function*() {
+      yield* AiLanguageModel.generateText({
+        prompt: [
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "Compare" },
+              { type: "file", mediaType: "image/png", data: png, options: { openai: { imageDetail: "high" } } },
+              { type: "file", mediaType: "image/*", data: new URL("https://example.com/cat") },
+              {
+                type: "file",
+                mediaType: "application/pdf",
+                fileName: "report.pdf",
+                data: Buffer.from(pdf).toString("base64")
+              },
+              { type: "file", mediaType: "application/pdf", data: new URL("https://example.com/spec.pdf") },
+              { type: "file", mediaType: "image/jpeg", data: "data:image/jpeg;base64,/9j/" }
+            ]
+          },
+          {
+            role: "assistant",
+            content: [
+              { type: "file", mediaType: "image/png", data: png },
+              { type: "tool-call", id: "t1", name: "shoot", params: {} },
+              { type: "tool-call", id: "t2", name: "shoot", params: {} }
+            ]
+          },
+          {
+            role: "tool",
+            content: [
+              {
+                type: "tool-result",
+                id: "t1",
+                name: "shoot",
+                isFailure: false,
+                result: { ok: true },
+                modelOutput: [{ type: "text", text: "Shot taken:" }, {
+                  type: "file",
+                  mediaType: "image/png",
+                  data: png
+                }]
+              },
+              {
+                type: "tool-result",
+                id: "t2",
+                name: "shoot",
+                isFailure: false,
+                result: { ok: true },
+                modelOutput: [{ type: "file", mediaType: "application/pdf", fileName: "page.pdf", data: pdf }]
+              }
+            ]
+          }
+        ]
+      })
+      const [request] = yield* requests
+      expect(request!.history).toStrictEqual([
+        Item.userMessage([
+          { type: "input_text", text: "Compare" },
+          { type: "input_image", image_url: pngData, detail: "high" },
+          { type: "input_image", image_url: "https://example.com/cat" },
+          { type: "input_file", file_data: pdfData, filename: "report.pdf" },
+          { type: "input_file", file_url: "https://example.com/spec.pdf" },
+          { type: "input_image", image_url: "data:image/jpeg;base64,/9j/" }
+        ], "msg_0"),
+        { ...Item.assistantMessage("", "msg_1_0"), content: [{ type: "input_image", image_url: pngData }] },
+        expect.objectContaining({ type: "function_call", call_id: "t1" }),
+        expect.objectContaining({ type: "function_call", call_id: "t2" }),
+        {
+          type: "function_call_output",
+          id: "fco_2_0",
+          status: "completed",
+          call_id: "t1",
+          // The model is shown modelOutput in place of the result: its text first, the rest attached.
+          output: "Shot taken:",
+          content: [{ type: "input_image", image_url: pngData }]
+        },
+        {
+          type: "function_call_output",
+          id: "fco_2_1",
+          status: "completed",
+          call_id: "t2",
+          output: `{"ok":true}`,
+          content: [{ type: "input_file", file_data: pdfData, filename: "page.pdf" }]
+        }
+      ])
+    }).pipe(Effect.provide(onMock([MockLanguageModel.textTurn("Seen")]))))
+
+  it.effect("a file part that cannot be carried fails the request typed, before the model is asked", () =>
+    Effect.gen(function*() {
+      const failures: Array<string> = []
+      for (
+        const content of [
+          [{ type: "file" as const, mediaType: "image/png", data: "not base64!" }],
+          [{ type: "file" as const, mediaType: "image/*", data: png }],
+          [{ type: "file" as const, mediaType: "image/png", data: "data:image/png;base64,***" }]
+        ]
+      ) {
+        const error = yield* AiLanguageModel.generateText({ prompt: [{ role: "user", content }] }).pipe(Effect.flip)
+        expect(error.reason._tag).toBe("InvalidRequestError")
+        failures.push(error.message)
+      }
+      expect(failures[0]).toContain(
+        "prompt[0] (user) content[0] (file image/png): its data is a string that is neither base64 nor a data: URL"
+      )
+      expect(failures[1]).toContain("inline bytes need their media type, not image/*")
+      expect(failures[2]).toContain("its data URL's content is not base64")
+      expect(yield* requests).toHaveLength(0)
+    }).pipe(Effect.provide(onMock([]))))
+
+  /** A turn whose answer is an assistant message of `content`. */
+  const answer = (content: ReadonlyArray<Item.ContentPart>): Turn.Turn => ({
+    items: [{ ...Item.assistantMessage("", "msg_a"), content }],
+    usage: TokenUsage.make(3, 2),
+    stopReason: "stop"
+  })
+  const drawn = answer([{ type: "output_text", text: "Here:" }, Item.imageFromBytes(png, "image/png")])
+
+  it.effect("an answer's images and files are effect/ai file parts; one at a URL cannot be, and fails typed", () =>
+    Effect.gen(function*() {
+      const model = yield* AiLanguageModel.LanguageModel
+      const whole = yield* model.generateText({ prompt: "Draw" })
+      expect(whole.content.flatMap((part) =>
+        part.type === "file"
+          ? [[part.type, part.mediaType, Array.from(part.data)]]
+          : part.type === "text"
+          ? [[part.type, part.text]]
+          : []
+      )).toEqual([["text", "Here:"], ["file", "image/png", Array.from(png)]])
+      const streamed = yield* model.streamText({ prompt: "Draw" }).pipe(Stream.runCollect)
+      expect(streamed.map((part) => part.type)).toEqual([
+        "text-start",
+        "text-delta",
+        "text-end",
+        "file",
+        "response-metadata",
+        "finish"
+      ])
+      const atUrl = yield* model.generateText({ prompt: "Draw" }).pipe(Effect.flip)
+      expect(atUrl.reason._tag).toBe("InvalidRequestError")
+      expect(atUrl.message).toContain(
+        "turn.items[0] (message \"msg_a\") content[0] (input_image): an effect/ai response file part holds bytes, not a URL"
+      )
+      const inReasoning = yield* model.generateText({ prompt: "Draw" }).pipe(Effect.flip)
+      expect(inReasoning.message).toContain(
+        "turn.items[0] (reasoning \"rs\") content[0] (input_image): an effect/ai reasoning part is text only"
+      )
+    }).pipe(Effect.provide(onMock([drawn, drawn, answer([Item.imageUrl("https://example.com/drawn.png")]), {
+      items: [{ type: "reasoning", id: "rs", status: "completed", content: [Item.imageFromBytes(png, "image/png")] }],
+      usage: TokenUsage.make(3, 2),
+      stopReason: "stop"
+    }]))))
+
+  const streamOf = (layer: Layer.Layer<LanguageModel.LanguageModel>, history: ReadonlyArray<Item.Item>) =>
+    Effect.flatMap(LanguageModel.LanguageModel, (lm) => lm.streamTurn(history, {}).pipe(Stream.runCollect)).pipe(
+      Effect.provide(layer)
+    )
+
+  const on = (model: AiLanguageModel.LanguageModel) =>
+    EffectAi.fromEffectAiLanguageModel({ provider: "test-ai" }).pipe(
+      Layer.provide(Layer.succeed(AiLanguageModel.LanguageModel, model))
+    )
+
+  it.effect("a history's images and files reach an effect/ai model as file parts, a tool's as modelOutput", () =>
+    Effect.gen(function*() {
+      const { model, prompts } = yield* scripted([[
+        { type: "text-delta", id: "t", delta: "A cat, and " },
+        { type: "file", mediaType: "image/png", data: "iVBORw==" },
+        { type: "file", mediaType: "application/pdf", data: Buffer.from(pdf).toString("base64") },
+        finish("stop")
+      ]])
+      const deltas = yield* streamOf(on(model), [
+        Item.userMessage([
+          { type: "input_text", text: "What is " },
+          { type: "input_text", text: "this?" },
+          Item.imageFromBytes(png, "image/png", { detail: "low" }),
+          Item.imageUrl("https://example.com/cat"),
+          Item.fileFromBytes(pdf, "application/pdf", { filename: "report.pdf" }),
+          Item.fileUrl("https://example.com/spec.pdf")
+        ]),
+        { ...Item.assistantMessage("", "a"), content: [Item.imageFromBytes(png, "image/png")] },
+        call("shoot", "{}"),
+        {
+          type: "function_call_output",
+          id: "fo",
+          status: "completed",
+          call_id: "c1",
+          output: `{"ok":true}`,
+          content: [{ type: "input_text", text: "The page:" }, Item.imageFromBytes(png, "image/png")]
+        }
+      ])
+      const [prompt] = (yield* Ref.get(prompts)) as ReadonlyArray<ReadonlyArray<Record<string, unknown>>>
+      expect(prompt!.map((message) => message.role)).toEqual(["user", "assistant", "assistant", "tool"])
+      expect(prompt![0]!.content).toMatchObject([
+        { type: "text", text: "What is this?" },
+        { type: "file", mediaType: "image/png", data: png, options: { openai: { imageDetail: "low" } } },
+        { type: "file", mediaType: "image/*", data: new URL("https://example.com/cat") },
+        { type: "file", mediaType: "application/pdf", fileName: "report.pdf", data: pdf },
+        { type: "file", mediaType: "application/pdf", data: new URL("https://example.com/spec.pdf") }
+      ])
+      expect(prompt![1]!.content).toMatchObject([{ type: "file", mediaType: "image/png", data: png }])
+      expect(prompt![3]!.content).toMatchObject([{
+        type: "tool-result",
+        id: "c1",
+        result: { ok: true },
+        modelOutput: [
+          { type: "text", text: `{"ok":true}` },
+          { type: "text", text: "The page:" },
+          { type: "file", mediaType: "image/png", data: png }
+        ]
+      }])
+      // The model's own files are the answer's, after its text.
+      const last = deltas.at(-1)
+      expect(last?.type === "turn_complete" && last.turn.items).toEqual([{
+        ...Item.assistantMessage("", "msg_0"),
+        content: [
+          { type: "output_text", text: "A cat, and " },
+          { type: "input_image", image_url: pngData },
+          { type: "input_file", file_data: pdfData }
+        ]
+      }])
+    }))
+
+  it.effect("what an effect/ai prompt has no room for fails the turn typed, naming it, before the model is asked", () =>
+    Effect.gen(function*() {
+      const { model, prompts } = yield* scripted([])
+      const cases: ReadonlyArray<readonly [Item.Item, string]> = [
+        [
+          { ...Item.userMessage([Item.imageFromBytes(png, "image/png")], "sys"), role: "system" },
+          `history[0] (message "sys") content[0] (input_image): an effect/ai system message is text only`
+        ],
+        [
+          { ...Item.userMessage([Item.fileUrl("https://example.com/a.pdf")], "dev"), role: "developer" },
+          "an effect/ai developer message is text only"
+        ],
+        [
+          {
+            type: "reasoning",
+            id: "rs",
+            status: "completed",
+            content: [{ type: "output_text", text: "look" }, Item.imageFromBytes(png, "image/png")]
+          },
+          `history[0] (reasoning "rs") content[1] (input_image): an effect/ai reasoning part is text only`
+        ],
+        [Item.userMessage([Item.imageUrl("data:image/png;base64,***")]), "its data URL's content is not base64"],
+        [Item.userMessage([Item.imageUrl("nowhere")]), "its URL is neither an http(s) URL nor a data: URL"]
+      ]
+      for (const [item, message] of cases) {
+        const error = yield* streamOf(on(model), [item]).pipe(Effect.flip)
+        expect(error._tag).toBe("InvalidRequest")
+        expect(error.message).toContain(message)
+      }
+      expect(yield* Ref.get(prompts)).toEqual([])
+    }))
+
+  it.effect("an effect/ai tool's modelOutput is the agentloop output's content; one that cannot be carried is a mistake", () =>
+    Effect.gen(function*() {
+      const Shoot = AiTool.make("Shoot", {
+        description: "Takes a screenshot",
+        parameters: Schema.Struct({ data: Schema.String }),
+        success: Schema.Struct({ page: Schema.String, data: Schema.String }),
+        toModelOutput: (result: { readonly page: string; readonly data: string }) => [
+          Prompt.textPart({ text: `Page ${result.page}:` }),
+          Prompt.filePart({ mediaType: "image/png", data: result.data })
+        ]
+      })
+      const Shots = AiToolkit.make(Shoot)
+      const handled = yield* Shots.pipe(
+        Effect.provide(Shots.toLayer({ Shoot: ({ data }) => Effect.succeed({ page: "home", data }) }))
+      )
+      const toolkit = EffectAi.fromEffectAiToolkit(handled)
+      const [shot, bad] = yield* Toolkit.executeAllSafe(toolkit, [
+        call("Shoot", `{"data":"iVBORw=="}`, "s1"),
+        call("Shoot", `{"data":"not base64!"}`, "s2")
+      ])
+      expect(shot!.outcome).toBe("success")
+      expect(JSON.parse(shot!.output.output)).toEqual({ page: "home", data: "iVBORw==" })
+      expect(shot!.output.content).toEqual([
+        { type: "input_text", text: "Page home:" },
+        { type: "input_image", image_url: pngData }
+      ])
+      expect(bad!.outcome).toBe("failure")
+      expect(errorOf(bad!)).toContain(
+        "Shoot's modelOutput[1] (file image/png): its data is a string that is neither base64 nor a data: URL"
+      )
+    }))
+
+  it.effect("an agentloop tool's content is the effect/ai result's modelOutput; a tool without any has none", () =>
+    Effect.gen(function*() {
+      const shoot = Tool.make({
+        name: "shoot",
+        description: "Takes a screenshot",
+        input: Schema.Struct({ url: Schema.String }),
+        output: Schema.Struct({ ok: Schema.Boolean, image: Schema.String }),
+        content: ({ image }) => [{ type: "input_text", text: "The page:" }, Item.imageUrl(image)],
+        execute: ({ url }) => Effect.succeed({ ok: true, image: url })
+      })
+      const toolkit = yield* EffectAi.toEffectAiToolkit(Toolkit.make(add, shoot))
+      const results = (name: string, params: unknown, id?: string) =>
+        toolkit.handle(name, params, id).pipe(Stream.unwrap, Stream.runCollect)
+      const [shot] = yield* results("shoot", { url: pngData }, "call_7")
+      expect(shot).toMatchObject({ isFailure: false, result: { ok: true, image: pngData } })
+      expect(shot!.modelOutput).toMatchObject([
+        { type: "text", text: JSON.stringify({ ok: true, image: pngData }) },
+        { type: "text", text: "The page:" },
+        { type: "file", mediaType: "image/png", data: png }
+      ])
+      // Without a call id from effect/ai, one is made for the call.
+      const [anonymous] = yield* results("shoot", { url: "https://example.com/a.webp" })
+      expect(anonymous!.modelOutput).toMatchObject([{}, {}, {
+        type: "file",
+        mediaType: "image/webp",
+        data: new URL("https://example.com/a.webp")
+      }])
+      const [sum] = yield* results("add", { a: 1, b: 2 })
+      expect(sum).toMatchObject({ isFailure: false, result: 3 })
+      expect(sum!.modelOutput).toBeUndefined()
+      const [broken] = yield* results("shoot", { url: "data:image/png;base64,***" })
+      expect(broken!.isFailure).toBe(true)
+      expect(JSON.stringify(broken!.result)).toContain(
+        `tool \\"shoot\\" output content[1] (input_image): its data URL's content is not base64`
+      )
     }))
 })

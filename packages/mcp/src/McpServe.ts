@@ -18,6 +18,7 @@ import type { Cause } from "effect"
 import { McpProtocol, McpSchema, McpServer } from "effect/ai"
 import type { HttpRouter } from "effect/http"
 import type { Stdio } from "effect/Stdio"
+import * as McpResult from "./McpResult.ts"
 
 /**
  * How the server introduces itself to clients.
@@ -51,7 +52,9 @@ export class ServerTransport extends Context.Service<ServerTransport, {
  * a program that is only the server). A tool's input Schema becomes its
  * input JSON Schema, as a model would see it; a tool whose output encodes to a
  * JSON object also declares an output schema, and its results carry
- * `structuredContent`.
+ * `structuredContent`. What a tool attaches to its output (`Tool.make`'s
+ * `content`) follows the output's text as MCP content blocks (see
+ * `McpResult.blocks`).
  *
  * @example
  * ```ts
@@ -243,7 +246,10 @@ const toResult = (result: Toolkit.Result, structured: boolean): McpSchema.CallTo
   }
   const encoded: unknown = JSON.parse(result.output.output)
   return new McpSchema.CallToolResult({
-    content: [{ type: "text", text: typeof encoded === "string" ? encoded : result.output.output }],
+    content: [
+      { type: "text", text: typeof encoded === "string" ? encoded : result.output.output },
+      ...McpResult.blocks(result.output.content ?? [])
+    ],
     ...(structured ? { structuredContent: encoded } : {})
   })
 }

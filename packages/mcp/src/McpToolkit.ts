@@ -4,15 +4,16 @@
  * Each tool keeps the name the server lists (after an optional prefix), its
  * description, and its input JSON Schema exactly as the server wrote it: that
  * is what the model sees, and arguments that break it are a mistake the model
- * reads before any call. A call's result is the text of its content; a result
+ * reads before any call. A call's result is the text of its content, with its
+ * images attached as the output's `content` (see `McpResult.shown`); a result
  * with `isError: true`, a protocol error or a server gone away is a mistake
  * the model reads, never a crash. Approval and timeouts work as for any
  * agentloop tool, and each call is an `execute_tool` span naming the server.
  *
  * @since 0.2.0
  */
-import { Tool, Toolkit } from "@agentloop/core"
-import { Effect, Schema } from "effect"
+import { Item, Tool, Toolkit } from "@agentloop/core"
+import { Effect, Schema, SchemaGetter } from "effect"
 import type { Duration, Scope } from "effect"
 import type { McpClientError, McpSchema } from "effect/ai"
 import * as McpArguments from "./McpArguments.ts"
@@ -50,6 +51,14 @@ export interface Options {
   readonly timeout?: Duration.Input | undefined
   /** The time limit of connecting and listing the tools (default 60 seconds). */
   readonly connectTimeout?: Duration.Input | undefined
+  /**
+   * What becomes of the images in a result: `"attach"` (the default) shows
+   * them to the model as image parts of the output's `content`;
+   * `"describe"` writes a placeholder naming each one in the text instead,
+   * for a model whose provider takes no images in a tool's result (Chat
+   * Completions, Gemini before Gemini 3), which would refuse the next turn.
+   */
+  readonly images?: "attach" | "describe" | undefined
 }
 
 /**
@@ -126,6 +135,15 @@ export const toolkit = <S extends McpConnection.Server>(
 // What OpenAI, Gemini and Anthropic all accept as a function name.
 const validName = /^[a-zA-Z0-9_-]{1,64}$/
 
+/** The result's text, which the model reads as the output's JSON, and the images shown after it. */
+const Output = Schema.String.pipe(Schema.decodeTo(
+  Schema.Struct({ text: Schema.String, content: Schema.Array(Item.ToolContentPart) }),
+  {
+    decode: SchemaGetter.transform((text: string) => ({ text, content: [] })),
+    encode: SchemaGetter.transform((shown: { readonly text: string }) => shown.text)
+  }
+))
+
 const fromDescriptor = (
   connection: McpConnection.Connection,
   descriptor: McpSchema.Tool,
@@ -137,7 +155,8 @@ const fromDescriptor = (
     name,
     description: descriptor.description ?? descriptor.title ?? "",
     input: McpArguments.schema(descriptor.inputSchema),
-    output: Schema.String,
+    output: Output,
+    content: (shown) => shown.content,
     timeout: options.timeout,
     needsApproval: typeof approval === "function" ? (input) => approval(descriptor.name, input) : approval,
     execute: (input) =>
@@ -146,7 +165,7 @@ const fromDescriptor = (
         Effect.flatMap((result) =>
           result.isError === true
             ? Effect.fail(new McpToolError({ tool: descriptor.name, message: McpResult.text(result) }))
-            : Effect.succeed(McpResult.text(result))
+            : Effect.succeed(McpResult.shown(result, { images: options.images }))
         )
       )
   })

@@ -16,7 +16,7 @@ import { spawn } from "node:child_process"
 import * as Http from "node:http"
 import { fileURLToPath } from "node:url"
 import { Mcp } from "../src/index.ts"
-import { noise, toolkit } from "./servedToolkit.ts"
+import { noise, screenshot, toolkit } from "./servedToolkit.ts"
 
 const script = fileURLToPath(new URL("./serveStdio.ts", import.meta.url))
 const nodeArgs = ["--no-warnings", "--conditions=@agentloop/source", script]
@@ -90,6 +90,29 @@ for (const [transport, client] of [["stdio", stdioClient], ["HTTP", httpClient]]
         expect(JSON.parse(text(weather))).toEqual({ city: "Oslo", celsius: 21 })
         const shouted = yield* Effect.promise(() => sdk.callTool({ name: "shout", arguments: {} }))
         expect(text(shouted)).toBe("shouted")
+      }).pipe(Effect.scoped))
+
+    it.live("sends what a tool attached after its text: images, embedded files and links", () =>
+      Effect.gen(function*() {
+        const sdk = yield* client
+        const snapped = yield* Effect.promise(() => sdk.callTool({ name: "snap", arguments: {} }))
+        expect(snapped.isError).toBeFalsy()
+        expect(snapped.content).toEqual([
+          { type: "text", text: "snapped" },
+          { type: "text", text: "The page:" },
+          { type: "image", mimeType: "image/png", data: Buffer.from(screenshot).toString("base64") },
+          {
+            type: "resource",
+            resource: { uri: "page.pdf", mimeType: "application/pdf", blob: Buffer.from("%PDF-1.7").toString("base64") }
+          },
+          {
+            type: "resource_link",
+            uri: "https://example.com/static/logo.webp",
+            name: "logo.webp",
+            mimeType: "image/webp"
+          },
+          { type: "text", text: "[input_image 5 not sent: its data URL's content is not base64]" }
+        ])
       }).pipe(Effect.scoped))
 
     it.live("a failure, bad arguments and a denied approval are isError results; the server goes on", () =>

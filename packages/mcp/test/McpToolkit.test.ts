@@ -101,13 +101,59 @@ describe("Mcp.toolkit over stdio", () => {
       expect(JSON.parse(result.output.output).error).toContain("McpToolError")
     })))
 
-  it.live("an image becomes a readable placeholder", () =>
+  it.live("an image is attached as an image part of the output's content, and the text says where it was", () =>
     run(Effect.gen(function*() {
       const toolkit = yield* Mcp.toolkit(everything())
       const result = yield* one(toolkit, "get-tiny-image", {})
       expect(result.outcome).toBe("success")
-      expect(JSON.parse(result.output.output)).toMatch(/\[image: image\/png, \d+ bytes\]/)
+      const text: string = JSON.parse(result.output.output)
+      const [, size] = /\[image 1 attached: image\/png, (\d+) bytes\]/.exec(text) ?? []
+      expect(text).toBe(
+        `Here's the image you requested:\n[image 1 attached: image/png, ${size} bytes]\nThe image above is the MCP logo.`
+      )
+      const [image, ...others] = result.output.content ?? []
+      expect(others).toEqual([])
+      expect(image?.type).toBe("input_image")
+      const url = image?.type === "input_image" ? image.image_url : ""
+      expect(url.startsWith("data:image/png;base64,")).toBe(true)
+      // The bytes the server sent: a PNG of the size the text gives.
+      const bytes = Buffer.from(url.slice("data:image/png;base64,".length), "base64")
+      expect(bytes.length).toBe(Number(size))
+      expect([...bytes.subarray(0, 8)]).toEqual([137, 80, 78, 71, 13, 10, 26, 10])
+      // Not in the output's JSON: the model is shown the image, not its base64.
+      expect(result.output.output.length).toBeLessThan(200)
     })))
+
+  it.live("with images: \"describe\", an image is a placeholder in the text and nothing is attached", () =>
+    run(Effect.gen(function*() {
+      const toolkit = yield* Mcp.toolkit(everything(), { images: "describe" })
+      const result = yield* one(toolkit, "get-tiny-image", {})
+      expect(result.outcome).toBe("success")
+      expect(JSON.parse(result.output.output)).toMatch(
+        /^Here's the image you requested:\n\[image: image\/png, \d+ bytes\]\n/
+      )
+      expect(result.output.content).toBeUndefined()
+    })))
+
+  it.live("an agent's next request carries the server's image to the model", () =>
+    Effect.gen(function*() {
+      const toolkit = yield* Mcp.toolkit(everything())
+      const agent = yield* AgentLoop.AgentLoop
+      yield* agent.run({ input: "Show me the logo", toolkit })
+      const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+      const output = requests[1]!.history.find((item) => item.type === "function_call_output")
+      expect(output?.type === "function_call_output" && output.content?.map((part) => part.type)).toEqual([
+        "input_image"
+      ])
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(AgentLoop.layer),
+      Effect.provide(MockLanguageModel.layer([
+        MockLanguageModel.callsTurn([{ name: "get-tiny-image", arguments: {} }]),
+        MockLanguageModel.textTurn("It is the MCP logo.")
+      ])),
+      Effect.provide(NodeServices.layer)
+    ))
 
   it.live("asks for approval as any agentloop tool does", () =>
     run(Effect.gen(function*() {

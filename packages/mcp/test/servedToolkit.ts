@@ -2,7 +2,7 @@
  * The toolkit the `Mcp.serve` tests serve, over stdio from a child process and
  * over HTTP in the test's own process.
  */
-import { Tool, Toolkit } from "@agentloop/core"
+import { Item, Tool, Toolkit } from "@agentloop/core"
 import { Effect, Schema } from "effect"
 
 /** Printed to `console.log` and the Effect log by `shout`: it must never reach standard output. */
@@ -53,5 +53,23 @@ const shout = Tool.make({
     }).pipe(Effect.andThen(Effect.log(noise)), Effect.as("shouted"))
 })
 
+/** The bytes of the screenshot `snap` attaches: a PNG's signature. */
+export const screenshot = new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10])
+
+const snap = Tool.make({
+  name: "snap",
+  description: "Takes a screenshot of the page, and attaches the page's PDF and the site's logo",
+  input: Schema.Struct({}),
+  output: Schema.String,
+  content: () => [
+    { type: "input_text", text: "The page:" },
+    Item.imageFromBytes(screenshot, "image/png"),
+    Item.fileFromBytes(new TextEncoder().encode("%PDF-1.7"), "application/pdf", { filename: "page.pdf" }),
+    Item.imageUrl("https://example.com/static/logo.webp"),
+    Item.imageUrl("data:image/png;base64,***")
+  ],
+  execute: () => Effect.succeed("snapped")
+})
+
 /** The served tools. */
-export const toolkit = Toolkit.make(add, weather, order, erase, shout)
+export const toolkit = Toolkit.make(add, weather, order, erase, shout, snap)

@@ -185,13 +185,19 @@ const finishReasonOf = (turn: Turn.Turn, hasCalls: boolean): string => {
 
 /**
  * The usage as a server reports it, details only where the turn has them (a `0`
- * the turn never had would come back as a count it does not carry).
+ * the turn never had would come back as a count it does not carry); cache
+ * writes as OpenRouter reports them.
  */
 const usageOf = (usage: TokenUsage.TokenUsage, cost: number | undefined) => ({
   prompt_tokens: usage.input,
   completion_tokens: usage.output,
   total_tokens: usage.total,
-  ...(usage.cachedInput === undefined ? {} : { prompt_tokens_details: { cached_tokens: usage.cachedInput } }),
+  ...(usage.cachedInput === undefined && usage.cacheWrite === undefined ? {} : {
+    prompt_tokens_details: {
+      ...(usage.cachedInput === undefined ? {} : { cached_tokens: usage.cachedInput }),
+      ...(usage.cacheWrite === undefined ? {} : { cache_write_tokens: usage.cacheWrite })
+    }
+  }),
   ...(usage.reasoning === undefined ? {} : { completion_tokens_details: { reasoning_tokens: usage.reasoning } }),
   ...(cost === undefined ? {} : { cost })
 })

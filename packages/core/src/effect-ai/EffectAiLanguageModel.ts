@@ -6,8 +6,9 @@
  *
  * @since 0.2.0
  */
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Result, Stream } from "effect"
 import { LanguageModel as AiLanguageModel, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
+import type { Response } from "effect/ai"
 import * as AiError from "../AiError.ts"
 import type { ToolDefinition, TurnOptions } from "../LanguageModel.ts"
 import { LanguageModel } from "../LanguageModel.ts"
@@ -20,8 +21,9 @@ import * as EffectAiResponse from "./EffectAiResponse.ts"
  * Provides `effect/ai`'s `LanguageModel` from agentloop's: `generateText`,
  * `streamText` and `generateObject` of `effect/ai` ask the agentloop provider
  * for one turn. Tools are sent with their JSON Schema; structured output with
- * the JSON Schema of its Schema. Files in a prompt are refused (agentloop
- * items do not carry them yet).
+ * the JSON Schema of its Schema. A prompt's file parts are images and files
+ * of the history (see `EffectAiPrompt.toHistory`), which the agentloop
+ * provider maps or refuses before sending anything.
  *
  * @example
  * ```ts
@@ -52,9 +54,9 @@ export const toEffectAiLanguageModel: Layer.Layer<AiLanguageModel.LanguageModel,
           turn(options).pipe(
             Stream.filter(isTurnComplete),
             Stream.runHead,
-            Effect.flatMap((complete) =>
+            Effect.flatMap((complete): Effect.Effect<Array<Response.PartEncoded>, AiError.AiError> =>
               complete._tag === "Some"
-                ? Effect.succeed(EffectAiResponse.turnParts(complete.value.turn))
+                ? Effect.fromResult(EffectAiResponse.turnParts(complete.value.turn))
                 : Effect.fail(new AiError.IncompleteTurn({ message: "The turn ended without turn_complete" }))
             ),
             Effect.mapError(EffectAiError.fromAiError)
@@ -63,7 +65,10 @@ export const toEffectAiLanguageModel: Layer.Layer<AiLanguageModel.LanguageModel,
           Stream.suspend(() => {
             const encode = EffectAiResponse.makeStreamEncoder()
             return turn(options).pipe(
-              Stream.flatMap((delta) => Stream.fromIterable(encode(delta))),
+              Stream.flatMap((delta) => {
+                const parts = encode(delta)
+                return Result.isFailure(parts) ? Stream.fail(parts.failure) : Stream.fromIterable(parts.success)
+              }),
               Stream.mapError(EffectAiError.fromAiError)
             )
           })
@@ -103,7 +108,7 @@ const request = (options: AiLanguageModel.ProviderOptions) =>
  * @example
  * ```ts
  * import { AgentLoop, EffectAi } from "@agentloop/core"
- * import { Effect, Layer, Stream } from "effect"
+ * import { Effect, Layer, Result, Stream } from "effect"
  * import { LanguageModel } from "effect/ai"
  *
  * // An effect/ai model that always says "hello"; a real app provides OpenAiLanguageModel or the like.
@@ -145,12 +150,14 @@ export const fromEffectAiLanguageModel = (
             new AiError.InvalidRequest({ provider, message: "Structured output is not streamed by effect/ai models" })
           )
           : Stream.suspend(() => {
+            const prompt = EffectAiPrompt.fromHistory(history, turnOptions.instructions)
+            if (Result.isFailure(prompt)) return Stream.fail(prompt.failure)
             const decoder = EffectAiResponse.makeStreamDecoder()
             const toolkit = AiToolkit.make(...(turnOptions.tools ?? []).map((tool) =>
               AiTool.dynamic(tool.name, { description: tool.description, parameters: tool.parameters })
             ))
             return model.streamText({
-              prompt: EffectAiPrompt.fromHistory(history, turnOptions.instructions),
+              prompt: prompt.success,
               toolkit,
               toolChoice: EffectAiPrompt.fromToolChoice(turnOptions.toolChoice),
               disableToolCallResolution: true

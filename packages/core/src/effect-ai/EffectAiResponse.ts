@@ -4,15 +4,22 @@
  *
  * Text, refusals (as text), reasoning, and function calls with their streamed
  * arguments map one to one; a turn's end is `effect/ai`'s `response-metadata`
- * and `finish` parts, with its stop reason and token usage.
+ * and `finish` parts, with its stop reason and token usage. Images and files
+ * a model made (`effect/ai`'s `file` parts) are parts of the turn's assistant
+ * message, and go back as `file` parts; one an `effect/ai` answer cannot hold
+ * (at a URL: a response file part holds bytes) fails with
+ * `AiError.InvalidRequest`.
  *
  * @since 0.2.0
  */
+import { Result } from "effect"
 import type { Response } from "effect/ai"
+import type * as AiError from "../AiError.ts"
 import * as Item from "../Item.ts"
 import * as TokenUsage from "../TokenUsage.ts"
 import type { StopReason, Turn } from "../Turn.ts"
 import type { TurnDelta } from "../TurnDelta.ts"
+import * as EffectAiContent from "./EffectAiContent.ts"
 
 const finishReasons: Readonly<Record<StopReason, Response.FinishReason>> = {
   stop: "stop",
@@ -48,41 +55,110 @@ const endParts = (turn: Turn): ReadonlyArray<Response.StreamPartEncoded & Respon
   { type: "finish", reason: finishReasons[turn.stopReason], usage: usageEncoded(turn.usage) }
 ]
 
+/** Where a part of a turn's item is, for error messages: `turn.items[0] (message "msg_1") content[1] (input_image)`. */
+const turnWhere = (index: number, item: Item.Item, position: number, part: Item.MediaPart): string =>
+  `turn.items[${index}] (${item.type} ${JSON.stringify(item.id)}) content[${position}] (${part.type})`
+
+/** The text of a message's text and refusal parts. */
+const messageText = (message: Item.Message): string =>
+  message.content.map((part) => part.type === "refusal" ? part.refusal : Item.partText(part)).join("")
+
+/** The response file parts of an answer's images and files, or the error naming the first that cannot be one. */
+const fileParts = (
+  message: Item.Message,
+  index: number
+): Result.Result<Array<Response.FilePartEncoded>, AiError.InvalidRequest> => {
+  const files: Array<Response.FilePartEncoded> = []
+  for (const [position, part] of message.content.entries()) {
+    if (!Item.isMediaPart(part)) continue
+    const file = EffectAiContent.toResponseFile(part, turnWhere(index, message, position, part))
+    if (Result.isFailure(file)) return Result.fail(file.failure)
+    files.push(file.success)
+  }
+  return Result.succeed(files)
+}
+
+/** The parts of one of a turn's items: an assistant message's text then its files, reasoning, a call. */
+const itemParts = (
+  item: Item.Item,
+  index: number
+): Result.Result<ReadonlyArray<Response.PartEncoded>, AiError.InvalidRequest> => {
+  switch (item.type) {
+    case "message": {
+      if (item.role !== "assistant") return Result.succeed([])
+      const files = fileParts(item, index)
+      if (Result.isFailure(files)) return Result.fail(files.failure)
+      const text = messageText(item)
+      const textParts: ReadonlyArray<Response.PartEncoded> = text === "" && files.success.length > 0
+        ? []
+        : [{ type: "text", text }]
+      return Result.succeed([...textParts, ...files.success])
+    }
+    case "reasoning":
+      return Result.map(
+        EffectAiContent.textOnly(
+          item.summary ?? item.content,
+          "an effect/ai reasoning part",
+          (position, part) => turnWhere(index, item, position, part)
+        ),
+        (text): ReadonlyArray<Response.PartEncoded> => [{
+          type: "reasoning",
+          text
+        }]
+      )
+    case "function_call":
+      return Result.succeed([{
+        type: "tool-call",
+        id: item.call_id,
+        name: item.name,
+        params: Item.argumentsObject(item.arguments)
+      }])
+    default:
+      return Result.succeed([])
+  }
+}
+
 /**
- * The `effect/ai` parts of a whole turn, for `generateText`.
+ * The `effect/ai` parts of a whole turn, for `generateText`; fails for an
+ * image or a file the answer cannot hold (see `EffectAiContent.toResponseFile`).
  *
  * @since 0.2.0
  * @category conversions
  */
-export const turnParts = (turn: Turn): Array<Response.PartEncoded> => [
-  ...turn.items.flatMap((item): ReadonlyArray<Response.PartEncoded> => {
-    switch (item.type) {
-      case "message":
-        return item.role === "assistant"
-          ? [{
-            type: "text",
-            text: item.content.map((part) => part.type === "refusal" ? part.refusal : Item.partText(part)).join("")
-          }]
-          : []
-      case "reasoning":
-        return [{ type: "reasoning", text: (item.summary ?? item.content).map(Item.partText).join("") }]
-      case "function_call":
-        return [{ type: "tool-call", id: item.call_id, name: item.name, params: Item.argumentsObject(item.arguments) }]
-      default:
-        return []
-    }
-  }),
-  ...endParts(turn)
-]
+export const turnParts = (turn: Turn): Result.Result<Array<Response.PartEncoded>, AiError.InvalidRequest> => {
+  const parts: Array<Response.PartEncoded> = []
+  for (const [index, item] of turn.items.entries()) {
+    const made = itemParts(item, index)
+    if (Result.isFailure(made)) return Result.fail(made.failure)
+    parts.push(...made.success)
+  }
+  return Result.succeed([...parts, ...endParts(turn)])
+}
+
+/** The file parts of a turn's answer, streamed at its end: no delta carries them. */
+const turnFiles = (turn: Turn): Result.Result<Array<Response.FilePartEncoded>, AiError.InvalidRequest> => {
+  const files: Array<Response.FilePartEncoded> = []
+  for (const [index, item] of turn.items.entries()) {
+    if (item.type !== "message" || item.role !== "assistant") continue
+    const made = fileParts(item, index)
+    if (Result.isFailure(made)) return Result.fail(made.failure)
+    files.push(...made.success)
+  }
+  return Result.succeed(files)
+}
 
 /**
  * A stateful encoder of a turn's deltas as `effect/ai` stream parts: it opens
- * and closes text and reasoning blocks around their deltas. Use one per turn.
+ * and closes text and reasoning blocks around their deltas, and at the turn's
+ * end gives its answer's images and files as `file` parts (failing for one
+ * that cannot be, see `EffectAiContent.toResponseFile`). Use one per turn.
  *
  * @since 0.2.0
  * @category conversions
  */
-export const makeStreamEncoder = (): (delta: TurnDelta) => ReadonlyArray<Response.StreamPartEncoded> => {
+export const makeStreamEncoder = (): (
+  delta: TurnDelta
+) => Result.Result<ReadonlyArray<Response.StreamPartEncoded>, AiError.InvalidRequest> => {
   let open: { readonly kind: "text" | "reasoning"; readonly id: string } | undefined
   let blocks = 0
   const started = new Set<string>()
@@ -105,7 +181,7 @@ export const makeStreamEncoder = (): (delta: TurnDelta) => ReadonlyArray<Respons
     )
     return parts
   }
-  return (delta) => {
+  const encode = (delta: TurnDelta): ReadonlyArray<Response.StreamPartEncoded> => {
     switch (delta.type) {
       case "text_delta":
       case "refusal_delta":
@@ -124,17 +200,22 @@ export const makeStreamEncoder = (): (delta: TurnDelta) => ReadonlyArray<Respons
           { type: "tool-call", id: delta.call_id, name: delta.name, params: Item.argumentsObject(delta.arguments) }
         ]
       case "usage":
-        return []
       case "turn_complete":
-        return [...close(), ...endParts(delta.turn)]
+        return []
     }
+  }
+  return (delta) => {
+    if (delta.type !== "turn_complete") return Result.succeed(encode(delta))
+    return Result.map(turnFiles(delta.turn), (files) => [...close(), ...files, ...endParts(delta.turn)])
   }
 }
 
 /**
  * A stateful decoder of `effect/ai` stream parts into a turn's deltas: each
  * part's deltas, and at the `finish` part the `turn_complete` with the
- * assembled turn. `completed` tells whether that part came. Use one per turn.
+ * assembled turn, whose assistant message holds the answer's text, then the
+ * images and files of its `file` parts (which no delta carries). `completed`
+ * tells whether that part came. Use one per turn.
  *
  * @since 0.2.0
  * @category conversions
@@ -145,6 +226,7 @@ export const makeStreamDecoder = (): {
 } => {
   let text = ""
   let reasoning = ""
+  const media: Array<Item.MediaPart> = []
   const calls: Array<Item.FunctionCall> = []
   const started = new Set<string>()
   let model: string | undefined
@@ -165,7 +247,10 @@ export const makeStreamDecoder = (): {
           content: [],
           summary: [{ type: "output_text" as const, text: reasoning }]
         }]),
-      ...(text === "" ? [] : [Item.assistantMessage(text, "msg_0")]),
+      ...(text === "" && media.length === 0 ? [] : [{
+        ...Item.assistantMessage(text, "msg_0"),
+        content: [...(text === "" ? [] : [{ type: "output_text" as const, text }]), ...media]
+      }]),
       ...calls
     ]
     return {
@@ -207,6 +292,9 @@ export const makeStreamDecoder = (): {
           { type: "function_call_done", call_id: part.id, name: part.name, arguments: args }
         ]
       }
+      case "file":
+        media.push(EffectAiContent.fromResponseFile(part))
+        return []
       case "response-metadata":
         model = part.modelId ?? model
         responseId = part.id ?? responseId

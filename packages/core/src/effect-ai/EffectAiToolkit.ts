@@ -5,16 +5,21 @@
  * and what an Effect application already wrote) runs in an agentloop agent
  * with {@link fromEffectAi}; an agentloop toolkit runs under `effect/ai`'s
  * `LanguageModel` with {@link toEffectAi}. Either way, a call keeps the
- * semantics of the side that owns the tool.
+ * semantics of the side that owns the tool, and what a tool shows the model
+ * besides its result (agentloop's `content`, `effect/ai`'s `modelOutput`)
+ * goes along.
  *
  * @since 0.2.0
  */
-import { Context, Effect, Schema, Stream } from "effect"
+import { Context, Effect, Result, Schema, SchemaGetter, Stream } from "effect"
 import type { JsonSchema } from "effect"
-import { Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
-import type * as Item from "../Item.ts"
+import { Prompt, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
+import type * as AiError from "../AiError.ts"
+import * as Item from "../Item.ts"
+import * as ProviderContent from "../provider/ProviderContent.ts"
 import * as Tool from "../Tool.ts"
 import * as Toolkit from "../Toolkit.ts"
+import * as EffectAiContent from "./EffectAiContent.ts"
 
 /**
  * The agentloop toolkit of an `effect/ai` toolkit with its handlers (yield the
@@ -29,7 +34,11 @@ import * as Toolkit from "../Toolkit.ts"
  * a boolean carries over; a function of the parameters is asked with the
  * decoded input, and one that answers with an Effect counts as "needs
  * approval". Provider-defined tools are left out: agentloop runs only tools
- * it can call.
+ * it can call. A tool's `toModelOutput` (what `effect/ai` shows the model in
+ * place of the result) becomes the output's `content`, its text as text and
+ * its files as images and files, shown after the result's JSON; a part that
+ * cannot be carried (see `EffectAiContent.fromFilePart`) fails the call with
+ * the reason, which the model reads.
  *
  * @example
  * ```ts
@@ -83,7 +92,8 @@ const fromEffectAiTool = <Tools extends Record<string, AiTool.Any>>(
     name: tool.name,
     description: AiTool.getDescription(tool) ?? "",
     input: parameters,
-    output: success,
+    output: withContent(success),
+    content: (output) => output.content,
     needsApproval: typeof approval === "function"
       ? (input) => {
         const answer = approval(input, { toolCallId: "", messages: [] })
@@ -96,15 +106,41 @@ const fromEffectAiTool = <Tools extends Record<string, AiTool.Any>>(
         // `handle` is typed by the toolkit's record of tools; this tool is one of them, by name.
         const results = yield* toolkit.handle(tool.name, encoded as never)
         return results.pipe(
-          Stream.mapEffect((result): Effect.Effect<Tool.StreamEvent<unknown, unknown>, unknown> => {
+          Stream.mapEffect((result): Effect.Effect<Tool.StreamEvent<unknown, Shown>, unknown> => {
             if (result.isFailure) return Effect.fail(result.result)
-            return Effect.succeed(result.preliminary ? Tool.progress(result.result) : Tool.done(result.result))
+            if (result.preliminary) return Effect.succeed(Tool.progress(result.result))
+            const content = EffectAiContent.fromModelOutput(
+              result.modelOutput ?? [],
+              (position, part) => `${tool.name}'s modelOutput[${position}] (file ${part.mediaType})`
+            )
+            return Result.isFailure(content)
+              ? Effect.fail(content.failure)
+              : Effect.succeed(Tool.done({ result: result.result, content: content.success }))
           })
         )
       }))
   })
   return { ...made, parameters: AiTool.getJsonSchema(tool) }
 }
+
+/** An effect/ai tool's result, and the parts of its `modelOutput` as agentloop shows them. */
+interface Shown {
+  readonly result: unknown
+  readonly content: ReadonlyArray<Item.ToolContentPart>
+}
+
+const ShownSchema = Schema.Struct({ result: Schema.Unknown, content: Schema.Array(Item.ToolContentPart) })
+
+/**
+ * The result schema of a tool whose output carries what it shows the model
+ * besides: it encodes as the result alone (what the model reads as JSON), and
+ * decodes with nothing shown.
+ */
+const withContent = (success: Schema.Codec<unknown, unknown>): Schema.Codec<Shown, unknown> =>
+  success.pipe(Schema.decodeTo(ShownSchema, {
+    decode: SchemaGetter.transform((result): typeof ShownSchema.Encoded => ({ result, content: [] })),
+    encode: SchemaGetter.transform((shown: typeof ShownSchema.Encoded) => shown.result)
+  }))
 
 /**
  * An agentloop tool as `effect/ai` runs it: a dynamic tool with the tool's
@@ -130,7 +166,10 @@ export type EffectAiTool = AiTool.Dynamic<string, {
  * tool that needs approval (so `effect/ai`'s own approval is not used), time
  * limits kept, the `execute_tool` span recorded. A call that does not succeed
  * is returned to the model as a failure (`failureMode: "return"`) carrying the
- * reason, never a failure of `generateText`.
+ * reason, never a failure of `generateText`. What a tool attaches to its
+ * output (`Tool.make`'s `content`: a screenshot, a page) is the result's
+ * `modelOutput`, which `effect/ai` shows the model in place of the result: the
+ * output's JSON as text, then the attached text, images and files.
  *
  * @example
  * ```ts
@@ -173,28 +212,71 @@ export const toEffectAiToolkit = <R>(
     )
     const aiToolkit: AiToolkit.Toolkit<Record<string, EffectAiTool>> = AiToolkit.make(...tools)
     let calls = 0
+    // What a running call's tool attached to its output, by call id, until its result is handed on.
+    const shown = new Map<string, ReadonlyArray<Prompt.ToolModelOutputPart>>()
     const handlers: AiToolkit.HandlersFrom<Record<string, EffectAiTool>> = Object.fromEntries(
       toolkit.tools.map((tool) => [
         tool.name,
         (params: unknown, context: AiToolkit.HandlerContext<EffectAiTool>) =>
           Effect.flatMap(Effect.context<never>(), (current) => {
-            calls += 1
-            const call = runCall(toolkit, tool.name, params, context.toolCallId ?? `effect_ai_${calls}`)
+            const call = runCall(toolkit, tool.name, params, context.toolCallId ?? `effect_ai_${++calls}`, shown)
             // The call's own services (its span, an Approval provided around it) win over the captured ones.
             return Effect.provideContext(call, Context.merge(services, current))
           })
       ])
     )
-    return yield* aiToolkit.pipe(Effect.provideContext(yield* aiToolkit.toHandlers(handlers)))
+    const handled = yield* aiToolkit.pipe(Effect.provideContext(yield* aiToolkit.toHandlers(handlers)))
+    return {
+      tools: handled.tools,
+      handle: (name, params, toolCallId, options) => {
+        // Every call gets an id here, so that its handler and its result find what it showed.
+        const callId = toolCallId ?? `effect_ai_${++calls}`
+        return Effect.map(handled.handle(name, params, callId, options), (results) =>
+          results.pipe(
+            Stream.map((result) => {
+              const modelOutput = shown.get(callId)
+              return modelOutput === undefined || result.isFailure || result.preliminary
+                ? result
+                : { ...result, modelOutput }
+            }),
+            Stream.ensuring(Effect.sync(() => shown.delete(callId)))
+          ))
+      }
+    }
   })
 
 const decodeJson = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Json))
+
+const decodeModelOutput = Schema.decodeUnknownResult(Schema.Array(Prompt.ToolModelOutputPart))
+
+/**
+ * What a tool shows the model: its output's text, then what it attached, as
+ * `modelOutput`; fails, as the reason the model reads, for a part that
+ * cannot be carried.
+ */
+const modelOutputOf = (
+  name: string,
+  output: Item.FunctionCallOutput
+): Result.Result<ReadonlyArray<Prompt.ToolModelOutputPart>, AiError.InvalidRequest> =>
+  Result.flatMap(
+    EffectAiContent.toModelOutput(
+      output.output,
+      output.content ?? [],
+      (position, part) => `tool "${name}" output content[${position}] (${part.type})`
+    ),
+    (parts) =>
+      Result.mapError(
+        decodeModelOutput(parts),
+        (error) => ProviderContent.refuse(EffectAiContent.provider, `tool "${name}" output`, error.message)
+      )
+  )
 
 const runCall = <R>(
   toolkit: Toolkit.Toolkit<R>,
   name: string,
   params: unknown,
-  callId: string
+  callId: string,
+  shown: Map<string, ReadonlyArray<Prompt.ToolModelOutputPart>>
 ): Effect.Effect<Schema.Json, Schema.Json, R> => {
   const call: Item.FunctionCall = {
     type: "function_call",
@@ -206,6 +288,11 @@ const runCall = <R>(
   }
   return Effect.flatMap(Toolkit.executeAllSafe(toolkit, [call]), ([result]) => {
     const output = decodeJson(result!.output.output)
-    return Toolkit.isMistake(result!) ? Effect.fail(output) : Effect.succeed(output)
+    if (Toolkit.isMistake(result!)) return Effect.fail(output)
+    if (result!.output.content === undefined || result!.output.content.length === 0) return Effect.succeed(output)
+    const modelOutput = modelOutputOf(name, result!.output)
+    if (Result.isFailure(modelOutput)) return Effect.fail({ error: modelOutput.failure.message })
+    shown.set(callId, modelOutput.success)
+    return Effect.succeed(output)
   })
 }

@@ -6,6 +6,7 @@
  * @since 0.2.0
  */
 export * as EffectAi from "./EffectAi.ts"
+export * as EffectAiContent from "./EffectAiContent.ts"
 export * as EffectAiError from "./EffectAiError.ts"
 export * as EffectAiLanguageModel from "./EffectAiLanguageModel.ts"
 export * as EffectAiPrompt from "./EffectAiPrompt.ts"
