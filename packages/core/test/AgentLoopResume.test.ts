@@ -231,13 +231,13 @@ describe("AgentLoop with a Checkpointer", () => {
       expect(again.exit._tag === "Success" && again.exit.value._tag === "Stopped" && again.exit.value.output).toBe("A")
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
-  it.effect("an invalid run id ends the run with CheckpointFailed caused by InvalidRunId, before anything runs", () =>
+  it.effect("an invalid run id ends the run with InvalidOptions naming runId, before anything runs", () =>
     Effect.gen(function*() {
       for (const runId of ["", "x".repeat(600), "bad\u0000id"]) {
         const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId })
         expect(requests).toHaveLength(0)
         expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
-          error: { _tag: "CheckpointFailed", cause: { _tag: "InvalidRunId" } }
+          error: { _tag: "InvalidOptions", field: "runId" }
         })
       }
     }).pipe(Effect.provide(Checkpointer.layerMemory)))

@@ -11,6 +11,7 @@ import type { Halt } from "../Halt.ts"
 import * as InvalidOptions from "../InvalidOptions.ts"
 import * as Item from "../Item.ts"
 import type { ModelParams, ToolChoice } from "../LanguageModel.ts"
+import * as RunId from "../RunId.ts"
 import type { Snapshot } from "../Snapshot.ts"
 import * as Toolkit from "../Toolkit.ts"
 import type * as Turn from "../Turn.ts"
@@ -105,6 +106,12 @@ const toolChoice = (kit: Toolkit.Toolkit<unknown> | undefined): InvalidOptions.R
   }
 }
 
+/** A run id as every store takes it (see `RunId`): checked with the options, before anything runs. */
+const runId: InvalidOptions.Rule = {
+  expected: `a run id: not empty, at most ${RunId.maxLength} characters, no control characters`,
+  test: Schema.is(RunId.RunId)
+}
+
 /**
  * The first option of a run that cannot work, checked before anything runs:
  * the input, the toolkit and the tools `finish` and `toolChoice` name, the
@@ -140,7 +147,7 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("limits.toolConcurrency", limits?.toolConcurrency, InvalidOptions.positiveInteger),
     check("limits.toolTimeout", limits?.toolTimeout, InvalidOptions.positiveDuration),
     check("name", options.name, InvalidOptions.string),
-    check("runId", options.runId, InvalidOptions.nonEmptyString),
+    check("runId", options.runId, runId),
     check("depth", options.depth, InvalidOptions.nonNegativeInteger)
   )
 }
