@@ -2,6 +2,7 @@
  * What a demo prints when it cannot start: what failed, and what to do about it.
  */
 import { Config, Predicate } from "effect"
+import { McpClientError } from "effect/ai"
 import { MissingApiKey } from "./Provider.ts"
 
 /** The settings the demos read from the environment, and what each must be. */
@@ -25,6 +26,9 @@ export const explain = (error: unknown): string => {
   }
   if (error instanceof MissingApiKey) {
     return `${error.message}: set it, or unset AGENTLOOP_PROVIDER to use the scripted model`
+  }
+  if (McpClientError.isMcpClientError(error)) {
+    return `${error.message}: check the --mcp command, which must start an MCP server on standard input and output`
   }
   return `${describe(error)} (this is a bug of the demo: please report it with this message)`
 }

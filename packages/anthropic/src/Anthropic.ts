@@ -18,8 +18,11 @@
  * @since 0.1.0
  */
 import { type LanguageModel, Provider } from "@agentloop/core"
-import { Config as EffectConfig, Effect, type Layer, Random } from "effect"
+import * as EffectConfig from "effect/Config"
+import * as Effect from "effect/Effect"
 import type { HttpClient } from "effect/http"
+import type * as Layer from "effect/Layer"
+import * as Random from "effect/Random"
 import type * as AnthropicCache from "./AnthropicCache.ts"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"

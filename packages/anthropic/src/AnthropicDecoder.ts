@@ -27,8 +27,8 @@
  */
 import { AiError, ProviderStream, TokenUsage } from "@agentloop/core"
 import type { Item, Turn, TurnDelta } from "@agentloop/core"
-import { Result } from "effect"
-import type { Schema } from "effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 import * as AnthropicError from "./AnthropicError.ts"
 import * as AnthropicEvent from "./AnthropicEvent.ts"
 

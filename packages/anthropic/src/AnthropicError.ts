@@ -7,7 +7,8 @@
  * @since 0.1.0
  */
 import { AiError, ProviderHttp } from "@agentloop/core"
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as AnthropicEvent from "./AnthropicEvent.ts"
 
 /** The provider's name in errors and on `LanguageModel.provider`. */

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /**
  * A content block's position in the message (`index`): a non-negative

@@ -22,8 +22,9 @@
  */
 import { AiError, Item, ProviderContent } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
-import { Effect, Result } from "effect"
-import type { JsonSchema } from "effect"
+import * as Effect from "effect/Effect"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Result from "effect/Result"
 import * as AnthropicCache from "./AnthropicCache.ts"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"

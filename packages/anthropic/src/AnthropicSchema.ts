@@ -15,8 +15,8 @@
  *
  * @since 0.1.0
  */
-import type { JsonSchema } from "effect"
-import { Predicate } from "effect"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Predicate from "effect/Predicate"
 
 // What the API's structured output takes, besides the keywords that hold schemas (handled apart).
 const kept = new Set(["type", "title", "description", "enum", "const", "required", "pattern"])

@@ -20,8 +20,12 @@
  */
 import { type LanguageModel, Provider } from "@agentloop/core"
 import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
-import { Config as EffectConfig, Context, Effect, type Layer, Random } from "effect"
+import * as EffectConfig from "effect/Config"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { HttpClient } from "effect/http"
+import type * as Layer from "effect/Layer"
+import * as Random from "effect/Random"
 import * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 import * as ChatCompletionsRequest from "./ChatCompletionsRequest.ts"

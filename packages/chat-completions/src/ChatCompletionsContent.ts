@@ -6,7 +6,7 @@
  * @since 0.2.0
  */
 import { type AiError, type Item, ProviderContent } from "@agentloop/core"
-import { Result } from "effect"
+import * as Result from "effect/Result"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 
 /**

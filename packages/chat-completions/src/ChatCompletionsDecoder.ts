@@ -38,7 +38,7 @@
  */
 import { AiError, type Item, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
 import type { SseParser } from "@agentloop/core"
-import { Result } from "effect"
+import * as Result from "effect/Result"
 import * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 import * as ChatCompletionsExtraContent from "./ChatCompletionsExtraContent.ts"

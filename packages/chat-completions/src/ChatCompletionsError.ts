@@ -8,7 +8,8 @@
  * @since 0.2.0
  */
 import { AiError, ProviderHttp } from "@agentloop/core"
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 
 /**

@@ -9,7 +9,8 @@
  *
  * @since 0.2.0
  */
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 
 /**
  * An `extra_content` and the id of the call it came with.

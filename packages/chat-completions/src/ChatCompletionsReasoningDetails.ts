@@ -10,7 +10,8 @@
  * @since 0.2.0
  */
 import { WireDecoder } from "@agentloop/core"
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 
 type Detail = Record<string, unknown>

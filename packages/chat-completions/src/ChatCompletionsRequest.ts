@@ -6,8 +6,8 @@
  */
 import { AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/core"
 import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
-import { Result } from "effect"
-import type { JsonSchema } from "effect"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Result from "effect/Result"
 import * as ChatCompletionsContent from "./ChatCompletionsContent.ts"
 import * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"

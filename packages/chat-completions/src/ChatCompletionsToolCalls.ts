@@ -24,7 +24,8 @@
  * @since 0.2.0
  */
 import { AiError, type TurnDelta } from "@agentloop/core"
-import { Predicate, Result } from "effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
 import type * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 

@@ -9,7 +9,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as Item from "./Item.ts"
 
 /** A tool call waiting for a decision. `input` is the decoded input, ready to show to a person. */

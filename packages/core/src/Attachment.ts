@@ -11,7 +11,10 @@
  *
  * @since 0.2.0
  */
-import { ByteSize, Effect, FileSystem, Schema } from "effect"
+import * as ByteSize from "effect/ByteSize"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Schema from "effect/Schema"
 import * as Item from "./Item.ts"
 import * as MediaType from "./MediaType.ts"
 

@@ -7,8 +7,9 @@
  *
  * @since 0.2.0
  */
-import type { Effect, Scope } from "effect"
-import { Schema } from "effect"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as RunFingerprint from "./RunFingerprint.ts"
 import type { InvalidRunId } from "./RunId.ts"
 

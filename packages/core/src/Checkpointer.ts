@@ -23,9 +23,13 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Layer, Schedule } from "effect"
-import type { FileSystem, Path } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import type * as FileSystem from "effect/FileSystem"
+import * as Layer from "effect/Layer"
+import type * as Path from "effect/Path"
 import { KeyValueStore } from "effect/persistence"
+import * as Schedule from "effect/Schedule"
 import type { SqlClient } from "effect/sql"
 import type { Store } from "./CheckpointStore.ts"
 import type { CheckpointError } from "./CheckpointStore.ts"

@@ -6,8 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Context } from "effect"
-import type { Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type { AiError } from "./AiError.ts"
 
 /**

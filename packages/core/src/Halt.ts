@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** Ends the run; `reason` is what the `Halted` termination says. */
 export class Halt extends Schema.TaggedError<Halt>()("Halt", { reason: Schema.String }) {}

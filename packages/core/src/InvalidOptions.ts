@@ -10,7 +10,11 @@
  *
  * @since 0.2.0
  */
-import { Duration, Formatter, Option, Predicate, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Formatter from "effect/Formatter"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { Accounting } from "./Accounting.ts"
 import * as Cost from "./Cost.ts"
 import type { ModelParams } from "./LanguageModel.ts"

@@ -8,9 +8,14 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, ExecutionPlan, Layer, Schema, Stream } from "effect"
-import type { JsonSchema } from "effect"
 import * as Arr from "effect/Array"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as ExecutionPlan from "effect/ExecutionPlan"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as AiError from "./AiError.ts"
 import type * as Item from "./Item.ts"
 import type { TurnDelta } from "./TurnDelta.ts"

@@ -11,9 +11,15 @@
  *
  * @since 0.1.0
  */
-import { Cause, Channel, Effect, Exit, Pull, Scope, Stream } from "effect"
-import type { Array as Arr } from "effect"
+import type * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Channel from "effect/Channel"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { dual } from "effect/Function"
+import * as Pull from "effect/Pull"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 
 /** A value that flows downstream to the loop's consumer. */
 export interface Value<out A> {

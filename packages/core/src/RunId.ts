@@ -11,7 +11,8 @@
  *
  * @since 0.2.0
  */
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 /**
  * The longest id, in UTF-16 code units.

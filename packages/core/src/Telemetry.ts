@@ -12,8 +12,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Layer } from "effect"
-import type { Tracer } from "effect"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import type * as Tracer from "effect/Tracer"
 import * as Item from "./Item.ts"
 import type { TurnOptions } from "./LanguageModel.ts"
 import type { TokenUsage } from "./TokenUsage.ts"

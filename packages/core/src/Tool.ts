@@ -8,8 +8,15 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, JsonPointer, Predicate, Result, Schema } from "effect"
-import type { Effect, JsonSchema, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as JsonPointer from "effect/JsonPointer"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
 import type { Halt } from "./Halt.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"

@@ -13,7 +13,8 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Item from "./Item.ts"
 
 /**

@@ -10,7 +10,15 @@
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Effect, Exit, Option, Queue, Result as Res, Schema, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Res from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
 import { detached } from "./internal/detached.ts"

@@ -4,9 +4,10 @@
  *
  * @since 0.2.0
  */
-import { Effect, Stream } from "effect"
-import type { Scope } from "effect"
+import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import { IncompleteTurn } from "./AiError.ts"
 import * as Loop from "./Loop.ts"
 import type { Turn } from "./Turn.ts"

@@ -10,8 +10,13 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Formatter, Option, Predicate, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Formatter from "effect/Formatter"
+import * as Option from "effect/Option"
 import { KeyValueStore } from "effect/persistence"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import type { AiError } from "./AiError.ts"
 import * as Cost from "./Cost.ts"
 import * as Embedder from "./Embedder.ts"

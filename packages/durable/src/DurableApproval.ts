@@ -17,8 +17,11 @@
  */
 import type * as Approval from "@agentloop/core/Approval"
 import * as RunId from "@agentloop/core/RunId"
-import { Effect, Exit, Schema, SchemaGetter } from "effect"
+import * as Effect from "effect/Effect"
 import * as Base64Url from "effect/encoding/Base64Url"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import * as SchemaGetter from "effect/SchemaGetter"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import type * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"

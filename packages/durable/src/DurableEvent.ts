@@ -15,7 +15,7 @@ import * as Item from "@agentloop/core/Item"
 import * as RunId from "@agentloop/core/RunId"
 import type * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { RunStoreError } from "./RunStore.ts"
 
 /**

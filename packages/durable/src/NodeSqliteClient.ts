@@ -13,10 +13,16 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Schema, Scope, Semaphore, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { Reactivity } from "effect/reactivity"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SqlConnection } from "effect/sql"
+import * as Stream from "effect/Stream"
 import { DatabaseSync } from "node:sqlite"
 import type { SQLInputValue, StatementSync } from "node:sqlite"
 

@@ -18,7 +18,9 @@
  * @since 0.2.0
  */
 import type * as Termination from "@agentloop/core/Termination"
-import { Effect, Schedule, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import type * as DurableEvent from "./DurableEvent.ts"
 import * as RunLog from "./RunLog.ts"
 import { RunStore } from "./RunStore.ts"

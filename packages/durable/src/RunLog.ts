@@ -7,7 +7,11 @@
  * @since 0.1.0
  */
 import * as Termination from "@agentloop/core/Termination"
-import { Duration, Effect, Option, Schema, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type * as DurableEvent from "./DurableEvent.ts"
 import { RunStore, RunStoreError } from "./RunStore.ts"
 import type { Entry, RunKey } from "./RunStore.ts"

@@ -18,7 +18,9 @@
  *
  * @since 0.2.0
  */
-import { Effect, Exit, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import type * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine, WorkflowInstance } from "effect/workflow/WorkflowEngine"

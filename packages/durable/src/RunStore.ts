@@ -18,7 +18,12 @@
  *
  * @since 0.1.0
  */
-import { Array as Arr, Context, Effect, Layer, Schedule, Schema } from "effect"
+import * as Arr from "effect/Array"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 

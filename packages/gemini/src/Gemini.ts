@@ -13,8 +13,11 @@
  * @since 0.1.0
  */
 import { type LanguageModel, Provider } from "@agentloop/core"
-import { Config as EffectConfig, Effect, type Layer, Random } from "effect"
+import * as EffectConfig from "effect/Config"
+import * as Effect from "effect/Effect"
 import type { HttpClient } from "effect/http"
+import type * as Layer from "effect/Layer"
+import * as Random from "effect/Random"
 import * as GeminiDecoder from "./GeminiDecoder.ts"
 import * as GeminiError from "./GeminiError.ts"
 import * as GeminiRequest from "./GeminiRequest.ts"

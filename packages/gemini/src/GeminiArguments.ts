@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Result } from "effect"
+import * as Result from "effect/Result"
 import type * as GeminiEvent from "./GeminiEvent.ts"
 
 type Segment = string | number

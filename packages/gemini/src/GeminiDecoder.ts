@@ -21,7 +21,7 @@
  */
 import { AiError, ProviderStream, TokenUsage } from "@agentloop/core"
 import type { Item, Turn, TurnDelta } from "@agentloop/core"
-import { Result } from "effect"
+import * as Result from "effect/Result"
 import * as GeminiArguments from "./GeminiArguments.ts"
 import * as GeminiError from "./GeminiError.ts"
 import * as GeminiEvent from "./GeminiEvent.ts"

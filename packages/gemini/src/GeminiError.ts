@@ -28,7 +28,10 @@
  * @since 0.1.0
  */
 import { AiError, ProviderHttp } from "@agentloop/core"
-import { Duration, Option, Result, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as GeminiEvent from "./GeminiEvent.ts"
 
 /** The provider's name in errors. */

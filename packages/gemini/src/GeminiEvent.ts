@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 

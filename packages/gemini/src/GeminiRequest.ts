@@ -22,7 +22,10 @@
  */
 import { AiError, Item, ProviderContent } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
-import { Effect, Predicate, Result, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as GeminiDecoder from "./GeminiDecoder.ts"
 
 /** A JSON object: what Gemini accepts as function-call arguments and as a function response. */

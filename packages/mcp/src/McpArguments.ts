@@ -11,8 +11,9 @@
  * @since 0.2.0
  */
 import { type OutputUnit, type Schema as JsonSchemaDocument, type SchemaDraft, Validator } from "@cfworker/json-schema"
-import { JsonPointer, Schema } from "effect"
-import type { JsonSchema } from "effect"
+import * as JsonPointer from "effect/JsonPointer"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Schema from "effect/Schema"
 
 /**
  * Tool arguments: a JSON object.

@@ -8,12 +8,16 @@
  *
  * @since 0.2.0
  */
-import { Clock, Duration, Effect, Fiber, Redacted } from "effect"
-import type { Scope } from "effect"
 import { McpClient, McpProtocol } from "effect/ai"
 import type { McpClientError } from "effect/ai"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import type { HttpClient } from "effect/http"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
 
 /**
  * A server started as a child process, spoken to over its standard input and

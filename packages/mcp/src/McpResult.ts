@@ -14,9 +14,9 @@
  * @since 0.2.0
  */
 import { Item, ProviderContent } from "@agentloop/core"
-import { Result as EffectResult } from "effect"
 import type { McpSchema } from "effect/ai"
 import { Base64 } from "effect/encoding"
+import * as EffectResult from "effect/Result"
 
 /**
  * An MCP tool result's content, and its `structuredContent`.

@@ -13,10 +13,14 @@
  */
 import { Tool, Toolkit } from "@agentloop/core"
 import type { Item } from "@agentloop/core"
-import { Context, Effect, Layer, Logger, Schema } from "effect"
-import type { Cause } from "effect"
 import { McpProtocol, McpSchema, McpServer } from "effect/ai"
+import type * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { HttpRouter } from "effect/http"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Schema from "effect/Schema"
 import type { Stdio } from "effect/Stdio"
 import * as McpResult from "./McpResult.ts"
 

@@ -13,9 +13,12 @@
  * @since 0.2.0
  */
 import { Item, Tool, Toolkit } from "@agentloop/core"
-import { Effect, Schema, SchemaGetter } from "effect"
-import type { Duration, Scope } from "effect"
 import type { McpClientError, McpSchema } from "effect/ai"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as SchemaGetter from "effect/SchemaGetter"
+import type * as Scope from "effect/Scope"
 import * as McpArguments from "./McpArguments.ts"
 import * as McpConnection from "./McpConnection.ts"
 import * as McpResult from "./McpResult.ts"

@@ -16,8 +16,11 @@
  * @since 0.1.0
  */
 import { type LanguageModel, Provider } from "@agentloop/core"
-import { Config as EffectConfig, Context, Effect, type Layer } from "effect"
+import * as EffectConfig from "effect/Config"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { HttpClient } from "effect/http"
+import type * as Layer from "effect/Layer"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
 import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesRequest from "./ResponsesRequest.ts"

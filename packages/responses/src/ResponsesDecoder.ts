@@ -14,8 +14,8 @@
  * @since 0.1.0
  */
 import { AiError, type Item, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
-import { Result } from "effect"
-import type { Schema } from "effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
 import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesEvent from "./ResponsesEvent.ts"
 

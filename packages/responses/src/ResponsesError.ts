@@ -7,7 +7,8 @@
  * @since 0.1.0
  */
 import { AiError, type ProviderHttp } from "@agentloop/core"
-import { Result, Schema } from "effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as ResponsesEvent from "./ResponsesEvent.ts"
 
 /** The provider name in errors. */

@@ -5,8 +5,8 @@
  * @since 0.1.0
  */
 import { type AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/core"
-import { Result } from "effect"
-import type { JsonSchema } from "effect"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Result from "effect/Result"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
 import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesStrict from "./ResponsesStrict.ts"

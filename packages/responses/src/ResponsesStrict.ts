@@ -12,8 +12,8 @@
  *
  * @since 0.1.0
  */
-import type { JsonSchema } from "effect"
-import { Predicate } from "effect"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Predicate from "effect/Predicate"
 
 /** A schema as sent to OpenAI, and how to read the model's JSON back. */
 export interface Strict {

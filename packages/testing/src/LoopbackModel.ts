@@ -11,7 +11,10 @@
 import * as AiError from "@agentloop/core/AiError"
 import * as LanguageModel from "@agentloop/core/LanguageModel"
 import * as Turn from "@agentloop/core/Turn"
-import { Effect, Layer, Schema, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as MockLanguageModel from "./MockLanguageModel.ts"
 import * as ProviderServer from "./ProviderServer.ts"
 

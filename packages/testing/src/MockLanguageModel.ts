@@ -16,7 +16,12 @@ import { pieces } from "@agentloop/core/provider/ProviderWire"
 import * as TokenUsage from "@agentloop/core/TokenUsage"
 import type { StopReason, Turn } from "@agentloop/core/Turn"
 import type { TurnDelta } from "@agentloop/core/TurnDelta"
-import { Context, Duration, Effect, Layer, Ref, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
 
 /** A reply that streams the first `after` deltas of `turn` (never its `turn_complete`), then fails with `error`. */
 export interface Partial {

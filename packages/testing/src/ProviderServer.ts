@@ -18,20 +18,18 @@ import * as AiError from "@agentloop/core/AiError"
 import type * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import type * as Turn from "@agentloop/core/Turn"
 import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
-import {
-  Context,
-  Deferred,
-  Duration,
-  Effect,
-  Layer,
-  Option,
-  Ref,
-  Schema,
-  type Scope,
-  Stream,
-  SubscriptionRef
-} from "effect"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Http from "node:http"
 
 /** A request the server received. */

@@ -4,8 +4,11 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, Tracer } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { Headers } from "effect/http"
+import * as Tracer from "effect/Tracer"
 import * as util from "node:util"
 
 /** The recorded spans, in the order they started, and the tracer that records them. */

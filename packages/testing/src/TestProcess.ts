@@ -6,8 +6,10 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, Schema } from "effect"
-import type { Scope } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
 import * as Readline from "node:readline"
 

@@ -22,7 +22,7 @@
 import { ProviderHttp } from "@agentloop/core"
 import type { AiError, Item, TokenUsage, Turn } from "@agentloop/core"
 import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import * as Anthropic from "../Anthropic.ts"
 import * as AnthropicDecoder from "../AnthropicDecoder.ts"
 import * as AnthropicError from "../AnthropicError.ts"

@@ -20,7 +20,7 @@
  */
 import { type AiError, type Item, type TokenUsage, type Turn } from "@agentloop/core"
 import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import * as ChatCompletionsDecoder from "../ChatCompletionsDecoder.ts"
 import * as ChatCompletionsError from "../ChatCompletionsError.ts"
 import * as ChatCompletionsReasoningDetails from "../ChatCompletionsReasoningDetails.ts"

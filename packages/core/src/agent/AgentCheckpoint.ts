@@ -19,8 +19,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema } from "effect"
-import type { Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import { Cost } from "../Cost.ts"

@@ -12,7 +12,11 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Random, Schema } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
 import type { Accounting } from "../Accounting.ts"
 import * as Cost from "../Cost.ts"
 import type { InvalidOptions } from "../InvalidOptions.ts"

@@ -5,8 +5,10 @@
  *
  * @since 0.2.0
  */
-import { Predicate, Schema } from "effect"
-import type { Duration, Effect } from "effect"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import type { Halt } from "../Halt.ts"
 import * as InvalidOptions from "../InvalidOptions.ts"
 import * as Item from "../Item.ts"

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import * as Cost from "../Cost.ts"

@@ -15,8 +15,13 @@
  *
  * @since 0.1.0
  */
-import { Array as Arr, Cause, Effect, Schema, Stream } from "effect"
-import type { Pull, Scope } from "effect"
+import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import type * as Pull from "effect/Pull"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import * as Compactor from "../Compactor.ts"

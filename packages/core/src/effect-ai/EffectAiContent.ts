@@ -13,9 +13,11 @@
  *
  * @since 0.2.0
  */
-import { Option, Result, Schema } from "effect"
 import type { Prompt, Response } from "effect/ai"
 import { Base64 } from "effect/encoding"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import type * as AiError from "../AiError.ts"
 import * as Item from "../Item.ts"
 import * as MediaType from "../MediaType.ts"

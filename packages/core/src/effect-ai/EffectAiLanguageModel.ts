@@ -6,9 +6,12 @@
  *
  * @since 0.2.0
  */
-import { Effect, Layer, Result, Stream } from "effect"
 import { LanguageModel as AiLanguageModel, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
 import type { Response } from "effect/ai"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Result from "effect/Result"
+import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
 import type { ToolDefinition, TurnOptions } from "../LanguageModel.ts"
 import { LanguageModel } from "../LanguageModel.ts"

@@ -12,8 +12,11 @@
  *
  * @since 0.2.0
  */
-import { Effect, Option, Result, Schema } from "effect"
 import type { Prompt } from "effect/ai"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import type * as AiError from "../AiError.ts"
 import * as Item from "../Item.ts"
 import type { ToolChoice } from "../LanguageModel.ts"

@@ -12,8 +12,8 @@
  *
  * @since 0.2.0
  */
-import { Result } from "effect"
 import type { Response } from "effect/ai"
+import * as Result from "effect/Result"
 import type * as AiError from "../AiError.ts"
 import * as Item from "../Item.ts"
 import * as TokenUsage from "../TokenUsage.ts"

@@ -11,9 +11,14 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect, Result, Schema, SchemaGetter, Stream } from "effect"
-import type { JsonSchema } from "effect"
 import { Prompt, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as JsonSchema from "effect/JsonSchema"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaGetter from "effect/SchemaGetter"
+import * as Stream from "effect/Stream"
 import type * as AiError from "../AiError.ts"
 import * as Item from "../Item.ts"
 import * as ProviderContent from "../provider/ProviderContent.ts"

@@ -6,7 +6,8 @@
  *
  * @internal
  */
-import { Effect, Fiber } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 
 /**
  * Runs `effect` in a fiber of its own and waits for it. Interrupting the wait

@@ -16,8 +16,13 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, FileSystem, Path, Schema } from "effect"
-import type { Scope } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { CheckpointError, CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
 import type { Log, OpenError, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"

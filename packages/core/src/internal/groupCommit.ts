@@ -6,7 +6,9 @@
  *
  * @internal
  */
-import { Deferred, Effect, Semaphore } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Semaphore from "effect/Semaphore"
 
 interface Pending<E> {
   readonly entries: ReadonlyArray<string>

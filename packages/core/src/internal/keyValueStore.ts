@@ -11,9 +11,10 @@
  *
  * @internal
  */
-import { Effect, Schema } from "effect"
-import type { Scope } from "effect"
+import * as Effect from "effect/Effect"
 import { KeyValueStore } from "effect/persistence"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
 import type { Log, OpenError, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"

@@ -7,8 +7,10 @@
  *
  * @internal
  */
-import { Duration, Effect, Schedule } from "effect"
-import type { Scope } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
 
 /** A lease that the scope keeps. */
 export interface Kept {

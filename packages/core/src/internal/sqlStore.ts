@@ -16,8 +16,12 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, Schedule, Schema } from "effect"
-import type { Scope } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { SqlClient, SqlError } from "effect/sql"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
 import type { CheckpointError, Log, OpenError, Store } from "../CheckpointStore.ts"

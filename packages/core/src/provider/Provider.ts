@@ -12,9 +12,14 @@
  *
  * @since 0.1.0
  */
-import { Clock, Config, Duration, Effect, Layer, Stream } from "effect"
-import type { Redacted } from "effect"
+import * as Clock from "effect/Clock"
+import * as Config from "effect/Config"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
+import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
 import type * as Item from "../Item.ts"
 import * as LanguageModel from "../LanguageModel.ts"

@@ -12,8 +12,8 @@
  *
  * @since 0.2.0
  */
-import { Result } from "effect"
 import { Base64 } from "effect/encoding"
+import * as Result from "effect/Result"
 import * as AiError from "../AiError.ts"
 import type * as Item from "../Item.ts"
 import * as MediaType from "../MediaType.ts"

@@ -10,10 +10,20 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Exit, Option, Redacted, Result, Schema, Scope, Stream } from "effect"
-import type { Tracer } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest, UrlParams } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import * as AiError from "../AiError.ts"
 import * as ProviderTimeout from "./ProviderTimeout.ts"
 

@@ -8,7 +8,13 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Function, Pull, Schedule, Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Function from "effect/Function"
+import * as Pull from "effect/Pull"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
 import type * as ProviderTimeout from "./ProviderTimeout.ts"
 

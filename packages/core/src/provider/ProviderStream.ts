@@ -10,9 +10,16 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Function, Pull, Redacted, Result, SchemaIssue, Stream } from "effect"
-import type { Schema } from "effect"
 import * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Function from "effect/Function"
+import * as Pull from "effect/Pull"
+import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
 import type * as TurnDelta from "../TurnDelta.ts"
 import * as SseParser from "./SseParser.ts"

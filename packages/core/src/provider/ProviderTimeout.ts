@@ -10,7 +10,12 @@
  *
  * @since 0.1.0
  */
-import { Cause, Clock, Duration, Effect, Pull, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
+import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
 
 /** A point in time (`Clock` epoch milliseconds) past which a turn fails with `error`. */

@@ -14,8 +14,11 @@
  *
  * @since 0.1.0
  */
-import { Result, SchemaAST, SchemaParser } from "effect"
-import type { Schema, SchemaIssue } from "effect"
+import * as Result from "effect/Result"
+import type * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
+import type * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaParser from "effect/SchemaParser"
 
 type Guard = (input: unknown) => boolean
 

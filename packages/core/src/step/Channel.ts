@@ -27,7 +27,12 @@
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Effect, Exit, Queue, Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
 import { InvalidChannelValue, RecvTimeout } from "./StepError.ts"
 
 /** Marks a value as a {@link Channel}. */

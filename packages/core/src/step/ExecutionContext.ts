@@ -11,8 +11,10 @@
  *
  * @since 0.1.0
  */
-import { Context, Schema } from "effect"
-import type { Effect, Tracer } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Tracer from "effect/Tracer"
 import type { Cost } from "../Cost.ts"
 import type { StepMeta } from "../StepMeta.ts"
 import type { TokenUsage } from "../TokenUsage.ts"

@@ -10,8 +10,12 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { KeyValueStore } from "effect/persistence"
+import * as Schema from "effect/Schema"
 import * as Item from "../Item.ts"
 import * as ItemLog from "./ItemLog.ts"
 

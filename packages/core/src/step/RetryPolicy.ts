@@ -3,7 +3,10 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Schedule, Schema } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 
 const Millis = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 

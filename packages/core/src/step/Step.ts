@@ -16,7 +16,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Queue, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
 import type { InvalidOptions } from "../InvalidOptions.ts"
 import type { ExecutionContext } from "./ExecutionContext.ts"
 import * as Branch from "./internal/branch.ts"

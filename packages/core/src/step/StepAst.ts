@@ -7,7 +7,9 @@
  *
  * @since 0.2.0
  */
-import type { Effect, Layer, Schema } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import type * as Schema from "effect/Schema"
 import type * as Item from "../Item.ts"
 import type { ModelParams } from "../LanguageModel.ts"
 import type * as Tool from "../Tool.ts"

@@ -11,7 +11,9 @@
  *
  * @since 0.2.0
  */
-import { Deferred, Effect, Stream } from "effect"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
 import * as Approval from "../Approval.ts"
 import type * as Item from "../Item.ts"

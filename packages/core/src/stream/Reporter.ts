@@ -13,8 +13,16 @@
  *
  * @since 0.2.0
  */
-import { Cause, Clock, Context, Effect, Fiber, Layer, Schedule, Schema, Stream } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import * as Stdio from "effect/Stdio"
+import * as Stream from "effect/Stream"
 import type * as Accounting from "../Accounting.ts"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
 import type * as Cost from "../Cost.ts"

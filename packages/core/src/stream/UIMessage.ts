@@ -10,7 +10,7 @@
  *
  * @since 0.2.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import type * as Approval from "../Approval.ts"
 import * as Item from "../Item.ts"
 

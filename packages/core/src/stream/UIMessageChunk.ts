@@ -11,7 +11,7 @@
  *
  * @since 0.2.0
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import { Cost } from "../Cost.ts"
 import { TokenUsage } from "../TokenUsage.ts"
 import * as Verdicts from "../Verdict.ts"

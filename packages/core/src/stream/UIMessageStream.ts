@@ -14,10 +14,16 @@
  *
  * @since 0.2.0
  */
-import { Cause, Duration, Effect, Predicate, Schedule, Schema, Stream } from "effect"
-import type { Array as Arr } from "effect"
+import type * as Arr from "effect/Array"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
+import * as Predicate from "effect/Predicate"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
 import * as Item from "../Item.ts"
 import type * as StepEvent from "../step/StepEvent.ts"

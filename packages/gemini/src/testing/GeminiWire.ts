@@ -33,7 +33,7 @@
 import { ProviderHttp } from "@agentloop/core"
 import type { AiError, Item, TokenUsage, Turn } from "@agentloop/core"
 import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import * as Gemini from "../Gemini.ts"
 import * as GeminiDecoder from "../GeminiDecoder.ts"
 import * as GeminiError from "../GeminiError.ts"

@@ -18,7 +18,7 @@
  */
 import { type AiError, type Item, ProviderHttp, type TokenUsage, type Turn } from "@agentloop/core"
 import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
-import { Duration } from "effect"
+import * as Duration from "effect/Duration"
 import { defaultModel } from "../Responses.ts"
 import * as ResponsesDecoder from "../ResponsesDecoder.ts"
 import * as ResponsesError from "../ResponsesError.ts"

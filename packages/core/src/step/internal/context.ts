@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import type { Effect, Tracer } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Tracer from "effect/Tracer"
 import * as Channel from "../Channel.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type { ItemLog } from "../ItemLog.ts"

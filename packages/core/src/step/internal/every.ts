@@ -3,7 +3,11 @@
  *
  * @internal
  */
-import { Effect, Queue, Random, Result, Schedule } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Random from "effect/Random"
+import * as Result from "effect/Result"
+import * as Schedule from "effect/Schedule"
 import type * as Channel from "../Channel.ts"
 import type * as Step from "../StepAst.ts"
 import * as StepErrors from "../StepError.ts"

@@ -4,7 +4,11 @@
  *
  * @internal
  */
-import { Cause, Clock, Effect, Option, Random } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import { Checkpointer } from "../../Checkpointer.ts"
 import * as RunFingerprint from "../../RunFingerprint.ts"
 import type { Toolkit } from "../../Toolkit.ts"

@@ -4,8 +4,9 @@
  *
  * @internal
  */
-import { Deferred, Effect } from "effect"
-import type { Clock } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
 import * as Cost from "../../Cost.ts"
 import type * as Item from "../../Item.ts"
 import type { StepMeta } from "../../StepMeta.ts"

@@ -3,7 +3,9 @@
  *
  * @internal
  */
-import { Effect, Result, Semaphore } from "effect"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Semaphore from "effect/Semaphore"
 import { print } from "../../InvalidOptions.ts"
 import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"

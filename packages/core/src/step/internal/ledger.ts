@@ -16,8 +16,9 @@
  *
  * @internal
  */
-import { Effect, Schema } from "effect"
-import type { Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
 import { Cost } from "../../Cost.ts"

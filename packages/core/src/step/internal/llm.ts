@@ -3,7 +3,10 @@
  *
  * @internal
  */
-import { Effect, Option, Schema, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as AgentTurn from "../../agent/AgentTurn.ts"
 import type * as Item from "../../Item.ts"
 import type { LanguageModel, ModelParams } from "../../LanguageModel.ts"

@@ -3,7 +3,10 @@
  *
  * @internal
  */
-import { Effect, Option, Queue, Result } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import type { PredicateFailed } from "../../PredicateFailed.ts"
 import type { Snapshot } from "../../Snapshot.ts"
 import * as Until from "../../Until.ts"

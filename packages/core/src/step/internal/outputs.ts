@@ -5,7 +5,9 @@
  *
  * @internal
  */
-import { Effect, Exit, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
 import type * as Step from "../StepAst.ts"
 import type { CheckpointFailed } from "../StepError.ts"
 import { failed } from "./ledger.ts"

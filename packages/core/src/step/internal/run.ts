@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import * as RetryPolicy from "../RetryPolicy.ts"
 import type { MaybeEffect, StepRun } from "../StepAst.ts"

@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
 import type { StepMeta } from "../../StepMeta.ts"
 import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"

@@ -6,8 +6,12 @@
  *
  * @internal
  */
-import { Cause, Effect, Exit, Predicate, Tracer } from "effect"
-import type { Schema } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Predicate from "effect/Predicate"
+import type * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
 import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { StepMeta } from "../../StepMeta.ts"
 import { ExecutionContext } from "../ExecutionContext.ts"

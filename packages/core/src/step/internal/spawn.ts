@@ -4,8 +4,8 @@
  *
  * @internal
  */
-import { Effect } from "effect"
-import type { Layer } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
 import * as Memory from "../Memory.ts"
 import type * as Step from "../StepAst.ts"
 import { StepTimeout } from "../StepError.ts"

@@ -3,7 +3,12 @@
  *
  * @internal
  */
-import { Duration, Effect, Option, Result, Schema, Stream } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Approval from "../../Approval.ts"
 import type { Halt } from "../../Halt.ts"
 import { detached } from "../../internal/detached.ts"

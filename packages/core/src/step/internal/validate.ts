@@ -6,7 +6,9 @@
  *
  * @internal
  */
-import { Exit, Predicate, Schema } from "effect"
+import * as Exit from "effect/Exit"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import * as InvalidOptions from "../../InvalidOptions.ts"
 import * as Tool from "../../Tool.ts"
 import * as Until from "../../Until.ts"
