@@ -3,5 +3,5 @@ import { sources } from "../vitest.shared.ts"
 
 export default defineProject({
   ...sources,
-  test: { name: "docs", include: ["snippets.test.ts"] }
+  test: { name: "docs", include: ["snippets.test.ts", "errors.test.ts"] }
 })
