@@ -19,7 +19,6 @@ import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Accounting } from "../Accounting.ts"
@@ -73,21 +72,12 @@ export interface Outcome extends Completed {
   readonly results: ReadonlyArray<Toolkit.Result>
 }
 
-/** The history did not fit the context window (`overflow`), and the `Compactor` could not shorten it. */
-export class CompactionFailure extends Schema.TaggedError<CompactionFailure>()("CompactionFailure", {
-  overflow: AiError.ContextLengthExceeded,
-  error: Compactor.CompactionError
-}) {
-  override get message() {
-    return `the history did not fit the context window and compacting it failed: ${this.error.message}`
-  }
-}
-
 /**
  * Why a turn did not complete: the model request failed (a `ContextLengthExceeded`
- * here means the compacted history did not fit either), or compaction failed.
+ * here means the compacted history did not fit either), or compaction failed
+ * (a `CompactionError` whose `overflow` is the request's `ContextLengthExceeded`).
  */
-export type Failure = AiError.AiError | CompactionFailure
+export type Failure = AiError.AiError | Compactor.CompactionError
 
 /** What the model part of a turn needs: the turn's number, the history to send, and the request options. */
 export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "options">
@@ -129,7 +119,7 @@ export const complete = <A, S, E2, R2>(
         Stream.unwrap(Effect.gen(function*() {
           const compactor = yield* Compactor.Compactor
           const shorter = yield* compactor.compact(request.history).pipe(
-            Effect.mapError((error) => new CompactionFailure({ overflow, error }))
+            Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
           )
           asked = shorter
           const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
