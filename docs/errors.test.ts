@@ -1,7 +1,8 @@
 /**
  * The error vocabulary across the packages: every tagged error class that any
  * package exports has a tag no other class has, so a `catchTag` or a `_tag`
- * read from a log names one class.
+ * read from a log names one class; and `errors.md` lists every one of them
+ * once, with the retryability and category its class says.
  */
 import * as Anthropic from "@agentloop/anthropic"
 import * as AnthropicTesting from "@agentloop/anthropic/testing"
@@ -16,6 +17,9 @@ import * as Responses from "@agentloop/responses"
 import * as ResponsesTesting from "@agentloop/responses/testing"
 import * as Testing from "@agentloop/testing"
 import * as Schema from "effect/Schema"
+import { readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 
 const entries: Record<string, Record<string, unknown>> = {
@@ -81,5 +85,87 @@ describe("error tags", () => {
     for (const c of classes) byTag.set(c.tag, [...(byTag.get(c.tag) ?? []), c.path])
     const shared = [...byTag].filter(([, paths]) => paths.length > 1)
     expect(shared).toStrictEqual([])
+  })
+})
+
+/** The class an export path such as `AiError.Timeout` names, in whichever entry exports it. */
+const resolve = (path: string): Function | undefined => {
+  const [namespace, name] = path.split(".")
+  for (const namespaces of Object.values(entries)) {
+    const found: unknown = (namespaces[namespace!] as Record<string, unknown> | undefined)?.[name!]
+    if (found !== undefined && tagOf(found) !== undefined) return found as Function
+  }
+  return undefined
+}
+
+/** The rows of every Markdown table in `text`, as cells, by the `## ` section they are in, header row first. */
+const tables = (text: string): Map<string, Array<Array<string>>> => {
+  const bySection = new Map<string, Array<Array<string>>>()
+  let section = ""
+  for (const line of text.split("\n")) {
+    if (line.startsWith("## ")) section = line.slice(3)
+    if (!line.startsWith("|") || /^\|[\s|-]+\|$/.test(line)) continue
+    const cells = line.slice(1, -1).split("|").map((cell) => cell.trim())
+    bySection.set(section, [...(bySection.get(section) ?? []), cells])
+  }
+  return bySection
+}
+
+const yesNo = (value: unknown): string => value === true ? "yes" : value === false ? "no" : ""
+
+// The properties are getters that read no field: a class's prototype answers for its instances.
+const property = (klass: Function, key: string): unknown => (klass.prototype as Record<string, unknown>)[key]
+
+describe("docs/errors.md", () => {
+  const docs = dirname(fileURLToPath(import.meta.url))
+  const sections = tables(readFileSync(join(docs, "errors.md"), "utf8"))
+  const rows = [...sections].flatMap(([section, [header, ...body]]) =>
+    body.map((cells) => ({ section, header: header!, cells, path: cells[0]!.replaceAll("`", "") }))
+  )
+
+  it("names every row's error by the path that exports it, and its tag", () => {
+    for (const row of rows) {
+      const klass = resolve(row.path)
+      expect(klass, `${row.section}: ${row.path}`).toBeDefined()
+      expect(tagOf(klass), row.path).toBe(row.path.split(".")[1])
+    }
+  })
+
+  it("lists every error class once", () => {
+    const listed = rows.map((row) => resolve(row.path))
+    expect(new Set(listed).size).toBe(listed.length)
+    const missing = errorClasses().filter((c) => !listed.includes(c.klass)).map((c) => c.path)
+    expect(missing).toStrictEqual([])
+  })
+
+  it("says what each class says of its retryability, its provider and its category", () => {
+    let checked = 0
+    for (const row of rows) {
+      const klass = resolve(row.path)!
+      row.header.forEach((column, index) => {
+        const cell = row.cells[index]!
+        if (column === "isRetryable" || column === "isProviderFailure") {
+          expect(cell, `${row.path} ${column}`).toBe(yesNo(property(klass, column)))
+          checked++
+        }
+        if (column === "category") {
+          expect(cell, `${row.path} category`).toBe(property(klass, "category") ?? "")
+          checked++
+        }
+      })
+    }
+    expect(checked).toBeGreaterThan(30)
+  })
+
+  it("agrees with the categories of terminations.md", () => {
+    const table = [...tables(readFileSync(join(docs, "terminations.md"), "utf8")).values()]
+      .flat()
+      .filter((cells) => cells.length === 4)
+    const header = table.find((cells) => cells[0] === "tag" && cells[1] === "category")
+    const body = table.slice(table.indexOf(header!) + 1).filter((cells) => cells[0]!.startsWith("`"))
+    const categories = body.map((cells) => [cells[0]!.replaceAll("`", ""), cells[1]])
+    expect(categories).toStrictEqual(
+      Core.Termination.all.map((tag) => [tag, Core.Termination.category(tag)])
+    )
   })
 })
