@@ -201,7 +201,13 @@ export const withMessage = (error: AiError, message: string): AiError =>
  */
 export type Retryable = Extract<AiError, { readonly isRetryable: true }>
 
-/** Whether a fresh attempt of the same request may succeed: the error's own `isRetryable`. */
+/**
+ * Whether a fresh attempt of the same request may succeed: rate limits,
+ * timeouts, unavailability (the error's own `isRetryable`).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isRetryable = (error: AiError): error is Retryable => error.isRetryable
 
 /**

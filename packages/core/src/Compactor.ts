@@ -20,6 +20,9 @@ import type * as Item from "./Item.ts"
  * The compactor could not make the history shorter. A compactor fails with
  * its `message`; an agent turn that asked for the compaction fails with the
  * same error, `overflow` set to the provider's error that asked for it.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class CompactionError extends Schema.TaggedError<CompactionError>()("CompactionError", {
   message: Schema.String,

@@ -367,28 +367,57 @@ const errors = [
 /** Schema of every error {@link Error}. */
 export const Error = Schema.Union(errors)
 
-/** Any termination of a failed run. */
+/**
+ * Any termination of a failed run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Error = typeof Error.Type
 
-/** How a run ended; `A` is the value a finish tool submits. */
+/**
+ * How a run ended; `A` is the value a finish tool submits.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Termination<A = unknown> = Success<A> | Error
 
-/** Schema of every termination, given the schema of a submitted value. */
+/**
+ * Schema of every termination, given the schema of a submitted value.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const schema = <S extends Schema.Top>(value: S) => Schema.Union([Stop, Submitted(value), Error])
 
-/** The tag of a termination. */
+/**
+ * The tag of a termination.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Tag = Termination["_tag"]
 
 /**
  * How to react to a termination: `success`; `retryable` (transient, a new run
  * may succeed); `capacity` (a configured limit was hit: raise it or reduce the
- * task); `fatal` (do not retry without an operator).
+ * task); `fatal` (do not retry without an operator). Each error's class says
+ * its own, as its `category`.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Category = "success" | "retryable" | "capacity" | "fatal"
 
 const tagOf = (error: (typeof errors)[number]): Error["_tag"] => error.fields._tag.ast.literal as Error["_tag"]
 
-/** Every termination tag, successes first. */
+/**
+ * Every termination tag, successes first.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const all: ReadonlyArray<Tag> = ["Stop", "Submitted", ...errors.map(tagOf)]
 
 // A class's `category` is a getter that reads no field: its prototype answers for every instance.

@@ -76,6 +76,9 @@ export interface Outcome extends Completed {
  * Why a turn did not complete: the model request failed (a `ContextLengthExceeded`
  * here means the compacted history did not fit either), or compaction failed
  * (a `CompactionError` whose `overflow` is the request's `ContextLengthExceeded`).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Failure = AiError.AiError | Compactor.CompactionError
 

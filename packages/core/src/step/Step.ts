@@ -224,6 +224,9 @@ export const every = Every.make
  * used and their contexts restored) and runs the rest; a program that ended
  * returns its recorded output at once. A record that cannot be written fails
  * the program with `ExecutionCheckpointFailed`.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export function execute<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
