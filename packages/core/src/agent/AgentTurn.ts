@@ -35,6 +35,7 @@ import * as Toolkit from "../Toolkit.ts"
 import * as ToolRecord from "../ToolRecord.ts"
 import * as Turn from "../Turn.ts"
 import type { TurnDelta } from "../TurnDelta.ts"
+import * as TurnStream from "../TurnStream.ts"
 import type * as AgentEvent from "./AgentEvent.ts"
 
 /** What one turn asks, and of whom. `E` and `R` are those of `account` and of the toolkit's tools. */
@@ -107,16 +108,14 @@ export const complete = <A, S, E2, R2>(
   R2 | LanguageModel
 > => {
   const { step } = request
-  let turn: Turn.Turn | undefined
+  const completion = TurnStream.completion()
   let asked = request.history
 
   const deltas = Stream.unwrap(Effect.map(LanguageModel, (model) => {
-    turn = undefined
+    completion.reset()
     asked = request.history
     const attempt = (history: ReadonlyArray<Item.Item>) =>
-      modelTurn(model, history, request.options, step, (completed) => {
-        turn = completed
-      })
+      modelTurn(model, history, request.options, step, completion.complete)
     return attempt(request.history).pipe(
       Stream.catchTag("ContextLengthExceeded", (overflow) =>
         Stream.unwrap(Effect.gen(function*() {
@@ -136,11 +135,7 @@ export const complete = <A, S, E2, R2>(
 
   return Loop.decideAfter(deltas, () =>
     Effect.gen(function*() {
-      if (turn === undefined) {
-        return yield* new AiError.IncompleteTurn({
-          message: "The model's stream ended before its turn_complete: the turn is lost"
-        })
-      }
+      const turn = yield* completion.turn
       const cost = yield* Pricing.turnCost(turn)
       const next = then({ turn, cost, history: [...asked, ...turn.items] })
       return Effect.isEffect(next) ? yield* next : next
