@@ -1,0 +1,151 @@
+/**
+ * The crash-test kit on a real agent: a shop assistant whose run is killed
+ * after each step it recorded and resumed, in this process over the memory
+ * store (every kill point). Then apps the kit must find broken: an effect
+ * made outside the checkpointed run, an input that changes from one
+ * execution to the next, and a run that records nothing.
+ */
+import * as AgentLoop from "@agentloop/core/agent/AgentLoop"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import * as CrashJournal from "../src/CrashJournal.ts"
+import * as CrashReport from "../src/CrashReport.ts"
+import * as CrashTest from "../src/CrashTest.ts"
+import { order, respond, script } from "./crash/shop.ts"
+
+const failure = <A>(report: CrashReport.Report<A>) =>
+  Effect.map(Effect.exit(CrashReport.verify(report)), (exit) => {
+    expect(Exit.isFailure(exit)).toBe(true)
+    return Exit.isFailure(exit) ? String(exit.cause) : ""
+  })
+
+describe("CrashTest.everyCheckpoint", () => {
+  it.effect("kills the shop's run after each of its appends, resumes it, and finds every invariant kept", () =>
+    Effect.gen(function*() {
+      const report = yield* CrashTest.everyCheckpoint({
+        program: order("Tea and cake, please", "order-1"),
+        layer: AgentLoop.layer,
+        model: script
+      })
+      yield* CrashReport.verify(report)
+
+      const { uninterrupted } = report
+      expect(uninterrupted.result).toStrictEqual({ _tag: "Success", value: "Charged 7.50 for tea and cake." })
+      expect(uninterrupted.observed.appends).toStrictEqual([
+        "Answered",
+        "ToolDone",
+        "ToolDone",
+        "Decided",
+        "Answered",
+        "ToolDone",
+        "Decided",
+        "Answered",
+        "Finished"
+      ])
+      expect(uninterrupted.observed.turns).toHaveLength(3)
+      expect(uninterrupted.observed.effects.map((effect) => [effect.name, effect.key, effect.idempotent]))
+        .toStrictEqual([
+          ["lookup", `{"item":"tea"}`, true],
+          ["lookup", `{"item":"cake"}`, true],
+          ["charge", `{"cents":750}`, false]
+        ])
+
+      // One kill point per append, each killed there and resumed to the same answer.
+      expect(report.killPoints.map((point) => [point.after, point.entry])).toStrictEqual(
+        uninterrupted.observed.appends.map((entry, index) => [index + 1, entry])
+      )
+      for (const point of report.killPoints) {
+        expect(point.problems, `after ${point.after}`).toStrictEqual([])
+        expect(point.result).toStrictEqual(uninterrupted.result)
+        // Over both halves: three turns asked, the card charged once, each step recorded once.
+        expect(point.observed.turns, `after ${point.after}`).toHaveLength(3)
+        expect(point.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(1)
+        expect(point.observed.appends).toStrictEqual(uninterrupted.observed.appends)
+      }
+    }))
+
+  it.effect("`at` picks the kill points", () =>
+    Effect.gen(function*() {
+      const report = yield* CrashTest.everyCheckpoint({
+        program: order("Tea and cake, please", "order-1"),
+        layer: AgentLoop.layer,
+        model: script,
+        at: [5, 6]
+      })
+      expect(report.killPoints.map((point) => [point.after, point.entry, point.problems])).toStrictEqual([
+        [5, "Answered", []],
+        [6, "ToolDone", []]
+      ])
+    }))
+})
+
+describe("CrashTest finds a broken app", () => {
+  it.effect("an effect made outside the checkpointed run is made again on every resume", () =>
+    Effect.gen(function*() {
+      const report = yield* CrashTest.everyCheckpoint({
+        // The app reserves the stock before its run: nothing records it, so every execution reserves again.
+        program: Effect.andThen(CrashJournal.record("reserve", { key: "tea, cake" }), order("Tea and cake, please", "order-1")),
+        layer: AgentLoop.layer,
+        model: script
+      })
+      expect(report.killPoints).toHaveLength(9)
+      for (const point of report.killPoints) {
+        expect(point.problems).toStrictEqual([
+          `"reserve" tea, cake, which is not idempotent, ran 2 times (the uninterrupted run: once)`
+        ])
+      }
+      const message = yield* failure(report)
+      expect(message).toContain("the run broke its invariants at 9 of 9 kill points:")
+      expect(message).toContain("killed after append 6 (ToolDone), then resumed:")
+    }))
+
+  it.effect("a run whose input changes from one execution to the next cannot resume", () =>
+    Effect.gen(function*() {
+      let executions = 0
+      const report = yield* CrashTest.everyCheckpoint({
+        program: Effect.suspend(() => order(`Tea and cake, order ${++executions}`, "order-1")),
+        layer: AgentLoop.layer,
+        model: script,
+        at: [2]
+      })
+      const [point] = report.killPoints
+      expect(point?.result._tag).toBe("Failure")
+      // It asked a question the uninterrupted run never did, and could not go on from what it recorded.
+      expect(point?.problems[0]).toBe(
+        `the model was asked the request after the user message "Tea and cake, order 2" once (the uninterrupted run asked it never)`
+      )
+      expect(point?.problems[1]).toMatch(/^the resumed run failed: CheckpointFailed: .* was recorded with another input/)
+      expect(point?.problems).toHaveLength(2)
+      expect(yield* failure(report)).toContain("killed after append 2 (ToolDone), then resumed:")
+    }))
+
+  it.effect("a model turn asked again when the resumed run does not find the one before", () =>
+    Effect.gen(function*() {
+      // Each execution is a new run id: the resumed run starts over, asking the model and charging again.
+      let executions = 0
+      const report = yield* CrashTest.everyCheckpoint({
+        program: Effect.suspend(() => order("Tea and cake, please", `order-${++executions}`)),
+        layer: AgentLoop.layer,
+        // The model answers from the history, so a request asked again gets the same turn.
+        model: respond,
+        at: [6]
+      })
+      const [point] = report.killPoints
+      expect(point?.problems).toStrictEqual([
+        `the model was asked the request after the user message "Tea and cake, please" 2 times (the uninterrupted run asked it once)`,
+        `the model was asked the request after the output of call "call_cake" 2 times (the uninterrupted run asked it once)`,
+        `"charge" {"cents":750}, which is not idempotent, ran 2 times (the uninterrupted run: once)`
+      ])
+    }))
+
+  it.effect("a run that records nothing has nowhere to be killed", () =>
+    Effect.gen(function*() {
+      const report = yield* CrashTest.everyCheckpoint({
+        program: order("Tea and cake, please", undefined),
+        layer: AgentLoop.layer,
+        model: script
+      })
+      expect(report.killPoints).toStrictEqual([])
+      expect(yield* failure(report)).toContain("the uninterrupted run recorded nothing")
+    }))
+})
