@@ -100,18 +100,20 @@ const report = (message: Message) => TestProcess.report({ crashTest: Schema.enco
  * import { NodeFileSystem, NodePath } from "@effect/platform-node"
  * import { Effect, Layer, Schema } from "effect"
  *
- * const { directory } = TestProcess.config(Schema.Struct({ directory: Schema.String }))
- *
- * CrashChild.run({
- *   program: Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ input: "Hello", runId: "greeting" })).pipe(
- *     Effect.map((result) => result.output)
- *   ),
- *   layer: AgentLoop.layer,
- *   checkpointer: Checkpointer.layerFileSystem(directory, { lease: "300 millis" }).pipe(
- *     Layer.provide(NodeFileSystem.layer),
- *     Layer.provide(NodePath.layer)
- *   )
- * })
+ * // Only as a crash test's child: imported elsewhere, the module does nothing.
+ * if (process.env[CrashChild.variable] !== undefined) {
+ *   const { directory } = TestProcess.config(Schema.Struct({ directory: Schema.String }))
+ *   CrashChild.run({
+ *     program: Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ input: "Hello", runId: "greeting" })).pipe(
+ *       Effect.map((result) => result.output)
+ *     ),
+ *     layer: AgentLoop.layer,
+ *     checkpointer: Checkpointer.layerFileSystem(directory, { lease: "300 millis" }).pipe(
+ *       Layer.provide(NodeFileSystem.layer),
+ *       Layer.provide(NodePath.layer)
+ *     )
+ *   })
+ * }
  * ```
  *
  * @since 0.2.0

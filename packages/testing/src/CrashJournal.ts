@@ -72,8 +72,10 @@ export const record = (
   name: string,
   options: { readonly key?: string | undefined; readonly idempotent?: boolean | undefined } = {}
 ): Effect.Effect<void> =>
-  Effect.flatMap(Journal, (journal) =>
-    journal({ name, key: options.key ?? "", idempotent: options.idempotent ?? false }))
+  Effect.flatMap(
+    Journal,
+    (journal) => journal({ name, key: options.key ?? "", idempotent: options.idempotent ?? false })
+  )
 
 /** Records a run of `tool` with `input`, keyed by the JSON of its arguments. */
 const recordRun = (tool: Tool.Any<unknown>, input: unknown): Effect.Effect<void> =>

@@ -178,9 +178,9 @@ export const problems = <A>(
     const before = effectsBefore.get(key)?.n ?? 0
     if (!first.idempotent && n > before) {
       found.push(
-        `"${first.name}"${first.key === "" ? "" : ` ${first.key}`}, which is not idempotent, ran ${times(n)} (the uninterrupted run: ${
-          before === 0 ? "never" : times(before)
-        })`
+        `"${first.name}"${first.key === "" ? "" : ` ${first.key}`}, which is not idempotent, ran ${
+          times(n)
+        } (the uninterrupted run: ${before === 0 ? "never" : times(before)})`
       )
     }
   }

@@ -56,7 +56,10 @@ interface Scenario<A> {
 /** Runs `scenario` uninterrupted, then killed after each append it made (or those of `at`), into a report. */
 const runAll = <A, E, R>(
   scenario: (killAfter: number | undefined) => Effect.Effect<Scenario<A>, E, R>,
-  options: { readonly at?: ReadonlyArray<number> | undefined; readonly equivalence?: Equivalence.Equivalence<A> | undefined }
+  options: {
+    readonly at?: ReadonlyArray<number> | undefined
+    readonly equivalence?: Equivalence.Equivalence<A> | undefined
+  }
 ): Effect.Effect<CrashReport.Report<A>, E, R> =>
   Effect.gen(function*() {
     const uninterrupted = yield* scenario(undefined)
@@ -121,7 +124,7 @@ const scopeOf = (name: string) => `crash-test-${Math.random().toString(36).slice
  *     ]
  *   })
  *   yield* CrashReport.verify(report)
- *   console.log(report.killPoints.map((point) => point.entry)) // ["Answered", "ToolDone", "Decided", ...]
+ *   console.log(report.killPoints.map((point) => point.entry)) // Answered, ToolDone, Decided, Answered, Finished
  * })
  *
  * Effect.runPromise(test)
@@ -272,14 +275,18 @@ export const everyCheckpointKilled = (options: {
         const killed = firstEnded === undefined
         if (killed && first.code !== null) {
           return yield* Effect.die(
-            new Error(`CrashTest: the child exited (code ${first.code}) without ending its program; its stderr:\n${first.stderr}`)
+            new Error(
+              `CrashTest: the child exited (code ${first.code}) without ending its program; its stderr:\n${first.stderr}`
+            )
           )
         }
         const second = killed ? yield* start("resumed", undefined) : first
         const ended = second.messages.find((message) => message._tag === "Ended")
         if (ended === undefined || ended._tag !== "Ended") {
           return yield* Effect.die(
-            new Error(`CrashTest: the resumed child (code ${second.code}) did not end its program; its stderr:\n${second.stderr}`)
+            new Error(
+              `CrashTest: the resumed child (code ${second.code}) did not end its program; its stderr:\n${second.stderr}`
+            )
           )
         }
         const messages = killed ? [...first.messages, ...second.messages] : first.messages
@@ -291,10 +298,12 @@ export const everyCheckpointKilled = (options: {
           result: ended.result,
           observed: {
             appends,
-            turns: requests.map((request) => Option.match(decodeBody(request.body), {
-              onNone: () => [],
-              onSome: (body) => body.history
-            })),
+            turns: requests.map((request) =>
+              Option.match(decodeBody(request.body), {
+                onNone: () => [],
+                onSome: (body) => body.history
+              })
+            ),
             effects: messages.flatMap((message) => message._tag === "Effect" ? [message.effect] : [])
           }
         }

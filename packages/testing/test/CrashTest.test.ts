@@ -84,7 +84,10 @@ describe("CrashTest finds a broken app", () => {
     Effect.gen(function*() {
       const report = yield* CrashTest.everyCheckpoint({
         // The app reserves the stock before its run: nothing records it, so every execution reserves again.
-        program: Effect.andThen(CrashJournal.record("reserve", { key: "tea, cake" }), order("Tea and cake, please", "order-1")),
+        program: Effect.andThen(
+          CrashJournal.record("reserve", { key: "tea, cake" }),
+          order("Tea and cake, please", "order-1")
+        ),
         layer: AgentLoop.layer,
         model: script
       })
@@ -114,7 +117,9 @@ describe("CrashTest finds a broken app", () => {
       expect(point?.problems[0]).toBe(
         `the model was asked the request after the user message "Tea and cake, order 2" once (the uninterrupted run asked it never)`
       )
-      expect(point?.problems[1]).toMatch(/^the resumed run failed: CheckpointFailed: .* was recorded with another input/)
+      expect(point?.problems[1]).toMatch(
+        /^the resumed run failed: CheckpointFailed: .* was recorded with another input/
+      )
       expect(point?.problems).toHaveLength(2)
       expect(yield* failure(report)).toContain("killed after append 2 (ToolDone), then resumed:")
     }))
