@@ -7,11 +7,11 @@
  */
 import * as AgentLoop from "@agentloop/core/agent/AgentLoop"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer } from "effect"
 import * as CrashJournal from "../src/CrashJournal.ts"
 import * as CrashReport from "../src/CrashReport.ts"
 import * as CrashTest from "../src/CrashTest.ts"
-import { order, respond, script } from "./crash/shop.ts"
+import { order, orderSteps, respond, script } from "./crash/shop.ts"
 
 const failure = <A>(report: CrashReport.Report<A>) =>
   Effect.map(Effect.exit(CrashReport.verify(report)), (exit) => {
@@ -61,6 +61,42 @@ describe("CrashTest.everyCheckpoint", () => {
         expect(point.observed.turns, `after ${point.after}`).toHaveLength(3)
         expect(point.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(1)
         expect(point.observed.appends).toStrictEqual(uninterrupted.observed.appends)
+      }
+    }))
+
+  it.effect("kills the shop's step program after each of its appends, resumes it, and finds every invariant kept", () =>
+    Effect.gen(function*() {
+      const report = yield* CrashTest.everyCheckpoint({
+        program: orderSteps("Tea and cake, please", "order-steps"),
+        layer: Layer.empty,
+        model: script
+      })
+      yield* CrashReport.verify(report)
+      expect(report.uninterrupted.result).toStrictEqual({
+        _tag: "Success",
+        value: "emailed: Charged 7.50 for tea and cake."
+      })
+      // The ledger's entries: each turn and call, each completed step (turn, loop, email...), the program's end.
+      expect(report.uninterrupted.observed.appends).toStrictEqual([
+        "Answered",
+        "ToolDone",
+        "ToolDone",
+        "Completed",
+        "Answered",
+        "ToolDone",
+        "Completed",
+        "Answered",
+        "Completed",
+        "Completed",
+        "Completed",
+        "Completed",
+        "Finished"
+      ])
+      expect(report.killPoints).toHaveLength(13)
+      for (const point of report.killPoints) {
+        expect(point.observed.turns, `after ${point.after}`).toHaveLength(3)
+        expect(point.observed.effects.filter((effect) => effect.name !== "lookup").map((effect) => effect.name))
+          .toStrictEqual(["charge", "email"])
       }
     }))
 

@@ -1,12 +1,15 @@
 /**
  * The example app of the crash-test kit's tests: a shop assistant that looks
  * up two prices at once (a read: idempotent), charges the card (not
- * idempotent) and answers. The same program runs in the tests' process and
- * in the child of the `SIGKILL` test.
+ * idempotent) and answers, as an `AgentLoop` run or as a step program that
+ * then emails the receipt. The same run is executed in the tests' process
+ * and in the child of the `SIGKILL` test.
  */
 import * as AgentLoop from "@agentloop/core/agent/AgentLoop"
+import * as Step from "@agentloop/core/step/Step"
 import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
+import * as Until from "@agentloop/core/Until"
 import * as CrashJournal from "@agentloop/testing/CrashJournal"
 import * as MockLanguageModel from "@agentloop/testing/MockLanguageModel"
 import * as Effect from "effect/Effect"
@@ -58,3 +61,14 @@ export const order = (input: string, runId: string | undefined) =>
   Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ input, toolkit, runId })).pipe(
     Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag)
   )
+
+/** The same shop as a step program: the agent's turns, then a step that emails the answer (not idempotent). */
+export const orderSteps = (input: string, id: string) => {
+  const turns = Step.loop({ id: "turns", steps: [Step.llm({ id: "turn" })], until: Until.noToolCalls() })
+  const email = Step.run({
+    id: "email",
+    execute: (answer: string) => Effect.as(CrashJournal.record("email", { key: answer }), `emailed: ${answer}`)
+  })
+  const program = Step.loop({ id: "order", steps: [turns, email], until: Until.maxSteps(1) })
+  return Step.execute(program, input, { id, toolkit })
+}
