@@ -105,7 +105,7 @@ const report = (message: Message) => TestProcess.report({ crashTest: Schema.enco
  *   const { directory } = TestProcess.config(Schema.Struct({ directory: Schema.String }))
  *   CrashChild.run({
  *     program: Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ input: "Hello", runId: "greeting" })).pipe(
- *       Effect.map((result) => result.output)
+ *       Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag)
  *     ),
  *     layer: AgentLoop.layer,
  *     checkpointer: Checkpointer.layerFileSystem(directory, { lease: "300 millis" }).pipe(

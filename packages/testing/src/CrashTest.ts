@@ -112,7 +112,7 @@ const scopeOf = (name: string) => `crash-test-${Math.random().toString(36).slice
  *
  * const program = Effect.flatMap(AgentLoop.AgentLoop, (agent) =>
  *   agent.run({ input: "Charge 5 cents", toolkit: CrashJournal.track(Toolkit.make(charge)), runId: "order-1" })
- * ).pipe(Effect.map((result) => result.output))
+ * ).pipe(Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag))
  *
  * const test = Effect.gen(function*() {
  *   const report = yield* CrashTest.everyCheckpoint({
