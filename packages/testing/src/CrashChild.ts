@@ -19,11 +19,11 @@ import { LanguageModel } from "@agentloop/core/LanguageModel"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
 import * as CrashJournal from "./CrashJournal.ts"
 import * as CrashReport from "./CrashReport.ts"
 import * as CrashCheckpointer from "./internal/crashCheckpointer.ts"
 import * as LoopbackModel from "./LoopbackModel.ts"
-import * as TestProcess from "./TestProcess.ts"
 
 /**
  * The environment variable that carries a child's {@link Settings}.
@@ -79,7 +79,24 @@ export const Message = Schema.Union([
  */
 export type Message = typeof Message.Type
 
-const report = (message: Message) => TestProcess.report({ crashTest: Schema.encodeSync(Message)(message) })
+/**
+ * Reports `message` on standard output, written before it returns (the
+ * process may kill itself next): every report is written the same way, so
+ * they arrive in order.
+ */
+const report = (message: Message) =>
+  Effect.sync(() => {
+    const bytes = Buffer.from(`${JSON.stringify({ crashTest: Schema.encodeSync(Message)(message) })}\n`)
+    let written = 0
+    while (written < bytes.length) {
+      try {
+        written += Fs.writeSync(process.stdout.fd, bytes, written)
+      } catch (error) {
+        // A full pipe the test has not read yet: try again.
+        if (!(error instanceof Error && "code" in error && error.code === "EAGAIN")) throw error
+      }
+    }
+  })
 
 /**
  * Runs `program` in this child, as the crash test that started it says: on
@@ -124,9 +141,13 @@ export const run = <A, E, ROut, LE, CE>(options: {
   readonly layer: Layer.Layer<ROut, LE, LanguageModel | Checkpointer>
   readonly checkpointer: Layer.Layer<Checkpointer, CE>
 }): void => {
-  const settings = Schema.decodeUnknownSync(Schema.fromJsonString(Settings))(process.env[variable] ?? "", {
-    errors: "all"
-  })
+  const given = process.env[variable]
+  if (given === undefined) {
+    throw new Error(
+      `CrashChild.run: ${variable} is not set; this module runs as a child of CrashTest.everyCheckpointKilled`
+    )
+  }
+  const settings = Schema.decodeUnknownSync(Schema.fromJsonString(Settings))(given)
   const killAfter = settings.killAfter
   const store = Layer.effect(Checkpointer)(Effect.map(Checkpointer, (inner) =>
     CrashCheckpointer.wrap(inner, {

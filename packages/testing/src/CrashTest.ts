@@ -36,6 +36,8 @@ import type * as Equivalence from "effect/Equivalence"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import * as CrashChild from "./CrashChild.ts"
 import * as CrashJournal from "./CrashJournal.ts"
 import * as CrashReport from "./CrashReport.ts"
@@ -221,8 +223,10 @@ const reported = (child: TestProcess.Child) =>
  * `TestProcess.config`), and `execArgv` to Node (`--conditions=...`,
  * `--import=...`, whatever the app's modules need to load).
  *
- * Each kill point starts two Node processes: give it a few kill points
- * (`at`) in a test that must be fast, and the rest to {@link everyCheckpoint}.
+ * Each kill point starts two Node processes (with Node's compile cache on,
+ * in `NODE_COMPILE_CACHE` or the system's temporary folder, so they start
+ * faster): give it a few kill points (`at`) in a test that must be fast, and
+ * the rest to {@link everyCheckpoint}.
  *
  * @since 0.2.0
  * @category running
@@ -265,7 +269,12 @@ export const everyCheckpointKilled = (options: {
             }
             const child = yield* TestProcess.spawn(options.entry, options.config ?? null, {
               execArgv: options.execArgv,
-              env: { [CrashChild.variable]: Schema.encodeSync(Schema.fromJsonString(CrashChild.Settings))(settings) }
+              env: {
+                [CrashChild.variable]: Schema.encodeSync(Schema.fromJsonString(CrashChild.Settings))(settings),
+                // The children load the same modules: compiled once, they start in about half the time.
+                NODE_COMPILE_CACHE: process.env["NODE_COMPILE_CACHE"] ??
+                  Path.join(Os.tmpdir(), "agentloop-compile-cache")
+              }
             })
             const code = yield* child.exit
             return { code, messages: reported(child), stderr: child.stderr() }

@@ -66,7 +66,8 @@ export const wrap = (store: Store, options: Options): Store => {
                 const entry = describe(entries)
                 appended++
                 const reported = options.onAppend(entry)
-                if (kill === undefined || appended !== kill.after) return reported
+                // An append written together with the one killed after (a group commit) dies with it.
+                if (kill === undefined || (appended !== kill.after && !killed)) return reported
                 killed = true
                 return Effect.andThen(reported, kill.kill(entry))
               })
