@@ -237,6 +237,21 @@ export class CrashTestFailed extends Schema.TaggedError<CrashTestFailed>()("Cras
  * {@link CrashTestFailed}, listing what broke, otherwise (and when the
  * uninterrupted run recorded nothing to kill it after).
  *
+ * @example
+ * ```ts
+ * import { CrashReport } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * const outcome = { _tag: "Success", value: "done" } as const
+ * const observed = { appends: ["Finished"], turns: [], effects: [] }
+ * const report: CrashReport.Report<string> = {
+ *   uninterrupted: { result: outcome, observed },
+ *   killPoints: [{ after: 1, entry: "Finished", result: outcome, observed, problems: [] }]
+ * }
+ *
+ * Effect.runPromise(CrashReport.verify(report)) // every kill point kept every invariant
+ * ```
+ *
  * @since 0.2.0
  * @category judging
  */
