@@ -33,6 +33,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as Equivalence from "effect/Equivalence"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -157,41 +158,38 @@ export const everyCheckpoint = <A, E, R, ROut, LE, RIn, CE = never, CR = never>(
         const appends: Array<string> = []
         const effects: Array<CrashJournal.SideEffect> = []
         const journal = (effect: CrashJournal.SideEffect) => Effect.sync(() => void effects.push(effect))
-        /** Runs the program once; `None` when it was killed after append `after`. */
+        /** Runs the program once, killed after append `after` if it gets that far. */
         const execute = (after: number | undefined) =>
           Effect.gen(function*() {
-            const killed = yield* Deferred.make<string>()
+            const killed = yield* Deferred.make<void>()
             const wrapped = CrashCheckpointer.wrap(store, {
               scope,
               onAppend: (entry) => Effect.sync(() => void appends.push(entry)),
               kill: after === undefined ? undefined : {
                 after,
                 // The fiber that appended stops at once; the race below interrupts every other.
-                kill: (entry) => Effect.andThen(Deferred.succeed(killed, entry), Effect.interrupt)
+                kill: () => Effect.andThen(Deferred.succeed(killed, undefined), Effect.interrupt)
               }
             })
             const world = Layer.succeedContext(
               Context.make(LanguageModel, model).pipe(Context.add(Checkpointer, wrapped))
             )
-            const services = Layer.provideMerge(options.layer, world)
-            const ended = yield* Effect.raceFirst(
+            const exit = yield* Effect.raceFirst(
               options.program.pipe(
-                Effect.provide(services),
+                Effect.provide(Layer.provideMerge(options.layer, world)),
                 Effect.provideService(CrashJournal.Journal, journal),
-                Effect.exit,
-                Effect.map(Option.some)
+                Effect.exit
               ),
-              Effect.as(Deferred.await(killed), Option.none())
+              Effect.as(Deferred.await(killed), Exit.interrupt())
             )
-            return (yield* Deferred.isDone(killed)) ? Option.none() : ended
+            return { exit, killed: yield* Deferred.isDone(killed) }
           })
         const first = yield* execute(killAfter)
-        const resumed = Option.isSome(first) ? first : yield* execute(undefined)
-        if (Option.isNone(resumed)) return yield* Effect.die(new Error("a run without a kill point was killed"))
+        const resumed = first.killed ? (yield* execute(undefined)).exit : first.exit
         const scenario: Scenario<A> = {
-          killed: Option.isNone(first),
+          killed: first.killed,
           entry: killAfter === undefined ? "none" : appends[killAfter - 1] ?? "none",
-          result: CrashReport.outcome(resumed.value),
+          result: CrashReport.outcome(resumed),
           observed: { appends, turns: (yield* recorder.requests).map((request) => request.history), effects }
         }
         return scenario
