@@ -1,16 +1,18 @@
 /**
  * The crash-test kit on a real agent: a shop assistant whose run is killed
  * after each step it recorded and resumed, in this process over the memory
- * store (every kill point). Then apps the kit must find broken: an effect
+ * store (every kill point), as an `AgentLoop` run and as step programs. Then apps the kit must find broken: an effect
  * made outside the checkpointed run, an input that changes from one
  * execution to the next, and a run that records nothing.
  */
 import * as AgentLoop from "@agentloop/core/agent/AgentLoop"
+import * as Step from "@agentloop/core/step/Step"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import * as CrashJournal from "../src/CrashJournal.ts"
 import * as CrashReport from "../src/CrashReport.ts"
 import * as CrashTest from "../src/CrashTest.ts"
+import * as MockLanguageModel from "../src/MockLanguageModel.ts"
 import { order, orderSteps, respond, script } from "./crash/shop.ts"
 
 const failure = <A>(report: CrashReport.Report<A>) =>
@@ -98,6 +100,33 @@ describe("CrashTest.everyCheckpoint", () => {
         expect(point.observed.effects.filter((effect) => effect.name !== "lookup").map((effect) => effect.name))
           .toStrictEqual(["charge", "email"])
       }
+    }))
+
+  it.effect("kills a step program whose paths ask the model at once, and finds every invariant kept", () =>
+    Effect.gen(function*() {
+      const path = (name: string) => Step.llm({ id: name, prompt: () => `Say ${name}` })
+      const program = Step.fork({
+        id: "paths",
+        mode: "all",
+        paths: () => [path("tea"), path("cake"), path("scone")],
+        merge: (results: ReadonlyArray<string>) => results.join(", ")
+      })
+      const report = yield* CrashTest.everyCheckpoint({
+        program: Step.execute(program, "Name three things", { id: "paths-1" }),
+        layer: Layer.empty,
+        // The paths' requests come in no fixed order: each is answered from its prompt.
+        model: ({ history }) => {
+          const last = history.at(-1)
+          const text = last?.type === "message"
+            ? last.content.map((part) => "text" in part ? part.text : "").join("")
+            : ""
+          return MockLanguageModel.textTurn(text.replace("Say ", ""))
+        }
+      })
+      yield* CrashReport.verify(report)
+      expect(report.uninterrupted.result).toStrictEqual({ _tag: "Success", value: "tea, cake, scone" })
+      expect(report.killPoints).toHaveLength(8)
+      for (const point of report.killPoints) expect(point.observed.turns).toHaveLength(3)
     }))
 
   it.effect("`at` picks the kill points", () =>
