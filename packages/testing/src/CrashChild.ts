@@ -102,9 +102,10 @@ const report = (message: Message) =>
  * Runs `program` in this child, as the crash test that started it says: on
  * the `LanguageModel` that asks the test's loopback server, and on
  * `checkpointer` (a store that outlives the process: files or a database),
- * with `layer`'s services built on both (`Layer.empty` when it needs none). Its value must be JSON (the test
- * compares it with the uninterrupted run's). The process exits when the
- * program ends, or dies by `SIGKILL` at its kill point.
+ * with `layer`'s services built on both (`Layer.empty` when it needs none).
+ * Its value must be JSON (the test compares it with the uninterrupted
+ * run's). The process exits when the program ends, or dies by `SIGKILL` at
+ * its kill point.
  *
  * A run the killed process held is opened again once its lease lapses: give
  * the store a short lease (a second or less) to keep the test fast.

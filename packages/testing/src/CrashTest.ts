@@ -96,7 +96,8 @@ const scopeOf = (name: string) => `crash-test-${Math.random().toString(36).slice
  * model and the store, built afresh each time the program runs, as a new
  * process would.
  * `checkpointer` is the store (default `Checkpointer.layerMemory`), built
- * once. Results are compared with `equivalence` (default `Equal.equals`):
+ * once; the kit provides it, wrapped, to the program (`layer` must not
+ * provide a `Checkpointer` of its own, or the kit sees no step). Results are compared with `equivalence` (default `Equal.equals`):
  * return what should be the same, not the run's timings.
  *
  * @example
