@@ -42,6 +42,8 @@ describe("CrashTest.everyCheckpointKilled", () => {
         ])
         for (const point of report.killPoints) {
           expect(point.result).toStrictEqual(report.uninterrupted.result)
+          // The killed process recorded the steps up to its kill point and no more; the new one, the others once.
+          expect(point.observed.appends).toStrictEqual(report.uninterrupted.observed.appends)
           expect(point.observed.turns).toHaveLength(3)
           expect(point.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(1)
         }
