@@ -1,14 +1,20 @@
 /**
  * The crash-test kit on a real agent: a shop assistant whose run is killed
  * after each step it recorded and resumed, in this process over the memory
- * store (every kill point), as an `AgentLoop` run and as step programs. Then apps the kit must find broken: an effect
+ * store (every kill point), as an `AgentLoop` run and as step programs, and
+ * over the file store (a few). Then apps the kit must find broken: an effect
  * made outside the checkpointed run, an input that changes from one
  * execution to the next, and a run that records nothing.
  */
 import * as AgentLoop from "@agentloop/core/agent/AgentLoop"
+import * as Checkpointer from "@agentloop/core/Checkpointer"
 import * as Step from "@agentloop/core/step/Step"
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import * as CrashJournal from "../src/CrashJournal.ts"
 import * as CrashReport from "../src/CrashReport.ts"
 import * as CrashTest from "../src/CrashTest.ts"
@@ -128,6 +134,25 @@ describe("CrashTest.everyCheckpoint", () => {
       expect(report.killPoints).toHaveLength(8)
       for (const point of report.killPoints) expect(point.observed.turns).toHaveLength(3)
     }))
+
+  it.live("takes the app's store: the file store, shared by every kill point", () =>
+    Effect.gen(function*() {
+      const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-crash-kit-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true })))
+      const report = yield* CrashTest.everyCheckpoint({
+        program: order("Tea and cake, please", "order-1"),
+        layer: AgentLoop.layer,
+        model: script,
+        checkpointer: Checkpointer.layerFileSystem(directory).pipe(
+          Layer.provide(NodeFileSystem.layer),
+          Layer.provide(NodePath.layer)
+        ),
+        at: [4, 6]
+      })
+      yield* CrashReport.verify(report)
+      // Each run has a log of its own in the folder: the uninterrupted one and each kill point's.
+      expect(Fs.readdirSync(directory)).toHaveLength(3)
+    }).pipe(Effect.scoped))
 
   it.effect("`at` picks the kill points", () =>
     Effect.gen(function*() {
