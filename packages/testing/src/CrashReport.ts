@@ -101,7 +101,7 @@ export interface Report<A> {
 
 const show = (value: unknown): string => util.inspect(value, { depth: 5, breakLength: Infinity })
 
-const times = (n: number): string => n === 1 ? "once" : `${n} times`
+const times = (n: number): string => n === 0 ? "never" : n === 1 ? "once" : `${n} times`
 
 const count = <A>(values: ReadonlyArray<A>, key: (a: A) => string): Map<string, { readonly first: A; n: number }> => {
   const counts = new Map<string, { readonly first: A; n: number }>()
@@ -135,8 +135,10 @@ const request = (history: ReadonlyArray<Item.Item>): string => {
 /**
  * The invariants a kill point broke, against the uninterrupted run: what
  * `killed` says when the program ended before the kill point, each turn of
- * the model asked more often, each effect that is not idempotent made more
- * often, and a result that differs (by `equivalence`).
+ * the model asked again (the same request, more often than the
+ * uninterrupted run asked it; or more turns in all), each effect that is not
+ * idempotent made again (likewise, by its name and key, or by its name in
+ * all), and a result that differs (by `equivalence`).
  *
  * @since 0.2.0
  * @category judging
@@ -158,30 +160,45 @@ export const problems = <A>(
     )
   }
 
+  // A request (an effect) counts as repeated when the killed and resumed halves made the very same one more than
+  // once, and more often than the uninterrupted run did: one that merely differs (a timestamp in a tool's output)
+  // is not. Repeats that differ each time still show in the totals.
   const history = (turn: ReadonlyArray<Item.Item>) => JSON.stringify(turn)
   const turnsBefore = count(uninterrupted.observed.turns, history)
-  const turnsNow = count(killPoint.observed.turns, history)
-  for (const [key, { first, n }] of turnsNow) {
+  let repeatedTurns = 0
+  for (const [key, { first, n }] of count(killPoint.observed.turns, history)) {
     const before = turnsBefore.get(key)?.n ?? 0
-    if (n > before) {
-      found.push(
-        `the model was asked ${request(first)} ${times(n)} (the uninterrupted run asked it ${
-          before === 0 ? "never" : times(before)
-        })`
-      )
+    if (n > 1 && n > before) {
+      repeatedTurns++
+      found.push(`the model was asked ${request(first)} ${times(n)} (the uninterrupted run asked it ${times(before)})`)
     }
+  }
+  const turns = killPoint.observed.turns.length
+  const turnsThen = uninterrupted.observed.turns.length
+  if (repeatedTurns === 0 && turns > turnsThen) {
+    found.push(`the model was asked ${turns} turns (the uninterrupted run asked ${turnsThen})`)
   }
 
   const effect = (e: CrashJournal.SideEffect) => JSON.stringify([e.name, e.key])
-  const effectsBefore = count(uninterrupted.observed.effects, effect)
-  for (const [key, { first, n }] of count(killPoint.observed.effects, effect)) {
+  const once = (e: CrashJournal.SideEffect) => !e.idempotent
+  const effectsBefore = count(uninterrupted.observed.effects.filter(once), effect)
+  const repeatedEffects = new Set<string>()
+  for (const [key, { first, n }] of count(killPoint.observed.effects.filter(once), effect)) {
     const before = effectsBefore.get(key)?.n ?? 0
-    if (!first.idempotent && n > before) {
+    if (n > 1 && n > before) {
+      repeatedEffects.add(first.name)
       found.push(
         `"${first.name}"${first.key === "" ? "" : ` ${first.key}`}, which is not idempotent, ran ${
           times(n)
-        } (the uninterrupted run: ${before === 0 ? "never" : times(before)})`
+        } (the uninterrupted run: ${times(before)})`
       )
+    }
+  }
+  const byNameBefore = count(uninterrupted.observed.effects.filter(once), (e) => e.name)
+  for (const [name, { n }] of count(killPoint.observed.effects.filter(once), (e) => e.name)) {
+    const before = byNameBefore.get(name)?.n ?? 0
+    if (!repeatedEffects.has(name) && n > before) {
+      found.push(`"${name}", which is not idempotent, ran ${times(n)} in all (the uninterrupted run: ${times(before)})`)
     }
   }
 
