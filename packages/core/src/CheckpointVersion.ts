@@ -91,7 +91,7 @@ export interface Migration {
  *   V1.pipe(Schema.decodeTo(
  *     V2,
  *     SchemaTransformation.transform({
- *       decode: ({ celsius }) => ({ degrees: celsius, unit: "C" as const }),
+ *       decode: ({ celsius }): typeof V2.Type => ({ degrees: celsius, unit: "C" }),
  *       encode: ({ degrees }) => ({ celsius: degrees })
  *     })
  *   ))
@@ -169,7 +169,7 @@ const Envelope = Schema.Struct({ v: Schema.optionalKey(Schema.Finite) })
  * @since 0.2.0
  * @category records
  */
-export const format = (version: number, json: Schema.Json): string => JSON.stringify(Object.assign({ v: version }, json))
+export const format = (version: number, json: unknown): string => JSON.stringify(Object.assign({ v: version }, json))
 
 /**
  * The JSON of a record's text, and the version that wrote it ({@link first}

@@ -14,6 +14,13 @@
  * the item log as a change from the one written before, the rest (state,
  * books, counters) as they are.
  *
+ * Each entry carries the version of the program's state (its
+ * `stateVersioning`, version 1 without one, as entries written before entries
+ * carried a version): a state recorded at another version is brought to the
+ * current one by the program's migrations as the ledger is read, or the
+ * ledger fails with a `CheckpointFailed` whose cause is a
+ * `CheckpointVersionMismatch`.
+ *
  * @internal
  */
 import * as Effect from "effect/Effect"
@@ -21,12 +28,12 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
+import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import { Cost } from "../../Cost.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
 import { StepMeta } from "../../StepMeta.ts"
 import { TokenUsage } from "../../TokenUsage.ts"
-import type * as Toolkit from "../../Toolkit.ts"
 import * as ToolRecord from "../../ToolRecord.ts"
 import * as Turn from "../../Turn.ts"
 import { RecordedError } from "../ExecutionContext.ts"
@@ -49,7 +56,7 @@ const Context = Schema.Struct({
 })
 type Context = typeof Context.Type
 
-const Entry = Schema.fromJsonString(Schema.Union([
+const Entry = Schema.Union([
   Schema.TaggedStruct("Completed", {
     execution: Schema.String,
     key: Schema.String,
@@ -66,8 +73,12 @@ const Entry = Schema.fromJsonString(Schema.Union([
     record: ToolRecord.ToolRecord
   }),
   Schema.TaggedStruct("Finished", { output: Schema.Json })
-]))
+])
 type Entry = typeof Entry.Type
+
+const decodeEntry = Schema.decodeUnknownEffect(Entry)
+const encodeEntry = Schema.encodeUnknownEffect(Entry)
+const decodeJson = Schema.decodeUnknownEffect(Schema.Json)
 
 /** A context to write: its state is checked to be JSON when it is written. */
 type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
@@ -107,7 +118,7 @@ export interface Ledger {
     execution: string,
     key: string,
     index: number,
-    result: Toolkit.Result
+    record: ToolRecord.ToolRecord
   ) => Effect.Effect<void, CheckpointFailed>
   readonly complete: (
     execution: Execution<unknown>,
@@ -123,14 +134,42 @@ export const failed = (id: string, message: string, cause?: unknown): Checkpoint
   new CheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
 
 /**
+ * An entry of execution `id`'s ledger, its context's state as version
+ * `versioning` of the program's state reads it.
+ */
+const read = (id: string, text: string, versioning: CheckpointVersion.Versioning | undefined) =>
+  Effect.gen(function*() {
+    const recorded = yield* CheckpointVersion.parse(text)
+    const entry = yield* decodeEntry(recorded.json)
+    if (
+      recorded.version === (versioning?.version ?? CheckpointVersion.first) ||
+      (entry._tag !== "Completed" && entry._tag !== "Saved") || entry.context.state === undefined
+    ) return entry
+    const state = yield* CheckpointVersion.migrate({
+      subject: `the state of execution "${id}"`,
+      versioning,
+      recorded: recorded.version,
+      value: entry.context.state
+    }).pipe(Effect.flatMap(decodeJson))
+    return { ...entry, context: { ...entry.context, state } }
+  }).pipe(
+    Effect.mapError((error) =>
+      error._tag === "CheckpointVersionMismatch"
+        ? failed(id, error.message, error)
+        : failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error)
+    )
+  )
+
+/**
  * Opens the ledger of execution `id` with its fingerprint, holding its lease
  * until the scope closes: what its earlier executions recorded, and how to
- * record more.
+ * record more. `versioning` is the program's state's.
  */
 export const load = (
   checkpointer: Checkpointer["Service"],
   id: string,
-  fingerprint: RunFingerprint.Fingerprint
+  fingerprint: RunFingerprint.Fingerprint,
+  versioning: CheckpointVersion.Versioning | undefined
 ): Effect.Effect<Ledger, CheckpointFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* checkpointer.open(id, fingerprint).pipe(
@@ -149,9 +188,7 @@ export const load = (
       return { ...rest, items }
     }
     for (const text of texts) {
-      const entry = yield* Schema.decodeUnknownEffect(Entry)(text).pipe(
-        Effect.mapError((error) => failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error))
-      )
+      const entry = yield* read(id, text, versioning)
       switch (entry._tag) {
         case "Completed":
           completed.set(`${entry.execution}|${entry.key}`, {
@@ -200,9 +237,11 @@ export const load = (
       written.set(execution.id, items)
       return context
     }
+    const version = versioning?.version ?? CheckpointVersion.first
     // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
     const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
-      Schema.encodeUnknownEffect(Entry)(entry).pipe(
+      encodeEntry(entry).pipe(
+        Effect.map((json) => CheckpointVersion.format(version, json)),
         Effect.mapError((error) =>
           failed(
             id,
@@ -221,8 +260,7 @@ export const load = (
         completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
       answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
-      toolDone: (execution, key, index, result) =>
-        write({ _tag: "ToolDone", execution, key, index, record: ToolRecord.fromResult(result) }),
+      toolDone: (execution, key, index, record) => write({ _tag: "ToolDone", execution, key, index, record }),
       complete: (execution, key, output) =>
         Effect.suspend(() =>
           write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })
