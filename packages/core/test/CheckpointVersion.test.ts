@@ -107,7 +107,13 @@ const weatherTools = Effect.gen(function*() {
     outputVersioning: { version: 3, migrations: [CheckpointVersion.migration(2, 3, Degrees)] },
     execute: () => Effect.succeed({ degrees: 70, unit: "F" as const })
   })
-  return { blocked, v1: Toolkit.make(v1, wait), v2: Toolkit.make(v2, wait), v3: Toolkit.make(v3, wait) }
+  return {
+    blocked,
+    weather: { v1, v2 },
+    v1: Toolkit.make(v1, wait),
+    v2: Toolkit.make(v2, wait),
+    v3: Toolkit.make(v3, wait)
+  }
 })
 
 /** The weather run: turn 1 calls weather (the finish tool) and wait together. */
@@ -231,6 +237,34 @@ for (const [store, layer] of [["in memory", Checkpointer.layerMemory], ["on file
             supported: 3
           }
         })
+      }).pipe(Effect.provide(layer)))
+
+    it.effect("a tool step's output recorded at version 1 is replayed through its tool's migration", () =>
+      Effect.gen(function*() {
+        const tools = yield* weatherTools
+        const blocked = yield* Deferred.make<void>()
+        const args = { city: "Paris" }
+        const first = Step.loop({
+          id: "program",
+          steps: [
+            Step.tool({ id: "weather", tool: tools.weather.v1, args }),
+            Step.run({ id: "after", execute: () => Effect.andThen(Deferred.succeed(blocked, undefined), Effect.never) })
+          ],
+          until: Until.maxSteps(1)
+        })
+        const fiber = yield* Effect.forkChild(Effect.exit(Step.execute(first, {}, { id: "tool-step-migrated" })))
+        yield* Deferred.await(blocked)
+        yield* Fiber.interrupt(fiber)
+        const second = Step.loop({
+          id: "program",
+          steps: [
+            Step.tool({ id: "weather", tool: tools.weather.v2, args }),
+            Step.run({ id: "after", execute: (weather: typeof Degrees.Type) => `${weather.degrees} °${weather.unit}` })
+          ],
+          until: Until.maxSteps(1)
+        })
+        // The tool step is not run again (version 2 would say 70 °F): its recorded output is migrated.
+        expect(yield* Step.execute(second, {}, { id: "tool-step-migrated" })).toBe("21 °C")
       }).pipe(Effect.provide(layer)))
 
     it.effect("a step program's state recorded at version 1 resumes through the program's migration", () =>

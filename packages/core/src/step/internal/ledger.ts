@@ -56,11 +56,31 @@ const Context = Schema.Struct({
 })
 type Context = typeof Context.Type
 
+/** A step's output as the ledger writes it: its JSON, and the output version of its tool (a `tool` step's) when it declares one. */
+const Output = { output: Schema.Json, outputVersion: Schema.optionalKey(CheckpointVersion.Version) }
+
+/** A step's output, recorded. */
+export interface Output {
+  readonly output: Schema.Json
+  readonly outputVersion?: number
+}
+
+/** A step's output to record: it is checked to be JSON when it is written. */
+export interface Unwritten {
+  readonly output: unknown
+  readonly outputVersion?: number
+}
+
+const outputOf = (entry: Output): Output =>
+  entry.outputVersion === undefined
+    ? { output: entry.output }
+    : { output: entry.output, outputVersion: entry.outputVersion }
+
 const Entry = Schema.Union([
   Schema.TaggedStruct("Completed", {
     execution: Schema.String,
     key: Schema.String,
-    output: Schema.Json,
+    ...Output,
     context: Context
   }),
   Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
@@ -72,7 +92,7 @@ const Entry = Schema.Union([
     index: Count,
     record: ToolRecord.ToolRecord
   }),
-  Schema.TaggedStruct("Finished", { output: Schema.Json })
+  Schema.TaggedStruct("Finished", Output)
 ])
 type Entry = typeof Entry.Type
 
@@ -97,17 +117,17 @@ export interface Answered {
 
 /** The ledger of one execution id. */
 export interface Ledger {
-  /** The output recorded for the step `key` of `execution` (as JSON), with the context it left, if it completed. */
+  /** The output recorded for the step `key` of `execution`, with the context it left, if it completed. */
   readonly completed: (
     execution: string,
     key: string
-  ) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
+  ) => { readonly output: Output; readonly context: Restorable } | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
   readonly saved: (execution: string, key: string) => Restorable | undefined
   /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
   readonly answered: (execution: string, key: string) => Answered | undefined
-  /** The program's output (as JSON), when it ended. */
-  readonly finished: Schema.Json | undefined
+  /** The program's output, when it ended. */
+  readonly finished: Output | undefined
   readonly answer: (
     execution: string,
     key: string,
@@ -120,13 +140,14 @@ export interface Ledger {
     index: number,
     record: ToolRecord.ToolRecord
   ) => Effect.Effect<void, CheckpointFailed>
+  /** Records the step `key` as completed with `output` (checked to be JSON as it is written). */
   readonly complete: (
     execution: Execution<unknown>,
     key: string,
-    output: unknown
+    output: Unwritten
   ) => Effect.Effect<void, CheckpointFailed>
   readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, CheckpointFailed>
-  readonly finish: (output: unknown) => Effect.Effect<void, CheckpointFailed>
+  readonly finish: (output: Unwritten) => Effect.Effect<void, CheckpointFailed>
 }
 
 /** A checkpoint of execution `id` that could not be written or read. */
@@ -176,11 +197,11 @@ export const load = (
       Effect.mapError((error) => failed(id, error.message, error))
     )
     const texts = log.entries
-    const completed = new Map<string, { readonly output: Schema.Json; readonly context: Restorable }>()
+    const completed = new Map<string, { readonly output: Output; readonly context: Restorable }>()
     const saved = new Map<string, Restorable>()
     const answered = new Map<string, Answered>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
-    let finished: Schema.Json | undefined
+    let finished: Output | undefined
     const restorable = (execution: string, context: Context): Restorable => {
       const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
       logs.set(execution, items)
@@ -192,7 +213,7 @@ export const load = (
       switch (entry._tag) {
         case "Completed":
           completed.set(`${entry.execution}|${entry.key}`, {
-            output: entry.output,
+            output: outputOf(entry),
             context: restorable(entry.execution, entry.context)
           })
           break
@@ -213,7 +234,7 @@ export const load = (
           break
         }
         case "Finished":
-          finished = entry.output
+          finished = outputOf(entry)
           break
       }
     }
@@ -263,11 +284,11 @@ export const load = (
       toolDone: (execution, key, index, record) => write({ _tag: "ToolDone", execution, key, index, record }),
       complete: (execution, key, output) =>
         Effect.suspend(() =>
-          write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })
+          write({ _tag: "Completed", execution: execution.id, key, ...output, context: context(execution) })
         ),
       save: (execution, key) =>
         Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
-      finish: (output) => write({ _tag: "Finished", output })
+      finish: (output) => write({ _tag: "Finished", ...output })
     }
   })
 
