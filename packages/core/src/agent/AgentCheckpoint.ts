@@ -92,7 +92,12 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
   ])
 
-/** An entry of a run whose output is an `O`. */
+/**
+ * An entry of a run whose output is an `O`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type EntryOf<O> = ReturnType<typeof Entry<Schema.Codec<O, unknown>>>["Type"]
 
 /**
