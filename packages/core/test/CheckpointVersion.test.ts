@@ -343,6 +343,43 @@ for (const [store, layer] of [["in memory", Checkpointer.layerMemory], ["on file
   })
 }
 
+describe("CheckpointVersion.migrate", () => {
+  const Value = Schema.Struct({ n: Schema.Finite })
+  const plus = (from: number, to: number) =>
+    CheckpointVersion.migration(
+      from,
+      to,
+      Value.pipe(Schema.decodeTo(
+        Value,
+        SchemaTransformation.transform({ decode: ({ n }) => ({ n: n + to }), encode: ({ n }) => ({ n: n - to }) })
+      ))
+    )
+  const migrate = (recorded: number, versioning: CheckpointVersion.Versioning) =>
+    CheckpointVersion.migrate({ subject: "the value", versioning, recorded, value: { n: 0 } })
+
+  it.effect("runs the migrations from the recorded version one after another, in whatever order they are given", () =>
+    Effect.gen(function*() {
+      const versioning = { version: 4, migrations: [plus(3, 4), plus(1, 3), plus(2, 3)] }
+      expect(yield* migrate(1, versioning)).toStrictEqual({ n: 7 })
+      expect(yield* migrate(2, versioning)).toStrictEqual({ n: 7 })
+      expect(yield* migrate(4, versioning)).toStrictEqual({ n: 0 })
+    }))
+
+  it.effect("a newer version, a gap or a cycle is a CheckpointVersionMismatch naming both versions", () =>
+    Effect.gen(function*() {
+      for (
+        const [recorded, migrations] of [[5, [plus(1, 4)]], [1, [plus(2, 4)]], [1, [plus(1, 2), plus(2, 1)]]] as const
+      ) {
+        const error = yield* Effect.flip(migrate(recorded, { version: 4, migrations }))
+        expect(error).toMatchObject({ _tag: "CheckpointVersionMismatch", recorded, supported: 4 })
+        expect(error.message).toBe(
+          `the value was recorded at version ${recorded}, and this app reads version 4: ` +
+            `no migration leads from version ${recorded} to version 4`
+        )
+      }
+    }))
+})
+
 describe("ToolRecord", () => {
   it.effect("a success records its tool's output version; restoring it migrates the output, not the item", () =>
     Effect.gen(function*() {
