@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as CheckpointVersion from "./CheckpointVersion.ts"
 import * as Item from "./Item.ts"
+import type * as Tool from "./Tool.ts"
 import type * as Toolkit from "./Toolkit.ts"
 import { Outcome } from "./ToolOutcome.ts"
 
@@ -77,21 +78,39 @@ export const toResult = <R>(
     return Effect.fail(new RestoreFailed({ tool: name, message: `the toolkit has no tool "${name}" any more` }))
   }
   const recorded = record.version ?? CheckpointVersion.first
-  const versioning = tool.outputVersioning
   const text = record.output.output
-  const value = recorded === (versioning?.version ?? CheckpointVersion.first)
-    ? Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(tool.output)))(text)
-    : Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.Unknown))(text).pipe(
-      Effect.flatMap((json) =>
-        CheckpointVersion.migrate({ subject: `the output of tool "${name}"`, versioning, recorded, value: json })
-      ),
-      Effect.flatMap(Schema.decodeUnknownEffect(Schema.toCodecJson(tool.output)))
+  const value = recorded === (tool.outputVersioning?.version ?? CheckpointVersion.first)
+    ? Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(tool.output)))(text).pipe(
+      Effect.mapError((error) => noLongerDecodes(name, error))
     )
-  return value.pipe(
-    Effect.catchTag("SchemaError", (error) =>
-      Effect.fail(
-        new RestoreFailed({ tool: name, message: `the recorded output no longer decodes: ${error.message}` })
-      )),
-    Effect.map((value): Toolkit.Result => ({ outcome: "success", call: record.call, output: record.output, value }))
+    : Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.Unknown))(text).pipe(
+      Effect.mapError((error) => noLongerDecodes(name, error)),
+      Effect.flatMap((json) => migrateOutput(tool, recorded, json))
+    )
+  return Effect.map(
+    value,
+    (value): Toolkit.Result => ({ outcome: "success", call: record.call, output: record.output, value })
   )
 }
+
+const noLongerDecodes = (tool: string, error: Schema.SchemaError) =>
+  new RestoreFailed({ tool, message: `the recorded output no longer decodes: ${error.message}` })
+
+/**
+ * An output of `tool` recorded at version `recorded` of its output schema
+ * (as JSON), brought to the tool's version by its migrations and decoded.
+ */
+export const migrateOutput = (
+  tool: Tool.Any<unknown>,
+  recorded: number,
+  json: unknown
+): Effect.Effect<unknown, RestoreFailed | CheckpointVersion.CheckpointVersionMismatch> =>
+  CheckpointVersion.migrate({
+    subject: `the output of tool "${tool.name}"`,
+    versioning: tool.outputVersioning,
+    recorded,
+    value: json
+  }).pipe(
+    Effect.flatMap(Schema.decodeUnknownEffect(Schema.toCodecJson(tool.output))),
+    Effect.catchTag("SchemaError", (error) => Effect.fail(noLongerDecodes(tool.name, error)))
+  )

@@ -217,6 +217,24 @@ for (const [store, layer] of [["in memory", Checkpointer.layerMemory], ["on file
         })
       }).pipe(Effect.provide(layer)))
 
+    it.effect("a finished run's submitted value, its finish tool's output at version 1, is read by version 2", () =>
+      Effect.gen(function*() {
+        const tools = yield* weatherTools
+        const options = { input: "Weather?", model, finish: "weather", runId: "weather-finished" }
+        const weatherOnly = MockLanguageModel.callsTurn([{ name: "weather", arguments: { city: "Oslo" } }], {
+          model,
+          usage
+        })
+        const first = yield* runAgent([weatherOnly], { ...options, toolkit: tools.v1 })
+        expect(first.exit._tag === "Success" && first.exit.value.termination).toMatchObject({ value: { celsius: 21 } })
+        const again = yield* runAgent([], { ...options, toolkit: tools.v2 })
+        expect(again.requests).toHaveLength(0)
+        expect(again.exit._tag === "Success" && again.exit.value.termination).toMatchObject({
+          _tag: "Submitted",
+          value: { degrees: 21, unit: "C" }
+        })
+      }).pipe(Effect.provide(layer)))
+
     it.effect("a tool's output of a version no migration reaches fails the resumed run with CheckpointVersionMismatch", () =>
       Effect.gen(function*() {
         const tools = yield* weatherTools

@@ -89,7 +89,11 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Answered,
     ToolDone,
     Decided,
-    Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
+    // A submitted value is its finish tool's output: `outputVersion` is the tool's, when it declares one.
+    Schema.TaggedStruct("Finished", {
+      result: AgentEvent.RunResult(output, Schema.Unknown),
+      outputVersion: Schema.optionalKey(CheckpointVersion.Version)
+    })
   ])
 
 /**
@@ -233,6 +237,26 @@ export const recorder = <O, R, RU, TR>(options: {
         )
       const toolkit = options.toolkit ?? Toolkit.make()
       const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
+      // A submitted value is its finish tool's output: written with the tool's version, read through its migrations.
+      const finishedEntry = (result: AgentEvent.RunResult<O>): EntryOf<O> => {
+        const version = result._tag === "Submitted"
+          ? toolkit.byName.get(result.termination.tool)?.outputVersioning?.version
+          : undefined
+        return version === undefined
+          ? { _tag: "Finished", result }
+          : { _tag: "Finished", result, outputVersion: version }
+      }
+      const submitted = (result: AgentEvent.RunResult<O>, recorded = CheckpointVersion.first) => {
+        const tool = result._tag === "Submitted" ? toolkit.byName.get(result.termination.tool) : undefined
+        if (
+          result._tag === "Stopped" || tool === undefined ||
+          recorded === (tool.outputVersioning?.version ?? CheckpointVersion.first)
+        ) return Effect.succeed(result)
+        return Effect.map(
+          ToolRecord.migrateOutput(tool, recorded, result.termination.value),
+          (value): AgentEvent.RunResult<O> => ({ ...result, termination: { ...result.termination, value } })
+        )
+      }
 
       const recover = (initial: AgentMachine.State) =>
         Effect.gen(function*() {
@@ -270,7 +294,7 @@ export const recorder = <O, R, RU, TR>(options: {
                 break
               }
               case "Finished":
-                finished = recorded.result
+                finished = yield* submitted(recorded.result, recorded.outputVersion)
                 break
             }
           }
@@ -296,7 +320,7 @@ export const recorder = <O, R, RU, TR>(options: {
           write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) }),
         decided: (outcome, transition) =>
           transition._tag === "Finish"
-            ? write({ _tag: "Finished", result: transition.result })
+            ? write(finishedEntry(transition.result))
             // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
             // turn's durable append takes it to the disk.
             : write({
