@@ -20,6 +20,7 @@
  * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 
 /**
@@ -119,6 +120,26 @@ export interface Versioning {
   readonly version: number
   readonly migrations?: ReadonlyArray<Migration> | undefined
 }
+
+const isVersion = Schema.is(Version)
+
+/**
+ * Whether `value` is a {@link Versioning}: a version (an integer from 1), and
+ * migrations between versions, each with a `Schema`. A run checks its
+ * options' with it before anything runs.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isVersioning = (value: unknown): value is Versioning =>
+  Predicate.hasProperty(value, "version") && isVersion(value.version) &&
+  (!Predicate.hasProperty(value, "migrations") || value.migrations === undefined ||
+    (Array.isArray(value.migrations) &&
+      value.migrations.every((migration: unknown) =>
+        Predicate.hasProperty(migration, "from") && isVersion(migration.from) &&
+        Predicate.hasProperty(migration, "to") && isVersion(migration.to) &&
+        Predicate.hasProperty(migration, "schema") && Schema.isSchema(migration.schema)
+      )))
 
 /**
  * `value`, recorded at version `recorded`, as the current version of

@@ -398,6 +398,40 @@ describe("CheckpointVersion.migrate", () => {
     }))
 })
 
+describe("versionings that cannot work", () => {
+  const broken = Tool.make({
+    name: "broken",
+    description: "Versioned wrong",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    outputVersioning: { version: 1.5 },
+    execute: () => Effect.succeed("")
+  })
+  const expected = "a version (an integer from 1) and migrations (CheckpointVersion.migration)"
+
+  it.effect("are InvalidOptions naming the field, before anything runs", () =>
+    Effect.gen(function*() {
+      const state = yield* Effect.flip(
+        Step.execute(Step.run({ id: "a", execute: () => 1 }), {}, { stateVersioning: { version: 0 } })
+      )
+      expect(state).toMatchObject({ _tag: "InvalidOptions", field: "stateVersioning", expected })
+      const migrations = yield* Effect.flip(Step.execute(Step.run({ id: "a", execute: () => 1 }), {}, {
+        stateVersioning: { version: 2, migrations: [{ from: 1, to: 2, schema: "not a schema" as never }] }
+      }))
+      expect(migrations).toMatchObject({ _tag: "InvalidOptions", field: "stateVersioning" })
+      const step = yield* Effect.flip(Step.execute(Step.tool({ id: "t", tool: broken }), {}))
+      expect(step).toMatchObject({ _tag: "InvalidOptions", field: "tool \"broken\".outputVersioning", stepId: "t" })
+      const { exit, requests } = yield* runAgent([], { input: "Hi", model, toolkit: Toolkit.make(broken) })
+      expect(failureOf(exit)).toMatchObject({
+        _tag: "InvalidOptions",
+        field: "tool \"broken\".outputVersioning",
+        value: "{\"version\":1.5}",
+        expected
+      })
+      expect(requests).toHaveLength(0)
+    }))
+})
+
 describe("ToolRecord", () => {
   it.effect("a success records its tool's output version; restoring it migrates the output, not the item", () =>
     Effect.gen(function*() {

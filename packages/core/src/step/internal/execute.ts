@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import { Checkpointer } from "../../Checkpointer.ts"
 import type * as CheckpointVersion from "../../CheckpointVersion.ts"
+import * as InvalidOptions from "../../InvalidOptions.ts"
 import * as RunFingerprint from "../../RunFingerprint.ts"
 import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
@@ -78,7 +79,10 @@ export const program = (
   sink: Sink | undefined
 ): Effect.Effect<unknown, unknown, unknown> =>
   Effect.gen(function*() {
-    const refused = validate(step)
+    const refused = validate(step) ?? InvalidOptions.first(
+      InvalidOptions.check("stateVersioning", options?.stateVersioning, InvalidOptions.versioning),
+      InvalidOptions.outputVersioning(options?.toolkit?.tools ?? [])
+    )
     if (refused !== undefined) return yield* Effect.fail(refused)
     const clock = yield* Clock.Clock
     const id = options?.id ??
