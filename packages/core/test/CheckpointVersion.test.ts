@@ -167,7 +167,32 @@ const oldRecordsResume = (id: string) =>
     expect((yield* read(id)).map((entry) => JSON.parse(entry).v).slice(-2)).toStrictEqual([1, 1])
   })
 
-for (const [store, layer] of [["in memory", Checkpointer.layerMemory], ["on files", files]] as const) {
+const postgresReachable = await Reachable.listening(5432)
+if (!postgresReachable) {
+  console.warn("CheckpointVersion: SKIPPING the PostgreSQL cases: nothing listens on 127.0.0.1:5432")
+}
+const table = `agentloop_versions_test_${process.pid}`
+const pgClient = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
+if (postgresReachable) {
+  afterAll(() =>
+    Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        Effect.all([sql`DROP TABLE IF EXISTS ${sql(table)}`, sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`])).pipe(
+          Effect.provide(pgClient)
+        )
+    )
+  )
+}
+
+const stores: ReadonlyArray<readonly [string, Layer.Layer<Checkpointer.Checkpointer, unknown>]> = [
+  ["in memory", Checkpointer.layerMemory],
+  ["on files", files],
+  ...(postgresReachable
+    ? [["on PostgreSQL", Checkpointer.layerSql({ table }).pipe(Layer.provide(pgClient))] as const]
+    : [])
+]
+
+for (const [store, layer] of stores) {
   describe(`versioned checkpoints ${store}`, () => {
     it.effect("an agent run recorded before entries carried a version resumes", () =>
       oldRecordsResume("agent-old").pipe(Effect.provide(layer)))
@@ -465,26 +490,4 @@ describe("ToolRecord", () => {
       )
         .toMatchObject({ value: { degrees: 9, unit: "F" } })
     }))
-})
-
-const postgresReachable = await Reachable.listening(5432)
-if (!postgresReachable) {
-  console.warn("CheckpointVersion: SKIPPING the PostgreSQL test: nothing listens on 127.0.0.1:5432")
-}
-
-describe.skipIf(!postgresReachable)("versioned checkpoints on PostgreSQL", () => {
-  const table = `agentloop_versions_test_${process.pid}`
-  const connection = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
-  const client = PgClient.layer(connection)
-  afterAll(() =>
-    Effect.runPromise(
-      Effect.flatMap(SqlClient.SqlClient, (sql) =>
-        Effect.all([sql`DROP TABLE IF EXISTS ${sql(table)}`, sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`])).pipe(
-          Effect.provide(client)
-        )
-    )
-  )
-
-  it.effect("an agent run recorded before entries carried a version resumes", () =>
-    oldRecordsResume("agent-old").pipe(Effect.provide(Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))))
 })
