@@ -12,8 +12,12 @@
  * - `Checkpointer.layerSql` on a SQLite file (`node:sqlite`, WAL,
  *   `synchronous = FULL`), and on the local PostgreSQL (skipped, saying so,
  *   when none listens on 127.0.0.1:5432).
+ *
+ * Then what the version each entry carries costs an append: a run's entries
+ * encoded by `AgentCheckpoint.codec` against the same entries encoded as they
+ * were before entries carried a version.
  */
-import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
+import { AgentCheckpoint, AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
 import { NodeSqliteClient } from "@agentloop/durable"
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
@@ -117,3 +121,34 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
   }
 })))
 rmSync(directory, { recursive: true, force: true })
+
+// A run's entries (three a turn), encoded again and again: with their version, and as before.
+const versioned = AgentCheckpoint.codec(Schema.String, "bench-versions")
+const entries = await Effect.runPromise(
+  Effect.gen(function*() {
+    yield* Effect.flatMap(
+      AgentLoop.AgentLoop,
+      (agent) =>
+        agent.run({ input: "Count", toolkit: Toolkit.make(add), runId: "bench-versions", limits: { maxTurns: turns } })
+    )
+      .pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script)))))
+    const texts = yield* Effect.flatMap(Checkpointer.Checkpointer, (store) => store.read("bench-versions"))
+    return yield* Effect.forEach(texts, versioned.decode)
+  }).pipe(Effect.provide(Checkpointer.layerMemory))
+)
+const unversioned = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(AgentCheckpoint.Entry(Schema.String))))
+const passes = 20
+const encodeAll = (encode: (entry: (typeof entries)[number]) => Effect.Effect<string, unknown>) => () => {
+  for (let pass = 0; pass < passes; pass++) {
+    for (const entry of entries) Effect.runSync(encode(entry))
+  }
+  return Promise.resolve()
+}
+await compare({
+  title: `the version an entry carries: ${entries.length} entries of a ${turns}-turn run, encoded ${passes} times`,
+  units: entries.length * passes,
+  unit: "entry",
+  rounds: 15,
+  baseline: { name: "encoded as before (no version)", run: encodeAll(unversioned) },
+  cases: [{ name: "AgentCheckpoint.codec (with its version)", run: encodeAll(versioned.encode) }]
+})

@@ -46,6 +46,11 @@ export {
   RunInProgress
 } from "./CheckpointStore.ts"
 
+export {
+  /** A record's version is one no migration brings to the version this app reads (see `CheckpointVersion`). */
+  CheckpointVersionMismatch
+} from "./CheckpointVersion.ts"
+
 /**
  * The store of runs' logs.
  *

@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import { Accounting } from "./Accounting.ts"
+import * as CheckpointVersion from "./CheckpointVersion.ts"
 import * as Cost from "./Cost.ts"
 import type { ModelParams } from "./LanguageModel.ts"
 import * as TokenUsage from "./TokenUsage.ts"
@@ -96,6 +97,36 @@ export interface Rule {
   readonly expected: string
   readonly test: (value: unknown) => boolean
 }
+
+/**
+ * A schema's version and the migrations that reach it (see
+ * `CheckpointVersion.Versioning`): a program's `stateVersioning`, a tool's
+ * `outputVersioning`.
+ *
+ * @since 0.2.0
+ * @category rules
+ */
+export const versioning: Rule = {
+  expected: "a version (an integer from 1) and migrations (CheckpointVersion.migration)",
+  test: CheckpointVersion.isVersioning
+}
+
+/**
+ * The first of `tools` whose `outputVersioning` cannot work (see
+ * {@link versioning}), as the field `tool "<name>".outputVersioning`.
+ *
+ * @since 0.2.0
+ * @category rules
+ */
+export const outputVersioning = (
+  tools: ReadonlyArray<{ readonly name: string; readonly outputVersioning: unknown }>,
+  stepId?: string | undefined
+): InvalidOptions | undefined =>
+  first(
+    ...tools.map((tool) =>
+      check(`tool ${JSON.stringify(tool.name)}.outputVersioning`, tool.outputVersioning, versioning, stepId)
+    )
+  )
 
 /**
  * An integer of at least 1: a count of turns, iterations, paths at once.

@@ -17,6 +17,7 @@ import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
+import type * as CheckpointVersion from "./CheckpointVersion.ts"
 import type { Halt } from "./Halt.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
@@ -97,6 +98,8 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   readonly description: string
   readonly input: Schema.Codec<Input, unknown>
   readonly output: Schema.Codec<Output, unknown>
+  /** The version of `output` and how recorded outputs of older versions reach it; see the `outputVersioning` option of {@link make}. */
+  readonly outputVersioning: CheckpointVersion.Versioning | undefined
   /** When set, the tool's typed failures are encoded with it and sent to the model as `{"error": <encoded>}`. */
   readonly failure: Schema.Codec<Failure, unknown> | undefined
   /** This tool's own time limit; it wins over the `timeout` option of `Toolkit.executeAllSafe`. */
@@ -126,6 +129,7 @@ export interface Any<out R = unknown> {
   readonly description: string
   readonly input: Schema.Codec<unknown, unknown>
   readonly output: Schema.Codec<unknown, unknown>
+  readonly outputVersioning: CheckpointVersion.Versioning | undefined
   readonly failure: Schema.Codec<unknown, unknown> | undefined
   readonly timeout: Duration.Duration | undefined
   readonly parameters: JsonSchema.JsonSchema
@@ -171,6 +175,13 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * gates this tool's items must pass (see {@link ItemSchemas}), and `memory`
  * declares a state of the tool's own (see the `ToolMemory` module; its `id`
  * is the tool's name unless given).
+ *
+ * `outputVersioning` (new in 0.2.0) is for a tool whose output schema
+ * changed while runs that recorded its outputs may still resume: its
+ * `version` is recorded with each output (none: version 1, as every output
+ * recorded before), and its `migrations` bring an output recorded at another
+ * version to it when a run resumes (see the `CheckpointVersion` module). The
+ * model's history keeps the output as the model read it.
  */
 export const make = <
   const Name extends string,
@@ -184,6 +195,7 @@ export const make = <
   readonly description: string
   readonly input: Schema.Codec<Input, { readonly [key: string]: unknown }>
   readonly output: Schema.Codec<Output, unknown>
+  readonly outputVersioning?: CheckpointVersion.Versioning | undefined
   readonly failure?: Schema.Codec<Failure, unknown> | undefined
   readonly timeout?: Duration.Input | undefined
   readonly needsApproval?: boolean | ((input: Input) => boolean) | undefined
@@ -211,6 +223,7 @@ export const make = <
     description: options.description,
     input: options.input,
     output: options.output,
+    outputVersioning: options.outputVersioning,
     failure: options.failure,
     timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
     parameters: toParameters(options.input),

@@ -3,32 +3,49 @@
  *
  * A `Toolkit.Result` holds the tool's output as a value, which may not be
  * JSON; its record keeps the output item the model reads (the value encoded by
- * the tool's output schema), from which the value decodes back.
+ * the tool's output schema), from which the value decodes back, and the
+ * version of that schema when the tool declares one (`outputVersioning`): a
+ * tool whose output schema changed reads its older records through its
+ * migrations.
  *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as CheckpointVersion from "./CheckpointVersion.ts"
 import * as Item from "./Item.ts"
+import type * as Tool from "./Tool.ts"
 import type * as Toolkit from "./Toolkit.ts"
 import { Outcome } from "./ToolOutcome.ts"
 
-/** How a call ended, the call, the output item the model reads, and what went wrong when it did. */
+/**
+ * How a call ended, the call, the output item the model reads, what went
+ * wrong when it did, and the version of the tool's output schema that wrote
+ * a success's output (none: version 1).
+ */
 export const ToolRecord = Schema.Struct({
   outcome: Outcome,
   call: Item.FunctionCall,
   output: Item.FunctionCallOutput,
-  reason: Schema.optionalKey(Schema.String)
+  reason: Schema.optionalKey(Schema.String),
+  version: Schema.optionalKey(CheckpointVersion.Version)
 })
 export type ToolRecord = typeof ToolRecord.Type
 
-/** The record of a result. */
-export const fromResult = (result: Toolkit.Result): ToolRecord => ({
-  outcome: result.outcome,
-  call: result.call,
-  output: result.output,
-  ...(result.outcome === "success" ? {} : { reason: result.reason })
-})
+/**
+ * The record of a result. A checkpoint passes the toolkit that ran the call,
+ * so that a success records the version of its tool's output schema, when the
+ * tool declares one; an event needs none.
+ */
+export const fromResult = <R>(result: Toolkit.Result, toolkit?: Toolkit.Toolkit<R>): ToolRecord => {
+  if (result.outcome !== "success") {
+    return { outcome: result.outcome, call: result.call, output: result.output, reason: result.reason }
+  }
+  const versioning = toolkit?.byName.get(result.call.name)?.outputVersioning
+  return versioning === undefined
+    ? { outcome: result.outcome, call: result.call, output: result.output }
+    : { outcome: result.outcome, call: result.call, output: result.output, version: versioning.version }
+}
 
 /** A record's result could not be restored: its tool is gone, or no longer reads the output it recorded. */
 export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreFailed", {
@@ -38,12 +55,15 @@ export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreF
 
 /**
  * The result a record was made from. A success's value is decoded from its
- * output item with the tool's output schema.
+ * output item with the tool's output schema, after the tool's migrations when
+ * it was recorded at another version of it (the output item stays as the
+ * model read it); one that no migration brings to the tool's version fails
+ * with `CheckpointVersionMismatch`.
  */
 export const toResult = <R>(
   toolkit: Toolkit.Toolkit<R>,
   record: ToolRecord
-): Effect.Effect<Toolkit.Result, RestoreFailed> => {
+): Effect.Effect<Toolkit.Result, RestoreFailed | CheckpointVersion.CheckpointVersionMismatch> => {
   if (record.outcome !== "success") {
     return Effect.succeed({
       outcome: record.outcome,
@@ -57,10 +77,40 @@ export const toResult = <R>(
   if (tool === undefined) {
     return Effect.fail(new RestoreFailed({ tool: name, message: `the toolkit has no tool "${name}" any more` }))
   }
-  return Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(tool.output)))(record.output.output).pipe(
-    Effect.mapError((error) =>
-      new RestoreFailed({ tool: name, message: `the recorded output no longer decodes: ${error.message}` })
-    ),
-    Effect.map((value): Toolkit.Result => ({ outcome: "success", call: record.call, output: record.output, value }))
+  const recorded = record.version ?? CheckpointVersion.first
+  const text = record.output.output
+  const value = recorded === (tool.outputVersioning?.version ?? CheckpointVersion.first)
+    ? Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(tool.output)))(text).pipe(
+      Effect.mapError((error) => noLongerDecodes(name, error))
+    )
+    : Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.Unknown))(text).pipe(
+      Effect.mapError((error) => noLongerDecodes(name, error)),
+      Effect.flatMap((json) => migrateOutput(tool, recorded, json))
+    )
+  return Effect.map(
+    value,
+    (value): Toolkit.Result => ({ outcome: "success", call: record.call, output: record.output, value })
   )
 }
+
+const noLongerDecodes = (tool: string, error: Schema.SchemaError) =>
+  new RestoreFailed({ tool, message: `the recorded output no longer decodes: ${error.message}` })
+
+/**
+ * An output of `tool` recorded at version `recorded` of its output schema
+ * (as JSON), brought to the tool's version by its migrations and decoded.
+ */
+export const migrateOutput = (
+  tool: Tool.Any<unknown>,
+  recorded: number,
+  json: unknown
+): Effect.Effect<unknown, RestoreFailed | CheckpointVersion.CheckpointVersionMismatch> =>
+  CheckpointVersion.migrate({
+    subject: `the output of tool "${tool.name}"`,
+    versioning: tool.outputVersioning,
+    recorded,
+    value: json
+  }).pipe(
+    Effect.flatMap(Schema.decodeUnknownEffect(Schema.toCodecJson(tool.output))),
+    Effect.catchTag("SchemaError", (error) => Effect.fail(noLongerDecodes(tool.name, error)))
+  )

@@ -185,22 +185,22 @@ export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => 
     const result = results[0]
     return result === undefined
       ? yield* Effect.die(new Error(`${name} has no result`))
-      : ToolRecord.fromResult(result)
+      : ToolRecord.fromResult(result, toolkit)
   })
   return Effect.tap(journal.step(name, toolCodec, execute), () => journal.commit)
 }
 
 /**
  * The `Toolkit.Result` of a record (`ToolRecord.toResult`); a success whose
- * tool is gone, or whose output no longer decodes, becomes a failure the model
- * reads.
+ * tool is gone, or whose output no longer decodes or reaches the tool's
+ * output version, becomes a failure the model reads.
  */
 export const result = <R>(
   toolkit: Toolkit.Toolkit<R> | undefined,
   record: ToolRecord.ToolRecord
 ): Effect.Effect<Toolkit.Result> =>
   ToolRecord.toResult(toolkit ?? Toolkit.make(), record).pipe(
-    Effect.catch((error) => Effect.succeed(notRun(record.call, `Tool "${error.tool}": ${error.message}.`)))
+    Effect.catch((error) => Effect.succeed(notRun(record.call, `Tool "${record.call.name}": ${error.message}.`)))
   )
 
 /** The next state of a run without its history: what a `Continue` decision records. */

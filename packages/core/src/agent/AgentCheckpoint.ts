@@ -17,6 +17,14 @@
  * with `CheckpointMismatch` instead of mixing two runs' histories. The log's
  * lease is held for as long as the run executes.
  *
+ * Each entry carries the version of the schema that wrote it ({@link version};
+ * entries written before entries carried one are version 1): a run recorded by
+ * a version of agentloop whose entries this one cannot read fails with
+ * `Termination.CheckpointFailed`, its cause a `CheckpointVersionMismatch`
+ * naming both versions, before anything runs. A tool whose output schema
+ * changed reads its recorded outputs through its own migrations (the
+ * `outputVersioning` option of `Tool.make`).
+ *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
@@ -24,6 +32,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
 import type { OpenError } from "../CheckpointStore.ts"
+import * as CheckpointVersion from "../CheckpointVersion.ts"
 import { Cost } from "../Cost.ts"
 import * as Item from "../Item.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
@@ -80,8 +89,62 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Answered,
     ToolDone,
     Decided,
-    Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
+    // A submitted value is its finish tool's output: `outputVersion` is the tool's, when it declares one.
+    Schema.TaggedStruct("Finished", {
+      result: AgentEvent.RunResult(output, Schema.Unknown),
+      outputVersion: Schema.optionalKey(CheckpointVersion.Version)
+    })
   ])
+
+/**
+ * An entry of a run whose output is an `O`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type EntryOf<O> = ReturnType<typeof Entry<Schema.Codec<O, unknown>>>["Type"]
+
+/**
+ * The version of the schema of the entries this version of agentloop writes,
+ * and the only one it reads.
+ *
+ * @since 0.2.0
+ * @category versions
+ */
+export const version = CheckpointVersion.first
+
+/**
+ * The entries of a run as a `Checkpointer` stores them (text, each with its
+ * {@link version}), for a run whose output `output` describes: `decode`
+ * reads an entry of any version that reaches this one, and fails with
+ * `CheckpointVersionMismatch` for one that does not, before decoding it.
+ *
+ * @since 0.2.0
+ * @category codecs
+ */
+export const codec = <O>(output: Schema.Codec<O, unknown>, runId: string): {
+  readonly encode: (entry: EntryOf<O>) => Effect.Effect<string, Schema.SchemaError>
+  readonly decode: (
+    text: string
+  ) => Effect.Effect<EntryOf<O>, Schema.SchemaError | CheckpointVersion.CheckpointVersionMismatch>
+} => {
+  const json = Schema.toCodecJson(Entry(output))
+  const encode = Schema.encodeEffect(json)
+  const decode = Schema.decodeUnknownEffect(json)
+  const versioning: CheckpointVersion.Versioning = { version }
+  const subject = `an entry of run "${runId}"`
+  return {
+    encode: (entry) => Effect.map(encode(entry), (encoded) => CheckpointVersion.format(version, encoded)),
+    decode: (text) =>
+      Effect.flatMap(CheckpointVersion.parse(text), (recorded) =>
+        recorded.version === version
+          ? decode(recorded.json)
+          : Effect.flatMap(
+            CheckpointVersion.migrate({ subject, versioning, recorded: recorded.version, value: recorded.json }),
+            decode
+          ))
+  }
+}
 
 /**
  * The fingerprint of a run: what shapes its history. Limits are not in it, so
@@ -118,8 +181,15 @@ export type Position<O> =
   | { readonly _tag: "Answered"; readonly state: AgentMachine.State; readonly answered: AgentTurn.Answered }
   | { readonly _tag: "Finished"; readonly result: AgentEvent.RunResult<O> }
 
-/** Why a run's checkpoint could not be used: it did not decode, or a recorded tool result could not be restored. */
-export type RecoveryError = Schema.SchemaError | ToolRecord.RestoreFailed
+/**
+ * Why a run's checkpoint could not be used: it did not decode, a recorded tool
+ * result could not be restored, or a record's version is not one this app
+ * reads.
+ */
+export type RecoveryError =
+  | Schema.SchemaError
+  | ToolRecord.RestoreFailed
+  | CheckpointVersion.CheckpointVersionMismatch
 
 /** Writes a run's entries, and recovers a run from them. */
 export interface Recorder<O> {
@@ -152,10 +222,8 @@ export const recorder = <O, R, RU, TR>(options: {
     Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.open(options.runId, options.fingerprint)),
     (log): Recorder<O> => {
       const { machine, runId } = options
-      const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
-      const encode = Schema.encodeEffect(codec)
-      const decode = Schema.decodeUnknownEffect(codec)
-      const write = (value: typeof codec.Type, durable = true) =>
+      const { decode, encode } = codec(options.output, runId)
+      const write = (value: EntryOf<O>, durable = true) =>
         encode(value).pipe(
           Effect.mapError((error) =>
             new CheckpointError({
@@ -169,6 +237,26 @@ export const recorder = <O, R, RU, TR>(options: {
         )
       const toolkit = options.toolkit ?? Toolkit.make()
       const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
+      // A submitted value is its finish tool's output: written with the tool's version, read through its migrations.
+      const finishedEntry = (result: AgentEvent.RunResult<O>): EntryOf<O> => {
+        const version = result._tag === "Submitted"
+          ? toolkit.byName.get(result.termination.tool)?.outputVersioning?.version
+          : undefined
+        return version === undefined
+          ? { _tag: "Finished", result }
+          : { _tag: "Finished", result, outputVersion: version }
+      }
+      const submitted = (result: AgentEvent.RunResult<O>, recorded = CheckpointVersion.first) => {
+        const tool = result._tag === "Submitted" ? toolkit.byName.get(result.termination.tool) : undefined
+        if (
+          result._tag === "Stopped" || tool === undefined ||
+          recorded === (tool.outputVersioning?.version ?? CheckpointVersion.first)
+        ) return Effect.succeed(result)
+        return Effect.map(
+          ToolRecord.migrateOutput(tool, recorded, result.termination.value),
+          (value): AgentEvent.RunResult<O> => ({ ...result, termination: { ...result.termination, value } })
+        )
+      }
 
       const recover = (initial: AgentMachine.State) =>
         Effect.gen(function*() {
@@ -206,7 +294,7 @@ export const recorder = <O, R, RU, TR>(options: {
                 break
               }
               case "Finished":
-                finished = recorded.result
+                finished = yield* submitted(recorded.result, recorded.outputVersion)
                 break
             }
           }
@@ -229,10 +317,10 @@ export const recorder = <O, R, RU, TR>(options: {
             history: change(state.history, completed.history)
           }),
         toolDone: (step, index, result) =>
-          write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
+          write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) }),
         decided: (outcome, transition) =>
           transition._tag === "Finish"
-            ? write({ _tag: "Finished", result: transition.result })
+            ? write(finishedEntry(transition.result))
             // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
             // turn's durable append takes it to the disk.
             : write({

@@ -66,7 +66,7 @@ export class AgentLoop extends Context.Service<AgentLoop, {
 /** Whether a run's recovery failed for its checkpoint's sake (rather than ending on a recovered budget). */
 const isRecoveryFailure = (
   error: AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
-): error is AgentCheckpoint.RecoveryError => error._tag === "RestoreFailed" || error._tag === "SchemaError"
+): error is AgentCheckpoint.RecoveryError => error._tag !== "MaxBudgetUsd" && error._tag !== "UnpricedModel"
 
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(

@@ -132,6 +132,9 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("input", options.input, input),
     check("instructions", options.instructions, InvalidOptions.string),
     check("toolkit", options.toolkit, toolkit),
+    options.toolkit !== undefined && toolkit.test(options.toolkit)
+      ? InvalidOptions.outputVersioning(options.toolkit.tools)
+      : undefined,
     check("until", options.until, InvalidOptions.function_),
     options.until === undefined ? undefined : Until.invalid(options.until),
     check("output", options.output, schema),

@@ -10,6 +10,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import { Checkpointer } from "../../Checkpointer.ts"
+import type * as CheckpointVersion from "../../CheckpointVersion.ts"
+import * as InvalidOptions from "../../InvalidOptions.ts"
 import * as RunFingerprint from "../../RunFingerprint.ts"
 import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
@@ -35,6 +37,15 @@ export interface Options<RT = never> {
    * key of the execution's record: executing again with the same id resumes it.
    */
   readonly id?: string | undefined
+  /**
+   * The version of the program's state, and how a state recorded at an older
+   * version reaches it (see the `CheckpointVersion` module): each record
+   * carries the version it was written at (version 1 without this option),
+   * and resuming an execution recorded at a version no migration brings to
+   * this one fails with `ExecutionCheckpointFailed`, its cause a
+   * `CheckpointVersionMismatch`, before any step runs.
+   */
+  readonly stateVersioning?: CheckpointVersion.Versioning | undefined
 }
 
 /** The options of a program whose steps read a user state of type `S`: its initial value. */
@@ -68,7 +79,10 @@ export const program = (
   sink: Sink | undefined
 ): Effect.Effect<unknown, unknown, unknown> =>
   Effect.gen(function*() {
-    const refused = validate(step)
+    const refused = validate(step) ?? InvalidOptions.first(
+      InvalidOptions.check("stateVersioning", options?.stateVersioning, InvalidOptions.versioning),
+      InvalidOptions.outputVersioning(options?.toolkit?.tools ?? [])
+    )
     if (refused !== undefined) return yield* Effect.fail(refused)
     const clock = yield* Clock.Clock
     const id = options?.id ??
@@ -76,7 +90,12 @@ export const program = (
     const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     const ledger = Option.isNone(checkpointer)
       ? undefined
-      : yield* Ledger.load(checkpointer.value, id, yield* fingerprint(step, input, options?.toolkit))
+      : yield* Ledger.load(
+        checkpointer.value,
+        id,
+        yield* fingerprint(step, input, options?.toolkit),
+        options?.stateVersioning
+      )
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
     const execution = makeExecution({
       id,

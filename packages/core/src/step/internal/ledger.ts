@@ -14,6 +14,13 @@
  * the item log as a change from the one written before, the rest (state,
  * books, counters) as they are.
  *
+ * Each entry carries the version of the program's state (its
+ * `stateVersioning`, version 1 without one, as entries written before entries
+ * carried a version): a state recorded at another version is brought to the
+ * current one by the program's migrations as the ledger is read, or the
+ * ledger fails with an `ExecutionCheckpointFailed` whose cause is a
+ * `CheckpointVersionMismatch`.
+ *
  * @internal
  */
 import * as Effect from "effect/Effect"
@@ -21,12 +28,12 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
+import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import { Cost } from "../../Cost.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
 import { StepMeta } from "../../StepMeta.ts"
 import { TokenUsage } from "../../TokenUsage.ts"
-import type * as Toolkit from "../../Toolkit.ts"
 import * as ToolRecord from "../../ToolRecord.ts"
 import * as Turn from "../../Turn.ts"
 import { RecordedError } from "../ExecutionContext.ts"
@@ -49,11 +56,31 @@ const Context = Schema.Struct({
 })
 type Context = typeof Context.Type
 
-const Entry = Schema.fromJsonString(Schema.Union([
+/** A step's output as the ledger writes it: its JSON, and the output version of its tool (a `tool` step's) when it declares one. */
+const Output = { output: Schema.Json, outputVersion: Schema.optionalKey(CheckpointVersion.Version) }
+
+/** A step's output, recorded. */
+export interface Output {
+  readonly output: Schema.Json
+  readonly outputVersion?: number
+}
+
+/** A step's output to record: it is checked to be JSON when it is written. */
+export interface Unwritten {
+  readonly output: unknown
+  readonly outputVersion?: number
+}
+
+const outputOf = (entry: Output): Output =>
+  entry.outputVersion === undefined
+    ? { output: entry.output }
+    : { output: entry.output, outputVersion: entry.outputVersion }
+
+const Entry = Schema.Union([
   Schema.TaggedStruct("Completed", {
     execution: Schema.String,
     key: Schema.String,
-    output: Schema.Json,
+    ...Output,
     context: Context
   }),
   Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
@@ -65,9 +92,13 @@ const Entry = Schema.fromJsonString(Schema.Union([
     index: Count,
     record: ToolRecord.ToolRecord
   }),
-  Schema.TaggedStruct("Finished", { output: Schema.Json })
-]))
+  Schema.TaggedStruct("Finished", Output)
+])
 type Entry = typeof Entry.Type
+
+const decodeEntry = Schema.decodeUnknownEffect(Entry)
+const encodeEntry = Schema.encodeUnknownEffect(Entry)
+const decodeJson = Schema.decodeUnknownEffect(Schema.Json)
 
 /** A context to write: its state is checked to be JSON when it is written. */
 type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
@@ -86,17 +117,17 @@ export interface Answered {
 
 /** The ledger of one execution id. */
 export interface Ledger {
-  /** The output recorded for the step `key` of `execution` (as JSON), with the context it left, if it completed. */
+  /** The output recorded for the step `key` of `execution`, with the context it left, if it completed. */
   readonly completed: (
     execution: string,
     key: string
-  ) => { readonly output: Schema.Json; readonly context: Restorable } | undefined
+  ) => { readonly output: Output; readonly context: Restorable } | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
   readonly saved: (execution: string, key: string) => Restorable | undefined
   /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
   readonly answered: (execution: string, key: string) => Answered | undefined
-  /** The program's output (as JSON), when it ended. */
-  readonly finished: Schema.Json | undefined
+  /** The program's output, when it ended. */
+  readonly finished: Output | undefined
   readonly answer: (
     execution: string,
     key: string,
@@ -107,15 +138,16 @@ export interface Ledger {
     execution: string,
     key: string,
     index: number,
-    result: Toolkit.Result
+    record: ToolRecord.ToolRecord
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
+  /** Records the step `key` as completed with `output` (checked to be JSON as it is written). */
   readonly complete: (
     execution: Execution<unknown>,
     key: string,
-    output: unknown
+    output: Unwritten
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
   readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, ExecutionCheckpointFailed>
-  readonly finish: (output: unknown) => Effect.Effect<void, ExecutionCheckpointFailed>
+  readonly finish: (output: Unwritten) => Effect.Effect<void, ExecutionCheckpointFailed>
 }
 
 /** A checkpoint of execution `id` that could not be written or read. */
@@ -123,25 +155,53 @@ export const failed = (id: string, message: string, cause?: unknown): ExecutionC
   new ExecutionCheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
 
 /**
+ * An entry of execution `id`'s ledger, its context's state as version
+ * `versioning` of the program's state reads it.
+ */
+const read = (id: string, text: string, versioning: CheckpointVersion.Versioning | undefined) =>
+  Effect.gen(function*() {
+    const recorded = yield* CheckpointVersion.parse(text)
+    const entry = yield* decodeEntry(recorded.json)
+    if (
+      recorded.version === (versioning?.version ?? CheckpointVersion.first) ||
+      (entry._tag !== "Completed" && entry._tag !== "Saved") || entry.context.state === undefined
+    ) return entry
+    const state = yield* CheckpointVersion.migrate({
+      subject: `the state of execution "${id}"`,
+      versioning,
+      recorded: recorded.version,
+      value: entry.context.state
+    }).pipe(Effect.flatMap(decodeJson))
+    return { ...entry, context: { ...entry.context, state } }
+  }).pipe(
+    Effect.mapError((error) =>
+      error._tag === "CheckpointVersionMismatch"
+        ? failed(id, error.message, error)
+        : failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error)
+    )
+  )
+
+/**
  * Opens the ledger of execution `id` with its fingerprint, holding its lease
  * until the scope closes: what its earlier executions recorded, and how to
- * record more.
+ * record more. `versioning` is the program's state's.
  */
 export const load = (
   checkpointer: Checkpointer["Service"],
   id: string,
-  fingerprint: RunFingerprint.Fingerprint
+  fingerprint: RunFingerprint.Fingerprint,
+  versioning: CheckpointVersion.Versioning | undefined
 ): Effect.Effect<Ledger, ExecutionCheckpointFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* checkpointer.open(id, fingerprint).pipe(
       Effect.mapError((error) => failed(id, error.message, error))
     )
     const texts = log.entries
-    const completed = new Map<string, { readonly output: Schema.Json; readonly context: Restorable }>()
+    const completed = new Map<string, { readonly output: Output; readonly context: Restorable }>()
     const saved = new Map<string, Restorable>()
     const answered = new Map<string, Answered>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
-    let finished: Schema.Json | undefined
+    let finished: Output | undefined
     const restorable = (execution: string, context: Context): Restorable => {
       const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
       logs.set(execution, items)
@@ -149,13 +209,11 @@ export const load = (
       return { ...rest, items }
     }
     for (const text of texts) {
-      const entry = yield* Schema.decodeUnknownEffect(Entry)(text).pipe(
-        Effect.mapError((error) => failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error))
-      )
+      const entry = yield* read(id, text, versioning)
       switch (entry._tag) {
         case "Completed":
           completed.set(`${entry.execution}|${entry.key}`, {
-            output: entry.output,
+            output: outputOf(entry),
             context: restorable(entry.execution, entry.context)
           })
           break
@@ -176,7 +234,7 @@ export const load = (
           break
         }
         case "Finished":
-          finished = entry.output
+          finished = outputOf(entry)
           break
       }
     }
@@ -200,9 +258,11 @@ export const load = (
       written.set(execution.id, items)
       return context
     }
+    const version = versioning?.version ?? CheckpointVersion.first
     // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
     const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
-      Schema.encodeUnknownEffect(Entry)(entry).pipe(
+      encodeEntry(entry).pipe(
+        Effect.map((json) => CheckpointVersion.format(version, json)),
         Effect.mapError((error) =>
           failed(
             id,
@@ -221,15 +281,14 @@ export const load = (
         completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
       answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
-      toolDone: (execution, key, index, result) =>
-        write({ _tag: "ToolDone", execution, key, index, record: ToolRecord.fromResult(result) }),
+      toolDone: (execution, key, index, record) => write({ _tag: "ToolDone", execution, key, index, record }),
       complete: (execution, key, output) =>
         Effect.suspend(() =>
-          write({ _tag: "Completed", execution: execution.id, key, output, context: context(execution) })
+          write({ _tag: "Completed", execution: execution.id, key, ...output, context: context(execution) })
         ),
       save: (execution, key) =>
         Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
-      finish: (output) => write({ _tag: "Finished", output })
+      finish: (output) => write({ _tag: "Finished", ...output })
     }
   })
 

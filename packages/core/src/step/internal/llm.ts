@@ -164,7 +164,8 @@ const build = <I, O, E, R, S>(
             ),
           onToolResult: ledger === undefined
             ? undefined
-            : (index: number, result: Toolkit.Result) => Effect.orDie(ledger.toolDone(execution.id, key, index, result))
+            : (index: number, result: Toolkit.Result) =>
+              Effect.orDie(ledger.toolDone(execution.id, key, index, ToolRecord.fromResult(result, toolkit)))
         }
         const then = (done: AgentTurn.Outcome) => {
           outcome = done

@@ -10,7 +10,6 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
-import type * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import type { InvalidOptions } from "../../InvalidOptions.ts"
 import type { StepMeta } from "../../StepMeta.ts"
@@ -204,7 +203,7 @@ const keyOf = (runtime: Runtime<unknown, unknown>, stepId: string): string => {
 const replay = <I, O, E, R, S, RT>(
   step: Step.Step<I, O, E, R, S>,
   runtime: Runtime<S, RT>,
-  recorded: { readonly output: Schema.Json; readonly context: Ledger.Restorable }
+  recorded: { readonly output: Ledger.Output; readonly context: Ledger.Restorable }
 ): Effect.Effect<O, E, never> => {
   const execution = runtime.execution
   return Effect.suspend(() => {

@@ -129,7 +129,14 @@ const fieldsOf = (step: Step.Any): {
         children: []
       }
     case "tool":
-      return { refused: first(check("tool", step.tool, tool), check("args", step.args, object)), children: [] }
+      return {
+        refused: first(
+          check("tool", step.tool, tool),
+          tool.test(step.tool) ? InvalidOptions.outputVersioning([step.tool], id) : undefined,
+          check("args", step.args, object)
+        ),
+        children: []
+      }
     case "branch":
       return { refused: check("route", step.route, InvalidOptions.function_), children: [] }
     case "fork":
