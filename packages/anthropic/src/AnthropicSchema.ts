@@ -48,6 +48,9 @@ const isObject = (value: unknown): value is Json => Predicate.isReadonlyObject(v
 /**
  * The form of `schema` the API's structured output takes, or `undefined` when
  * there is none (an open object, a tuple, definitions or references, conditionals).
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const structuredOutput = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema | undefined => {
   let takes = true
