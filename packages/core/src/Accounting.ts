@@ -17,6 +17,9 @@ const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(
  * Tokens, cost in USD (children included; `null` when a turn had no price),
  * wall-clock milliseconds, model turns, and the last items of the history (how
  * many is the agent's choice: enough to show where it ended).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Accounting = Schema.Struct({
   usage: TokenUsage,

@@ -9,33 +9,58 @@
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 
-/** The provider rejected the credentials (HTTP 401 or 403). A retry will not help. */
+/**
+ * The provider rejected the credentials (HTTP 401 or 403). A retry will not help.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class AuthFailed extends Schema.TaggedError<AuthFailed>()("AuthFailed", {
   provider: Schema.String,
   status: Schema.Number,
   message: Schema.String
 }) {}
 
-/** The provider is rate limiting (HTTP 429); `retryAfter` is how long it asked us to wait. */
+/**
+ * The provider is rate limiting (HTTP 429); `retryAfter` is how long it asked us to wait.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   provider: Schema.String,
   message: Schema.String,
   retryAfter: Schema.optionalKey(Schema.DurationFromMillis)
 }) {}
 
-/** The request, or the wait for the next chunk of its stream, took too long (or HTTP 408/504). */
+/**
+ * The request, or the wait for the next chunk of its stream, took too long (or HTTP 408/504).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
   provider: Schema.String,
   message: Schema.String
 }) {}
 
-/** The prompt does not fit the model's context window (HTTP 413, or a 400 saying so). */
+/**
+ * The prompt does not fit the model's context window (HTTP 413, or a 400 saying so).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExceeded>()("ContextLengthExceeded", {
   provider: Schema.String,
   message: Schema.String
 }) {}
 
-/** The provider refused the request as malformed (another 4xx); `message` is the provider's own. */
+/**
+ * The provider refused the request as malformed (another 4xx); `message` is the provider's own.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   provider: Schema.String,
   status: Schema.optionalKey(Schema.Number),
@@ -45,6 +70,9 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 /**
  * The provider could not be reached or failed on its side (HTTP ≥ 500, transport
  * failure); `retryAfter` is how long it asked us to wait, when it said (a 503 may).
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", {
   provider: Schema.String,
@@ -53,7 +81,12 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable"
   retryAfter: Schema.optionalKey(Schema.DurationFromMillis)
 }) {}
 
-/** A stream event did not decode; `event` names it (its SSE event name or `type`). */
+/**
+ * A stream event did not decode; `event` names it (its SSE event name or `type`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("MalformedEvent", {
   provider: Schema.String,
   event: Schema.String,
@@ -64,6 +97,9 @@ export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("Malfor
  * The account has no quota or credit left (OpenAI's `insufficient_quota`, as an
  * HTTP 429 or as an error event): unlike `RateLimited`, no retry can help until
  * someone changes the billing.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   provider: Schema.String,
@@ -71,12 +107,22 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
   message: Schema.String
 }) {}
 
-/** The stream ended before its `turn_complete`: the turn is lost. */
+/**
+ * The stream ended before its `turn_complete`: the turn is lost.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class IncompleteTurn extends Schema.TaggedError<IncompleteTurn>()("IncompleteTurn", {
   message: Schema.String
 }) {}
 
-/** Any model request failure. */
+/**
+ * Any model request failure.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AiError =
   | AuthFailed
   | RateLimited
@@ -107,11 +153,19 @@ const decodeError = Schema.decodeSync(AiError)
 /**
  * The same error with another message, every other field kept. Errors are
  * Schemas, so the copy is made through their encoded form rather than class by class.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const withMessage = (error: AiError, message: string): AiError =>
   message === error.message ? error : decodeError({ ...encodeError(error), message })
 
-/** Whether a fresh attempt of the same request may succeed: rate limits, timeouts, unavailability. */
+/**
+ * Whether a fresh attempt of the same request may succeed: rate limits, timeouts, unavailability.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isRetryable = (error: AiError): error is RateLimited | Timeout | Unavailable =>
   error._tag === "RateLimited" || error._tag === "Timeout" || error._tag === "Unavailable"
 
@@ -132,6 +186,9 @@ export const isProviderFailure = (
 /**
  * Maps a failed HTTP response to its error. The provider decides, from its own
  * error body, whether a 400 means the context window was exceeded.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromHttpStatus = (options: {
   readonly provider: string
@@ -155,6 +212,9 @@ export const fromHttpStatus = (options: {
 /**
  * Reads a `Retry-After` header: delay seconds or an HTTP date (relative to `now`,
  * epoch milliseconds). Returns `undefined` for a missing or unreadable header.
+ *
+ * @since 0.1.0
+ * @category parsing
  */
 export const parseRetryAfter = (header: string | undefined, now: number): Duration.Duration | undefined => {
   if (header === undefined) return undefined

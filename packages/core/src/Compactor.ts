@@ -15,12 +15,22 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type * as Item from "./Item.ts"
 
-/** The compactor could not make the history shorter. */
+/**
+ * The compactor could not make the history shorter.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class CompactionError extends Schema.TaggedError<CompactionError>()("CompactionError", {
   message: Schema.String
 }) {}
 
-/** Shortens a history that does not fit the model's context window. */
+/**
+ * Shortens a history that does not fit the model's context window.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Service {
   readonly compact: (history: ReadonlyArray<Item.Item>) => Effect.Effect<ReadonlyArray<Item.Item>, CompactionError>
 }
@@ -30,6 +40,9 @@ export interface Service {
  * each together with its output, so the model never sees a call without its
  * result or a result without its call. Messages and reasoning stay. Fails when
  * there is no completed call left to drop.
+ *
+ * @since 0.1.0
+ * @category compactors
  */
 export const dropOldestToolOutputs: Service = {
   compact: (history) =>
@@ -50,10 +63,20 @@ export const dropOldestToolOutputs: Service = {
     })
 }
 
-/** The compactor in context; {@link dropOldestToolOutputs} unless a layer says otherwise. */
+/**
+ * The compactor in context; {@link dropOldestToolOutputs} unless a layer says otherwise.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const Compactor: Context.Reference<Service> = Context.Reference<Service>("@agentloop/core/Compactor", {
   defaultValue: () => dropOldestToolOutputs
 })
 
-/** Provides a compactor. */
+/**
+ * Provides a compactor.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (compact: Service["compact"]): Layer.Layer<never> => Layer.succeed(Compactor, { compact })

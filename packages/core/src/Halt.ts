@@ -9,5 +9,10 @@
  */
 import * as Schema from "effect/Schema"
 
-/** Ends the run; `reason` is what the `Halted` termination says. */
+/**
+ * Ends the run; `reason` is what the `Halted` termination says.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Halt extends Schema.TaggedError<Halt>()("Halt", { reason: Schema.String }) {}

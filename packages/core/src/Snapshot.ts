@@ -11,6 +11,9 @@ import * as TokenUsage from "./TokenUsage.ts"
  * The state of a run after an iteration. `runId` identifies the run; predicates
  * that keep state between iterations (`Until.converged`) key it by `runId`, so
  * it must be unique per run, including child runs.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Snapshot {
   /** Unique id of the run. */
@@ -42,6 +45,9 @@ export interface Snapshot {
 /**
  * A snapshot of run `runId` with the given fields; the others are those of a
  * run that has not started (no steps, tokens, cost, time, output or history).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (fields: Partial<Snapshot> & { readonly runId: string }): Snapshot => ({
   stepCount: 0,

@@ -22,28 +22,58 @@ import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import type * as ToolMemory from "./ToolMemory.ts"
 
-/** Marks a value as a {@link Tool}. */
+/**
+ * Marks a value as a {@link Tool}.
+ *
+ * @since 0.1.0
+ * @category type IDs
+ */
 export const TypeId = "~@agentloop/core/Tool" as const
 
-/** A progress event of a streaming tool; a UI can show it, the model never sees it. */
+/**
+ * A progress event of a streaming tool; a UI can show it, the model never sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Progress<P> {
   readonly _tag: "Progress"
   readonly value: P
 }
 
-/** The result of a streaming tool. The first `Done` ends the tool: nothing after it is pulled. */
+/**
+ * The result of a streaming tool. The first `Done` ends the tool: nothing after it is pulled.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Done<O> {
   readonly _tag: "Done"
   readonly value: O
 }
 
-/** What a streaming tool emits: any number of {@link Progress} events, then one {@link Done}. */
+/**
+ * What a streaming tool emits: any number of {@link Progress} events, then one {@link Done}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type StreamEvent<P, O> = Progress<P> | Done<O>
 
-/** Builds a {@link Progress} event. */
+/**
+ * Builds a {@link Progress} event.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value })
 
-/** Builds the {@link Done} event that carries a streaming tool's output. */
+/**
+ * Builds the {@link Done} event that carries a streaming tool's output.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
 
 /**
@@ -90,6 +120,9 @@ export interface DecorateParams<Input, Output> {
  * `execute` and `needsApproval` are methods so that a tool with a specific
  * input type is still a {@link Any}; `Toolkit` only ever passes them what the
  * tool's own `input` Schema decoded.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Tool<Name extends string, Input, Output, Failure = never, P = never, R = never> {
   readonly [TypeId]: typeof TypeId
@@ -119,7 +152,12 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   resultItem(params: DecorateParams<Input, Output>): Item.FunctionCallOutput
 }
 
-/** Any tool whose `execute` needs the services `R`. */
+/**
+ * Any tool whose `execute` needs the services `R`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Any<out R = unknown> {
   readonly [TypeId]: typeof TypeId
   readonly name: string
@@ -138,7 +176,12 @@ export interface Any<out R = unknown> {
   resultItem(params: DecorateParams<unknown, unknown>): Item.FunctionCallOutput
 }
 
-/** The services a tool's `execute` needs. */
+/**
+ * The services a tool's `execute` needs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Services<T> = T extends Any<infer R> ? R : never
 
 /**
@@ -171,6 +214,9 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * gates this tool's items must pass (see {@link ItemSchemas}), and `memory`
  * declares a state of the tool's own (see the `ToolMemory` module; its `id`
  * is the tool's name unless given).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <
   const Name extends string,
@@ -276,13 +322,21 @@ export const acceptsCall = (tool: Any<unknown>, call: Item.FunctionCall): boolea
  * runs, a different key for every other call. Pass it to a service that
  * deduplicates writes (an `Idempotency-Key` header, a unique column), and
  * declare the tool `idempotent`. `undefined` where calls are never run again.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export const IdempotencyKey: Context.Reference<string | undefined> = Context.Reference<string | undefined>(
   "@agentloop/core/Tool/IdempotencyKey",
   { defaultValue: () => undefined }
 )
 
-/** The tool as a model request carries it: name, description and the JSON Schema of its arguments. */
+/**
+ * The tool as a model request carries it: name, description and the JSON Schema of its arguments.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => ({
   name: tool.name,
   description: tool.description,
@@ -298,6 +352,9 @@ export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => 
  * OpenAI strict mode also wants every property `required`; for a Schema with
  * optional keys the Responses provider makes them required and nullable, and
  * takes the model's `null`s out of the arguments again.
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toParameters = (schema: Schema.Top): JsonSchema.JsonSchema => {
   const document = Schema.toJsonSchemaDocument(schema, { onExcessProperty: "error" })

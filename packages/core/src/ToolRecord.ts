@@ -13,7 +13,12 @@ import * as Item from "./Item.ts"
 import type * as Toolkit from "./Toolkit.ts"
 import { Outcome } from "./ToolOutcome.ts"
 
-/** How a call ended, the call, the output item the model reads, and what went wrong when it did. */
+/**
+ * How a call ended, the call, the output item the model reads, and what went wrong when it did.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ToolRecord = Schema.Struct({
   outcome: Outcome,
   call: Item.FunctionCall,
@@ -22,7 +27,12 @@ export const ToolRecord = Schema.Struct({
 })
 export type ToolRecord = typeof ToolRecord.Type
 
-/** The record of a result. */
+/**
+ * The record of a result.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const fromResult = (result: Toolkit.Result): ToolRecord => ({
   outcome: result.outcome,
   call: result.call,
@@ -30,7 +40,12 @@ export const fromResult = (result: Toolkit.Result): ToolRecord => ({
   ...(result.outcome === "success" ? {} : { reason: result.reason })
 })
 
-/** A record's result could not be restored: its tool is gone, or no longer reads the output it recorded. */
+/**
+ * A record's result could not be restored: its tool is gone, or no longer reads the output it recorded.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreFailed", {
   tool: Schema.String,
   message: Schema.String
@@ -39,6 +54,9 @@ export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreF
 /**
  * The result a record was made from. A success's value is decoded from its
  * output item with the tool's output schema.
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toResult = <R>(
   toolkit: Toolkit.Toolkit<R>,

@@ -18,6 +18,9 @@ import type { TurnDelta } from "./TurnDelta.ts"
  * terminal `turn_complete`, flows downstream as a value; then `then` runs with the
  * assembled turn and its events follow. A stream that ends without a
  * `turn_complete` fails with `IncompleteTurn`.
+ *
+ * @since 0.2.0
+ * @category streaming
  */
 export const streamUntilComplete: {
   <A, S, E2, R2, E3 = never, R3 = never>(

@@ -51,7 +51,12 @@ export type {
 type RunResult<O> = Events.RunResult<O>
 type AgentEvent<O> = Events.AgentEvent<O>
 
-/** The agent service; `layer` builds it on whatever `LanguageModel` is provided. */
+/**
+ * The agent service; `layer` builds it on whatever `LanguageModel` is provided.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AgentLoop extends Context.Service<AgentLoop, {
   /** Streams a run's events; the stream fails with the run's termination when it is not a success. */
   stream<O = string, R = never, E = never, RU = never>(
@@ -68,7 +73,12 @@ const isRecoveryFailure = (
   error: AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
 ): error is AgentCheckpoint.RecoveryError => error._tag === "RestoreFailed" || error._tag === "SchemaError"
 
-/** The stream of one run; `stream` and `run` of the service are built on it. */
+/**
+ * The stream of one run; `stream` and `run` of the service are built on it.
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
@@ -174,7 +184,12 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
   )
 
-/** Runs to the end; the result is the `Finished` event's. */
+/**
+ * Runs to the end; the result is the `Finished` event's.
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const run = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> =>
@@ -190,7 +205,12 @@ export const run = <O = string, R = never, E = never, RU = never>(
     )
   )
 
-/** Builds the service on the `LanguageModel` in context. */
+/**
+ * Builds the service on the `LanguageModel` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = Effect.gen(function*() {
   const model = yield* LanguageModel
   return AgentLoop.of({
@@ -199,5 +219,10 @@ export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = E
   })
 })
 
-/** The agent service on whatever `LanguageModel` layer is provided: Responses, Gemini or the mock. */
+/**
+ * The agent service on whatever `LanguageModel` layer is provided: Responses, Gemini or the mock.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<AgentLoop, never, LanguageModel> = Layer.effect(AgentLoop)(make)

@@ -38,7 +38,12 @@ import * as Turn from "../Turn.ts"
 import type { TurnDelta } from "../TurnDelta.ts"
 import type * as AgentEvent from "./AgentEvent.ts"
 
-/** What one turn asks, and of whom. `E` and `R` are those of `account` and of the toolkit's tools. */
+/**
+ * What one turn asks, and of whom. `E` and `R` are those of `account` and of the toolkit's tools.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request<E, R> {
   /** The turn's number in its run, carried by every event (1 for the first). */
   readonly step: number
@@ -60,7 +65,12 @@ export interface Request<E, R> {
   readonly onToolResult?: ((index: number, result: Toolkit.Result) => Effect.Effect<void, E, R>) | undefined
 }
 
-/** A turn the model completed, and its cost (`null` when its model has no price). */
+/**
+ * A turn the model completed, and its cost (`null` when its model has no price).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Completed {
   readonly turn: Turn.Turn
   readonly cost: Cost
@@ -68,12 +78,22 @@ export interface Completed {
   readonly history: ReadonlyArray<Item.Item>
 }
 
-/** A completed turn whose tool calls have run; `history` ends with their outputs, in call order. */
+/**
+ * A completed turn whose tool calls have run; `history` ends with their outputs, in call order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Outcome extends Completed {
   readonly results: ReadonlyArray<Toolkit.Result>
 }
 
-/** The history did not fit the context window (`overflow`), and the `Compactor` could not shorten it. */
+/**
+ * The history did not fit the context window (`overflow`), and the `Compactor` could not shorten it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class CompactionFailure extends Schema.TaggedError<CompactionFailure>()("CompactionFailure", {
   overflow: AiError.ContextLengthExceeded,
   error: Compactor.CompactionError
@@ -86,10 +106,18 @@ export class CompactionFailure extends Schema.TaggedError<CompactionFailure>()("
 /**
  * Why a turn did not complete: the model request failed (a `ContextLengthExceeded`
  * here means the compacted history did not fit either), or compaction failed.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Failure = AiError.AiError | CompactionFailure
 
-/** What the model part of a turn needs: the turn's number, the history to send, and the request options. */
+/**
+ * What the model part of a turn needs: the turn's number, the history to send, and the request options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "options">
 
 /**
@@ -100,6 +128,9 @@ export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "opt
  * `AttemptDiscarded` and a `Compacted` event (the deltas already streamed
  * belong to the lost attempt). {@link stream} is built on it; a durable engine
  * runs it alone, as one recorded step.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const complete = <A, S, E2, R2>(
   request: ModelRequest,
@@ -158,6 +189,9 @@ export const complete = <A, S, E2, R2>(
  * Streams one turn: the model's deltas (see {@link complete}), then
  * `TurnCompleted`, then the tools' progress and results, then the events of
  * `then(outcome)`.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const stream = <E, R, A, S, E2, R2>(
   request: Request<E, R>,
@@ -192,7 +226,12 @@ export const stream = <E, R, A, S, E2, R2>(
   )
 }
 
-/** A turn the model answered before (in a run that is resuming), and the results of the calls that already ran, by index. */
+/**
+ * A turn the model answered before (in a run that is resuming), and the results of the calls that already ran, by index.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Answered {
   readonly completed: Completed
   readonly done: ReadonlyMap<number, Toolkit.Result>
@@ -203,6 +242,9 @@ export interface Answered {
  * yet (none is run twice), then streams the events of `then(outcome)`. The
  * model is not asked, and `request.account` is not called: the turn was
  * accounted when it was answered.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const resume = <E, R, A, S, E2, R2>(
   request: Request<E, R>,

@@ -130,6 +130,9 @@ const compile = (ast: SchemaAST.AST): Guard | undefined => {
  * A decoder of wire data with `schema`: the same successes and the same
  * issues as `SchemaParser.decodeUnknownResult(schema)`, except that an
  * accepted object is returned as it came (keys the schema does not declare included).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <A>(schema: Schema.Decoder<A>): (input: unknown) => Result.Result<A, SchemaIssue.Issue> => {
   const decode = SchemaParser.decodeUnknownResult(schema)

@@ -23,7 +23,12 @@ import type { ItemLog } from "./ItemLog.ts"
 import { Info } from "./StepError.ts"
 import type { CheckpointFailed, InvalidChannelValue, RecvTimeout } from "./StepError.ts"
 
-/** An error an `every` step recorded and went on after: which step, what, and when (ms since the context started). */
+/**
+ * An error an `every` step recorded and went on after: which step, what, and when (ms since the context started).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RecordedError = Schema.Struct({
   stepId: Schema.String,
   error: Info,
@@ -38,6 +43,9 @@ export type RecordedError = typeof RecordedError.Type
  * (a spawned sub-agent's turns count in its parent's cost as they happen).
  * A step written for any state (`ExecutionContext<unknown>`) fits a program with
  * a typed state, so such a step should read the state, not set it.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface ExecutionContext<out S = unknown> {
   /** The context's id: `Step.execute`'s `id` option (random by default), or `{parent id}/{spawn step id}` for a sub-agent. */

@@ -15,6 +15,9 @@ const Millis = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
  * them `initialDelay` ms, then: the same (`fixed`), `initialDelay` more each
  * time (`linear`), or twice as long each time (`exponential`); never longer
  * than `maxDelay` ms when it is set.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const RetryPolicy = Schema.Struct({
   maxAttempts: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
@@ -24,7 +27,12 @@ export const RetryPolicy = Schema.Struct({
 })
 export type RetryPolicy = typeof RetryPolicy.Type
 
-/** The wait in ms before retry number `retry` (1 for the first retry). */
+/**
+ * The wait in ms before retry number `retry` (1 for the first retry).
+ *
+ * @since 0.1.0
+ * @category scheduling
+ */
 export const delay = (policy: RetryPolicy, retry: number): number => {
   const base = policy.backoff === "fixed"
     ? policy.initialDelay
@@ -38,6 +46,9 @@ export const delay = (policy: RetryPolicy, retry: number): number => {
  * The policy as a `Schedule` for `Effect.retry`: it recurs `maxAttempts - 1`
  * times, waiting {@link delay} before each. The policy is not checked here:
  * decode it with {@link RetryPolicy} first when it comes from outside.
+ *
+ * @since 0.1.0
+ * @category scheduling
  */
 export const schedule = (policy: RetryPolicy): Schedule.Schedule<number> =>
   Schedule.recurs(policy.maxAttempts - 1).pipe(
