@@ -47,19 +47,32 @@ import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
  * `input` and `runId`, and how many executions of a run in a row may die
  * with their process before the run is parked (`maxCrashes`, default
  * `RunParking.defaultMaxCrashes`; see `RunParking`).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Options<O = string, R = never, E = never, RU = never> =
   & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
   & { readonly maxCrashes?: number | undefined }
 
-/** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
+/**
+ * What starts a run: its id (the run's identity: starting the same id again joins it) and its task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Start = Schema.Struct({
   runId: RunId.RunId,
   input: Schema.Union([Schema.String, Item.History])
 })
 export type Start = typeof Start.Type
 
-/** A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate. */
+/**
+ * A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface DurableAgent<O, R, RU> {
   readonly name: string
   /** The workflow of its runs (its tag is the agent's name). */
@@ -142,6 +155,9 @@ export type RunError = Termination.Error | RunId.InvalidRunId | RunParking.RunPa
  * names the workflow and keys the runs). Its definition is code: every runner
  * must provide the same one with `layer`. Its output is the last turn's text,
  * or what `output` decodes.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export function make<R = never, E = never, RU = never>(
   name: string,

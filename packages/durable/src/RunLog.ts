@@ -24,7 +24,12 @@ import type { Entry, RunKey } from "./RunStore.ts"
  */
 export const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
 
-/** Where a reader starts, and how often it looks for more. */
+/**
+ * Where a reader starts, and how often it looks for more.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ReadOptions {
   /** The first turn whose events are read (default: the last turn the run logged, i.e. its last completed one). */
   readonly fromStep?: number | undefined
@@ -41,6 +46,9 @@ interface Cursor {
  * The events of `run` from turn `fromStep` on: those logged so far, then the
  * rest as they are logged, up to `Finished`. Fails with the run's termination
  * when the run failed, and with `RunStoreError` when an entry does not decode.
+ *
+ * @since 0.1.0
+ * @category reading
  */
 export const read = <O>(
   run: RunKey,
