@@ -25,10 +25,18 @@ const provider = ResponsesError.provider
  * The `type` prefix of the extension items that keep output items this layer
  * does not model (`x-openai.custom_tool_call`, `x-openai.web_search_call`, ...):
  * their `data` is the item as the API sent it, and `ResponsesRequest` sends it back.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const extensionPrefix = "x-openai."
 
-/** Whether an item is an output item kept as an extension by this layer. */
+/**
+ * Whether an item is an output item kept as an extension by this layer.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isOutputExtension = (item: Item.Item): item is Item.Extension => item.type.startsWith(extensionPrefix)
 
 const stopReasonOf = (reason: string): Turn.StopReason =>
@@ -134,7 +142,12 @@ const normalizeMessage = (item: Item.Item, normalize: (text: string) => string):
     }
     : item
 
-/** What a decoder needs to know about the request it reads the answer of. */
+/**
+ * What a decoder needs to know about the request it reads the answer of.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** The requested model, reported when the stream names none. */
   readonly model?: string | undefined
@@ -144,7 +157,12 @@ export interface Options {
   readonly output?: ((text: string) => string) | undefined
 }
 
-/** A decoder of one streaming response. */
+/**
+ * A decoder of one streaming response.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: Options = {}): ProviderStream.Decoder => new Decoder(options)
 
 class Decoder implements ProviderStream.Decoder {
@@ -509,5 +527,8 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
 /**
  * The event types the decoder reads; it skips events of other types without
  * parsing their data (`response.reasoning_summary_part.added`, ...).
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const eventTypes: ReadonlySet<string> = new Set(handlers.keys())
