@@ -20,7 +20,12 @@ import * as ProviderServer from "./ProviderServer.ts"
 import * as SpanRecorder from "./SpanRecorder.ts"
 import * as WireTurn from "./WireTurn.ts"
 
-/** The hostile-server cases for the provider `fixture` describes. */
+/**
+ * The hostile-server cases for the provider `fixture` describes.
+ *
+ * @since 0.1.0
+ * @category cases
+ */
 export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   {
     name: "never puts the key in an error, a delta or a span, and annotates the current span with the server",

@@ -22,7 +22,12 @@ const provider = "loopback"
 
 const decodeTurn = Schema.decodeUnknownEffect(Schema.fromJsonString(Turn.Turn))
 
-/** Asks `url` for turns, saying it is `runner` in the `x-runner` header. */
+/**
+ * Asks `url` for turns, saying it is `runner` in the `x-runner` header.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (url: string, runner: string): Layer.Layer<LanguageModel.LanguageModel> =>
   Layer.succeed(LanguageModel.LanguageModel, {
     provider,
@@ -48,6 +53,11 @@ export const layer = (url: string, runner: string): Layer.Layer<LanguageModel.La
       }))
   })
 
-/** The server's reply that answers a request of this model with `turn`. */
+/**
+ * The server's reply that answers a request of this model with `turn`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const reply = (turn: Turn.Turn): ProviderServer.Reply =>
   ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))

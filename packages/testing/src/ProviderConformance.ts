@@ -296,7 +296,12 @@ const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarn
   }
 ]
 
-/** Every case of the suite for the provider `fixture` describes. */
+/**
+ * Every case of the suite for the provider `fixture` describes.
+ *
+ * @since 0.1.0
+ * @category cases
+ */
 export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   ...turnCases(fixture),
   ...errorCases(fixture),

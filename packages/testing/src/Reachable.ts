@@ -6,7 +6,12 @@
  */
 import { Socket } from "node:net"
 
-/** Whether something accepts TCP connections on `host:port` within `timeoutMs` (default one second). */
+/**
+ * Whether something accepts TCP connections on `host:port` within `timeoutMs` (default one second).
+ *
+ * @since 0.1.0
+ * @category predicates
+ */
 export const listening = (port: number, host = "127.0.0.1", timeoutMs = 1000): Promise<boolean> =>
   new Promise((resolve) => {
     const socket = new Socket()

@@ -11,13 +11,23 @@ import { Headers } from "effect/http"
 import * as Tracer from "effect/Tracer"
 import * as util from "node:util"
 
-/** The recorded spans, in the order they started, and the tracer that records them. */
+/**
+ * The recorded spans, in the order they started, and the tracer that records them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SpanRecorder {
   readonly tracer: Tracer.Tracer
   readonly spans: ReadonlyArray<Tracer.NativeSpan>
 }
 
-/** A new recorder; run the code under test with `Effect.withTracer(recorder.tracer)`. */
+/**
+ * A new recorder; run the code under test with `Effect.withTracer(recorder.tracer)`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (): SpanRecorder => {
   const spans: Array<Tracer.NativeSpan> = []
   const tracer = Tracer.make({
@@ -34,6 +44,9 @@ export const make = (): SpanRecorder => {
  * What a span exporter sends of the spans, as one text to search for a leaked
  * secret: names, attributes, events, and the causes of failed spans. A
  * successful span's value is not exported, and is not included.
+ *
+ * @since 0.1.0
+ * @category getters
  */
 export const text = (spans: ReadonlyArray<Tracer.NativeSpan>): string =>
   JSON.stringify(spans.map((span) => [

@@ -14,9 +14,20 @@ import * as ChildProcess from "node:child_process"
 import * as Readline from "node:readline"
 
 const Message = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
+/**
+ * One line a child reports: a JSON object, whatever its keys.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Message = typeof Message.Type
 
-/** A running child. */
+/**
+ * A running child.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Child {
   /** Every line it printed so far, decoded. */
   readonly messages: ReadonlyArray<Message>
@@ -39,6 +50,9 @@ export interface Child {
  * Starts `script` (a path) with Node, `config` as its JSON argument and
  * `execArgv` as Node's own options; it is killed when the scope closes, if
  * still running.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const spawn = (
   script: string,
@@ -103,15 +117,28 @@ export const spawn = (
     (child) => child.kill
   )
 
-/** A message that has `key`. */
+/**
+ * A message that has `key`.
+ *
+ * @since 0.1.0
+ * @category predicates
+ */
 export const has = (key: string) => (message: Message): boolean => key in message
 
 /**
  * In the child: its config, the JSON argument {@link spawn} passed it,
  * decoded with `schema`; throws when it does not decode.
+ *
+ * @since 0.1.0
+ * @category child
  */
 export const config = <S extends Schema.Codec<unknown, unknown, never, never>>(schema: S): S["Type"] =>
   Schema.decodeUnknownSync(Schema.fromJsonString(schema))(process.argv[2])
 
-/** In the child: reports `message` to the test, as one JSON line of standard output. */
+/**
+ * In the child: reports `message` to the test, as one JSON line of standard output.
+ *
+ * @since 0.1.0
+ * @category child
+ */
 export const report = (message: Message): Effect.Effect<void> => Effect.sync(() => console.log(JSON.stringify(message)))
