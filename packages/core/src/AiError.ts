@@ -187,6 +187,16 @@ export const isProviderFailure = (
  * Maps a failed HTTP response to its error. The provider decides, from its own
  * error body, whether a 400 means the context window was exceeded.
  *
+ * @example
+ * ```ts
+ * import { AiError } from "@agentloop/core"
+ *
+ * const error = AiError.fromHttpStatus({ provider: "openai", status: 429, message: "Slow down" })
+ * console.log(error._tag, AiError.isRetryable(error)) // RateLimited true
+ * const denied = AiError.fromHttpStatus({ provider: "openai", status: 401, message: "Bad key" })
+ * console.log(denied._tag, AiError.isRetryable(denied)) // AuthFailed false
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -105,6 +105,44 @@ export const Approval: Context.Reference<Service> = Context.Reference<Service>("
  * An approver from a function. The function may wait as long as it likes (a
  * person answering a prompt): tool timeouts do not count the wait.
  *
+ * @example
+ * ```ts
+ * import { Approval, Item, Tool, Toolkit } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const deleteFile = Tool.make({
+ *   name: "delete_file",
+ *   description: "Deletes a file",
+ *   input: Schema.Struct({ path: Schema.String }),
+ *   output: Schema.Boolean,
+ *   needsApproval: true,
+ *   execute: () => Effect.succeed(true)
+ * })
+ *
+ * // Approve deletions under /tmp only; the model reads the reason of a denial.
+ * const approver = Approval.layer((request) =>
+ *   Effect.succeed(
+ *     JSON.stringify(request.input).includes("/tmp/") ? Approval.approved : Approval.denied("Only /tmp may be cleaned.")
+ *   )
+ * )
+ *
+ * const call = (id: string, path: string): Item.FunctionCall => ({
+ *   type: "function_call",
+ *   id: `fc_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   name: "delete_file",
+ *   arguments: JSON.stringify({ path })
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const results = yield* Toolkit.executeAllSafe(Toolkit.make(deleteFile), [call("1", "/tmp/a"), call("2", "/etc/hosts")])
+ *   console.log(results.map((result) => result.outcome)) // [ 'success', 'denied' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(approver)))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

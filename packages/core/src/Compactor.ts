@@ -76,6 +76,25 @@ export const Compactor: Context.Reference<Service> = Context.Reference<Service>(
 /**
  * Provides a compactor.
  *
+ * @example
+ * ```ts
+ * import { Compactor, Item } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Keep the first message (the task) and the last ten items when a history does not fit.
+ * const keepRecent = Compactor.layer((history) =>
+ *   Effect.succeed(history.length <= 11 ? history : [history[0]!, ...history.slice(-10)])
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   const compactor = yield* Compactor.Compactor
+ *   const history = Array.from({ length: 30 }, (_, i) => Item.userMessage(`message ${i}`))
+ *   console.log((yield* compactor.compact(history)).length) // 11
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(keepRecent)))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

@@ -29,6 +29,17 @@ export const zero: Cost = 0
 /**
  * The sum of two costs; unknown when either is.
  *
+ * @example
+ * ```ts
+ * import { Cost } from "@agentloop/core"
+ *
+ * const spent = Cost.add(Cost.add(Cost.zero, 0.012), 0.0305)
+ * console.log(Cost.format(spent)) // $0.0425
+ * console.log(Cost.reaches(spent, 0.04)) // true
+ * // A turn of a model with no known price costs `null`, and so does any sum with it.
+ * console.log(Cost.add(spent, null)) // null
+ * ```
+ *
  * @since 0.1.0
  * @category math
  */

@@ -25,6 +25,14 @@ export class Embedder extends Context.Service<Embedder, {
  * The cosine of the angle between two vectors of the same length: 1 for the
  * same direction, 0 for orthogonal ones, and 0 when either vector is all zeros.
  *
+ * @example
+ * ```ts
+ * import { Embedder } from "@agentloop/core"
+ *
+ * console.log(Embedder.cosineSimilarity([1, 0], [1, 0])) // 1
+ * console.log(Embedder.cosineSimilarity([1, 0], [0, 1])) // 0
+ * ```
+ *
  * @since 0.1.0
  * @category math
  */

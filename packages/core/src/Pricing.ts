@@ -225,6 +225,21 @@ export const costOf = (price: Price, usage: TokenUsage): number => {
  * `null` when the model has no price: an unknown cost is not zero, and a
  * budget must not treat it as free.
  *
+ * @example
+ * ```ts
+ * import { Pricing, TokenUsage } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   // A model of your own, priced per million tokens; built-in prices stay.
+ *   const cost = yield* Pricing.cost("my-finetune", TokenUsage.make(1_000_000, 100_000))
+ *   console.log(cost) // 3
+ *   console.log(yield* Pricing.isPriced("unknown-model")) // false
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Pricing.layer({ "my-finetune": { input: 2, output: 10, cachedInput: 0.5 } }))))
+ * ```
+ *
  * @since 0.1.0
  * @category prices
  */

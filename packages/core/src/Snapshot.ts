@@ -46,6 +46,18 @@ export interface Snapshot {
  * A snapshot of run `runId` with the given fields; the others are those of a
  * run that has not started (no steps, tokens, cost, time, output or history).
  *
+ * @example
+ * ```ts
+ * import { Snapshot, Until } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // What a stop predicate sees; `make` fills in what a test leaves out.
+ * const snapshot = Snapshot.make({ runId: "run-1", stepCount: 3, lastText: "All tests pass. DONE" })
+ * Effect.runPromise(Until.evaluate(Until.outputContains("DONE"), snapshot)).then((verdict) =>
+ *   console.log(verdict.stop) // true
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -32,6 +32,16 @@ export type StepMeta = typeof StepMeta.Type
  * a cost the provider reported on the turn is used otherwise, and none is set
  * when neither is known.
  *
+ * @example
+ * ```ts
+ * import { StepMeta } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * const turn = MockLanguageModel.callsTurn([{ name: "search", arguments: { q: "effect" } }])
+ * const meta = StepMeta.fromTurn(turn, 0.002)
+ * console.log(StepMeta.toolCalls(meta)?.map((call) => call.name)) // [ 'search' ]
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

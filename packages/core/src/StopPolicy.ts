@@ -25,6 +25,24 @@ export const StopPolicy = Context.Reference<Until.Until<unknown>>("@agentloop/co
  * predicate needs are taken when the layer is built, so runs need not provide them.
  * A predicate that cannot work (see `Until.invalid`) stays one: runs refuse it.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, StopPolicy, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   // A run that names no `until` stops where the application's policy says.
+ *   const result = yield* agent.run({ input: "Write the word DONE when finished" })
+ *   if (result._tag === "Stopped") console.log(result.output) // Finished. DONE
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Finished. DONE")])
+ * const policy = StopPolicy.layer(Until.any(Until.outputContains("DONE"), Until.maxSteps(5)))
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Layer.merge(model, policy))))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

@@ -505,6 +505,24 @@ export const all: ReadonlyArray<Tag> = [
 /**
  * The category of a termination (or of a tag), for retry decisions.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, Termination } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   // The model keeps calling tools it does not have; the run ends after one turn.
+ *   const termination = yield* agent.run({ input: "Go", limits: { maxTurns: 1 } }).pipe(Effect.flip)
+ *   console.log(termination._tag, Termination.category(termination)) // MaxTurns capacity
+ *   console.log(Termination.isError(termination)) // true
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.callsTurn([{ name: "search", arguments: {} }])])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category getters
  */

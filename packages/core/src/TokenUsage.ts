@@ -49,6 +49,16 @@ export interface Details {
 /**
  * Builds a usage from input and output counts; `total` is their sum.
  *
+ * @example
+ * ```ts
+ * import { TokenUsage } from "@agentloop/core"
+ *
+ * const first = TokenUsage.make(1200, 80)
+ * const second = TokenUsage.make(1350, 40)
+ * const total = TokenUsage.add(first, second)
+ * console.log(total.input, total.output, total.total) // 2550 120 2670
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -215,6 +215,35 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * declares a state of the tool's own (see the `ToolMemory` module; its `id`
  * is the tool's name unless given).
  *
+ * @example
+ * ```ts
+ * import { Item, Tool, Toolkit } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const getWeather = Tool.make({
+ *   name: "get_weather",
+ *   description: "Current weather for a city",
+ *   input: Schema.Struct({ city: Schema.String.annotate({ description: "City name, e.g. Paris" }) }),
+ *   output: Schema.Struct({ celsius: Schema.Finite }),
+ *   timeout: "10 seconds",
+ *   execute: ({ city }) => Effect.succeed({ celsius: city === "Paris" ? 21 : 15 })
+ * })
+ *
+ * console.log(Tool.definition(getWeather).name) // get_weather
+ *
+ * const call: Item.FunctionCall = {
+ *   type: "function_call",
+ *   id: "fc_1",
+ *   status: "completed",
+ *   call_id: "c1",
+ *   name: "get_weather",
+ *   arguments: "{\"city\":\"Paris\"}"
+ * }
+ * Effect.runPromise(Toolkit.executeAllSafe(Toolkit.make(getWeather), [call])).then(([result]) =>
+ *   console.log(result?.output.output) // {"celsius":21}
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

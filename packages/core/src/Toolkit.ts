@@ -192,6 +192,44 @@ export const defaultTimeout: Duration.Duration = Duration.minutes(5)
  * on success, `"incomplete"` otherwise (the `outcome` says why; `"failed"` is
  * avoided because the Responses API does not accept it on input items).
  *
+ * @example
+ * ```ts
+ * import { Item, Tool, Toolkit } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ * const toolkit = Toolkit.make(add)
+ *
+ * const call = (id: string, name: string, args: string): Item.FunctionCall => ({
+ *   type: "function_call",
+ *   id: `fc_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   name,
+ *   arguments: args
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   // Nothing here fails: every mistake becomes an output the model reads.
+ *   const results = yield* Toolkit.executeAllSafe(toolkit, [
+ *     call("1", "add", "{\"a\":2,\"b\":3}"),
+ *     call("2", "add", "{\"a\":\"two\"}"),
+ *     call("3", "sub", "{}")
+ *   ])
+ *   console.log(results.map((result) => result.outcome)) // [ 'success', 'invalid_arguments', 'unknown_tool' ]
+ *   console.log(results.filter(Toolkit.isMistake).length) // 2
+ *   console.log(Toolkit.outputs(results).length) // 3 function_call_output items
+ * })
+ *
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category execution
  */

@@ -58,6 +58,17 @@ export const functionCalls = (turn: Turn): ReadonlyArray<Item.FunctionCall> =>
  * The text of the turn's assistant messages, joined in order: the answer.
  * Refusals are not text, and neither is `commentary` (see `Item.Phase`).
  *
+ * @example
+ * ```ts
+ * import { Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * const answer = MockLanguageModel.textTurn("Paris")
+ * const calls = MockLanguageModel.callsTurn([{ name: "weather", arguments: { city: "Paris" } }])
+ * console.log(Turn.text(answer)) // Paris
+ * console.log(Turn.functionCalls(calls).map((call) => call.name)) // [ 'weather' ]
+ * ```
+ *
  * @since 0.1.0
  * @category getters
  */

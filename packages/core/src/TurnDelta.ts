@@ -129,6 +129,27 @@ export type TurnDelta = typeof TurnDelta.Type
 /**
  * Whether a delta is the terminal `turn_complete`.
  *
+ * @example
+ * ```ts
+ * import { Item, LanguageModel, TurnDelta } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const model = yield* LanguageModel.LanguageModel
+ *   yield* model.streamTurn([Item.userMessage("Hi")], {}).pipe(
+ *     Stream.runForEach((delta) =>
+ *       Effect.sync(() => {
+ *         if (delta.type === "text_delta") process.stdout.write(delta.delta)
+ *         if (TurnDelta.isTurnComplete(delta)) console.log(`\n${delta.turn.stopReason}`) // stop
+ *       })
+ *     )
+ *   )
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")]))))
+ * ```
+ *
  * @since 0.1.0
  * @category guards
  */

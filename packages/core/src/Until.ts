@@ -578,6 +578,24 @@ const joinFeedback = (feedback: ReadonlyArray<string>): string | undefined =>
  * a non-stopping one (a failed `verified`) is kept wherever it stands, joined
  * by newlines, and stateful ones such as `converged` see each iteration.
  *
+ * @example
+ * ```ts
+ * import { Snapshot, TokenUsage, Until } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Stop after 10 turns, or once a run has used 50,000 tokens, whichever comes first.
+ * const until = Until.any(Until.maxSteps(10), Until.maxTokens(50_000))
+ *
+ * const program = Effect.gen(function*() {
+ *   const early = yield* Until.evaluate(until, Snapshot.make({ runId: "run-1", stepCount: 2, tokens: TokenUsage.make(1000, 200) }))
+ *   console.log(early.stop) // false
+ *   const late = yield* Until.evaluate(until, Snapshot.make({ runId: "run-1", stepCount: 10 }))
+ *   console.log(late.stop, late.reason) // true step limit reached: 10 of 10
+ * })
+ *
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category combinators
  */

@@ -24,6 +24,15 @@ export type Verdict = typeof Verdict.Type
 /**
  * Stop the run, saying why.
  *
+ * @example
+ * ```ts
+ * import { Verdict } from "@agentloop/core"
+ *
+ * console.log(Verdict.stop("tests pass"))
+ * // { stop: true, reason: 'tests pass' }
+ * console.log(Verdict.stop("budget reached", "Summarize what you have so far."))
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

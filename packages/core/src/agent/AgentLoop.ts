@@ -222,6 +222,39 @@ export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = E
 /**
  * The agent service on whatever `LanguageModel` layer is provided: Responses, Gemini or the mock.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, Tool, Toolkit, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema, Stream } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   yield* agent.stream({ input: "What is 2 + 3?", toolkit: Toolkit.make(add), until: Until.noToolCalls() }).pipe(
+ *     Stream.runForEach((event) =>
+ *       Effect.sync(() => {
+ *         if (event._tag === "ToolResult") console.log(`${event.call.name} -> ${event.output.output}`) // add -> 5
+ *         if (event._tag === "Finished") console.log(event.result.termination._tag) // Stop
+ *       })
+ *     )
+ *   )
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }]),
+ *   MockLanguageModel.textTurn("2 + 3 = 5")
+ * ])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
