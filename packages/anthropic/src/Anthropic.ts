@@ -132,6 +132,30 @@ export const layerWithoutHttpClient = (
 /**
  * The Anthropic `LanguageModel` over `FetchHttpClient`.
  *
+ * @example
+ * ```ts
+ * import { Anthropic } from "@agentloop/anthropic"
+ * import { AnthropicWire } from "@agentloop/anthropic/testing"
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // In an application: `Anthropic.layer({ apiKey: Redacted.make(process.env.ANTHROPIC_API_KEY!) })`.
+ * // Here the API is a loopback server that answers in the Messages API's own stream format.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Bonjour !"))
+ *   const Claude = Anthropic.layer({ apiKey: Redacted.make("sk-ant-..."), baseUrl: server.url, model: "claude-sonnet-4-5" })
+ *   const result = yield* Effect.gen(function*() {
+ *     const agent = yield* AgentLoop.AgentLoop
+ *     return yield* agent.run({ input: "Say hello in French" })
+ *   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Claude))))
+ *   if (result._tag === "Stopped") console.log(result.output) // Bonjour !
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(AnthropicWire.wire))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
