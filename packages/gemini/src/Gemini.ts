@@ -116,6 +116,30 @@ export const layerWithoutHttpClient = (
 /**
  * The Gemini `LanguageModel` over `FetchHttpClient`.
  *
+ * @example
+ * ```ts
+ * import { Gemini } from "@agentloop/gemini"
+ * import { GeminiWire } from "@agentloop/gemini/testing"
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // In an application: `Gemini.layer({ apiKey: Redacted.make(process.env.GEMINI_API_KEY!) })`.
+ * // Here the API is a loopback server that answers in Gemini's own stream format.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Bonjour !"))
+ *   const Flash = Gemini.layer({ apiKey: Redacted.make("AIza..."), baseUrl: server.url, model: "gemini-2.5-flash" })
+ *   const result = yield* Effect.gen(function*() {
+ *     const agent = yield* AgentLoop.AgentLoop
+ *     return yield* agent.run({ input: "Say hello in French" })
+ *   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Flash))))
+ *   if (result._tag === "Stopped") console.log(result.output) // Bonjour !
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(GeminiWire.wire))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
