@@ -143,6 +143,30 @@ export const layerWithoutHttpClient = (
 /**
  * The Responses `LanguageModel` over `FetchHttpClient`.
  *
+ * @example
+ * ```ts
+ * import { Responses } from "@agentloop/responses"
+ * import { ResponsesWire } from "@agentloop/responses/testing"
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // In an application: `Responses.layer({ apiKey: Redacted.make(process.env.OPENAI_API_KEY!) })`.
+ * // Here the API is a loopback server that answers in the Responses API's own stream format.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Bonjour !"))
+ *   const OpenAI = Responses.layer({ apiKey: Redacted.make("sk-..."), baseUrl: server.url, model: "gpt-5-mini" })
+ *   const result = yield* Effect.gen(function*() {
+ *     const agent = yield* AgentLoop.AgentLoop
+ *     return yield* agent.run({ input: "Say hello in French" })
+ *   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(OpenAI))))
+ *   if (result._tag === "Stopped") console.log(result.output) // Bonjour !
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(ResponsesWire.wire))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
