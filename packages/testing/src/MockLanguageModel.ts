@@ -203,6 +203,30 @@ export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply> | R
 /**
  * Provides `LanguageModel` from `script` (or a {@link Respond} function), and the `MockLanguageModel` recorder.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * // A scripted model: one reply per turn it is asked for, in order; an AiError fails that turn.
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "lookup", arguments: { q: "hi" } }]),
+ *   new AiError.Unavailable({ provider: "mock", status: 529, message: "Overloaded" })
+ * ])
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const termination = yield* Effect.flip(agent.run({ input: "Hi" }))
+ *   console.log(termination._tag) // DuringExecution
+ *   // What the agent sent, turn by turn.
+ *   const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+ *   console.log(requests.length, requests[1]?.history.at(-1)?.type) // 2 function_call_output
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

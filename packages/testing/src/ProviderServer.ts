@@ -542,6 +542,25 @@ export const make = (options: Options = {}): Effect.Effect<ProviderServer["Servi
 /**
  * Starts a server without a wire format for a test; see {@link make}.
  *
+ * @example
+ * ```ts
+ * import { ProviderServer } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * // A loopback HTTP server that answers each request with the next scripted reply, and records what it got.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(ProviderServer.status(429, { error: { message: "slow down" } }, { "retry-after": "1" }))
+ *   const response = yield* Effect.promise(() =>
+ *     fetch(`${server.url}/v1/chat`, { method: "POST", body: JSON.stringify({ model: "m" }) })
+ *   )
+ *   console.log(response.status, response.headers.get("retry-after")) // 429 1
+ *   console.log((yield* server.requests).map((request) => request.url)) // [ '/v1/chat' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layer)))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
