@@ -127,6 +127,17 @@ export const chatAttributes = (options: {
 /**
  * The usage attributes of a span: input, output, cache-read, cache-write and reasoning tokens.
  *
+ * @example
+ * ```ts
+ * import { Telemetry, TokenUsage } from "@agentloop/core"
+ *
+ * // The OpenTelemetry GenAI semantic conventions' names and attributes.
+ * console.log(Telemetry.chatSpanName("gpt-5-mini")) // chat gpt-5-mini
+ * console.log(Telemetry.toolSpanName("search")) // execute_tool search
+ * console.log(Telemetry.usageAttributes(TokenUsage.make(120, 30)))
+ * // { 'gen_ai.usage.input_tokens': 120, 'gen_ai.usage.output_tokens': 30 }
+ * ```
+ *
  * @since 0.1.0
  * @category attributes
  */

@@ -30,6 +30,38 @@ export type ToolRecord = typeof ToolRecord.Type
 /**
  * The record of a result.
  *
+ * @example
+ * ```ts
+ * import { Item, Tool, Toolkit, ToolRecord } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ * const toolkit = Toolkit.make(add)
+ * const call: Item.FunctionCall = {
+ *   type: "function_call",
+ *   id: "fc_1",
+ *   status: "completed",
+ *   call_id: "c1",
+ *   name: "add",
+ *   arguments: "{\"a\":2,\"b\":3}"
+ * }
+ *
+ * const program = Effect.gen(function*() {
+ *   const [result] = yield* Toolkit.executeAllSafe(toolkit, [call])
+ *   // A record is JSON: stored with a checkpoint, it becomes the same result again without running the tool.
+ *   const json = Schema.encodeSync(Schema.fromJsonString(ToolRecord.ToolRecord))(ToolRecord.fromResult(result!))
+ *   const restored = yield* ToolRecord.toResult(toolkit, Schema.decodeSync(Schema.fromJsonString(ToolRecord.ToolRecord))(json))
+ *   console.log(restored.outcome, restored.output.output) // success 5
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -132,6 +132,15 @@ const runId: InvalidOptions.Rule = {
  * the budget a positive number of dollars, durations above 0). `undefined`
  * when they all can.
  *
+ * @example
+ * ```ts
+ * import { AgentOptions } from "@agentloop/core"
+ *
+ * console.log(AgentOptions.validate({ input: "Hi", limits: { maxTurns: 5 } })) // undefined
+ * console.log(AgentOptions.validate({ input: "Hi", limits: { maxTurns: 0 } })?.message)
+ * // limits.maxTurns must be a positive integer, not 0
+ * ```
+ *
  * @since 0.2.0
  * @category validation
  */

@@ -108,6 +108,16 @@ export const progress = (
  * (the cost is at least the budget: the budget itself counts as spent), or
  * `unpriced` (the cost is unknown, so the budget cannot be kept).
  *
+ * @example
+ * ```ts
+ * import { AgentRules } from "@agentloop/core"
+ *
+ * console.log(AgentRules.budget(0.12, 0.5)) // within
+ * console.log(AgentRules.budget(0.5, 0.5)) // reached
+ * console.log(AgentRules.budget(null, 0.5)) // unpriced: a model without a price cannot be held to a budget
+ * console.log(AgentRules.budget(null, undefined)) // within
+ * ```
+ *
  * @since 0.1.0
  * @category rules
  */

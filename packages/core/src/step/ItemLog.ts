@@ -46,6 +46,16 @@ export const make = (items: Iterable<Item.Item> = []): ItemLog => {
  * is not among them, so a model never sees an output without its call.
  * Returns `items` itself when it already fits.
  *
+ * @example
+ * ```ts
+ * import { Item, ItemLog } from "@agentloop/core"
+ *
+ * const log = ItemLog.make([Item.userMessage("first")])
+ * log.append(Item.userMessage("second"), Item.userMessage("third"))
+ * console.log(log.items.length) // 3
+ * console.log(ItemLog.newest(log.items, 2).length) // 2
+ * ```
+ *
  * @since 0.1.0
  * @category getters
  */

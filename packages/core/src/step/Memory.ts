@@ -154,6 +154,24 @@ type Entries = typeof Entries.Type
  * two executions remembering into one record at the same moment may lose one
  * write.
  *
+ * @example
+ * ```ts
+ * import { Item, Memory } from "@agentloop/core"
+ * import { Effect, Layer } from "effect"
+ * import { KeyValueStore } from "effect/persistence"
+ *
+ * const program = Effect.gen(function*() {
+ *   const memory = yield* Memory.Memory
+ *   const scope = { threadId: "thread-1", resourceId: "user-7", contextId: "chat-1" }
+ *   yield* memory.remember(scope, [Item.userMessage("My name is Ada.")])
+ *   // Another conversation (context) of the same thread is handed what this one remembered.
+ *   const recalled = yield* memory.recall({ ...scope, contextId: "chat-2" }, [Item.userMessage("What is my name?")])
+ *   console.log(recalled.length) // 1
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Memory.layerKeyValueStore().pipe(Layer.provide(KeyValueStore.layerMemory)))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

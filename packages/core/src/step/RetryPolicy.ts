@@ -47,6 +47,24 @@ export const delay = (policy: RetryPolicy, retry: number): number => {
  * times, waiting {@link delay} before each. The policy is not checked here:
  * decode it with {@link RetryPolicy} first when it comes from outside.
  *
+ * @example
+ * ```ts
+ * import { RetryPolicy, Step } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const policy: RetryPolicy.RetryPolicy = { maxAttempts: 4, backoff: "exponential", initialDelay: 100, maxDelay: 300 }
+ * console.log([1, 2, 3].map((retry) => RetryPolicy.delay(policy, retry))) // [ 100, 200, 300 ]
+ *
+ * // A `run` step retries by its policy; the third attempt succeeds here.
+ * let attempts = 0
+ * const flaky = Step.run({
+ *   id: "flaky",
+ *   retry: { maxAttempts: 3, backoff: "fixed", initialDelay: 1 },
+ *   execute: () => ++attempts < 3 ? Effect.fail("not yet") : Effect.succeed("ok")
+ * })
+ * Effect.runPromise(Step.execute(flaky, undefined)).then((out) => console.log(out, attempts)) // ok 3
+ * ```
+ *
  * @since 0.1.0
  * @category scheduling
  */

@@ -237,6 +237,18 @@ export type Info = typeof Info.Type
 /**
  * The {@link Info} of any error: its `_tag` and `message`, or its text.
  *
+ * @example
+ * ```ts
+ * import { Step, StepError } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const parse = Step.run({ id: "parse", execute: (text: string): unknown => JSON.parse(text) })
+ * Effect.runPromise(Effect.flip(Step.execute(parse, "{oops"))).then((error) => {
+ *   console.log(error._tag) // StepFailed
+ *   console.log(StepError.info(error).tag) // StepFailed
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category getters
  */

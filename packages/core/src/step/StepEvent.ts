@@ -177,6 +177,24 @@ export type EventType = Exclude<StepEvent["_tag"], "Turn"> | Turn["event"]["_tag
 /**
  * The type of an event, as an `emit` filter sees it: a `Turn`'s inner event's tag, else the event's own.
  *
+ * @example
+ * ```ts
+ * import { Step, StepEvent } from "@agentloop/core"
+ * import { Effect, Schema, Stream } from "effect"
+ *
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * const program = Step.stream(double, 21).pipe(
+ *   Stream.runForEach((event) =>
+ *     Effect.sync(() => {
+ *       if (event._tag === "Output") console.log("output", event.value) // output 42
+ *       // Every event but the output is a `StepEvent`: a Schema, so it encodes to JSON for a UI.
+ *       else console.log(StepEvent.eventType(event), Schema.encodeSync(StepEvent.StepEvent)(event).stepId) // Started double, then Completed double
+ *     })
+ *   )
+ * )
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category getters
  */

@@ -123,6 +123,25 @@ const broken = (what: string, cause: Cause.Cause<unknown>): Stream.Stream<string
  * error that its schema cannot encode (a bug of the server), ends it with an
  * `error` event that carries only an id, logged with the details.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, EventStream } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   // A server writes a run's events as Server-Sent Events...
+ *   const body = agent.stream({ input: "Hi" }).pipe(EventStream.encodeBytes(EventStream.agent))
+ *   // ...and a client reads them back as the same typed events.
+ *   const events = yield* Stream.runCollect(body.pipe(EventStream.decode(EventStream.agent)))
+ *   console.log(events.map((event) => event._tag).join(" ")) // TurnStarted Delta Delta TurnCompleted Verdict Finished
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category encoding
  */
