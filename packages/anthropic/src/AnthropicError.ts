@@ -82,6 +82,20 @@ const decodeErrorBody = Schema.decodeUnknownResult(Schema.fromJsonString(Anthrop
  * and `overloaded_error` is `Unavailable` whatever its status. Everything else
  * is read by its status, as for every provider (529 is `Unavailable`).
  *
+ * @example
+ * ```ts
+ * import { AnthropicError } from "@agentloop/anthropic"
+ *
+ * const error = AnthropicError.classify({
+ *   provider: "anthropic",
+ *   status: 529,
+ *   body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
+ *   message: "Overloaded",
+ *   retryAfter: undefined
+ * })
+ * console.log(error?._tag) // Unavailable
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */

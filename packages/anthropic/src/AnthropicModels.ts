@@ -24,6 +24,15 @@ const noStructuredOutput = new RegExp(`^claude-(?:instant|2|3)|^claude-(?:opus|s
  * refuse a token budget; `budget` (`thinking: { type: "enabled", budget_tokens }`)
  * for the 4.5 generation and older, which refuse adaptive thinking.
  *
+ * @example
+ * ```ts
+ * import { AnthropicModels } from "@agentloop/anthropic"
+ *
+ * console.log(AnthropicModels.thinking("claude-opus-4-6")) // adaptive
+ * console.log(AnthropicModels.thinking("claude-sonnet-4-5")) // budget
+ * console.log(AnthropicModels.structuredOutput("claude-3-5-haiku-latest")) // false
+ * ```
+ *
  * @since 0.1.0
  * @category capabilities
  */
