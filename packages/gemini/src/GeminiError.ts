@@ -59,6 +59,16 @@ export const maxRetryDelay: Duration.Duration = Duration.days(1)
  * Returns `undefined` for anything else (negative, no `s`, an exponent, more
  * than twelve digits of seconds) and for a delay longer than {@link maxRetryDelay}.
  *
+ * @example
+ * ```ts
+ * import { GeminiError } from "@agentloop/gemini"
+ * import { Duration } from "effect"
+ *
+ * // Gemini says how long to wait in a `RetryInfo` detail, as protobuf duration text.
+ * const delay = GeminiError.parseRetryDelay("12.5s")
+ * console.log(delay === undefined ? undefined : Duration.toMillis(delay)) // 12500
+ * ```
+ *
  * @since 0.1.0
  * @category parsing
  */
