@@ -162,6 +162,22 @@ const normalizer = (root: Json) => {
 /**
  * Whether OpenAI's strict mode accepts `schema` as it is.
  *
+ * @example
+ * ```ts
+ * import { ResponsesStrict } from "@agentloop/responses"
+ *
+ * const city = {
+ *   type: "object",
+ *   properties: { city: { type: "string" } },
+ *   required: ["city"],
+ *   additionalProperties: false
+ * }
+ * console.log(ResponsesStrict.isStrictCompatible(city)) // true
+ * // An open record cannot be strict: the API requires every object to list its properties.
+ * const open = { type: "object", additionalProperties: { type: "string" } }
+ * console.log(ResponsesStrict.isStrictCompatible(open)) // false
+ * ```
+ *
  * @since 0.1.0
  * @category guards
  */
