@@ -84,6 +84,26 @@ const retryAfterOf = (error: AiError.AiError): Duration.Duration =>
  * before it emitted anything, as often as the policy allows, waiting the
  * policy's delay or the error's `retryAfter`, whichever is longer.
  *
+ * @example
+ * ```ts
+ * import { AiError, ProviderRetry } from "@agentloop/core"
+ * import { Effect, Schedule, Stream } from "effect"
+ *
+ * // A request that is rate limited once, then streams.
+ * let attempts = 0
+ * const request = Stream.suspend(() =>
+ *   ++attempts === 1
+ *     ? Stream.fail(new AiError.RateLimited({ provider: "example", message: "slow down" }))
+ *     : Stream.make("Hello", " world")
+ * )
+ *
+ * const program = request.pipe(
+ *   ProviderRetry.retry({ policy: Schedule.recurs(2), maxRetryAfter: "1 second" }),
+ *   Stream.runCollect
+ * )
+ * Effect.runPromise(program).then((chunks) => console.log(chunks.join(""), attempts)) // Hello world 2
+ * ```
+ *
  * @since 0.1.0
  * @category combinators
  */

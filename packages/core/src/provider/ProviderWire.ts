@@ -71,6 +71,14 @@ export interface ProviderWire {
  * `text` in pieces of `size` code points, as a wire streams it: no piece ends
  * inside a character (half a surrogate pair), and empty text has no pieces.
  *
+ * @example
+ * ```ts
+ * import { ProviderWire } from "@agentloop/core"
+ *
+ * console.log(ProviderWire.pieces("Hello, world", 5)) // [ 'Hello', ', wor', 'ld' ]
+ * console.log(ProviderWire.pieces("👋🌍", 1)) // [ '👋', '🌍' ]: never half a character
+ * ```
+ *
  * @since 0.1.0
  * @category wire
  */

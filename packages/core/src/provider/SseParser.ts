@@ -73,6 +73,22 @@ export interface Dialect {
  * being read, so a peer that never ends a line or an event cannot make the
  * parser buffer without bound. `dialect` reads a server that bends the rules.
  *
+ * @example
+ * ```ts
+ * import { SseParser } from "@agentloop/core"
+ *
+ * const events: Array<string> = []
+ * const parser = SseParser.make({
+ *   maxEventSize: 1 << 20,
+ *   onEvent: (event, data) => (events.push(`${event}: ${data}`), true)
+ * })
+ * // Chunks split anywhere, even inside a line.
+ * parser.feed("event: ping\ndata: {\"n\"")
+ * parser.feed(":1}\n\ndata: hello\n\n")
+ * parser.end()
+ * console.log(events) // [ 'ping: {"n":1}', 'message: hello' ]
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
