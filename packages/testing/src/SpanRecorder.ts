@@ -25,6 +25,21 @@ export interface SpanRecorder {
 /**
  * A new recorder; run the code under test with `Effect.withTracer(recorder.tracer)`.
  *
+ * @example
+ * ```ts
+ * import { SpanRecorder } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * const recorder = SpanRecorder.make()
+ * const program = Effect.void.pipe(Effect.withSpan("chat gpt-5-mini", { attributes: { "gen_ai.request.model": "gpt-5-mini" } }))
+ *
+ * Effect.runPromise(program.pipe(Effect.withTracer(recorder.tracer))).then(() => {
+ *   console.log(recorder.spans.map((span) => span.name)) // [ 'chat gpt-5-mini' ]
+ *   // Everything the spans hold, as text: assert that no secret is in it.
+ *   console.log(SpanRecorder.text(recorder.spans).includes("sk-")) // false
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -70,6 +70,16 @@ export const usage = (
 /**
  * A text-only turn.
  *
+ * @example
+ * ```ts
+ * import { WireTurn } from "@agentloop/testing"
+ *
+ * // A turn as a provider's wire streams it, for a conformance fixture to write in its own format.
+ * const turn = WireTurn.text("Hel", "lo")
+ * console.log(turn.text, turn.usage.total) // [ 'Hel', 'lo' ] 17
+ * console.log(WireTurn.usage(10, 2).total) // 12
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
