@@ -405,6 +405,20 @@ const errorAnswerOf = (error: AiError.AiError): ProviderWire.HttpAnswer => {
  * frames (and throws on an item the API does not stream), `error` the answer
  * that reports an error; see the module's documentation for what comes back.
  *
+ * @example
+ * ```ts
+ * import { AnthropicWire } from "@agentloop/anthropic/testing"
+ * import { AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * // A turn as the API streams it, in pieces of 4 characters...
+ * const frames = AnthropicWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * console.log(frames.length) // 9
+ * // ...and an error as the API answers it.
+ * const answer = AnthropicWire.wire.error(new AiError.RateLimited({ provider: "anthropic", message: "slow down" }))
+ * console.log(answer.status) // 429
+ * ```
+ *
  * @since 0.1.0
  * @category wire
  */
