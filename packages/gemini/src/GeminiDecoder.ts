@@ -131,6 +131,27 @@ const eventName = (index: number): string => `GenerateContentResponse #${index}`
 /**
  * A decoder of one streamed response. `fallbackKey` names items and synthesised call ids when the wire has no `responseId`.
  *
+ * @example
+ * ```ts
+ * import { GeminiDecoder } from "@agentloop/gemini"
+ * import { GeminiWire } from "@agentloop/gemini/testing"
+ * import { ProviderStream, Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * // The frames the API would stream for a turn (written by the wire of the package's testing entry)...
+ * const frames = GeminiWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * const body = Stream.fromIterable(frames).pipe(Stream.encodeText)
+ *
+ * // ...decoded back into deltas, the last one carrying the whole turn.
+ * const decoder = GeminiDecoder.make({ model: "gemini-2.5-flash", fallbackKey: "turn-1" })
+ * const program = body.pipe(ProviderStream.decode(decoder, { provider: "gemini" }), Stream.runLast)
+ *
+ * Effect.runPromise(program).then((last) => {
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hello, world
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -450,6 +450,20 @@ const errorAnswer = (error: AiError.AiError): ProviderWire.HttpAnswer => {
  * chunk, then the end of the body without a `finishReason`). The decoder
  * writes the message of those two itself: theirs is not carried.
  *
+ * @example
+ * ```ts
+ * import { GeminiWire } from "@agentloop/gemini/testing"
+ * import { AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * // A turn as the API streams it, in pieces of 4 characters...
+ * const frames = GeminiWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * console.log(frames.length) // 3
+ * // ...and an error as the API answers it.
+ * const answer = GeminiWire.wire.error(new AiError.RateLimited({ provider: "gemini", message: "slow down" }))
+ * console.log(answer.status) // 429
+ * ```
+ *
  * @since 0.1.0
  * @category wire
  */
