@@ -536,6 +536,20 @@ const toolingOf = (
  * which the API does not let force a tool), whose call the decoder turns into
  * the answer's text.
  *
+ * @example
+ * ```ts
+ * import { AnthropicRequest } from "@agentloop/anthropic"
+ * import { Item } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const history = [Item.userMessage("Hello")]
+ * const options = { instructions: "Answer in French.", params: { maxOutputTokens: 256 } }
+ * Effect.runPromise(AnthropicRequest.make(history, options, { model: "claude-haiku-4-5" })).then(({ body }) => {
+ *   console.log(body.system?.[0]?.text) // Answer in French.
+ *   console.log(body.messages.map((message) => message.role), body.max_tokens) // [ 'user' ] 256
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
