@@ -374,6 +374,18 @@ class ContentsBuilder {
  * or an image or a file Gemini would refuse (see {@link contentRules}), or one
  * outside a user message or a tool's output.
  *
+ * @example
+ * ```ts
+ * import { Item } from "@agentloop/core"
+ * import { GeminiRequest } from "@agentloop/gemini"
+ * import { Effect } from "effect"
+ *
+ * const history = [Item.userMessage("Hello"), Item.assistantMessage("Hi!"), Item.userMessage("How are you?")]
+ * Effect.runPromise(GeminiRequest.make(history, {})).then((body) =>
+ *   console.log(body.contents.map((content) => content.role)) // [ 'user', 'model', 'user' ]
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
