@@ -325,6 +325,16 @@ const toolChoice = (choice: LanguageModel.ToolChoice): NonNullable<Body["tool_ch
  * The whole request body for one streaming turn; fails when the history
  * cannot be sent (see {@link input}).
  *
+ * @example
+ * ```ts
+ * import { Item } from "@agentloop/core"
+ * import { ResponsesRequest } from "@agentloop/responses"
+ * import { Result } from "effect"
+ *
+ * const body = ResponsesRequest.body([Item.userMessage("Hello")], { params: { maxOutputTokens: 256 } }, { model: "gpt-5-mini" })
+ * if (Result.isSuccess(body)) console.log(body.success.model, body.success.input.length) // gpt-5-mini 1
+ * ```
+ *
  * @since 0.1.0
  * @category encoding
  */
