@@ -121,6 +121,20 @@ export type Delta = typeof Delta.Type
 /**
  * `content_block_delta`: a piece of the block at `index`.
  *
+ * @example
+ * ```ts
+ * import { AnthropicEvent } from "@agentloop/anthropic"
+ * import { Schema } from "effect"
+ *
+ * // The `data` of a `content_block_delta` event, as the Messages API streams it.
+ * const event = Schema.decodeUnknownSync(AnthropicEvent.ContentBlockDelta)({
+ *   type: "content_block_delta",
+ *   index: 0,
+ *   delta: { type: "text_delta", text: "Hello" }
+ * })
+ * console.log(event.index, event.delta.type) // 0 text_delta
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */
