@@ -20,6 +20,16 @@ type Segment = string | number
 /**
  * Parses an RFC 9535 normalized path (`$`, `.name`, `['name']`, `[0]`) into its segments.
  *
+ * @example
+ * ```ts
+ * import { GeminiArguments } from "@agentloop/gemini"
+ * import { Result } from "effect"
+ *
+ * // Gemini streams a call's arguments as values at JSON paths.
+ * const path = GeminiArguments.parsePath("$.items[2].name")
+ * if (Result.isSuccess(path)) console.log(path.success) // [ 'items', 2, 'name' ]
+ * ```
+ *
  * @since 0.1.0
  * @category parsing
  */

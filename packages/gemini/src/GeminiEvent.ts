@@ -184,6 +184,19 @@ export type StatusDetail = typeof StatusDetail.Type
  * and a union would try the error shape first on each of them. `usageMetadata`
  * is a running total repeated on every chunk; the last one counts.
  *
+ * @example
+ * ```ts
+ * import { GeminiEvent } from "@agentloop/gemini"
+ * import { Schema } from "effect"
+ *
+ * // One `GenerateContentResponse` of a `streamGenerateContent?alt=sse` stream.
+ * const chunk = Schema.decodeUnknownSync(GeminiEvent.Chunk)({
+ *   candidates: [{ content: { role: "model", parts: [{ text: "Hello" }] }, index: 0 }],
+ *   usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 1, totalTokenCount: 6 }
+ * })
+ * console.log(chunk.candidates?.[0]?.content?.parts?.[0]?.text) // Hello
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */
