@@ -57,6 +57,20 @@ const decodeErrorBody = Schema.decodeUnknownResult(Schema.fromJsonString(Respons
  * too little: `insufficient_quota` (a 429 no retry can help) and
  * `context_length_exceeded` (a 400). Everything else is read by its status.
  *
+ * @example
+ * ```ts
+ * import { ResponsesError } from "@agentloop/responses"
+ *
+ * const error = ResponsesError.classify({
+ *   provider: "openai",
+ *   status: 429,
+ *   body: JSON.stringify({ error: { message: "You exceeded your current quota", type: "insufficient_quota", code: "insufficient_quota" } }),
+ *   message: "You exceeded your current quota",
+ *   retryAfter: undefined
+ * })
+ * console.log(error?._tag) // QuotaExceeded
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */

@@ -202,6 +202,22 @@ export const ContentPartEvent = Schema.Struct({
 /**
  * `response.output_text.delta`, `response.refusal.delta`, `response.reasoning_text.delta`.
  *
+ * @example
+ * ```ts
+ * import { ResponsesEvent } from "@agentloop/responses"
+ * import { Schema } from "effect"
+ *
+ * // A `response.output_text.delta` event, as the Responses API streams it.
+ * const event = Schema.decodeUnknownSync(ResponsesEvent.ContentDelta)({
+ *   type: "response.output_text.delta",
+ *   item_id: "msg_1",
+ *   output_index: 0,
+ *   content_index: 0,
+ *   delta: "Hello"
+ * })
+ * console.log(event.delta) // Hello
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */
