@@ -49,6 +49,18 @@ export type HistoryChange = typeof HistoryChange.Type
 /**
  * The change from `before` to `after`: their common prefix (the same items, by identity) and what follows it.
  *
+ * @example
+ * ```ts
+ * import { AgentCheckpoint, Item } from "@agentloop/core"
+ *
+ * // A checkpoint entry stores how a history changed, not the whole history again.
+ * const before = [Item.userMessage("Hi")]
+ * const after = [...before, Item.assistantMessage("Hello!")]
+ * const change = AgentCheckpoint.change(before, after)
+ * console.log(change.keep, change.append.length) // 1 1
+ * console.log(AgentCheckpoint.apply(before, change).length) // 2
+ * ```
+ *
  * @since 0.1.0
  * @category checkpoints
  */

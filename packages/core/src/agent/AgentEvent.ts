@@ -204,6 +204,25 @@ export type AgentEvent<O = string, A = unknown> =
  * `output` option of the run, or `Schema.String`) and whose finish tool's
  * output `submitted` describes (`Schema.Unknown` for any JSON value).
  *
+ * @example
+ * ```ts
+ * import { AgentEvent, AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema, Stream } from "effect"
+ *
+ * // The events of a run whose output is a string and which has no finish tool, as JSON for a UI.
+ * const Json = Schema.fromJsonString(AgentEvent.schema(Schema.String, Schema.Unknown))
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const lines = yield* agent.stream({ input: "Hi" }).pipe(Stream.map((event) => Schema.encodeSync(Json)(event)), Stream.runCollect)
+ *   console.log(Schema.decodeSync(Json)(lines.at(-1)!)._tag) // Finished
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */

@@ -190,6 +190,42 @@ export const complete = <A, S, E2, R2>(
  * `TurnCompleted`, then the tools' progress and results, then the events of
  * `then(outcome)`.
  *
+ * @example
+ * ```ts
+ * import { AgentTurn, Item, Loop, Tool, Toolkit } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Schema, Stream } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * // One turn (the model request, then its tool calls) as a loop iteration of your own.
+ * const turn = Loop.loop(0, () =>
+ *   AgentTurn.stream({
+ *     step: 1,
+ *     history: [Item.userMessage("What is 2 + 3?")],
+ *     options: {},
+ *     toolkit: Toolkit.make(add),
+ *     account: (completed) =>
+ *       Effect.succeed({ usage: completed.turn.usage, cost: completed.cost, elapsedMs: 0, steps: 1, lastItems: [] })
+ *   }, (outcome) => Loop.stopAfter(Stream.make({ _tag: "Outcome" as const, outcome }))))
+ *
+ * const program = Stream.runForEach(turn, (event) =>
+ *   Effect.sync(() => {
+ *     if (event._tag === "ToolResult") console.log(`${event.call.name} -> ${event.output.output}`) // add -> 5
+ *     if (event._tag === "Outcome") console.log(event.outcome.history.map((item) => item.type))
+ *     // [ 'message', 'function_call', 'function_call_output' ]
+ *   }))
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }])])
+ * Effect.runPromise(program.pipe(Effect.provide(model)))
+ * ```
+ *
  * @since 0.1.0
  * @category running
  */

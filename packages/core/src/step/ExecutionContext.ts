@@ -44,6 +44,20 @@ export type RecordedError = typeof RecordedError.Type
  * A step written for any state (`ExecutionContext<unknown>`) fits a program with
  * a typed state, so such a step should read the state, not set it.
  *
+ * @example
+ * ```ts
+ * import { Step } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Every step function gets the context of its run: ids, usage so far, the item log, its state.
+ * const echo = Step.run({
+ *   id: "echo",
+ *   // A program's text input is in the item log, as a user message.
+ *   execute: (text: string, ctx) => `${ctx.stepId} got "${text}"; the log has ${ctx.itemLog.items.length} item(s)`
+ * })
+ * Effect.runPromise(Step.execute(echo, "hello")).then(console.log) // echo got "hello"; the log has 1 item(s)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */

@@ -254,6 +254,19 @@ export interface StepEvery<in I, out O, out E, out R, in S> extends Proto<I, O, 
 /**
  * A step: its kind says which.
  *
+ * @example
+ * ```ts
+ * import { Step, Until } from "@agentloop/core"
+ * import type { StepAst } from "@agentloop/core"
+ *
+ * // A program is plain data: each step says what it is, so tools (a UI, a validator) can walk it.
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * const program = Step.loop({ id: "grow", steps: [double], until: Until.maxSteps(3) })
+ * const kinds = (step: StepAst.Any): Array<string> =>
+ *   step.kind === "loop" ? [step.kind, ...step.steps.flatMap((inner) => kinds(inner as StepAst.Any))] : [step.kind]
+ * console.log(kinds(program)) // [ 'loop', 'run' ]
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */
