@@ -146,6 +146,24 @@ const feedbackMessage = (text: string, step: number): Item.Message => Item.userM
  * (see `AgentOptions.validate`, the `StopPolicy`'s predicate included) fail it
  * with `InvalidOptions`, before anything runs.
  *
+ * @example
+ * ```ts
+ * import { AgentMachine } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // The state machine behind AgentLoop (and durable runs): options in, a state to drive turn by turn.
+ * const program = Effect.gen(function*() {
+ *   const machine = yield* AgentMachine.make({ input: "Hi", limits: { maxTurns: 1 } })
+ *   const state = yield* machine.start
+ *   console.log(state.history.length, state.steps) // 1 0
+ *   // After one turn, the turn limit refuses the next.
+ *   const refused = yield* Effect.flip(machine.beforeTurn({ ...state, steps: 1 }))
+ *   console.log(refused._tag) // MaxTurns
+ * })
+ *
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -200,6 +200,33 @@ export const layerWithoutHttpClient = <C extends CommonSettings>(
 /**
  * The `LanguageModel` of `spec` over `FetchHttpClient`.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletions } from "@agentloop/chat-completions"
+ * import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
+ * import { Item, LanguageModel, Provider, Turn } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Redacted, Stream } from "effect"
+ *
+ * // A provider package's `layer` is `Provider.layer` with its wire format's `spec`: the timeouts, retries,
+ * // redaction and decoding come with it. Here the server is a loopback one speaking Chat Completions.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Hi there"))
+ *   const layer = Provider.layer(ChatCompletions.spec, {
+ *     baseUrl: server.url,
+ *     apiKey: Redacted.make("sk-..."),
+ *     model: "gpt-4o-mini",
+ *     requestTimeout: "10 seconds"
+ *   })
+ *   const last = yield* Effect.flatMap(LanguageModel.LanguageModel, (model) =>
+ *     Stream.runLast(model.streamTurn([Item.userMessage("Hi")], {}))).pipe(Effect.provide(layer))
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hi there
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(ChatCompletionsWire.wire))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

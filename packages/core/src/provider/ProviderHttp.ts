@@ -226,6 +226,16 @@ const decodeErrorBody = Schema.decodeUnknownResult(ErrorBody)
  * The message of an error body: `error.message` or `message` of a JSON body (or
  * of its first element, as Google APIs answer), else the body itself.
  *
+ * @example
+ * ```ts
+ * import { ProviderHttp } from "@agentloop/core"
+ *
+ * // The message of an API's error body, whatever its shape, bounded in size.
+ * console.log(ProviderHttp.errorMessage(JSON.stringify({ error: { message: "Invalid model: gpt-6" } })))
+ * // Invalid model: gpt-6
+ * console.log(ProviderHttp.isContextLengthMessage("This model's maximum context length is 8192 tokens")) // true
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */

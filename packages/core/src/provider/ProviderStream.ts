@@ -198,6 +198,18 @@ export const valueDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => 
 /**
  * A decoder of an event's JSON `data` with `schema`: {@link parseJson}, then {@link valueDecoder}.
  *
+ * @example
+ * ```ts
+ * import { ProviderStream } from "@agentloop/core"
+ * import { Result, Schema } from "effect"
+ *
+ * // An event's `data` parsed and decoded; what does not decode is an AiError.MalformedEvent naming the event.
+ * const decode = ProviderStream.jsonDecoder("example", Schema.Struct({ delta: Schema.String }))
+ * console.log(decode("delta", "{\"delta\":\"Hi\"}")) // { _id: 'Result', _tag: 'Success', value: { delta: 'Hi' } }
+ * const bad = decode("delta", "{\"delta\":42}")
+ * if (Result.isFailure(bad)) console.log(bad.failure._tag) // MalformedEvent
+ * ```
+ *
  * @since 0.1.0
  * @category decoding
  */

@@ -41,6 +41,23 @@ export const error = (provider: string, message: (duration: string) => string, d
 /**
  * Bounds the wait for a response by `requestTimeout` and by the deadline, whichever comes first.
  *
+ * @example
+ * ```ts
+ * import { ProviderTimeout } from "@agentloop/core"
+ * import { Clock, Effect } from "effect"
+ *
+ * // A request that waits longer than its timeout fails with a typed AiError.Timeout.
+ * const program = Effect.gen(function*() {
+ *   const clock = yield* Clock.Clock
+ *   const error = yield* Effect.never.pipe(
+ *     ProviderTimeout.request({ provider: "example", requestTimeout: "20 millis", deadline: undefined, clock }),
+ *     Effect.flip
+ *   )
+ *   console.log(error._tag) // Timeout
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category combinators
  */
