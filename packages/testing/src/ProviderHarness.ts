@@ -119,6 +119,58 @@ export type Model = LanguageModel.LanguageModel["Service"]
  * Runs `body` with a fresh loopback server and the provider pointed at it,
  * keyed with {@link canary}; no retries unless `settings` asks for them.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletions } from "@agentloop/chat-completions"
+ * import { Turn } from "@agentloop/core"
+ * import { ProviderHarness, ProviderServer, WireTurn } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * // A provider's fixture: its layer, and how its wire writes a turn and a server error.
+ * const sse = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+ * const chunk = (delta: object, finish: string | null = null) =>
+ *   sse({ id: "c1", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })
+ * const fixture: ProviderHarness.Fixture = {
+ *   provider: "chat-completions",
+ *   credentialHeader: "authorization",
+ *   layer: (settings) => ChatCompletions.layerWithoutHttpClient({ ...settings, baseUrl: settings.baseUrl ?? "", model: "m" }),
+ *   frames: (turn, options) => {
+ *     const calls = turn.calls ?? []
+ *     const body = [
+ *       ...(turn.reasoning ?? []).map((reasoning_content) => chunk({ reasoning_content })),
+ *       ...(turn.text ?? []).map((content) => chunk({ content })),
+ *       ...calls.map((call, index) =>
+ *         chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }] })
+ *       )
+ *     ]
+ *     const usage = {
+ *       prompt_tokens: turn.usage.input,
+ *       completion_tokens: turn.usage.output,
+ *       total_tokens: turn.usage.total,
+ *       prompt_tokens_details: { cached_tokens: turn.usage.cachedInput },
+ *       completion_tokens_details: { reasoning_tokens: turn.usage.reasoning }
+ *     }
+ *     return options?.complete === false ? body : [
+ *       ...body,
+ *       chunk({}, calls.length > 0 ? "tool_calls" : "stop"),
+ *       sse({ id: "c1", object: "chat.completion.chunk", model: "m", choices: [], usage }),
+ *       "data: [DONE]\n\n"
+ *     ]
+ *   },
+ *   serverError: (message) => [sse({ error: { message, type: "server_error" } })]
+ * }
+ *
+ * // A turn over real loopback HTTP, the server answering in the provider's own wire format.
+ * const program = ProviderHarness.run(fixture, (server, model) =>
+ *   Effect.gen(function*() {
+ *     yield* server.reply(ProviderServer.sse(fixture.frames(WireTurn.text("Hel", "lo"))))
+ *     const { deltas } = yield* ProviderHarness.turn(model)
+ *     console.log(ProviderHarness.joined(deltas, "text_delta")) // Hello
+ *     console.log(Turn.text(ProviderHarness.completed(deltas))) // Hello
+ *   }))
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category running
  */
