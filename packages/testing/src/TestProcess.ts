@@ -51,6 +51,33 @@ export interface Child {
  * `execArgv` as Node's own options; it is killed when the scope closes, if
  * still running.
  *
+ * @example
+ * ```ts
+ * import { TestProcess } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ * import { mkdtempSync, writeFileSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * // The child: reports a line per step, then waits to be killed (a crash test kills it mid-run).
+ * const script = join(mkdtempSync(join(tmpdir(), "child-")), "child.mjs")
+ * writeFileSync(
+ *   script,
+ *   `const { steps } = JSON.parse(process.argv[2])
+ * for (let i = 1; i <= steps; i++) console.log(JSON.stringify({ step: i }))
+ * setInterval(() => {}, 1000)`
+ * )
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const child = yield* TestProcess.spawn(script, { steps: 2 })
+ *   const second = yield* child.waitFor((message) => message.step === 2)
+ *   console.log(second) // { step: 2 }
+ *   yield* child.kill
+ *   console.log(child.messages.filter(TestProcess.has("step")).length) // 2
+ * }))
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
