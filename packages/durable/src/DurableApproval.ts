@@ -78,6 +78,21 @@ export type Token = typeof Token.Type
 /**
  * A token as it travels: the base64url of a JSON array.
  *
+ * @example
+ * ```ts
+ * import { DurableApproval } from "@agentloop/durable"
+ * import { Schema } from "effect"
+ *
+ * // The token a UI gets with an approval request: which run, which wait point, and its secret, in one string.
+ * const token = Schema.encodeSync(DurableApproval.TokenFromString)({
+ *   agent: "cleaner",
+ *   runId: "cleanup-42",
+ *   wait: DurableApproval.waitName(1, 0),
+ *   secret: "s3cret"
+ * })
+ * console.log(Schema.decodeSync(DurableApproval.TokenFromString)(token).wait) // approval/1/0
+ * ```
+ *
  * @since 0.2.0
  * @category schemas
  */

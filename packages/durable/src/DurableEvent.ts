@@ -59,6 +59,21 @@ export const DurableEvent = schema(Schema.String, Schema.Unknown)
  * in a browser or in Node; the stream's failure is the run's termination, the
  * store's error, or a run id that is not one.
  *
+ * @example
+ * ```ts
+ * import { DurableEvent } from "@agentloop/durable"
+ * import { Schema } from "effect"
+ *
+ * // A durable run's events are an agent's events plus its approval requests, all JSON.
+ * const event = Schema.decodeUnknownSync(DurableEvent.DurableEvent)({
+ *   _tag: "ApprovalRequested",
+ *   step: 1,
+ *   call: { type: "function_call", id: "fc_1", status: "completed", call_id: "c1", name: "remove", arguments: "{}" },
+ *   token: "opaque-token"
+ * })
+ * console.log(event._tag) // ApprovalRequested
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */

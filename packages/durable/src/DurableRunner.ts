@@ -146,6 +146,31 @@ export const layer = (
  * process resume when the layer starts. Fails with `DatabaseLocked` while
  * another process holds the file.
  *
+ * @example
+ * ```ts
+ * import { DurableAgent, DurableRunner } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const greeter = DurableAgent.make("greeter", { instructions: "Greet." })
+ *
+ * // The embedded runner: this process owns a SQLite file and runs (and resumes) the runs recorded in it.
+ * const runner = greeter.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db") })),
+ *   Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")]))
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* greeter.start({ runId: "hello-1", input: "Hi" }) // does not wait
+ *   const result = yield* greeter.run({ runId: "hello-1", input: "Hi" }) // joins the run
+ *   if (result._tag === "Stopped") console.log(result.output) // Hello!
+ * })
+ * Effect.runPromise(program.pipe(Effect.provide(runner)))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

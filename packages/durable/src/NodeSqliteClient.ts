@@ -261,6 +261,27 @@ export const make = (
 /**
  * The `SqlClient` of the database at `options.filename`, held by this process while the layer lives.
  *
+ * @example
+ * ```ts
+ * import { NodeSqliteClient } from "@agentloop/durable"
+ * import { Effect } from "effect"
+ * import { SqlClient } from "effect/sql"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const filename = join(mkdtempSync(join(tmpdir(), "sqlite-")), "runs.db")
+ *
+ * const program = Effect.gen(function*() {
+ *   const sql = yield* SqlClient.SqlClient
+ *   yield* sql`CREATE TABLE notes (text TEXT)`
+ *   yield* sql`INSERT INTO notes ${sql.insert({ text: "hello" })}`
+ *   console.log(yield* sql`SELECT text FROM notes`) // [ { text: 'hello' } ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(NodeSqliteClient.layer({ filename }))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

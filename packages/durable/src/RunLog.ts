@@ -47,6 +47,31 @@ interface Cursor {
  * rest as they are logged, up to `Finished`. Fails with the run's termination
  * when the run failed, and with `RunStoreError` when an entry does not decode.
  *
+ * @example
+ * ```ts
+ * import { DurableAgent, DurableEvent, DurableRunner, RunLog } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const greeter = DurableAgent.make("greeter", { instructions: "Greet." })
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* greeter.run({ runId: "hello-1", input: "Hi" })
+ *   // The run's events as it logged them, from its first turn to how it ended.
+ *   const events = yield* Stream.runCollect(RunLog.read({ agent: "greeter", runId: "hello-1" }, DurableEvent.DurableEvent))
+ *   console.log(events.map((event) => event._tag).join(" ")) // TurnStarted TurnCompleted Verdict Finished
+ * })
+ *
+ * const runner = greeter.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db") })),
+ *   Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")]))
+ * )
+ * Effect.runPromise(program.pipe(Effect.provide(runner)))
+ * ```
+ *
  * @since 0.1.0
  * @category reading
  */

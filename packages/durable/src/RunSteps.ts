@@ -163,6 +163,14 @@ export interface Call<R> {
  * The idempotency key of step `name` of the execution `executionId`: the
  * first 32 hex digits of the SHA-256 of both, the same each time the step runs.
  *
+ * @example
+ * ```ts
+ * import { RunSteps } from "@agentloop/durable"
+ *
+ * // The key a tool sees as `Tool.IdempotencyKey`: the same for every execution of the same call of the same run.
+ * console.log(RunSteps.idempotencyKey("exec-1", "call_7") === RunSteps.idempotencyKey("exec-1", "call_7")) // true
+ * ```
+ *
  * @since 0.2.0
  * @category tools
  */

@@ -437,6 +437,27 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
 /**
  * The store of the runs in the `SqlClient`'s database, under the tables' `prefix` (default `"agentloop"`).
  *
+ * @example
+ * ```ts
+ * import { NodeSqliteClient, RunStore } from "@agentloop/durable"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const filename = join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db")
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* RunStore.RunStore
+ *   const run = { agent: "cleaner", runId: "cleanup-42" }
+ *   // A tool call that is not idempotent is claimed once: a second claim (after a crash) is refused.
+ *   console.log(yield* store.claim(run, "call_1")) // true
+ *   console.log(yield* store.claim(run, "call_1")) // false
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(RunStore.layer().pipe(Layer.provide(NodeSqliteClient.layer({ filename }))))))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
