@@ -63,6 +63,24 @@ export type StreamEvent<P, O> = Progress<P> | Done<O>
 /**
  * Builds a {@link Progress} event.
  *
+ * @example
+ * ```ts
+ * import { Tool } from "@agentloop/core"
+ * import { Effect, Schema, Stream } from "effect"
+ *
+ * // A streaming tool: progress events for a UI, then `Tool.done(output)`.
+ * const download = Tool.make({
+ *   name: "download",
+ *   description: "Downloads a URL",
+ *   input: Schema.Struct({ url: Schema.String }),
+ *   output: Schema.Struct({ bytes: Schema.Finite }),
+ *   execute: () => Stream.make(Tool.progress("50%"), Tool.progress("100%"), Tool.done({ bytes: 2048 }))
+ * })
+ *
+ * const events = download.execute({ url: "https://example.com/file" })
+ * if (Stream.isStream(events)) Effect.runPromise(Stream.runCollect(events)).then((all) => console.log(all.length)) // 3
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */

@@ -305,6 +305,27 @@ const isVerifyResult = Schema.is(VerifyResult)
  * `AgentLoop` run, the turn's text). A failed verification's feedback goes on
  * in the verdict, for the next iteration; so does a passing one's.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * // Stop once the output passes a check; otherwise the model is told why and tries again.
+ * const checkAnswer = Until.verified((output) =>
+ *   output === "42" ? { pass: true } : { pass: false, feedback: `"${String(output)}" is not the answer` }
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const result = yield* agent.run({ input: "The answer to everything?", until: checkAnswer })
+ *   if (result._tag === "Stopped") console.log(result.output, result.termination.accounting.steps) // 42 2
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("forty-one"), MockLanguageModel.textTurn("42")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category conditions
  */

@@ -187,6 +187,28 @@ export const stream = <O = string, R = never, E = never, RU = never>(
 /**
  * Runs to the end; the result is the `Finished` event's.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const Capital = Schema.Struct({ country: Schema.String, capital: Schema.String })
+ *
+ * // A structured output: the run ends with a decoded value; an answer that does not decode is sent back to repair.
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const result = yield* agent.run({ input: "The capital of France, as JSON", output: Capital })
+ *   if (result._tag === "Stopped") console.log(result.output.capital) // Paris
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.textTurn("Paris"),
+ *   MockLanguageModel.textTurn("{\"country\": \"France\", \"capital\": \"Paris\"}")
+ * ])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category running
  */

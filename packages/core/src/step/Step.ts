@@ -171,6 +171,22 @@ export const tool = ToolStep.make
  * A step that runs the step `route` picks, on the same input; `null` skips it
  * and passes the input on. Anything else than a step or `null` fails with `InvalidStep`.
  *
+ * @example
+ * ```ts
+ * import { Step } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const toEuros = Step.run({ id: "to-euros", execute: (dollars: number) => dollars * 0.92 })
+ *
+ * // A route picks the next step; null skips it, and the output is the input.
+ * const convert = Step.branch({ id: "convert", route: (amount: number) => amount === 0 ? null : toEuros })
+ *
+ * const program = Effect.gen(function*() {
+ *   console.log(yield* Step.execute(convert, 100), yield* Step.execute(convert, 0)) // 92 0
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.1.0
  * @category combinators
  */
@@ -213,6 +229,36 @@ export const provide = Spawn.provide
  * says stop, or it reaches `maxIterations` ({@link defaultMaxIterations}
  * unless it says: then it ends with its last output); see `LoopOptions` for
  * `maxIterations`, `maxHistorySize`, `inbox`, `prepareNext` and `onError`.
+ *
+ * @example
+ * ```ts
+ * import { Step, Tool, Toolkit, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * // The agent loop as a step program: model turns until one calls no tool.
+ * const agent = Step.loop({
+ *   id: "agent",
+ *   steps: [Step.llm({ id: "turn", instructions: "Use the tools." })],
+ *   until: Until.noToolCalls(),
+ *   maxIterations: 10
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }]),
+ *   MockLanguageModel.textTurn("2 + 3 = 5")
+ * ])
+ * Effect.runPromise(Step.execute(agent, "What is 2 + 3?", { toolkit: Toolkit.make(add) }).pipe(Effect.provide(model)))
+ *   .then(console.log) // 2 + 3 = 5
+ * ```
  *
  * @since 0.1.0
  * @category combinators
