@@ -41,6 +41,34 @@ export interface Service {
  * result or a result without its call. Messages and reasoning stay. Fails when
  * there is no completed call left to drop.
  *
+ * @example
+ * ```ts
+ * import { Compactor, Item } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const call = (id: string): Item.FunctionCall => ({
+ *   type: "function_call",
+ *   id: `fc_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   name: "search",
+ *   arguments: "{}"
+ * })
+ * const output = (id: string): Item.FunctionCallOutput => ({
+ *   type: "function_call_output",
+ *   id: `out_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   output: "a long page of results"
+ * })
+ *
+ * const history = [Item.userMessage("Research this"), call("1"), output("1"), call("2"), output("2")]
+ * // The oldest call goes with its output; the task stays.
+ * Effect.runPromise(Compactor.dropOldestToolOutputs.compact(history)).then((kept) =>
+ *   console.log(kept.map((item) => item.type)) // [ 'message', 'function_call', 'function_call_output' ]
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category compactors
  */

@@ -431,6 +431,19 @@ export type Termination<A = unknown> = Success<A> | Error
 /**
  * Schema of every termination, given the schema of a submitted value.
  *
+ * @example
+ * ```ts
+ * import { Termination, TokenUsage } from "@agentloop/core"
+ * import { Schema } from "effect"
+ *
+ * // Every termination is JSON: for a checkpoint, a log line or a UI.
+ * const Json = Schema.fromJsonString(Termination.schema(Schema.String))
+ * const accounting = { usage: TokenUsage.make(100, 20), cost: 0.001, elapsedMs: 900, steps: 3, lastItems: [] }
+ * const json = Schema.encodeSync(Json)(new Termination.MaxTurns({ maxTurns: 3, accounting }))
+ * const back = Schema.decodeSync(Json)(json)
+ * console.log(back._tag, Termination.category(back)) // MaxTurns capacity
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */

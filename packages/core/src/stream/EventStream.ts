@@ -205,6 +205,31 @@ export const toHttpResponse = <A, E, R>(
  * whose route handlers return one (Hono, Next.js, Bun, Deno…). Cancelling the
  * body (the client went away) interrupts the stream.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, EventStream } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ *
+ * // A fetch-style handler (Bun, Deno, Next.js route handlers): a run's events as an SSE `Response`.
+ * const handler = (_request: Request) =>
+ *   Effect.flatMap(AgentLoop.AgentLoop, (agent) => EventStream.toWebResponse(agent.stream({ input: "Hi" }), EventStream.agent))
+ *
+ * const program = Effect.gen(function*() {
+ *   const response = yield* handler(new Request("http://localhost/chat", { method: "POST" }))
+ *   console.log(response.headers.get("content-type")) // text/event-stream; charset=utf-8
+ *   // What a client reads back from the body: the run's typed events.
+ *   const events = yield* Stream.fromReadableStream({ evaluate: () => response.body!, onError: (error) => error }).pipe(
+ *     EventStream.decode(EventStream.agent),
+ *     Stream.runCollect
+ *   )
+ *   console.log(events.at(-1)?._tag) // Finished
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
  * @since 0.1.0
  * @category conversions
  */
