@@ -7,7 +7,7 @@
  * documentation tool to use). Used by `docgen.ts` and `examples.ts`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
-import { dirname, join, relative, resolve } from "node:path"
+import { basename, dirname, join, relative, resolve, sep } from "node:path"
 
 export const root = resolve(import.meta.dirname, "..")
 
@@ -78,6 +78,9 @@ const statements = (source: string): Array<{ readonly doc: string | undefined; r
     while (i < source.length && /\s/.test(source[i]!)) i++
     if (source.startsWith("/**", i)) {
       const end = source.indexOf("*/", i) + 2
+      // Two comments in a row (the module's, then its first export's once tsc elided the imports between them):
+      // the first stands alone.
+      if (doc !== undefined) out.push({ doc, text: "" })
       doc = source.slice(i, end)
       i = end
       continue
@@ -142,7 +145,21 @@ const follow = (file: string, source: string, signature: string): string => {
 const readModule = (pkg: string, specifier: string, file: string): Module => {
   const source = readFileSync(file, "utf8")
   const all = statements(source)
-  const moduleDoc = all[0]?.doc !== undefined && /@since/.test(all[0].doc) ? parseDoc(all[0].doc) : undefined
+  // The module's JSDoc is read from its source: tsc drops it from the declarations with the import it sits on
+  // when that import is elided (one only types use, or none at all).
+  const sourceFile = join(dirname(file), basename(file, ".d.ts") + ".ts").replace(
+    `${sep}build${sep}src${sep}`,
+    `${sep}src${sep}`
+  )
+  const first = existsSync(sourceFile)
+    ? /^\s*(\/\*\*[\s\S]*?\*\/)/.exec(readFileSync(sourceFile, "utf8"))?.[1]
+    : undefined
+  const moduleComment = first !== undefined && /@since/.test(first)
+    ? first
+    : all[0]?.doc !== undefined && /@since/.test(all[0].doc)
+    ? all[0].doc
+    : undefined
+  const moduleDoc = moduleComment === undefined ? undefined : parseDoc(moduleComment)
   const exports: Array<Export> = []
   const seen = new Set<string>()
   for (const statement of all) {
@@ -151,7 +168,7 @@ const readModule = (pkg: string, specifier: string, file: string): Module => {
     const [, kind, name] = match
     if (seen.has(name!)) continue // an overload: the first signature carries the doc
     seen.add(name!)
-    const doc = statement.doc === undefined || statement.doc === all[0]?.doc && moduleDoc !== undefined
+    const doc = statement.doc === undefined || statement.doc === moduleComment
       ? undefined
       : parseDoc(statement.doc)
     if (doc?.internal === true) continue

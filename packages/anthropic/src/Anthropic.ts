@@ -28,19 +28,44 @@ import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"
 import * as AnthropicRequest from "./AnthropicRequest.ts"
 
-/** The provider's name in errors and on `LanguageModel.provider`. */
+/**
+ * The provider's name in errors and on `LanguageModel.provider`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const provider = AnthropicError.provider
 
-/** Anthropic's public endpoint, as `ANTHROPIC_BASE_URL` is written: without `/v1`. */
+/**
+ * Anthropic's public endpoint, as `ANTHROPIC_BASE_URL` is written: without `/v1`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultBaseUrl = "https://api.anthropic.com"
 
-/** The model asked when neither the layer nor the turn names one. */
+/**
+ * The model asked when neither the layer nor the turn names one.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultModel = "claude-haiku-4-5"
 
-/** The `anthropic-version` every request sends: the version of the API this layer reads. */
+/**
+ * The `anthropic-version` every request sends: the version of the API this layer reads.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const apiVersion = "2023-06-01"
 
-/** Settings of an Anthropic layer: `Provider.Settings` (only `apiKey` is required) and Anthropic's own. */
+/**
+ * Settings of an Anthropic layer: `Provider.Settings` (only `apiKey` is required) and Anthropic's own.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Config extends Provider.Settings {
   /** `max_tokens` when a turn sets no `params.maxOutputTokens`; default `AnthropicRequest.defaultMaxTokens` (8,192). */
   readonly maxTokens?: number | undefined
@@ -56,7 +81,12 @@ export interface Config extends Provider.Settings {
   readonly promptCache?: AnthropicCache.PromptCache | false | undefined
 }
 
-/** The Messages wire format, for `Provider`. */
+/**
+ * The Messages wire format, for `Provider`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const spec: Provider.Spec<Config> = {
   name: provider,
   defaultBaseUrl,
@@ -80,16 +110,55 @@ export const spec: Provider.Spec<Config> = {
     })
 }
 
-/** Builds the `LanguageModel` service on the `HttpClient` in context. */
+/**
+ * Builds the `LanguageModel` service on the `HttpClient` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (config: Config) => Provider.make(spec, config)
 
-/** The Anthropic `LanguageModel` over whatever `HttpClient` the application provides. */
+/**
+ * The Anthropic `LanguageModel` over whatever `HttpClient` the application provides.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerWithoutHttpClient = (
   config: Config
 ): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
   Provider.layerWithoutHttpClient(spec, config)
 
-/** The Anthropic `LanguageModel` over `FetchHttpClient`. */
+/**
+ * The Anthropic `LanguageModel` over `FetchHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { Anthropic } from "@agentloop/anthropic"
+ * import { AnthropicWire } from "@agentloop/anthropic/testing"
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // In an application: `Anthropic.layer({ apiKey: Redacted.make(process.env.ANTHROPIC_API_KEY!) })`.
+ * // Here the API is a loopback server that answers in the Messages API's own stream format.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Bonjour !"))
+ *   const Claude = Anthropic.layer({ apiKey: Redacted.make("sk-ant-..."), baseUrl: server.url, model: "claude-sonnet-4-5" })
+ *   const result = yield* Effect.gen(function*() {
+ *     const agent = yield* AgentLoop.AgentLoop
+ *     return yield* agent.run({ input: "Say hello in French" })
+ *   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(Claude))))
+ *   if (result._tag === "Stopped") console.log(result.output) // Bonjour !
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(AnthropicWire.wire))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> => Provider.layer(spec, config)
 
 /**
@@ -97,6 +166,9 @@ export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> 
  * values: each setting from `options`, else `apiKey` from `ANTHROPIC_API_KEY`
  * and `baseUrl` from `ANTHROPIC_BASE_URL` (when set). Fails with a
  * `ConfigError` when no key is found.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (
   options?: Provider.ConfigOf<Config>

@@ -34,17 +34,30 @@ import * as AnthropicEvent from "./AnthropicEvent.ts"
 
 const provider = AnthropicError.provider
 
-/** Prefix of the ids of items this provider makes; `AnthropicRequest` sends back only reasoning items that carry it. */
+/**
+ * Prefix of the ids of items this provider makes; `AnthropicRequest` sends back only reasoning items that carry it.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const itemIdPrefix = "anthropic_"
 
 /**
  * The `type` prefix of the extension items that keep content blocks this layer
  * does not model (`x-anthropic.server_tool_use`, `x-anthropic.web_search_tool_result`, …):
  * their `data` is the block as the API sent it, its streamed `input` assembled.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const extensionPrefix = "x-anthropic."
 
-/** Whether an item is a content block kept as an extension by this layer. */
+/**
+ * Whether an item is a content block kept as an extension by this layer.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isContentBlockExtension = (item: Item.Item): item is Item.Extension =>
   item.type.startsWith(extensionPrefix)
 
@@ -54,6 +67,9 @@ export const isContentBlockExtension = (item: Item.Item): item is Item.Extension
  * `max_tokens` and `model_context_window_exceeded` (the answer filled the
  * context window: cut like a token limit cuts it) are `max_tokens`, `refusal`
  * is `content_filter`; `pause_turn` and reasons added later are `other`.
+ *
+ * @since 0.1.0
+ * @category decoding
  */
 export const stopReason = (reason: string, hasCalls: boolean): Turn.StopReason => {
   switch (reason) {
@@ -80,6 +96,9 @@ type Count = "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | 
  * written to the cache, read from it), `cachedInput` those read from the
  * cache and `cacheWrite` those written to it, which Anthropic bills at their
  * own rates; thinking tokens are part of `output`, and the API does not count them apart.
+ *
+ * @since 0.1.0
+ * @category decoding
  */
 export const usage = (
   start: AnthropicEvent.Usage | undefined,
@@ -111,7 +130,12 @@ type Block =
     | { readonly kind: "other"; readonly data: AnthropicEvent.JsonObject; readonly pieces: Array<string> }
   )
 
-/** What a decoder needs to know about the request it reads the answer of. */
+/**
+ * What a decoder needs to know about the request it reads the answer of.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** The requested model, reported when the stream names none. */
   readonly model?: string | undefined
@@ -121,7 +145,33 @@ export interface Options {
   readonly outputTool?: string | undefined
 }
 
-/** A decoder of one streaming response. */
+/**
+ * A decoder of one streaming response.
+ *
+ * @example
+ * ```ts
+ * import { AnthropicDecoder } from "@agentloop/anthropic"
+ * import { AnthropicWire } from "@agentloop/anthropic/testing"
+ * import { ProviderStream, Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * // The frames the API would stream for a turn (written by the wire of the package's testing entry)...
+ * const frames = AnthropicWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * const body = Stream.fromIterable(frames).pipe(Stream.encodeText)
+ *
+ * // ...decoded back into deltas, the last one carrying the whole turn.
+ * const decoder = AnthropicDecoder.make({ model: "claude-haiku-4-5", fallbackKey: "turn-1" })
+ * const program = body.pipe(ProviderStream.decode(decoder, { provider: "anthropic" }), Stream.runLast)
+ *
+ * Effect.runPromise(program).then((last) => {
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hello, world
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: Options): ProviderStream.Decoder => new Decoder(options)
 
 class Decoder implements ProviderStream.Decoder {

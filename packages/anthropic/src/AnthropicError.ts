@@ -11,10 +11,20 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as AnthropicEvent from "./AnthropicEvent.ts"
 
-/** The provider's name in errors and on `LanguageModel.provider`. */
+/**
+ * The provider's name in errors and on `LanguageModel.provider`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const provider = "anthropic"
 
-/** HTTP 529: Anthropic's status for an API overloaded for every customer (not a rate limit on the account). */
+/**
+ * HTTP 529: Anthropic's status for an API overloaded for every customer (not a rate limit on the account).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const overloadedStatus = 529
 
 /** Whether a message says the prompt does not fit: the usual wording, or Anthropic's "input length and `max_tokens` exceed context limit". */
@@ -33,6 +43,9 @@ const described = (error: AnthropicEvent.ErrorObject): string => `${error.messag
  * (retryable), `rate_limit_error` `RateLimited`, `billing_error`
  * `QuotaExceeded`, a prompt too long `ContextLengthExceeded`; a type not
  * known here is taken as the server's failure.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromObject = (error: AnthropicEvent.ErrorObject): AiError.AiError => {
   const message = described(error)
@@ -68,6 +81,23 @@ const decodeErrorBody = Schema.decodeUnknownResult(Schema.fromJsonString(Anthrop
  * `QuotaExceeded`, a 400 whose prompt does not fit is `ContextLengthExceeded`,
  * and `overloaded_error` is `Unavailable` whatever its status. Everything else
  * is read by its status, as for every provider (529 is `Unavailable`).
+ *
+ * @example
+ * ```ts
+ * import { AnthropicError } from "@agentloop/anthropic"
+ *
+ * const error = AnthropicError.classify({
+ *   provider: "anthropic",
+ *   status: 529,
+ *   body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
+ *   message: "Overloaded",
+ *   retryAfter: undefined
+ * })
+ * console.log(error?._tag) // Unavailable
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export const classify = (failure: ProviderHttp.ErrorResponse): AiError.AiError | undefined => {
   const body = decodeErrorBody(failure.body)

@@ -23,6 +23,18 @@ const noStructuredOutput = new RegExp(`^claude-(?:instant|2|3)|^claude-(?:opus|s
  * with `output_config.effort`) for Claude 4.6 and later, which deprecate or
  * refuse a token budget; `budget` (`thinking: { type: "enabled", budget_tokens }`)
  * for the 4.5 generation and older, which refuse adaptive thinking.
+ *
+ * @example
+ * ```ts
+ * import { AnthropicModels } from "@agentloop/anthropic"
+ *
+ * console.log(AnthropicModels.thinking("claude-opus-4-6")) // adaptive
+ * console.log(AnthropicModels.thinking("claude-sonnet-4-5")) // budget
+ * console.log(AnthropicModels.structuredOutput("claude-3-5-haiku-latest")) // false
+ * ```
+ *
+ * @since 0.1.0
+ * @category capabilities
  */
 export const thinking = (model: string): "adaptive" | "budget" => budgetThinking.test(model) ? "budget" : "adaptive"
 
@@ -30,5 +42,8 @@ export const thinking = (model: string): "adaptive" | "budget" => budgetThinking
  * Whether `model` has the API's structured output (`output_config.format`):
  * every model from Claude Opus 4.1, Sonnet 4.5 and Haiku 4.5 on. For the others
  * a structured output goes through a tool (see `AnthropicRequest`).
+ *
+ * @since 0.1.0
+ * @category capabilities
  */
 export const structuredOutput = (model: string): boolean => !noStructuredOutput.test(model)

@@ -36,6 +36,9 @@ import * as AnthropicSchema from "./AnthropicSchema.ts"
  * requires one): 8,192 tokens, which every Claude model from 3.5 on can write.
  * When the turn sets a reasoning effort, the effort's thinking budget is added
  * on top (see {@link thinkingBudgets}), so thinking does not eat the answer.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const defaultMaxTokens = 8192
 
@@ -43,10 +46,18 @@ export const defaultMaxTokens = 8192
  * The thinking budget of each reasoning effort, in tokens: what `budget_tokens`
  * is for models that take a budget, and what `max_tokens` grows by when the
  * turn does not set it. The API's smallest budget is 1,024.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const thinkingBudgets = { minimal: 1024, low: 4096, medium: 10240, high: 24576 } as const
 
-/** How the model thinks, as the API takes it; see `AnthropicModels.thinking` for which models take which. */
+/**
+ * How the model thinks, as the API takes it; see `AnthropicModels.thinking` for which models take which.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Thinking =
   | { readonly type: "enabled"; readonly budget_tokens: number }
   | { readonly type: "adaptive"; readonly display?: "summarized" | "omitted" }
@@ -94,7 +105,12 @@ export interface TextBlock {
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
-/** One content block of a request message. */
+/**
+ * One content block of a request message.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ContentBlock =
   | TextBlock
   | ImageBlock
@@ -117,13 +133,23 @@ export type ContentBlock =
   /** A block this layer does not model (a server tool's call or result), sent back as the API sent it. */
   | { readonly [key: string]: unknown }
 
-/** A message of the conversation. */
+/**
+ * A message of the conversation.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Message {
   readonly role: "user" | "assistant"
   readonly content: ReadonlyArray<ContentBlock>
 }
 
-/** A client tool as the API takes it. */
+/**
+ * A client tool as the API takes it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Tool {
   readonly name: string
   readonly description: string
@@ -131,13 +157,23 @@ export interface Tool {
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
-/** Which tools the model may or must call; `disable_parallel_tool_use` asks for one call at most. */
+/**
+ * Which tools the model may or must call; `disable_parallel_tool_use` asks for one call at most.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ToolChoice =
   | { readonly type: "auto" | "any"; readonly disable_parallel_tool_use?: boolean }
   | { readonly type: "tool"; readonly name: string; readonly disable_parallel_tool_use?: boolean }
   | { readonly type: "none" }
 
-/** The request body. */
+/**
+ * The request body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Body {
   readonly model: string
   readonly max_tokens: number
@@ -156,7 +192,12 @@ export interface Body {
   readonly stream: true
 }
 
-/** Request settings that come from the layer rather than from the turn. */
+/**
+ * Request settings that come from the layer rather than from the turn.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Settings {
   readonly model: string
   /** `max_tokens` when the turn sets none; default {@link defaultMaxTokens}. */
@@ -169,7 +210,12 @@ export interface Settings {
   readonly promptCache?: AnthropicCache.PromptCache | false | undefined
 }
 
-/** A request body, and the name of the tool that carries a structured output when the model answers through one. */
+/**
+ * A request body, and the name of the tool that carries a structured output when the model answers through one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request {
   readonly body: Body
   readonly outputTool: string | undefined
@@ -177,7 +223,12 @@ export interface Request {
 
 const invalid = (message: string) => new AiError.InvalidRequest({ provider: AnthropicError.provider, message })
 
-/** A call id as the API takes it (letters, digits, `_` and `-`): other providers' ids may carry other characters. */
+/**
+ * A call id as the API takes it (letters, digits, `_` and `-`): other providers' ids may carry other characters.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const toolUseId = (callId: string): string => callId.replace(/[^a-zA-Z0-9_-]/g, "_") || "call"
 
 /** The text blocks of text parts; the API refuses empty ones, so those are left out. */
@@ -484,6 +535,23 @@ const toolingOf = (
  * `tool`, or `any` when the turn has tools of its own; `auto` with thinking on,
  * which the API does not let force a tool), whose call the decoder turns into
  * the answer's text.
+ *
+ * @example
+ * ```ts
+ * import { AnthropicRequest } from "@agentloop/anthropic"
+ * import { Item } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const history = [Item.userMessage("Hello")]
+ * const options = { instructions: "Answer in French.", params: { maxOutputTokens: 256 } }
+ * Effect.runPromise(AnthropicRequest.make(history, options, { model: "claude-haiku-4-5" })).then(({ body }) => {
+ *   console.log(body.system?.[0]?.text) // Answer in French.
+ *   console.log(body.messages.map((message) => message.role), body.max_tokens) // [ 'user' ] 256
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = Effect.fnUntraced(function*(
   history: ReadonlyArray<Item.Item>,

@@ -48,6 +48,24 @@ const isObject = (value: unknown): value is Json => Predicate.isReadonlyObject(v
 /**
  * The form of `schema` the API's structured output takes, or `undefined` when
  * there is none (an open object, a tuple, definitions or references, conditionals).
+ *
+ * @example
+ * ```ts
+ * import { AnthropicSchema } from "@agentloop/anthropic"
+ *
+ * const capital = {
+ *   type: "object",
+ *   properties: { country: { type: "string" }, capital: { type: "string", minLength: 1 } },
+ *   required: ["country", "capital"],
+ *   additionalProperties: false
+ * }
+ * console.log(AnthropicSchema.structuredOutput(capital) !== undefined) // true
+ * // A record (an object open to any key) has no structured output form: the output goes through a tool instead.
+ * console.log(AnthropicSchema.structuredOutput({ type: "object", additionalProperties: { type: "number" } })) // undefined
+ * ```
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const structuredOutput = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema | undefined => {
   let takes = true

@@ -194,6 +194,21 @@ export type Choice = typeof Choice.Type
  * when the server failed inside the stream (next to `choices`, on OpenRouter).
  * A chunk whose `object` is `"error"` (vLLM, Mistral) is an error object itself.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsChunk } from "@agentloop/chat-completions"
+ * import { Schema } from "effect"
+ *
+ * // One `chat.completion.chunk`, as a Chat Completions server streams it.
+ * const chunk = Schema.decodeUnknownSync(ChatCompletionsChunk.Chunk)({
+ *   id: "chatcmpl-1",
+ *   object: "chat.completion.chunk",
+ *   model: "gpt-4o-mini",
+ *   choices: [{ index: 0, delta: { role: "assistant", content: "Hello" }, finish_reason: null }]
+ * })
+ * console.log(chunk.choices?.[0]?.delta?.content) // Hello
+ * ```
+ *
  * @since 0.2.0
  * @category schemas
  */

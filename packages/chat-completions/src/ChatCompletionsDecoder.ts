@@ -125,6 +125,27 @@ export interface Options {
 /**
  * A decoder of one streaming response.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsDecoder } from "@agentloop/chat-completions"
+ * import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
+ * import { ProviderStream, Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * // The frames the API would stream for a turn (written by the wire of the package's testing entry)...
+ * const frames = ChatCompletionsWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * const body = Stream.fromIterable(frames).pipe(Stream.encodeText)
+ *
+ * // ...decoded back into deltas, the last one carrying the whole turn.
+ * const decoder = ChatCompletionsDecoder.make({ model: "gpt-4o-mini", fallbackKey: "turn-1" })
+ * const program = body.pipe(ProviderStream.decode(decoder, { provider: "chat-completions" }), Stream.runLast)
+ *
+ * Effect.runPromise(program).then((last) => {
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hello, world
+ * })
+ * ```
+ *
  * @since 0.2.0
  * @category constructors
  */

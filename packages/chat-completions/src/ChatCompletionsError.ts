@@ -186,6 +186,20 @@ export const errorOf = (text: string): ChatCompletionsChunk.ErrorValue | undefin
  * not fit (`context_length_exceeded`, llama.cpp's `exceed_context_size_error`)
  * `ContextLengthExceeded`. Everything else is read by its status.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsError } from "@agentloop/chat-completions"
+ *
+ * const error = ChatCompletionsError.classify({
+ *   provider: "chat-completions",
+ *   status: 400,
+ *   body: JSON.stringify({ error: { message: "This model's maximum context length is 8192 tokens", code: "context_length_exceeded" } }),
+ *   message: "This model's maximum context length is 8192 tokens",
+ *   retryAfter: undefined
+ * })
+ * console.log(error?._tag) // ContextLengthExceeded
+ * ```
+ *
  * @since 0.2.0
  * @category mapping
  */

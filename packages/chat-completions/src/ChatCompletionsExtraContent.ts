@@ -33,6 +33,17 @@ const decodeKept = Schema.decodeUnknownResult(Schema.fromJsonString(Kept))
 /**
  * The `extra_content` of call `callId` as a reasoning item keeps it.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsExtraContent } from "@agentloop/chat-completions"
+ *
+ * // Gemini's thought signature rides in a call's `extra_content`; the turn keeps it to send it back.
+ * const kept = ChatCompletionsExtraContent.toEncrypted("call_1", { google: { thought_signature: "c2ln" } })
+ * console.log(ChatCompletionsExtraContent.fromEncrypted(kept))
+ * // { callId: 'call_1', extra: { google: { thought_signature: 'c2ln' } } }
+ * console.log(ChatCompletionsExtraContent.fromEncrypted("opaque reasoning")) // undefined
+ * ```
+ *
  * @since 0.2.0
  * @category encoding
  */

@@ -36,6 +36,21 @@ const appended = ["text", "summary"]
 /**
  * A merger of one answer's details.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsReasoningDetails } from "@agentloop/chat-completions"
+ *
+ * // OpenRouter streams a reasoning detail in pieces that share an index.
+ * const merger = ChatCompletionsReasoningDetails.merger()
+ * merger.add([{ type: "reasoning.text", index: 0, text: "Let me " }])
+ * merger.add([{ type: "reasoning.text", index: 0, text: "think." }])
+ * const details = merger.details()
+ * console.log(details.length) // 1
+ * // Kept in the turn's reasoning item, and sent back unmodified with the next request.
+ * const kept = ChatCompletionsReasoningDetails.toEncrypted(details)
+ * console.log(ChatCompletionsReasoningDetails.fromEncrypted(kept)?.length) // 1
+ * ```
+ *
  * @since 0.2.0
  * @category constructors
  */

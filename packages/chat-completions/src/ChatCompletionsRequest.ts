@@ -431,6 +431,16 @@ const toolChoice = (choice: LanguageModel.ToolChoice): NonNullable<Body["tool_ch
  * The whole request body for one streaming turn; fails with `InvalidRequest`
  * when the history cannot be sent (see {@link messages}).
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsRequest } from "@agentloop/chat-completions"
+ * import { Item } from "@agentloop/core"
+ * import { Result } from "effect"
+ *
+ * const body = ChatCompletionsRequest.body([Item.userMessage("Hello")], {}, { model: "gpt-4o-mini", includeUsage: true })
+ * if (Result.isSuccess(body)) console.log(body.success.messages.length, body.success.stream_options) // 1 { include_usage: true }
+ * ```
+ *
  * @since 0.2.0
  * @category encoding
  */

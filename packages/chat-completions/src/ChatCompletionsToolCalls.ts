@@ -103,6 +103,23 @@ const argumentsText = (value: string | { readonly [key: string]: unknown } | nul
 /**
  * The calls of one answer, read piece by piece.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsToolCalls } from "@agentloop/chat-completions"
+ * import type { TurnDelta } from "@agentloop/core"
+ * import { Result } from "effect"
+ *
+ * // A call streamed in pieces: its id and name first, its arguments split anywhere.
+ * const calls = ChatCompletionsToolCalls.make({ key: () => "turn-1" })
+ * const out: Array<TurnDelta.TurnDelta> = []
+ * calls.add({ index: 0, id: "call_1", function: { name: "add", arguments: "{\"a\":2," } }, out)
+ * calls.add({ index: 0, function: { arguments: "\"b\":3}" } }, out)
+ * const done = calls.finish(out)
+ * if (Result.isSuccess(done)) console.log(done.success.map((call) => `${call.name}(${call.arguments})`)) // [ 'add({"a":2,"b":3})' ]
+ * console.log(out.map((delta) => delta.type).join(" "))
+ * // function_call_start function_call_arguments_delta function_call_arguments_delta function_call_done
+ * ```
+ *
  * @since 0.2.0
  * @category constructors
  */

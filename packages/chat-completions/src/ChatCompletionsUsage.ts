@@ -80,6 +80,21 @@ export const isReported = (counts: Counts): boolean =>
  * leaves them out of it (and in its total), which shows as a total of prompt,
  * completion and reasoning tokens: then they are added to `output`.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsUsage } from "@agentloop/chat-completions"
+ *
+ * // Servers report usage in one chunk or spread over several; the counts merge.
+ * const counts = ChatCompletionsUsage.merge({}, {
+ *   prompt_tokens: 120,
+ *   completion_tokens: 30,
+ *   total_tokens: 150,
+ *   prompt_tokens_details: { cached_tokens: 100 }
+ * })
+ * console.log(ChatCompletionsUsage.isReported(counts)) // true
+ * console.log(ChatCompletionsUsage.toTokenUsage(counts)) // { input: 120, output: 30, total: 150, cachedInput: 100 }
+ * ```
+ *
  * @since 0.2.0
  * @category constructors
  */

@@ -17,6 +17,26 @@ const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(
  * Tokens, cost in USD (children included; `null` when a turn had no price),
  * wall-clock milliseconds, model turns, and the last items of the history (how
  * many is the agent's choice: enough to show where it ended).
+ *
+ * @example
+ * ```ts
+ * import { Accounting, TokenUsage } from "@agentloop/core"
+ * import { Schema } from "effect"
+ *
+ * const accounting: Accounting.Accounting = {
+ *   usage: TokenUsage.make(1200, 80),
+ *   cost: 0.0031,
+ *   elapsedMs: 1850,
+ *   steps: 2,
+ *   lastItems: []
+ * }
+ * // Plain data: it encodes to JSON for a checkpoint or a UI and decodes back.
+ * const json = Schema.encodeSync(Schema.fromJsonString(Accounting.Accounting))(accounting)
+ * console.log(Schema.decodeSync(Schema.fromJsonString(Accounting.Accounting))(json).steps) // 2
+ * ```
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Accounting = Schema.Struct({
   usage: TokenUsage,

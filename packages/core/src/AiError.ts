@@ -9,7 +9,12 @@
 import * as Duration from "effect/Duration"
 import * as Schema from "effect/Schema"
 
-/** The provider rejected the credentials (HTTP 401 or 403). A retry will not help. */
+/**
+ * The provider rejected the credentials (HTTP 401 or 403). A retry will not help.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class AuthFailed extends Schema.TaggedError<AuthFailed>()("AuthFailed", {
   provider: Schema.String,
   status: Schema.Number,
@@ -25,7 +30,12 @@ export class AuthFailed extends Schema.TaggedError<AuthFailed>()("AuthFailed", {
   }
 }
 
-/** The provider is rate limiting (HTTP 429); `retryAfter` is how long it asked us to wait. */
+/**
+ * The provider is rate limiting (HTTP 429); `retryAfter` is how long it asked us to wait.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   provider: Schema.String,
   message: Schema.String,
@@ -41,7 +51,12 @@ export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited"
   }
 }
 
-/** The request, or the wait for the next chunk of its stream, took too long (or HTTP 408/504). */
+/**
+ * The request, or the wait for the next chunk of its stream, took too long (or HTTP 408/504).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
   provider: Schema.String,
   message: Schema.String
@@ -56,7 +71,12 @@ export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
   }
 }
 
-/** The prompt does not fit the model's context window (HTTP 413, or a 400 saying so). */
+/**
+ * The prompt does not fit the model's context window (HTTP 413, or a 400 saying so).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExceeded>()("ContextLengthExceeded", {
   provider: Schema.String,
   message: Schema.String
@@ -71,7 +91,12 @@ export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExcee
   }
 }
 
-/** The provider refused the request as malformed (another 4xx); `message` is the provider's own. */
+/**
+ * The provider refused the request as malformed (another 4xx); `message` is the provider's own.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   provider: Schema.String,
   status: Schema.optionalKey(Schema.Number),
@@ -90,6 +115,9 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 /**
  * The provider could not be reached or failed on its side (HTTP ≥ 500, transport
  * failure); `retryAfter` is how long it asked us to wait, when it said (a 503 may).
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", {
   provider: Schema.String,
@@ -107,7 +135,12 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable"
   }
 }
 
-/** A stream event did not decode; `event` names it (its SSE event name or `type`). */
+/**
+ * A stream event did not decode; `event` names it (its SSE event name or `type`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("MalformedEvent", {
   provider: Schema.String,
   event: Schema.String,
@@ -127,6 +160,9 @@ export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("Malfor
  * The account has no quota or credit left (OpenAI's `insufficient_quota`, as an
  * HTTP 429 or as an error event): unlike `RateLimited`, no retry can help until
  * someone changes the billing.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   provider: Schema.String,
@@ -143,7 +179,12 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
   }
 }
 
-/** The stream ended before its `turn_complete`: the turn is lost. */
+/**
+ * The stream ended before its `turn_complete`: the turn is lost.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class IncompleteTurn extends Schema.TaggedError<IncompleteTurn>()("IncompleteTurn", {
   message: Schema.String
 }) {
@@ -157,7 +198,12 @@ export class IncompleteTurn extends Schema.TaggedError<IncompleteTurn>()("Incomp
   }
 }
 
-/** Any model request failure. */
+/**
+ * Any model request failure.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type AiError =
   | AuthFailed
   | RateLimited
@@ -188,6 +234,9 @@ const decodeError = Schema.decodeSync(AiError)
 /**
  * The same error with another message, every other field kept. Errors are
  * Schemas, so the copy is made through their encoded form rather than class by class.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const withMessage = (error: AiError, message: string): AiError =>
   message === error.message ? error : decodeError({ ...encodeError(error), message })
@@ -233,6 +282,19 @@ export type ProviderFailure = Extract<AiError, { readonly isProviderFailure: tru
 /**
  * Maps a failed HTTP response to its error. The provider decides, from its own
  * error body, whether a 400 means the context window was exceeded.
+ *
+ * @example
+ * ```ts
+ * import { AiError } from "@agentloop/core"
+ *
+ * const error = AiError.fromHttpStatus({ provider: "openai", status: 429, message: "Slow down" })
+ * console.log(error._tag, AiError.isRetryable(error)) // RateLimited true
+ * const denied = AiError.fromHttpStatus({ provider: "openai", status: 401, message: "Bad key" })
+ * console.log(denied._tag, AiError.isRetryable(denied)) // AuthFailed false
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromHttpStatus = (options: {
   readonly provider: string
@@ -256,6 +318,9 @@ export const fromHttpStatus = (options: {
 /**
  * Reads a `Retry-After` header: delay seconds or an HTTP date (relative to `now`,
  * epoch milliseconds). Returns `undefined` for a missing or unreadable header.
+ *
+ * @since 0.1.0
+ * @category parsing
  */
 export const parseRetryAfter = (header: string | undefined, now: number): Duration.Duration | undefined => {
   if (header === undefined) return undefined

@@ -14,34 +14,69 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Item from "./Item.ts"
 
-/** A tool call waiting for a decision. `input` is the decoded input, ready to show to a person. */
+/**
+ * A tool call waiting for a decision. `input` is the decoded input, ready to show to a person.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request {
   readonly tool: string
   readonly call: Item.FunctionCall
   readonly input: unknown
 }
 
-/** Run the call. */
+/**
+ * Run the call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Approved {
   readonly _tag: "Approved"
 }
 
-/** Do not run the call; `reason` is sent to the model as the call's output. */
+/**
+ * Do not run the call; `reason` is sent to the model as the call's output.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Denied {
   readonly _tag: "Denied"
   readonly reason: string
 }
 
-/** The answer to a {@link Request}. */
+/**
+ * The answer to a {@link Request}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Decision = Approved | Denied
 
-/** Approves the call. */
+/**
+ * Approves the call.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const approved: Decision = { _tag: "Approved" }
 
-/** Denies the call, telling the model why. */
+/**
+ * Denies the call, telling the model why.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const denied = (reason: string): Decision => ({ _tag: "Denied", reason })
 
-/** The approval service: decides each call of a tool that needs approval. */
+/**
+ * The approval service: decides each call of a tool that needs approval.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Service {
   readonly decide: (request: Request) => Effect.Effect<Decision>
 }
@@ -58,6 +93,9 @@ const denyUnconfigured: Service = {
 /**
  * The approval service. Its default denies every call that needs approval;
  * provide {@link layer} or {@link allowAll} to change that.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export const Approval: Context.Reference<Service> = Context.Reference<Service>("@agentloop/core/Approval", {
   defaultValue: () => denyUnconfigured
@@ -66,6 +104,47 @@ export const Approval: Context.Reference<Service> = Context.Reference<Service>("
 /**
  * An approver from a function. The function may wait as long as it likes (a
  * person answering a prompt): tool timeouts do not count the wait.
+ *
+ * @example
+ * ```ts
+ * import { Approval, Item, Tool, Toolkit } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const deleteFile = Tool.make({
+ *   name: "delete_file",
+ *   description: "Deletes a file",
+ *   input: Schema.Struct({ path: Schema.String }),
+ *   output: Schema.Boolean,
+ *   needsApproval: true,
+ *   execute: () => Effect.succeed(true)
+ * })
+ *
+ * // Approve deletions under /tmp only; the model reads the reason of a denial.
+ * const approver = Approval.layer((request) =>
+ *   Effect.succeed(
+ *     JSON.stringify(request.input).includes("/tmp/") ? Approval.approved : Approval.denied("Only /tmp may be cleaned.")
+ *   )
+ * )
+ *
+ * const call = (id: string, path: string): Item.FunctionCall => ({
+ *   type: "function_call",
+ *   id: `fc_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   name: "delete_file",
+ *   arguments: JSON.stringify({ path })
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const results = yield* Toolkit.executeAllSafe(Toolkit.make(deleteFile), [call("1", "/tmp/a"), call("2", "/etc/hosts")])
+ *   console.log(results.map((result) => result.outcome)) // [ 'success', 'denied' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(approver)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = <R = never>(
   decide: (request: Request) => Effect.Effect<Decision, never, R>
@@ -77,9 +156,19 @@ export const layer = <R = never>(
     }))
   )
 
-/** Approves every call: for tests and trusted environments. */
+/**
+ * Approves every call: for tests and trusted environments.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const allowAll: Layer.Layer<never> = Layer.succeed(Approval, { decide: () => Effect.succeed(approved) })
 
-/** Denies every call with the given reason. */
+/**
+ * Denies every call with the given reason.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const denyAll = (reason: string): Layer.Layer<never> =>
   Layer.succeed(Approval, { decide: () => Effect.succeed(denied(reason)) })

@@ -121,6 +121,24 @@ export interface AppendOptions {
 /**
  * What every store does.
  *
+ * @example
+ * ```ts
+ * import { Checkpointer } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // A run's log: opened by one owner at a time, appended to, read back on resume.
+ * const program = Effect.gen(function*() {
+ *   const store = yield* Checkpointer.Checkpointer
+ *   yield* Effect.scoped(Effect.gen(function*() {
+ *     const log = yield* store.open("run-1", { model: "gpt-5-mini" })
+ *     yield* log.append(["{\"turn\":1}", "{\"turn\":2}"])
+ *   }))
+ *   console.log(yield* store.read("run-1")) // [ '{"turn":1}', '{"turn":2}' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Checkpointer.layerMemory)))
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */

@@ -143,6 +143,27 @@ export const layerKeyValueStore = (
 /**
  * An in-memory checkpointer, for tests: nothing survives the process.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, Checkpointer } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * // A run with an id records its progress; run again, a finished run answers from its log.
+ * const run = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
+ *   Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ input: "Hi", runId: "greeting-1" })).pipe(
+ *     Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script))))
+ *   )
+ *
+ * const program = Effect.gen(function*() {
+ *   const first = yield* run([MockLanguageModel.textTurn("Hello!")])
+ *   const again = yield* run([]) // the model is not asked again
+ *   if (first._tag === "Stopped" && again._tag === "Stopped") console.log(first.output, again.output) // Hello! Hello!
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Checkpointer.layerMemory)))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */

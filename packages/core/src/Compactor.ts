@@ -29,7 +29,12 @@ export class CompactionError extends Schema.TaggedError<CompactionError>()("Comp
   overflow: Schema.optionalKey(ContextLengthExceeded)
 }) {}
 
-/** Shortens a history that does not fit the model's context window. */
+/**
+ * Shortens a history that does not fit the model's context window.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Service {
   readonly compact: (history: ReadonlyArray<Item.Item>) => Effect.Effect<ReadonlyArray<Item.Item>, CompactionError>
 }
@@ -39,6 +44,37 @@ export interface Service {
  * each together with its output, so the model never sees a call without its
  * result or a result without its call. Messages and reasoning stay. Fails when
  * there is no completed call left to drop.
+ *
+ * @example
+ * ```ts
+ * import { Compactor, Item } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const call = (id: string): Item.FunctionCall => ({
+ *   type: "function_call",
+ *   id: `fc_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   name: "search",
+ *   arguments: "{}"
+ * })
+ * const output = (id: string): Item.FunctionCallOutput => ({
+ *   type: "function_call_output",
+ *   id: `out_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   output: "a long page of results"
+ * })
+ *
+ * const history = [Item.userMessage("Research this"), call("1"), output("1"), call("2"), output("2")]
+ * // The oldest call goes with its output; the task stays.
+ * Effect.runPromise(Compactor.dropOldestToolOutputs.compact(history)).then((kept) =>
+ *   console.log(kept.map((item) => item.type)) // [ 'message', 'function_call', 'function_call_output' ]
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category compactors
  */
 export const dropOldestToolOutputs: Service = {
   compact: (history) =>
@@ -59,10 +95,39 @@ export const dropOldestToolOutputs: Service = {
     })
 }
 
-/** The compactor in context; {@link dropOldestToolOutputs} unless a layer says otherwise. */
+/**
+ * The compactor in context; {@link dropOldestToolOutputs} unless a layer says otherwise.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const Compactor: Context.Reference<Service> = Context.Reference<Service>("@agentloop/core/Compactor", {
   defaultValue: () => dropOldestToolOutputs
 })
 
-/** Provides a compactor. */
+/**
+ * Provides a compactor.
+ *
+ * @example
+ * ```ts
+ * import { Compactor, Item } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Keep the first message (the task) and the last ten items when a history does not fit.
+ * const keepRecent = Compactor.layer((history) =>
+ *   Effect.succeed(history.length <= 11 ? history : [history[0]!, ...history.slice(-10)])
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   const compactor = yield* Compactor.Compactor
+ *   const history = Array.from({ length: 30 }, (_, i) => Item.userMessage(`message ${i}`))
+ *   console.log((yield* compactor.compact(history)).length) // 11
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(keepRecent)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (compact: Service["compact"]): Layer.Layer<never> => Layer.succeed(Compactor, { compact })

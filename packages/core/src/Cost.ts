@@ -9,18 +9,54 @@
  */
 import * as Schema from "effect/Schema"
 
-/** A cost in USD, or `null` when it is unknown. */
+/**
+ * A cost in USD, or `null` when it is unknown.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Cost = Schema.NullOr(Schema.Finite)
 export type Cost = typeof Cost.Type
 
-/** Free: the identity of {@link add}. */
+/**
+ * Free: the identity of {@link add}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const zero: Cost = 0
 
-/** The sum of two costs; unknown when either is. */
+/**
+ * The sum of two costs; unknown when either is.
+ *
+ * @example
+ * ```ts
+ * import { Cost } from "@agentloop/core"
+ *
+ * const spent = Cost.add(Cost.add(Cost.zero, 0.012), 0.0305)
+ * console.log(Cost.format(spent)) // $0.0425
+ * console.log(Cost.reaches(spent, 0.04)) // true
+ * // A turn of a model with no known price costs `null`, and so does any sum with it.
+ * console.log(Cost.add(spent, null)) // null
+ * ```
+ *
+ * @since 0.1.0
+ * @category math
+ */
 export const add = (self: Cost, that: Cost): Cost => self === null || that === null ? null : self + that
 
-/** Whether a known cost has reached `budget` (the budget itself included). An unknown cost has not. */
+/**
+ * Whether a known cost has reached `budget` (the budget itself included). An unknown cost has not.
+ *
+ * @since 0.1.0
+ * @category predicates
+ */
 export const reaches = (cost: Cost, budget: number): boolean => cost !== null && cost >= budget
 
-/** A cost for a person to read: `$0.0123`, or `unknown`. */
+/**
+ * A cost for a person to read: `$0.0123`, or `unknown`.
+ *
+ * @since 0.1.0
+ * @category formatting
+ */
 export const format = (cost: Cost): string => cost === null ? "unknown" : `$${Number(cost.toPrecision(6))}`

@@ -13,6 +13,9 @@ import type { AiError } from "./AiError.ts"
 /**
  * Embeds text as a vector. Vectors from one embedder all have the same length,
  * and only vectors from the same embedder are comparable.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class Embedder extends Context.Service<Embedder, {
   embed(text: string): Effect.Effect<ReadonlyArray<number>, AiError>
@@ -21,6 +24,17 @@ export class Embedder extends Context.Service<Embedder, {
 /**
  * The cosine of the angle between two vectors of the same length: 1 for the
  * same direction, 0 for orthogonal ones, and 0 when either vector is all zeros.
+ *
+ * @example
+ * ```ts
+ * import { Embedder } from "@agentloop/core"
+ *
+ * console.log(Embedder.cosineSimilarity([1, 0], [1, 0])) // 1
+ * console.log(Embedder.cosineSimilarity([1, 0], [0, 1])) // 0
+ * ```
+ *
+ * @since 0.1.0
+ * @category math
  */
 export const cosineSimilarity = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): number => {
   let dot = 0

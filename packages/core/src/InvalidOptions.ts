@@ -259,6 +259,15 @@ export const positiveDuration: Rule = {
  * The error for `field` when its `value` is given and breaks `rule`; an absent
  * (`undefined`) value is the default, and passes.
  *
+ * @example
+ * ```ts
+ * import { InvalidOptions } from "@agentloop/core"
+ *
+ * console.log(InvalidOptions.check("limits.maxTurns", 5, InvalidOptions.positiveInteger)) // undefined
+ * const refused = InvalidOptions.check("limits.maxTurns", -1, InvalidOptions.positiveInteger)
+ * console.log(refused?.message) // limits.maxTurns must be a positive integer, not -1
+ * ```
+ *
  * @since 0.2.0
  * @category checks
  */

@@ -20,7 +20,12 @@ import * as AiError from "./AiError.ts"
 import type * as Item from "./Item.ts"
 import type { TurnDelta } from "./TurnDelta.ts"
 
-/** Sampling and length parameters; a provider ignores the ones it does not support. */
+/**
+ * Sampling and length parameters; a provider ignores the ones it does not support.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ModelParams = Schema.Struct({
   temperature: Schema.optionalKey(Schema.Number),
   topP: Schema.optionalKey(Schema.Number),
@@ -30,23 +35,43 @@ export const ModelParams = Schema.Struct({
 })
 export type ModelParams = typeof ModelParams.Type
 
-/** A tool as the model sees it: a name, a description and the JSON Schema of its arguments. */
+/**
+ * A tool as the model sees it: a name, a description and the JSON Schema of its arguments.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolDefinition {
   readonly name: string
   readonly description: string
   readonly parameters: JsonSchema.JsonSchema
 }
 
-/** Which tools the model may or must call. */
+/**
+ * Which tools the model may or must call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ToolChoice = "auto" | "none" | "required" | { readonly name: string }
 
-/** Structured output: the model must answer with JSON matching `schema`. */
+/**
+ * Structured output: the model must answer with JSON matching `schema`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OutputFormat {
   readonly name: string
   readonly schema: JsonSchema.JsonSchema
 }
 
-/** Everything about a request except the history. */
+/**
+ * Everything about a request except the history.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TurnOptions {
   /** The model to ask; a provider layer has its own default. */
   readonly model?: string | undefined
@@ -60,6 +85,9 @@ export interface TurnOptions {
 /**
  * Streams model turns. The stream ends with exactly one `turn_complete`; it is
  * lazy, so nothing is sent until it is pulled, and interrupting it aborts the request.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export class LanguageModel extends Context.Service<LanguageModel, {
   readonly provider: string

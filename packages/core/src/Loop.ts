@@ -21,19 +21,34 @@ import * as Pull from "effect/Pull"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 
-/** A value that flows downstream to the loop's consumer. */
+/**
+ * A value that flows downstream to the loop's consumer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Value<out A> {
   readonly _tag: "Value"
   readonly value: A
 }
 
-/** Ends the iteration and continues the loop with a new state. */
+/**
+ * Ends the iteration and continues the loop with a new state.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Next<out S> {
   readonly _tag: "Next"
   readonly state: S
 }
 
-/** Ends the iteration and the loop. */
+/**
+ * Ends the iteration and the loop.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Stop {
   readonly _tag: "Stop"
 }
@@ -41,21 +56,37 @@ export interface Stop {
 /**
  * What a loop body emits. A `Next` or a `Stop` is terminal for its iteration:
  * anything the body emits after it is dropped.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Event<A, S> = Value<A> | Next<S> | Stop
 
 /**
  * One iteration of a loop: a stream of events, or an Effect that builds one.
  * The Effect may acquire scoped resources; they are released when the iteration ends.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Body<S, A, E, R> = (
   state: S
 ) => Stream.Stream<Event<A, S>, E, R> | Effect.Effect<Stream.Stream<Event<A, S>, E, R>, E, R | Scope.Scope>
 
-/** Wraps a value for the consumer. */
+/**
+ * Wraps a value for the consumer.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const value = <A>(value: A): Value<A> => ({ _tag: "Value", value })
 
-/** Signals that the loop continues with `state`. */
+/**
+ * Signals that the loop continues with `state`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const next = <S>(state: S): Next<S> => ({ _tag: "Next", state })
 
 const stopEvent: Stop = { _tag: "Stop" }
@@ -101,16 +132,31 @@ const decided = <A, S, E, R>(values: Stream.Stream<A, E, R>, decision: Then<A, S
 const isDecided = <A, S, E, R>(stream: Stream.Stream<Event<A, S>, E, R>): stream is Decided<A, S, E, R> =>
   Object.getPrototypeOf(stream) === DecidedProto
 
-/** A single-event stream that ends the loop. */
+/**
+ * A single-event stream that ends the loop.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const stop: Stream.Stream<Event<never, never>> = decided(Stream.empty, stopEvent)
 
-/** Emits the values of `values`, then continues the loop with `state`. */
+/**
+ * Emits the values of `values`, then continues the loop with `state`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const nextAfter: {
   <S>(state: S): <A, E, R>(values: Stream.Stream<A, E, R>) => Stream.Stream<Event<A, S>, E, R>
   <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S): Stream.Stream<Event<A, S>, E, R>
 } = dual(2, <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S) => decided(values, next(state)))
 
-/** Emits the values of `values`, then ends the loop. */
+/**
+ * Emits the values of `values`, then ends the loop.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const stopAfter = <A, E, R>(values: Stream.Stream<A, E, R>): Stream.Stream<Event<A, never>, E, R> =>
   decided(values, stopEvent)
 
@@ -132,6 +178,8 @@ export const stopAfter = <A, E, R>(values: Stream.Stream<A, E, R>): Stream.Strea
  *   return Loop.decideAfter(values, () => Loop.stopAfter(Stream.make(total)))
  * })
  * ```
+ * @since 0.1.0
+ * @category constructors
  */
 export const decideAfter: {
   <A2, S, E2, R2, E3 = never, R3 = never>(
@@ -255,6 +303,8 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
  * // 0, 1, 2
  * const counter = Loop.loop(0, (n) => n < 3 ? Loop.nextAfter(Stream.make(n), n + 1) : Loop.stop)
  * ```
+ * @since 0.1.0
+ * @category running
  */
 export const loop: {
   <S, A, E, R>(body: Body<S, A, E, R>): (initial: S) => Stream.Stream<A, E, R>

@@ -20,6 +20,9 @@ import type { Turn } from "./Turn.ts"
  * USD per million tokens. `cachedInput` is the rate for input tokens read
  * from the prompt cache, `cacheWrite` the rate for those written to it (the
  * input rate when absent: OpenAI and Gemini bill no writes).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Rates {
   readonly input: number
@@ -32,12 +35,20 @@ export interface Rates {
  * A model's price. `longContext`, when present, replaces the rates for a
  * request whose input is longer than `threshold` tokens (Gemini Pro models,
  * Claude Sonnet 4 and 4.5, Claude Haiku 5.5).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Price extends Rates {
   readonly longContext?: (Rates & { readonly threshold: number }) | undefined
 }
 
-/** Prices by model id. */
+/**
+ * Prices by model id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Table = { readonly [model: string]: Price }
 
 const rates = (input: number, cachedInput: number, output: number): Rates => ({ input, cachedInput, output })
@@ -75,6 +86,9 @@ const claude = (input: number, cachedInput: number, output: number): Rates => ({
  * not asked for by `@agentloop/anthropic`). Prices change, so check them before
  * billing anyone, and correct them with {@link layer}. Models without a cache
  * discount list their input rate as `cachedInput`.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const builtIn: Table = {
   "gpt-5.5": rates(5, 0.5, 30),
@@ -131,15 +145,30 @@ export const builtIn: Table = {
   "claude-haiku-4-5": claude(1, 0.1, 5)
 }
 
-/** The price table in use. Its default is {@link builtIn}. */
+/**
+ * The price table in use. Its default is {@link builtIn}.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const Pricing: Context.Reference<Table> = Context.Reference<Table>("@agentloop/core/Pricing", {
   defaultValue: () => builtIn
 })
 
-/** Adds prices to the built-in table, or corrects some of them. */
+/**
+ * Adds prices to the built-in table, or corrects some of them.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (prices: Table): Layer.Layer<never> => Layer.succeed(Pricing, { ...builtIn, ...prices })
 
-/** Replaces the whole table: models not in `table` have no price. */
+/**
+ * Replaces the whole table: models not in `table` have no price.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerTable = (table: Table): Layer.Layer<never> => Layer.succeed(Pricing, table)
 
 // What may follow a model id in the id of one of its snapshots: a date
@@ -154,6 +183,9 @@ const snapshotSuffix = /^(\d{4}-\d{2}-\d{2}|\d{8}|\d{3,4}|latest|(preview|exp)(-
  * "claude-sonnet-4-20250514" as "claude-sonnet-4"). A Gemini
  * `models/` prefix is ignored. Another variant ("gpt-4o-audio-preview") is not
  * a snapshot and has no price unless listed.
+ *
+ * @since 0.1.0
+ * @category getters
  */
 export const lookup = (table: Table, model: string): Price | undefined => {
   const id = model.startsWith("models/") ? model.slice("models/".length) : model
@@ -175,6 +207,9 @@ export const lookup = (table: Table, model: string): Price | undefined => {
  * `usage.input` and billed at their own rates, the rest at the input rate;
  * reasoning tokens are part of `usage.output`. Price each turn on its own: the
  * long-context tier depends on the input of one request, not of a run.
+ *
+ * @since 0.1.0
+ * @category prices
  */
 export const costOf = (price: Price, usage: TokenUsage): number => {
   const tier = price.longContext !== undefined && usage.input > price.longContext.threshold ? price.longContext : price
@@ -189,6 +224,24 @@ export const costOf = (price: Price, usage: TokenUsage): number => {
  * The cost in USD of a usage of `model`, from the `Pricing` table in context.
  * `null` when the model has no price: an unknown cost is not zero, and a
  * budget must not treat it as free.
+ *
+ * @example
+ * ```ts
+ * import { Pricing, TokenUsage } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   // A model of your own, priced per million tokens; built-in prices stay.
+ *   const cost = yield* Pricing.cost("my-finetune", TokenUsage.make(1_000_000, 100_000))
+ *   console.log(cost) // 3
+ *   console.log(yield* Pricing.isPriced("unknown-model")) // false
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Pricing.layer({ "my-finetune": { input: 2, output: 10, cachedInput: 0.5 } }))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category prices
  */
 export const cost = (model: string, usage: TokenUsage): Effect.Effect<Cost> =>
   Effect.map(Pricing, (table) => {
@@ -196,7 +249,12 @@ export const cost = (model: string, usage: TokenUsage): Effect.Effect<Cost> =>
     return price === undefined ? null : costOf(price, usage)
   })
 
-/** Whether the `Pricing` table in context has a price for `model`. */
+/**
+ * Whether the `Pricing` table in context has a price for `model`.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isPriced = (model: string): Effect.Effect<boolean> =>
   Effect.map(Pricing, (table) => lookup(table, model) !== undefined)
 
@@ -204,6 +262,9 @@ export const isPriced = (model: string): Effect.Effect<boolean> =>
  * The cost in USD of a turn: the provider's own `turn.cost` when it reported
  * one, else the turn's usage priced by its model. `null` when neither is
  * known (no reported cost and no model, or a model without a price).
+ *
+ * @since 0.1.0
+ * @category prices
  */
 export const turnCost = (turn: Turn): Effect.Effect<Cost> => {
   if (turn.cost !== undefined) return Effect.succeed(turn.cost)

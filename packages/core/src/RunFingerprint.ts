@@ -51,6 +51,15 @@ export type Difference = typeof Difference.Type
  * The fields of `given` that differ from `recorded`, in field order; none when
  * they are the same run.
  *
+ * @example
+ * ```ts
+ * import { RunFingerprint } from "@agentloop/core"
+ *
+ * const recorded = { model: "gpt-5-mini", tools: "add,search" }
+ * const given = { model: "gpt-5", tools: "add,search" }
+ * console.log(RunFingerprint.differences(recorded, given).map((difference) => difference.field)) // [ 'model' ]
+ * ```
+ *
  * @since 0.2.0
  * @category comparisons
  */

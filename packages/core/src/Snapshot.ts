@@ -11,6 +11,9 @@ import * as TokenUsage from "./TokenUsage.ts"
  * The state of a run after an iteration. `runId` identifies the run; predicates
  * that keep state between iterations (`Until.converged`) key it by `runId`, so
  * it must be unique per run, including child runs.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Snapshot {
   /** Unique id of the run. */
@@ -42,6 +45,21 @@ export interface Snapshot {
 /**
  * A snapshot of run `runId` with the given fields; the others are those of a
  * run that has not started (no steps, tokens, cost, time, output or history).
+ *
+ * @example
+ * ```ts
+ * import { Snapshot, Until } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // What a stop predicate sees; `make` fills in what a test leaves out.
+ * const snapshot = Snapshot.make({ runId: "run-1", stepCount: 3, lastText: "All tests pass. DONE" })
+ * Effect.runPromise(Until.evaluate(Until.outputContains("DONE"), snapshot)).then((verdict) =>
+ *   console.log(verdict.stop) // true
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (fields: Partial<Snapshot> & { readonly runId: string }): Snapshot => ({
   stepCount: 0,

@@ -20,30 +20,65 @@ import type { TurnOptions } from "./LanguageModel.ts"
 import type { TokenUsage } from "./TokenUsage.ts"
 import type { Turn } from "./Turn.ts"
 
-/** Whether spans record message content. Off unless {@link layerCaptureContent} is provided. */
+/**
+ * Whether spans record message content. Off unless {@link layerCaptureContent} is provided.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export const CaptureContent: Context.Reference<boolean> = Context.Reference<boolean>(
   "@agentloop/core/Telemetry/CaptureContent",
   { defaultValue: () => false }
 )
 
-/** Records message content on spans: instructions, messages, tool arguments and results. */
+/**
+ * Records message content on spans: instructions, messages, tool arguments and results.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerCaptureContent: Layer.Layer<never> = Layer.succeed(CaptureContent, true)
 
-/** Span attributes, as Effect spans take them. */
+/**
+ * Span attributes, as Effect spans take them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Attributes = Readonly<Record<string, unknown>>
 
 const wellKnownProviders: Readonly<Record<string, string>> = { gemini: "gcp.gemini" }
 
-/** The `gen_ai.provider.name` of a `LanguageModel`'s provider: the conventions' well-known name where there is one. */
+/**
+ * The `gen_ai.provider.name` of a `LanguageModel`'s provider: the conventions' well-known name where there is one.
+ *
+ * @since 0.1.0
+ * @category naming
+ */
 export const providerName = (provider: string): string => wellKnownProviders[provider] ?? provider
 
-/** The name of a model turn's span: `chat {model}`, or `chat` when the provider's default model is used. */
+/**
+ * The name of a model turn's span: `chat {model}`, or `chat` when the provider's default model is used.
+ *
+ * @since 0.1.0
+ * @category naming
+ */
 export const chatSpanName = (model: string | undefined): string => model === undefined ? "chat" : `chat ${model}`
 
-/** The name of a tool call's span. */
+/**
+ * The name of a tool call's span.
+ *
+ * @since 0.1.0
+ * @category naming
+ */
 export const toolSpanName = (tool: string): string => `execute_tool ${tool}`
 
-/** The name of a run's span: `invoke_agent {name}`, or `invoke_agent`. */
+/**
+ * The name of a run's span: `invoke_agent {name}`, or `invoke_agent`.
+ *
+ * @since 0.1.0
+ * @category naming
+ */
 export const agentSpanName = (name: string | undefined): string =>
   name === undefined ? "invoke_agent" : `invoke_agent ${name}`
 
@@ -53,7 +88,12 @@ const defined = (attributes: Record<string, unknown>): Attributes => {
   return out
 }
 
-/** The attributes of a model turn's span known before the request: operation, provider, model, parameters. */
+/**
+ * The attributes of a model turn's span known before the request: operation, provider, model, parameters.
+ *
+ * @since 0.1.0
+ * @category attributes
+ */
 export const chatAttributes = (options: {
   readonly provider: string
   readonly request: TurnOptions
@@ -84,7 +124,23 @@ export const chatAttributes = (options: {
   })
 }
 
-/** The usage attributes of a span: input, output, cache-read, cache-write and reasoning tokens. */
+/**
+ * The usage attributes of a span: input, output, cache-read, cache-write and reasoning tokens.
+ *
+ * @example
+ * ```ts
+ * import { Telemetry, TokenUsage } from "@agentloop/core"
+ *
+ * // The OpenTelemetry GenAI semantic conventions' names and attributes.
+ * console.log(Telemetry.chatSpanName("gpt-5-mini")) // chat gpt-5-mini
+ * console.log(Telemetry.toolSpanName("search")) // execute_tool search
+ * console.log(Telemetry.usageAttributes(TokenUsage.make(120, 30)))
+ * // { 'gen_ai.usage.input_tokens': 120, 'gen_ai.usage.output_tokens': 30 }
+ * ```
+ *
+ * @since 0.1.0
+ * @category attributes
+ */
 export const usageAttributes = (usage: TokenUsage): Attributes =>
   defined({
     "gen_ai.usage.input_tokens": usage.input,
@@ -98,6 +154,9 @@ export const usageAttributes = (usage: TokenUsage): Attributes =>
  * Records what the model answered on its turn's span: the provider that
  * answered (when the turn names it, as a fallback's does), response model and
  * id, finish reason, usage, and the output when content is captured.
+ *
+ * @since 0.1.0
+ * @category tracing
  */
 export const annotateTurn = (span: Tracer.Span, turn: Turn, captureContent: boolean): void => {
   const attributes = defined({
@@ -113,7 +172,12 @@ export const annotateTurn = (span: Tracer.Span, turn: Turn, captureContent: bool
   for (const [key, value] of Object.entries(attributes)) span.attribute(key, value)
 }
 
-/** The attributes of a tool call's span. Arguments and result are content: recorded only when captured. */
+/**
+ * The attributes of a tool call's span. Arguments and result are content: recorded only when captured.
+ *
+ * @since 0.1.0
+ * @category attributes
+ */
 export const toolAttributes = (options: {
   readonly call: Item.FunctionCall
   readonly description: string | undefined

@@ -22,20 +22,35 @@ import * as Telemetry from "./Telemetry.ts"
 
 const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 
-/** The run's stop predicate said stop; `reason` is its verdict's reason. */
+/**
+ * The run's stop predicate said stop; `reason` is its verdict's reason.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Stop = Schema.TaggedStruct("Stop", {
   reason: Schema.String,
   accounting: Accounting
 })
 export type Stop = typeof Stop.Type
 
-/** A run that ended because its stop predicate said so. */
+/**
+ * A run that ended because its stop predicate said so.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const stop = (fields: { readonly reason: string; readonly accounting: Accounting }): Stop => ({
   _tag: "Stop",
   ...fields
 })
 
-/** The run ended through a finish tool: `tool` ran successfully and returned `value`. */
+/**
+ * The run ended through a finish tool: `tool` ran successfully and returned `value`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Submitted<A> {
   readonly _tag: "Submitted"
   readonly tool: string
@@ -51,20 +66,33 @@ export const Submitted = <S extends Schema.Top>(value: S) =>
     accounting: Accounting
   })
 
-/** A run that ended through its finish tool `tool`, submitting `value`. */
+/**
+ * A run that ended through its finish tool `tool`, submitting `value`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const submitted = <A>(fields: {
   readonly tool: string
   readonly value: A
   readonly accounting: Accounting
 }): Submitted<A> => ({ _tag: "Submitted", ...fields })
 
-/** A run that ended well, with a value of type `A` when it ended through a finish tool. */
+/**
+ * A run that ended well, with a value of type `A` when it ended through a finish tool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Success<A = unknown> = Stop | Submitted<A>
 
 /**
  * Why some output did not decode: the `target` that failed (a structured output
  * or a tool's arguments) and its `name`, a summary `message`, one issue per
  * failing path, and the `raw` text the model wrote.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Diagnostic = Schema.Struct({
   target: Schema.Literals(["structured_output", "tool_arguments"]),
@@ -80,7 +108,12 @@ export type Diagnostic = typeof Diagnostic.Type
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
-/** Builds the diagnostic of a decoding failure of `raw`, the text the model wrote for `target`. */
+/**
+ * Builds the diagnostic of a decoding failure of `raw`, the text the model wrote for `target`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const diagnose = (options: {
   readonly target: Diagnostic["target"]
   readonly name?: string | undefined
@@ -100,7 +133,12 @@ export const diagnose = (options: {
   ...(options.raw === undefined ? {} : { raw: options.raw })
 })
 
-/** The run reached its limit of model turns. */
+/**
+ * The run reached its limit of model turns.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MaxTurns extends Schema.TaggedError<MaxTurns>()("MaxTurns", {
   maxTurns: Count,
   accounting: Accounting
@@ -114,7 +152,12 @@ export class MaxTurns extends Schema.TaggedError<MaxTurns>()("MaxTurns", {
   }
 }
 
-/** The run's cost reached its budget. */
+/**
+ * The run's cost reached its budget.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MaxBudgetUsd extends Schema.TaggedError<MaxBudgetUsd>()("MaxBudgetUsd", {
   maxBudgetUsd: Schema.Finite,
   accounting: Accounting
@@ -133,6 +176,9 @@ export class MaxBudgetUsd extends Schema.TaggedError<MaxBudgetUsd>()("MaxBudgetU
  * provider named none) has no entry in the `Pricing` table and the provider
  * reported no cost. An unknown cost is not a free one, so the run stops rather
  * than spend without a limit.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class UnpricedModel extends Schema.TaggedError<UnpricedModel>()("UnpricedModel", {
   model: Schema.optionalKey(Schema.String),
@@ -151,7 +197,12 @@ export class UnpricedModel extends Schema.TaggedError<UnpricedModel>()("Unpriced
   }
 }
 
-/** The run reached its wall-clock deadline (`limits.maxDuration`), possibly in the middle of a turn or a tool. */
+/**
+ * The run reached its wall-clock deadline (`limits.maxDuration`), possibly in the middle of a turn or a tool.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MaxDuration extends Schema.TaggedError<MaxDuration>()("MaxDuration", {
   maxDurationMs: Schema.Finite,
   accounting: Accounting
@@ -168,6 +219,9 @@ export class MaxDuration extends Schema.TaggedError<MaxDuration>()("MaxDuration"
 /**
  * Something the run could not recover from failed while it ran: a provider
  * error that retries did not cure, or a stop predicate that could not answer.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class DuringExecution extends Schema.TaggedError<DuringExecution>()("DuringExecution", {
   message: Schema.String,
@@ -180,7 +234,12 @@ export class DuringExecution extends Schema.TaggedError<DuringExecution>()("Duri
   }
 }
 
-/** The model's structured output still did not decode after `maxRetries` repair attempts; `diagnostic` is the last failure. */
+/**
+ * The model's structured output still did not decode after `maxRetries` repair attempts; `diagnostic` is the last failure.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MaxStructuredOutputRetries
   extends Schema.TaggedError<MaxStructuredOutputRetries>()("MaxStructuredOutputRetries", {
     maxRetries: Count,
@@ -197,7 +256,12 @@ export class MaxStructuredOutputRetries
   }
 }
 
-/** The model made `maxConsecutiveMistakes` mistakes in a row (bad tool calls); `mistakes` says what they were. */
+/**
+ * The model made `maxConsecutiveMistakes` mistakes in a row (bad tool calls); `mistakes` says what they were.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ConsecutiveMistakes extends Schema.TaggedError<ConsecutiveMistakes>()("ConsecutiveMistakes", {
   maxConsecutiveMistakes: Count,
   mistakes: Schema.Array(Schema.String),
@@ -212,7 +276,12 @@ export class ConsecutiveMistakes extends Schema.TaggedError<ConsecutiveMistakes>
   }
 }
 
-/** A hook or a tool halted the run; `source` names it. */
+/**
+ * A hook or a tool halted the run; `source` names it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   reason: Schema.String,
   source: Schema.optionalKey(Schema.String),
@@ -227,7 +296,12 @@ export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   }
 }
 
-/** Compacting the context failed, so the run could not go on. */
+/**
+ * Compacting the context failed, so the run could not go on.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("CompactionFailed", {
   message: Schema.String,
   cause: Schema.optionalKey(AiError.AiError),
@@ -239,7 +313,12 @@ export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("Co
   }
 }
 
-/** The prompt no longer fits the model's context window, and compaction did not make it fit. */
+/**
+ * The prompt no longer fits the model's context window, and compaction did not make it fit.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class PromptTooLong extends Schema.TaggedError<PromptTooLong>()("PromptTooLong", {
   cause: AiError.ContextLengthExceeded,
   accounting: Accounting
@@ -257,6 +336,9 @@ export class PromptTooLong extends Schema.TaggedError<PromptTooLong>()("PromptTo
  * The last `iterations` turns each repeated the previous turn's tool calls and
  * results, with no text; `stuck` holds the calls and outputs of every one of
  * them, oldest first, for a remediation prompt.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class NoProgress extends Schema.TaggedError<NoProgress>()("NoProgress", {
   iterations: Count,
@@ -272,7 +354,12 @@ export class NoProgress extends Schema.TaggedError<NoProgress>()("NoProgress", {
   }
 }
 
-/** The model's output did not decode as the structured output or tool call it should be. */
+/**
+ * The model's output did not decode as the structured output or tool call it should be.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class SchemaValidation extends Schema.TaggedError<SchemaValidation>()("SchemaValidation", {
   diagnostic: Diagnostic,
   accounting: Accounting
@@ -289,6 +376,9 @@ export class SchemaValidation extends Schema.TaggedError<SchemaValidation>()("Sc
 /**
  * The provider refused the request for lack of quota or credit (OpenAI's
  * `insufficient_quota`): no retry can help until an operator adds some.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class ProviderQuota extends Schema.TaggedError<ProviderQuota>()("ProviderQuota", {
   cause: AiError.QuotaExceeded,
@@ -310,6 +400,9 @@ export class ProviderQuota extends Schema.TaggedError<ProviderQuota>()("Provider
  * `RunInProgress` (another executor holds the run), `CheckpointMismatch` (the
  * id was recorded with another input, instructions, tools or output) or
  * `InvalidRunId`.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("CheckpointFailed", {
   message: Schema.String,
@@ -322,7 +415,12 @@ export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("Ch
   }
 }
 
-/** The provider rejected the credentials (HTTP 401 or 403). */
+/**
+ * The provider rejected the credentials (HTTP 401 or 403).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ProviderAuth extends Schema.TaggedError<ProviderAuth>()("ProviderAuth", {
   cause: AiError.AuthFailed,
   accounting: Accounting
@@ -364,7 +462,12 @@ const errors = [
   InvalidOptions
 ] as const
 
-/** Schema of every error {@link Error}. */
+/**
+ * Schema of every error {@link Error}.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Error = Schema.Union(errors)
 
 /**
@@ -427,21 +530,57 @@ const categories = Object.fromEntries([
   ...errors.map((error) => [tagOf(error), error.prototype.category])
 ]) as { readonly [T in Tag]: Category }
 
-/** The category of a termination (or of a tag), for retry decisions. */
+/**
+ * The category of a termination (or of a tag), for retry decisions.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, Termination } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   // The model keeps calling tools it does not have; the run ends after one turn.
+ *   const termination = yield* agent.run({ input: "Go", limits: { maxTurns: 1 } }).pipe(Effect.flip)
+ *   console.log(termination._tag, Termination.category(termination)) // MaxTurns capacity
+ *   console.log(Termination.isError(termination)) // true
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.callsTurn([{ name: "search", arguments: {} }])])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const category = (termination: Tag | { readonly _tag: Tag }): Category =>
   categories[typeof termination === "string" ? termination : termination._tag]
 
-/** Whether the run failed. */
+/**
+ * Whether the run failed.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isError = <A>(termination: Termination<A>): termination is Error =>
   categories[termination._tag] !== "success"
 
-/** Whether the run ended well. */
+/**
+ * Whether the run ended well.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isSuccess = <A>(termination: Termination<A>): termination is Success<A> =>
   categories[termination._tag] === "success"
 
 /**
  * Records how a run ended on the current span (the run's): the termination and
  * its category, the run's usage and known cost, and `error.type` for an error.
+ *
+ * @since 0.1.0
+ * @category tracing
  */
 export const annotateCurrentSpan = (termination: Termination): Effect.Effect<void> =>
   Effect.annotateCurrentSpan({

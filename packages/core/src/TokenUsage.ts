@@ -12,6 +12,9 @@ const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(
  * prompt cache and `cacheWrite` written to it, providers billing the three
  * kinds at three rates) and wrote (`output`, of which `reasoning` were hidden
  * reasoning). `cacheWrite` is new in 0.2.0: a usage recorded before has none.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const TokenUsage = Schema.Struct({
   input: Count,
@@ -23,7 +26,12 @@ export const TokenUsage = Schema.Struct({
 })
 export type TokenUsage = typeof TokenUsage.Type
 
-/** No tokens: the identity of {@link add}. */
+/**
+ * No tokens: the identity of {@link add}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const empty: TokenUsage = { input: 0, output: 0, total: 0 }
 
 /**
@@ -38,11 +46,31 @@ export interface Details {
   readonly reasoning?: number | undefined
 }
 
-/** Builds a usage from input and output counts; `total` is their sum. */
+/**
+ * Builds a usage from input and output counts; `total` is their sum.
+ *
+ * @example
+ * ```ts
+ * import { TokenUsage } from "@agentloop/core"
+ *
+ * const first = TokenUsage.make(1200, 80)
+ * const second = TokenUsage.make(1350, 40)
+ * const total = TokenUsage.add(first, second)
+ * console.log(total.input, total.output, total.total) // 2550 120 2670
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (input: number, output: number, details?: Details): TokenUsage =>
   withDetails({ input, output, total: input + output }, details ?? {})
 
-/** Adds two usages field by field; an optional count is present when either side has it. */
+/**
+ * Adds two usages field by field; an optional count is present when either side has it.
+ *
+ * @since 0.1.0
+ * @category math
+ */
 export const add = (self: TokenUsage, that: TokenUsage): TokenUsage =>
   withDetails(
     { input: self.input + that.input, output: self.output + that.output, total: self.total + that.total },

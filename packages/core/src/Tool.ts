@@ -23,28 +23,76 @@ import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import type * as ToolMemory from "./ToolMemory.ts"
 
-/** Marks a value as a {@link Tool}. */
+/**
+ * Marks a value as a {@link Tool}.
+ *
+ * @since 0.1.0
+ * @category type IDs
+ */
 export const TypeId = "~@agentloop/core/Tool" as const
 
-/** A progress event of a streaming tool; a UI can show it, the model never sees it. */
+/**
+ * A progress event of a streaming tool; a UI can show it, the model never sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Progress<P> {
   readonly _tag: "Progress"
   readonly value: P
 }
 
-/** The result of a streaming tool. The first `Done` ends the tool: nothing after it is pulled. */
+/**
+ * The result of a streaming tool. The first `Done` ends the tool: nothing after it is pulled.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Done<O> {
   readonly _tag: "Done"
   readonly value: O
 }
 
-/** What a streaming tool emits: any number of {@link Progress} events, then one {@link Done}. */
+/**
+ * What a streaming tool emits: any number of {@link Progress} events, then one {@link Done}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type StreamEvent<P, O> = Progress<P> | Done<O>
 
-/** Builds a {@link Progress} event. */
+/**
+ * Builds a {@link Progress} event.
+ *
+ * @example
+ * ```ts
+ * import { Tool } from "@agentloop/core"
+ * import { Effect, Schema, Stream } from "effect"
+ *
+ * // A streaming tool: progress events for a UI, then `Tool.done(output)`.
+ * const download = Tool.make({
+ *   name: "download",
+ *   description: "Downloads a URL",
+ *   input: Schema.Struct({ url: Schema.String }),
+ *   output: Schema.Struct({ bytes: Schema.Finite }),
+ *   execute: () => Stream.make(Tool.progress("50%"), Tool.progress("100%"), Tool.done({ bytes: 2048 }))
+ * })
+ *
+ * const events = download.execute({ url: "https://example.com/file" })
+ * if (Stream.isStream(events)) Effect.runPromise(Stream.runCollect(events)).then((all) => console.log(all.length)) // 3
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const progress = <P>(value: P): Progress<P> => ({ _tag: "Progress", value })
 
-/** Builds the {@link Done} event that carries a streaming tool's output. */
+/**
+ * Builds the {@link Done} event that carries a streaming tool's output.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const done = <O>(value: O): Done<O> => ({ _tag: "Done", value })
 
 /**
@@ -91,6 +139,9 @@ export interface DecorateParams<Input, Output> {
  * `execute` and `needsApproval` are methods so that a tool with a specific
  * input type is still a {@link Any}; `Toolkit` only ever passes them what the
  * tool's own `input` Schema decoded.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Tool<Name extends string, Input, Output, Failure = never, P = never, R = never> {
   readonly [TypeId]: typeof TypeId
@@ -122,7 +173,12 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   resultItem(params: DecorateParams<Input, Output>): Item.FunctionCallOutput
 }
 
-/** Any tool whose `execute` needs the services `R`. */
+/**
+ * Any tool whose `execute` needs the services `R`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Any<out R = unknown> {
   readonly [TypeId]: typeof TypeId
   readonly name: string
@@ -142,7 +198,12 @@ export interface Any<out R = unknown> {
   resultItem(params: DecorateParams<unknown, unknown>): Item.FunctionCallOutput
 }
 
-/** The services a tool's `execute` needs. */
+/**
+ * The services a tool's `execute` needs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Services<T> = T extends Any<infer R> ? R : never
 
 /**
@@ -182,6 +243,38 @@ export type Services<T> = T extends Any<infer R> ? R : never
  * recorded before), and its `migrations` bring an output recorded at another
  * version to it when a run resumes (see the `CheckpointVersion` module). The
  * model's history keeps the output as the model read it.
+ *
+ * @example
+ * ```ts
+ * import { Item, Tool, Toolkit } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const getWeather = Tool.make({
+ *   name: "get_weather",
+ *   description: "Current weather for a city",
+ *   input: Schema.Struct({ city: Schema.String.annotate({ description: "City name, e.g. Paris" }) }),
+ *   output: Schema.Struct({ celsius: Schema.Finite }),
+ *   timeout: "10 seconds",
+ *   execute: ({ city }) => Effect.succeed({ celsius: city === "Paris" ? 21 : 15 })
+ * })
+ *
+ * console.log(Tool.definition(getWeather).name) // get_weather
+ *
+ * const call: Item.FunctionCall = {
+ *   type: "function_call",
+ *   id: "fc_1",
+ *   status: "completed",
+ *   call_id: "c1",
+ *   name: "get_weather",
+ *   arguments: "{\"city\":\"Paris\"}"
+ * }
+ * Effect.runPromise(Toolkit.executeAllSafe(Toolkit.make(getWeather), [call])).then(([result]) =>
+ *   console.log(result?.output.output) // {"celsius":21}
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <
   const Name extends string,
@@ -289,13 +382,21 @@ export const acceptsCall = (tool: Any<unknown>, call: Item.FunctionCall): boolea
  * runs, a different key for every other call. Pass it to a service that
  * deduplicates writes (an `Idempotency-Key` header, a unique column), and
  * declare the tool `idempotent`. `undefined` where calls are never run again.
+ *
+ * @since 0.1.0
+ * @category services
  */
 export const IdempotencyKey: Context.Reference<string | undefined> = Context.Reference<string | undefined>(
   "@agentloop/core/Tool/IdempotencyKey",
   { defaultValue: () => undefined }
 )
 
-/** The tool as a model request carries it: name, description and the JSON Schema of its arguments. */
+/**
+ * The tool as a model request carries it: name, description and the JSON Schema of its arguments.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => ({
   name: tool.name,
   description: tool.description,
@@ -311,6 +412,9 @@ export const definition = (tool: Any<unknown>): LanguageModel.ToolDefinition => 
  * OpenAI strict mode also wants every property `required`; for a Schema with
  * optional keys the Responses provider makes them required and nullable, and
  * takes the model's `null`s out of the arguments again.
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toParameters = (schema: Schema.Top): JsonSchema.JsonSchema => {
   const document = Schema.toJsonSchemaDocument(schema, { onExcessProperty: "error" })

@@ -74,6 +74,29 @@ export const set = <S>(declaration: Declaration<S>, state: S): Effect.Effect<voi
  * developer message per distinct id whose `recall` says something, in the
  * order the ids first appear.
  *
+ * @example
+ * ```ts
+ * import { ToolMemory } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // What a note-taking tool keeps between its calls, and how the model is reminded of it.
+ * const notes: ToolMemory.Declaration<ReadonlyArray<string>> = {
+ *   id: "notes",
+ *   init: () => [],
+ *   recall: (all) => all.length === 0 ? null : `Your notes so far: ${all.join("; ")}`
+ * }
+ *
+ * const store = new Map<string, unknown>()
+ * const program = Effect.gen(function*() {
+ *   yield* ToolMemory.set(notes, [...(yield* ToolMemory.get(notes)), "the user likes tea"])
+ * }).pipe(Effect.provideService(ToolMemory.CurrentStore, store))
+ *
+ * Effect.runPromise(program).then(() => {
+ *   const [reminder] = ToolMemory.recall([notes], store)
+ *   console.log(reminder?.content) // [ { type: 'input_text', text: 'Your notes so far: the user likes tea' } ]
+ * })
+ * ```
+ *
  * @since 0.2.0
  * @category recall
  */

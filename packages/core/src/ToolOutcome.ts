@@ -11,6 +11,15 @@ import * as Schema from "effect/Schema"
  * How a call ended. Every outcome but `"success"` is a mistake of the model or of a tool,
  * and `"halted"` (the tool failed with `Halt`) asks the agent to end its run.
  *
+ * @example
+ * ```ts
+ * import { ToolOutcome } from "@agentloop/core"
+ * import { Schema } from "effect"
+ *
+ * console.log(Schema.is(ToolOutcome.Outcome)("timeout")) // true
+ * console.log(ToolOutcome.Outcome.literals.length) // 8
+ * ```
+ *
  * @since 0.2.0
  * @category models
  */

@@ -22,6 +22,9 @@ import { Outcome } from "./ToolOutcome.ts"
  * How a call ended, the call, the output item the model reads, what went
  * wrong when it did, and the version of the tool's output schema that wrote
  * a success's output (none: version 1).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const ToolRecord = Schema.Struct({
   outcome: Outcome,
@@ -36,6 +39,41 @@ export type ToolRecord = typeof ToolRecord.Type
  * The record of a result. A checkpoint passes the toolkit that ran the call,
  * so that a success records the version of its tool's output schema, when the
  * tool declares one; an event needs none.
+ *
+ * @example
+ * ```ts
+ * import { Item, Tool, Toolkit, ToolRecord } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ * const toolkit = Toolkit.make(add)
+ * const call: Item.FunctionCall = {
+ *   type: "function_call",
+ *   id: "fc_1",
+ *   status: "completed",
+ *   call_id: "c1",
+ *   name: "add",
+ *   arguments: "{\"a\":2,\"b\":3}"
+ * }
+ *
+ * const program = Effect.gen(function*() {
+ *   const [result] = yield* Toolkit.executeAllSafe(toolkit, [call])
+ *   // A record is JSON: stored with a checkpoint, it becomes the same result again without running the tool.
+ *   const json = Schema.encodeSync(Schema.fromJsonString(ToolRecord.ToolRecord))(ToolRecord.fromResult(result!))
+ *   const restored = yield* ToolRecord.toResult(toolkit, Schema.decodeSync(Schema.fromJsonString(ToolRecord.ToolRecord))(json))
+ *   console.log(restored.outcome, restored.output.output) // success 5
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromResult = <R>(result: Toolkit.Result, toolkit?: Toolkit.Toolkit<R>): ToolRecord => {
   if (result.outcome !== "success") {
@@ -47,7 +85,12 @@ export const fromResult = <R>(result: Toolkit.Result, toolkit?: Toolkit.Toolkit<
     : { outcome: result.outcome, call: result.call, output: result.output, version: versioning.version }
 }
 
-/** A record's result could not be restored: its tool is gone, or no longer reads the output it recorded. */
+/**
+ * A record's result could not be restored: its tool is gone, or no longer reads the output it recorded.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreFailed", {
   tool: Schema.String,
   message: Schema.String
@@ -59,6 +102,9 @@ export class RestoreFailed extends Schema.TaggedError<RestoreFailed>()("RestoreF
  * it was recorded at another version of it (the output item stays as the
  * model read it); one that no migration brings to the tool's version fails
  * with `CheckpointVersionMismatch`.
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toResult = <R>(
   toolkit: Toolkit.Toolkit<R>,
@@ -99,6 +145,9 @@ const noLongerDecodes = (tool: string, error: Schema.SchemaError) =>
 /**
  * An output of `tool` recorded at version `recorded` of its output schema
  * (as JSON), brought to the tool's version by its migrations and decoded.
+ *
+ * @since 0.2.0
+ * @category decoding
  */
 export const migrateOutput = (
   tool: Tool.Any<unknown>,

@@ -28,10 +28,20 @@ import * as Telemetry from "./Telemetry.ts"
 import * as Tool from "./Tool.ts"
 import * as ToolOutcome from "./ToolOutcome.ts"
 
-/** Marks a value as a {@link Toolkit}. */
+/**
+ * Marks a value as a {@link Toolkit}.
+ *
+ * @since 0.1.0
+ * @category type IDs
+ */
 export const TypeId = "~@agentloop/core/Toolkit" as const
 
-/** A set of tools with unique names; `R` is what their `execute` functions need. */
+/**
+ * A set of tools with unique names; `R` is what their `execute` functions need.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Toolkit<out R = never> {
   readonly [TypeId]: typeof TypeId
   readonly tools: ReadonlyArray<Tool.Any<R>>
@@ -41,6 +51,9 @@ export interface Toolkit<out R = never> {
 /**
  * Builds a toolkit. Throws when two tools share a name: the model could not
  * tell them apart, and providers reject such requests.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
   ...tools: Tools
@@ -55,17 +68,30 @@ export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
   return { [TypeId]: TypeId, tools: typed, byName }
 }
 
-/** The tool definitions to send with a model request, in the toolkit's order. */
+/**
+ * The tool definitions to send with a model request, in the toolkit's order.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const definitions = (toolkit: Toolkit<unknown>): ReadonlyArray<LanguageModel.ToolDefinition> =>
   toolkit.tools.map(Tool.definition)
 
-/** How a call ended: see `ToolOutcome`. */
+/**
+ * How a call ended: see `ToolOutcome`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export const Outcome = ToolOutcome.Outcome
 export type Outcome = ToolOutcome.Outcome
 
 /**
  * A call that ran to its output. `output.output` is the JSON text of the
  * output encoded with the tool's `output` Schema; `value` is the output itself.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Success {
   readonly outcome: "success"
@@ -77,6 +103,9 @@ export interface Success {
 /**
  * A call that did not produce an output. `output.output` is `{"error": …}` JSON
  * carrying `reason` (or, for a tool with a `failure` Schema, its encoded error).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Mistake {
   readonly outcome: Exclude<Outcome, "success">
@@ -85,24 +114,49 @@ export interface Mistake {
   readonly reason: string
 }
 
-/** The result of one call. */
+/**
+ * The result of one call.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Result = Success | Mistake
 
-/** Whether the call is a mistake (anything but a success). */
+/**
+ * Whether the call is a mistake (anything but a success).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isMistake = (result: Result): result is Mistake => result.outcome !== "success"
 
-/** The output items of the results, in order: what to append to the history. */
+/**
+ * The output items of the results, in order: what to append to the history.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const outputs = (results: ReadonlyArray<Result>): ReadonlyArray<Item.FunctionCallOutput> =>
   results.map((result) => result.output)
 
-/** A progress event of a streaming tool, tagged with the call that emitted it. */
+/**
+ * A progress event of a streaming tool, tagged with the call that emitted it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ProgressEvent {
   readonly index: number
   readonly call: Item.FunctionCall
   readonly value: unknown
 }
 
-/** Options of {@link executeAllSafe} and {@link streamAll}. */
+/**
+ * Options of {@link executeAllSafe} and {@link streamAll}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** How many calls run at once (default 4). */
   readonly concurrency?: number | undefined
@@ -123,6 +177,9 @@ const defaultConcurrency = 4
 /**
  * The time limit of a call when neither the tool nor the caller sets one: five
  * minutes. A tool that never returns is stopped, and the model is told so.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const defaultTimeout: Duration.Duration = Duration.minutes(5)
 
@@ -134,6 +191,47 @@ export const defaultTimeout: Duration.Duration = Duration.minutes(5)
  * The output item of call `c` has id `fco_<c.call_id>` and status `"completed"`
  * on success, `"incomplete"` otherwise (the `outcome` says why; `"failed"` is
  * avoided because the Responses API does not accept it on input items).
+ *
+ * @example
+ * ```ts
+ * import { Item, Tool, Toolkit } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ * const toolkit = Toolkit.make(add)
+ *
+ * const call = (id: string, name: string, args: string): Item.FunctionCall => ({
+ *   type: "function_call",
+ *   id: `fc_${id}`,
+ *   status: "completed",
+ *   call_id: id,
+ *   name,
+ *   arguments: args
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   // Nothing here fails: every mistake becomes an output the model reads.
+ *   const results = yield* Toolkit.executeAllSafe(toolkit, [
+ *     call("1", "add", "{\"a\":2,\"b\":3}"),
+ *     call("2", "add", "{\"a\":\"two\"}"),
+ *     call("3", "sub", "{}")
+ *   ])
+ *   console.log(results.map((result) => result.outcome)) // [ 'success', 'invalid_arguments', 'unknown_tool' ]
+ *   console.log(results.filter(Toolkit.isMistake).length) // 2
+ *   console.log(Toolkit.outputs(results).length) // 3 function_call_output items
+ * })
+ *
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category execution
  */
 export const executeAllSafe: <R>(
   toolkit: Toolkit<R>,
@@ -157,6 +255,9 @@ export const executeAllSafe: <R>(
  * Exactly the calls {@link executeAllSafe} asks about (a call that cannot get
  * that far is a mistake, not a question), for engines that wait for decisions
  * before running calls.
+ *
+ * @since 0.1.0
+ * @category predicates
  */
 export const needsApproval = <R>(toolkit: Toolkit<R> | undefined, call: Item.FunctionCall): boolean => {
   const tool = toolkit?.byName.get(call.name)
@@ -173,7 +274,12 @@ export const needsApproval = <R>(toolkit: Toolkit<R> | undefined, call: Item.Fun
   }
 }
 
-/** What {@link streamAll} emits: progress while calls run, and each result as soon as its call ends. */
+/**
+ * What {@link streamAll} emits: progress while calls run, and each result as soon as its call ends.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Event =
   | { readonly _tag: "Progress"; readonly index: number; readonly call: Item.FunctionCall; readonly value: unknown }
   | { readonly _tag: "Result"; readonly index: number; readonly result: Result }
@@ -186,6 +292,9 @@ export type Event =
  * `onResult` runs as soon as a call ends, before its result is emitted and
  * whether or not anyone pulls it, and is not interrupted once started (to
  * record the result durably); its failure fails the stream.
+ *
+ * @since 0.1.0
+ * @category execution
  */
 export const streamAll = <R, E = never, R2 = never>(
   toolkit: Toolkit<R>,

@@ -10,6 +10,9 @@ import { TokenUsage } from "./TokenUsage.ts"
 /**
  * Why the model stopped writing. Providers map their own reasons to these;
  * the provider's raw reason, when it differs, is kept in `Turn.providerStopReason`.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const StopReason = Schema.Literals([
   "stop",
@@ -26,6 +29,9 @@ export type StopReason = typeof StopReason.Type
  * (it wins over `Pricing`). `provider` names the provider that answered when
  * more than one could have (see `LanguageModel.fallback`); `model` is the
  * model that answered, as the provider reports it.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Turn = Schema.Struct({
   items: Schema.Array(Item.Item),
@@ -39,13 +45,32 @@ export const Turn = Schema.Struct({
 })
 export type Turn = typeof Turn.Type
 
-/** The function calls of a turn, in the order the model made them. */
+/**
+ * The function calls of a turn, in the order the model made them.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const functionCalls = (turn: Turn): ReadonlyArray<Item.FunctionCall> =>
   turn.items.filter((item): item is Item.FunctionCall => item.type === "function_call")
 
 /**
  * The text of the turn's assistant messages, joined in order: the answer.
  * Refusals are not text, and neither is `commentary` (see `Item.Phase`).
+ *
+ * @example
+ * ```ts
+ * import { Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * const answer = MockLanguageModel.textTurn("Paris")
+ * const calls = MockLanguageModel.callsTurn([{ name: "weather", arguments: { city: "Paris" } }])
+ * console.log(Turn.text(answer)) // Paris
+ * console.log(Turn.functionCalls(calls).map((call) => call.name)) // [ 'weather' ]
+ * ```
+ *
+ * @since 0.1.0
+ * @category getters
  */
 export const text = (turn: Turn): string => {
   let out = ""
@@ -57,7 +82,12 @@ export const text = (turn: Turn): string => {
   return out
 }
 
-/** Appends the turn's items to the history of a loop state, leaving the rest of the state as it is. */
+/**
+ * Appends the turn's items to the history of a loop state, leaving the rest of the state as it is.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const cursor = <S extends { readonly history: ReadonlyArray<Item.Item> }>(state: S, turn: Turn): S => ({
   ...state,
   history: [...state.history, ...turn.items]

@@ -60,6 +60,24 @@ export const completion = (): Completion => {
  * terminal `turn_complete`, flows downstream as a value; then `then` runs with the
  * assembled turn and its events follow. A stream that ends without a
  * `turn_complete` fails with `IncompleteTurn` (see {@link Completion}).
+ *
+ * @example
+ * ```ts
+ * import { Loop, Turn, TurnStream } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * // Pass a model's deltas on, then decide with the completed turn.
+ * const deltas = Stream.fromIterable(MockLanguageModel.deltas(MockLanguageModel.textTurn("Hello!"), 3))
+ * const iteration = TurnStream.streamUntilComplete(deltas, (turn) => Loop.stopAfter(Stream.make(Turn.text(turn))))
+ *
+ * Effect.runPromise(Stream.runCollect(Loop.loop(0, () => iteration))).then((events) =>
+ *   console.log(events.filter((event) => typeof event === "string")) // [ 'Hello!' ]
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category streaming
  */
 export const streamUntilComplete: {
   <A, S, E2, R2, E3 = never, R3 = never>(

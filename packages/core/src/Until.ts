@@ -35,6 +35,9 @@ import * as Verdict from "./Verdict.ts"
 /**
  * A termination predicate, called with the run's snapshot after each iteration.
  * `E` and `R` are the error and services of the predicates that answer with an `Effect`.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Until<E = never, R = never> = (
   snapshot: Snapshot
@@ -45,10 +48,20 @@ type EffectOf<F> = Extract<
   Effect.Effect<unknown, unknown, unknown>
 >
 
-/** The errors of a predicate (or of any function that may answer with an `Effect`). */
+/**
+ * The errors of a predicate (or of any function that may answer with an `Effect`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ErrorOf<F> = Effect.Error<EffectOf<F>>
 
-/** The services a predicate (or any function that may answer with an `Effect`) needs. */
+/**
+ * The services a predicate (or any function that may answer with an `Effect`) needs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ServicesOf<F> = Effect.Services<EffectOf<F>>
 
 const describe = (cause: unknown): string =>
@@ -94,6 +107,9 @@ const isVerdict = Schema.is(Verdict.Verdict)
  * Runs a predicate as an `Effect`, keeping its own error `E`. A throw, a
  * rejection, a defect or an answer that is not a `Verdict` fail with `PredicateFailed`.
  * For composing predicates; a run uses {@link evaluate}.
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toEffect = <E, R>(
   until: Until<E, R>,
@@ -106,6 +122,9 @@ export const toEffect = <E, R>(
  * verdict (`until.stop`, `until.reason`, `until.feedback`). Every failure,
  * including the predicate's own error, arrives as a `PredicateFailed` whose
  * `cause` is the original: a run ends on it with `Termination.DuringExecution`.
+ *
+ * @since 0.1.0
+ * @category evaluation
  */
 export const evaluate: <E, R>(
   until: Until<E, R>,
@@ -163,7 +182,12 @@ const checked = <U extends Until<unknown, unknown>>(
 export const invalid = (until: Until<unknown, unknown>): InvalidOptions.InvalidOptions | undefined =>
   refusals.get(until)
 
-/** Stops once `n` iterations have completed; `n` is a positive integer. */
+/**
+ * Stops once `n` iterations have completed; `n` is a positive integer.
+ *
+ * @since 0.1.0
+ * @category conditions
+ */
 export const maxSteps = (n: number): Until =>
   checked(
     "Until.maxSteps(n)",
@@ -173,7 +197,12 @@ export const maxSteps = (n: number): Until =>
       snapshot.stepCount >= n ? Verdict.stop(`step limit reached: ${snapshot.stepCount} of ${n}`) : proceed
   )
 
-/** Stops once the run has used `n` tokens in total (input and output); `n` is a positive integer. */
+/**
+ * Stops once the run has used `n` tokens in total (input and output); `n` is a positive integer.
+ *
+ * @since 0.1.0
+ * @category conditions
+ */
 export const maxTokens = (n: number): Until =>
   checked(
     "Until.maxTokens(n)",
@@ -187,6 +216,9 @@ export const maxTokens = (n: number): Until =>
  * Stops once the run has cost `usd` dollars or more. A run whose cost is
  * unknown (a turn of a model without a price) fails the predicate: an unknown
  * cost is not a free one, and the limit could not be kept.
+ *
+ * @since 0.1.0
+ * @category conditions
  */
 export const maxCost = (usd: number): Until<PredicateFailed> =>
   checked("Until.maxCost(usd)", usd, InvalidOptions.positive, () => costAtMost(usd))
@@ -205,7 +237,12 @@ const costAtMost = (usd: number): Until<PredicateFailed> => (snapshot) => {
     : proceed
 }
 
-/** Stops once the run has been going for `limit` (a number is milliseconds), the limit itself included. */
+/**
+ * Stops once the run has been going for `limit` (a number is milliseconds), the limit itself included.
+ *
+ * @since 0.1.0
+ * @category conditions
+ */
 export const maxDuration = (limit: Duration.Input): Until =>
   checked("Until.maxDuration(limit)", limit, InvalidOptions.duration, (): Until => {
     const ms = Duration.toMillis(Duration.fromInputUnsafe(limit))
@@ -226,6 +263,9 @@ const lastToolCalls = (snapshot: Snapshot) => {
  * an iteration has completed (`stepCount < 1`). The tool calls are read from
  * `lastStepMeta` (`toolCalls`, else the function calls of `responseItems`), else
  * from `lastOutput` when it is a `Turn`; when none of these says, it does not stop.
+ *
+ * @since 0.1.0
+ * @category conditions
  */
 export const noToolCalls = (): Until => (snapshot) => {
   if (snapshot.stepCount < 1) return proceed
@@ -233,7 +273,12 @@ export const noToolCalls = (): Until => (snapshot) => {
   return calls !== undefined && calls.length === 0 ? Verdict.stop("the model answered without calling a tool") : proceed
 }
 
-/** The answer of a verification: whether the output passes, and what to tell the model when it does not. */
+/**
+ * The answer of a verification: whether the output passes, and what to tell the model when it does not.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const VerifyResult = Schema.Struct({
   pass: Schema.Boolean,
   feedback: Schema.optionalKey(Schema.String)
@@ -244,6 +289,9 @@ export type VerifyResult = typeof VerifyResult.Type
  * Checks the last iteration's output, `snapshot.lastOutput` (the snapshot is
  * there for context). In an `AgentLoop` run that output is the turn's text, a
  * string; in a step `loop` it is the output of the loop's last step.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Verify<E = never, R = never> = (
   output: unknown,
@@ -256,6 +304,30 @@ const isVerifyResult = Schema.is(VerifyResult)
  * Stops when `verify` passes the last output (`snapshot.lastOutput`: in an
  * `AgentLoop` run, the turn's text). A failed verification's feedback goes on
  * in the verdict, for the next iteration; so does a passing one's.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * // Stop once the output passes a check; otherwise the model is told why and tries again.
+ * const checkAnswer = Until.verified((output) =>
+ *   output === "42" ? { pass: true } : { pass: false, feedback: `"${String(output)}" is not the answer` }
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const result = yield* agent.run({ input: "The answer to everything?", until: checkAnswer })
+ *   if (result._tag === "Stopped") console.log(result.output, result.termination.accounting.steps) // 42 2
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("forty-one"), MockLanguageModel.textTurn("42")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category conditions
  */
 export const verified = <E = never, R = never>(verify: Verify<E, R>): Until<E | PredicateFailed, R> =>
   checked(
@@ -271,7 +343,12 @@ const verifiedBy = <E, R>(verify: Verify<E, R>, snapshot: Snapshot) =>
     (result) => result.pass ? Verdict.stop("verification passed", result.feedback) : Verdict.continue(result.feedback)
   )
 
-/** Stops when the last output's text contains `marker`, a non-empty string. */
+/**
+ * Stops when the last output's text contains `marker`, a non-empty string.
+ *
+ * @since 0.1.0
+ * @category conditions
+ */
 export const outputContains = (marker: string): Until =>
   checked(
     "Until.outputContains(marker)",
@@ -281,16 +358,31 @@ export const outputContains = (marker: string): Until =>
       snapshot.lastText.includes(marker) ? Verdict.stop(`output contains ${JSON.stringify(marker)}`) : proceed
   )
 
-/** Any predicate, as is: names a hand-written predicate where built-ins are listed. */
+/**
+ * Any predicate, as is: names a hand-written predicate where built-ins are listed.
+ *
+ * @since 0.1.0
+ * @category conditions
+ */
 export const custom = <E = never, R = never>(until: Until<E, R>): Until<E, R> =>
   checked("Until.custom(until)", until, InvalidOptions.function_, () => until)
 
-/** Embeds a text for `converged`. */
+/**
+ * Embeds a text for `converged`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Embed<E = never, R = never> = (
   text: string
 ) => ReadonlyArray<number> | PromiseLike<ReadonlyArray<number>> | Effect.Effect<ReadonlyArray<number>, E, R>
 
-/** Options of {@link converged}. */
+/**
+ * Options of {@link converged}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ConvergedOptions<E = never, R = never> {
   /**
    * How similar two consecutive outputs must be. At 1 (the default) or above,
@@ -323,6 +415,9 @@ type ConvergedError<O> =
 /**
  * Every key `converged({ cache: true })` writes starts with this; one run's keys
  * start with `${convergedCachePrefix}${runId}/` (clear them with `clearPrefix`).
+ *
+ * @since 0.1.0
+ * @category conditions
  */
 export const convergedCachePrefix = "@agentloop/core/Until/converged/"
 
@@ -408,6 +503,9 @@ const isVector = Schema.is(Schema.Array(Schema.Number))
  * The first iteration of a run, one after a gap in `stepCount`, and one
  * without text (a turn of tool calls only), never stop: two turns that only
  * call tools have not converged on an answer.
+ *
+ * @since 0.1.0
+ * @category conditions
  */
 export function converged(): Until<PredicateFailed>
 export function converged<const O extends ConvergedOptions<unknown, unknown>>(
@@ -500,6 +598,27 @@ const joinFeedback = (feedback: ReadonlyArray<string>): string | undefined =>
  * order) that stops. Every predicate is asked every time, so the feedback of
  * a non-stopping one (a failed `verified`) is kept wherever it stands, joined
  * by newlines, and stateful ones such as `converged` see each iteration.
+ *
+ * @example
+ * ```ts
+ * import { Snapshot, TokenUsage, Until } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Stop after 10 turns, or once a run has used 50,000 tokens, whichever comes first.
+ * const until = Until.any(Until.maxSteps(10), Until.maxTokens(50_000))
+ *
+ * const program = Effect.gen(function*() {
+ *   const early = yield* Until.evaluate(until, Snapshot.make({ runId: "run-1", stepCount: 2, tokens: TokenUsage.make(1000, 200) }))
+ *   console.log(early.stop) // false
+ *   const late = yield* Until.evaluate(until, Snapshot.make({ runId: "run-1", stepCount: 10 }))
+ *   console.log(late.stop, late.reason) // true step limit reached: 10 of 10
+ * })
+ *
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export function any<const P extends NonEmpty<Until<unknown, unknown>>>(
   ...predicates: P
@@ -526,6 +645,9 @@ const anyOf = (predicates: ReadonlyArray<Until<unknown, unknown>>): Until<unknow
  * Stops when every predicate stops; the reasons are joined with `'; '`. Every
  * predicate is asked every time (so stateful ones such as `converged` see each
  * iteration); feedback is kept, joined by newlines.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export function all<const P extends NonEmpty<Until<unknown, unknown>>>(
   ...predicates: P

@@ -10,6 +10,9 @@ import * as Schema from "effect/Schema"
 /**
  * A predicate's decision. `reason` says, for a person, why the run stops;
  * `feedback` is passed to the next iteration (for example, why a verification failed).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Verdict = Schema.Struct({
   stop: Schema.Boolean,
@@ -18,7 +21,21 @@ export const Verdict = Schema.Struct({
 })
 export type Verdict = typeof Verdict.Type
 
-/** Stop the run, saying why. */
+/**
+ * Stop the run, saying why.
+ *
+ * @example
+ * ```ts
+ * import { Verdict } from "@agentloop/core"
+ *
+ * console.log(Verdict.stop("tests pass"))
+ * // { stop: true, reason: 'tests pass' }
+ * console.log(Verdict.stop("budget reached", "Summarize what you have so far."))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const stop = (reason: string, feedback?: string): Verdict =>
   feedback === undefined ? { stop: true, reason } : { stop: true, reason, feedback }
 
@@ -34,6 +51,9 @@ export {
 /**
  * Records the verdict on the current span as `until.stop`, `until.reason` and
  * `until.feedback`; outside a span it does nothing.
+ *
+ * @since 0.1.0
+ * @category tracing
  */
 export const annotateCurrentSpan = (verdict: Verdict): Effect.Effect<void> =>
   Effect.annotateCurrentSpan({

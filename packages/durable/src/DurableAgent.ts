@@ -47,19 +47,32 @@ import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
  * `input` and `runId`, and how many executions of a run in a row may die
  * with their process before the run is parked (`maxCrashes`, default
  * `RunParking.defaultMaxCrashes`; see `RunParking`).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Options<O = string, R = never, E = never, RU = never> =
   & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
   & { readonly maxCrashes?: number | undefined }
 
-/** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
+/**
+ * What starts a run: its id (the run's identity: starting the same id again joins it) and its task.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Start = Schema.Struct({
   runId: RunId.RunId,
   input: Schema.Union([Schema.String, Item.History])
 })
 export type Start = typeof Start.Type
 
-/** A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate. */
+/**
+ * A durable agent. `O` is its output; `R` and `RU` are the services of its tools and its stop predicate.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface DurableAgent<O, R, RU> {
   readonly name: string
   /** The workflow of its runs (its tag is the agent's name). */
@@ -142,6 +155,50 @@ export type RunError = Termination.Error | RunId.InvalidRunId | RunParking.RunPa
  * names the workflow and keys the runs). Its definition is code: every runner
  * must provide the same one with `layer`. Its output is the last turn's text,
  * or what `output` decodes.
+ *
+ * @example
+ * ```ts
+ * import { Tool, Toolkit } from "@agentloop/core"
+ * import { DurableAgent, DurableRunner } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema } from "effect"
+ * import { mkdtempSync, rmSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * // The agent is code, the same on every runner; each of its runs is a workflow that survives crashes.
+ * const calculator = DurableAgent.make("calculator", { instructions: "Use the tools.", toolkit: Toolkit.make(add) })
+ *
+ * const program = Effect.gen(function*() {
+ *   const result = yield* calculator.run({ runId: "sum-1", input: "What is 2 + 3?" })
+ *   if (result._tag === "Stopped") console.log(result.output) // 5
+ *   // The same run id again: the recorded result, without asking the model.
+ *   const again = yield* calculator.run({ runId: "sum-1", input: "What is 2 + 3?" })
+ *   console.log(again._tag) // Stopped
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }]),
+ *   MockLanguageModel.textTurn("5")
+ * ])
+ * const dir = mkdtempSync(join(tmpdir(), "agentloop-"))
+ * const runner = calculator.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(dir, "runs.db") })),
+ *   Layer.provide(model)
+ * )
+ * Effect.runPromise(program.pipe(Effect.provide(runner))).finally(() => rmSync(dir, { recursive: true, force: true }))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export function make<R = never, E = never, RU = never>(
   name: string,

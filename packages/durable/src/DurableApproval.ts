@@ -78,6 +78,21 @@ export type Token = typeof Token.Type
 /**
  * A token as it travels: the base64url of a JSON array.
  *
+ * @example
+ * ```ts
+ * import { DurableApproval } from "@agentloop/durable"
+ * import { Schema } from "effect"
+ *
+ * // The token a UI gets with an approval request: which run, which wait point, and its secret, in one string.
+ * const token = Schema.encodeSync(DurableApproval.TokenFromString)({
+ *   agent: "cleaner",
+ *   runId: "cleanup-42",
+ *   wait: DurableApproval.waitName(1, 0),
+ *   secret: "s3cret"
+ * })
+ * console.log(Schema.decodeSync(DurableApproval.TokenFromString)(token).wait) // approval/1/0
+ * ```
+ *
  * @since 0.2.0
  * @category schemas
  */
@@ -210,6 +225,52 @@ const sameSecret = (given: string, issued: string): boolean => {
  * not the one the run issued ({@link InvalidToken}), when the run never issued
  * the wait point ({@link ApprovalNotIssued}), and when the call was decided
  * already ({@link ApprovalAlreadyDecided}).
+ *
+ * @example
+ * ```ts
+ * import { Approval, Tool, Toolkit } from "@agentloop/core"
+ * import { DurableAgent, DurableRunner } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema, Stream } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * // A tool that deletes: every call waits, durably, for a person's decision.
+ * const remove = Tool.make({
+ *   name: "remove",
+ *   description: "Removes a file",
+ *   input: Schema.Struct({ path: Schema.String }),
+ *   output: Schema.String,
+ *   needsApproval: true,
+ *   execute: ({ path }) => Effect.succeed(`removed ${path}`)
+ * })
+ * const cleaner = DurableAgent.make("cleaner", { instructions: "Clean up.", toolkit: Toolkit.make(remove) })
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* cleaner.start({ runId: "cleanup-42", input: "Remove /tmp/old.log" })
+ *   // A UI follows the run's log and shows the request; any process that reaches the database may decide.
+ *   const request = yield* cleaner.events("cleanup-42", { fromStep: 1 }).pipe(
+ *     Stream.filter((event) => event._tag === "ApprovalRequested"),
+ *     Stream.runHead
+ *   )
+ *   if (request._tag === "Some" && request.value._tag === "ApprovalRequested") {
+ *     yield* cleaner.approve(request.value.token, Approval.approved)
+ *   }
+ *   const result = yield* cleaner.run({ runId: "cleanup-42", input: "Remove /tmp/old.log" })
+ *   if (result._tag === "Stopped") console.log(result.output) // Removed /tmp/old.log.
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "remove", arguments: { path: "/tmp/old.log" } }]),
+ *   MockLanguageModel.textTurn("Removed /tmp/old.log.")
+ * ])
+ * const runner = cleaner.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db") })),
+ *   Layer.provide(model)
+ * )
+ * Effect.runPromise(program.pipe(Effect.provide(runner)))
+ * ```
  *
  * @since 0.1.0
  * @category approving

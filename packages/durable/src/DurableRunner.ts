@@ -41,7 +41,12 @@ import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as NodeSqliteClient from "./NodeSqliteClient.ts"
 import * as RunStore from "./RunStore.ts"
 
-/** Settings shared by every runner layer. */
+/**
+ * Settings shared by every runner layer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /**
    * The prefix of the tables (default `"agentloop"`): the cluster's
@@ -53,7 +58,12 @@ export interface Options {
   readonly sharding?: Partial<Omit<ShardingConfig.ShardingConfig["Service"], "runnerAddress">> | undefined
 }
 
-/** What a process of a PostgreSQL group is. */
+/**
+ * What a process of a PostgreSQL group is.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Role =
   /** A runner: `name` must be unique in the group (a host name, a pod name); it is the runner's address. */
   | { readonly name: string }
@@ -74,6 +84,9 @@ export type Role =
  * stalls for longer than `shardLockExpiration` (a long synchronous block, a
  * machine swapping) loses its runs to the others, which go on from their last
  * recorded step; raise it where such stalls happen.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const defaults: Partial<ShardingConfig.ShardingConfig["Service"]> = {
   entityMessagePollInterval: Duration.millis(100),
@@ -84,7 +97,12 @@ export const defaults: Partial<ShardingConfig.ShardingConfig["Service"]> = {
   entityTerminationTimeout: Duration.seconds(5)
 }
 
-/** The workflow engine and the runs' own records (see `RunStore`), both over the same `SqlClient`. */
+/**
+ * The workflow engine and the runs' own records (see `RunStore`), both over the same `SqlClient`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Services = WorkflowEngine.WorkflowEngine | RunStore.RunStore
 
 const cluster = (
@@ -109,6 +127,9 @@ const cluster = (
 /**
  * A runner over the `SqlClient` in context, named `name` (unique among the
  * processes that share the database and prefix), or a client when `"client"`.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layer = (
   role: Role,
@@ -124,6 +145,34 @@ export const layer = (
  * and runs every durable run stored in it. Runs left unfinished by an earlier
  * process resume when the layer starts. Fails with `DatabaseLocked` while
  * another process holds the file.
+ *
+ * @example
+ * ```ts
+ * import { DurableAgent, DurableRunner } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const greeter = DurableAgent.make("greeter", { instructions: "Greet." })
+ *
+ * // The embedded runner: this process owns a SQLite file and runs (and resumes) the runs recorded in it.
+ * const runner = greeter.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db") })),
+ *   Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")]))
+ * )
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* greeter.start({ runId: "hello-1", input: "Hi" }) // does not wait
+ *   const result = yield* greeter.run({ runId: "hello-1", input: "Hi" }) // joins the run
+ *   if (result._tag === "Stopped") console.log(result.output) // Hello!
+ * })
+ * Effect.runPromise(program.pipe(Effect.provide(runner)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerSqlite = (
   options: NodeSqliteClient.Options & Options
@@ -135,6 +184,9 @@ export const layerSqlite = (
 /**
  * A process of a group sharing the PostgreSQL database that `connection`
  * reaches: a runner named `role.name`, or a client.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerPg = (
   role: Role,

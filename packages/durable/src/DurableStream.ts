@@ -147,6 +147,18 @@ export const encode = (
  * without one, `None` when it is not one this server wrote (not a small
  * non-negative integer).
  *
+ * @example
+ * ```ts
+ * import { DurableStream } from "@agentloop/durable"
+ *
+ * // A reconnecting EventSource says where it was; the stream goes on after that event.
+ * console.log(DurableStream.lastEventId({ "last-event-id": "17" })) // { _id: 'Option', _tag: 'Some', value: 17 }
+ * // No header: from the start.
+ * console.log(DurableStream.lastEventId({})) // { _id: 'Option', _tag: 'Some', value: undefined }
+ * // Not a position this server wrote: refused.
+ * console.log(DurableStream.lastEventId({ "last-event-id": "abc" })._tag) // None
+ * ```
+ *
  * @since 0.2.0
  * @category serving
  */

@@ -26,7 +26,12 @@ import * as Stream from "effect/Stream"
 import { DatabaseSync } from "node:sqlite"
 import type { SQLInputValue, StatementSync } from "node:sqlite"
 
-/** How to open the database. */
+/**
+ * How to open the database.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** The database file; created when missing. */
   readonly filename: string
@@ -40,7 +45,12 @@ export interface Options {
   readonly statementCacheSize?: number | undefined
 }
 
-/** Another process holds the database: the embedded runner is single-process (share PostgreSQL to run several). */
+/**
+ * Another process holds the database: the embedded runner is single-process (share PostgreSQL to run several).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class DatabaseLocked extends Schema.TaggedError<DatabaseLocked>()("DatabaseLocked", {
   filename: Schema.String
 }) {
@@ -49,7 +59,12 @@ export class DatabaseLocked extends Schema.TaggedError<DatabaseLocked>()("Databa
   }
 }
 
-/** The database could not be opened or prepared (a bad path, a file that is not a database…). */
+/**
+ * The database could not be opened or prepared (a bad path, a file that is not a database…).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
   filename: Schema.String,
   reason: Schema.String
@@ -96,7 +111,12 @@ const toSqlite = (value: unknown): SQLInputValue => {
   }
 }
 
-/** Opens `options.filename`, takes its lock, and builds the client; the database closes with the scope. */
+/**
+ * Opens `options.filename`, takes its lock, and builds the client; the database closes with the scope.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (
   options: Options
 ): Effect.Effect<SqlClient.SqlClient, DatabaseLocked | DatabaseUnavailable, Scope.Scope | Reactivity.Reactivity> =>
@@ -238,6 +258,32 @@ export const make = (
     })
   })
 
-/** The `SqlClient` of the database at `options.filename`, held by this process while the layer lives. */
+/**
+ * The `SqlClient` of the database at `options.filename`, held by this process while the layer lives.
+ *
+ * @example
+ * ```ts
+ * import { NodeSqliteClient } from "@agentloop/durable"
+ * import { Effect } from "effect"
+ * import { SqlClient } from "effect/sql"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const filename = join(mkdtempSync(join(tmpdir(), "sqlite-")), "runs.db")
+ *
+ * const program = Effect.gen(function*() {
+ *   const sql = yield* SqlClient.SqlClient
+ *   yield* sql`CREATE TABLE notes (text TEXT)`
+ *   yield* sql`INSERT INTO notes ${sql.insert({ text: "hello" })}`
+ *   console.log(yield* sql`SELECT text FROM notes`) // [ { text: 'hello' } ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(NodeSqliteClient.layer({ filename }))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient, DatabaseLocked | DatabaseUnavailable> =>
   Layer.effect(SqlClient.SqlClient)(make(options)).pipe(Layer.provide(Reactivity.layer))

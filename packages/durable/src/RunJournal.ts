@@ -89,6 +89,21 @@ export interface Codec<A> {
 /**
  * The record codec of the values `schema` describes.
  *
+ * @example
+ * ```ts
+ * import { RunJournal } from "@agentloop/durable"
+ * import { Effect, Schema } from "effect"
+ *
+ * // How a recorded step is stored: JSON by its schema, and checked when read back.
+ * const codec = RunJournal.codec(Schema.Struct({ turn: Schema.Int, text: Schema.String }))
+ * const program = Effect.gen(function*() {
+ *   const json = yield* codec.encode({ turn: 1, text: "Hello" })
+ *   console.log(json) // {"turn":1,"text":"Hello"}
+ *   console.log((yield* codec.decode(json)).text) // Hello
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
  * @since 0.2.0
  * @category constructors
  */

@@ -24,7 +24,12 @@ import type { Entry, RunKey } from "./RunStore.ts"
  */
 export const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
 
-/** Where a reader starts, and how often it looks for more. */
+/**
+ * Where a reader starts, and how often it looks for more.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ReadOptions {
   /** The first turn whose events are read (default: the last turn the run logged, i.e. its last completed one). */
   readonly fromStep?: number | undefined
@@ -41,6 +46,34 @@ interface Cursor {
  * The events of `run` from turn `fromStep` on: those logged so far, then the
  * rest as they are logged, up to `Finished`. Fails with the run's termination
  * when the run failed, and with `RunStoreError` when an entry does not decode.
+ *
+ * @example
+ * ```ts
+ * import { DurableAgent, DurableEvent, DurableRunner, RunLog } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const greeter = DurableAgent.make("greeter", { instructions: "Greet." })
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* greeter.run({ runId: "hello-1", input: "Hi" })
+ *   // The run's events as it logged them, from its first turn to how it ended.
+ *   const events = yield* Stream.runCollect(RunLog.read({ agent: "greeter", runId: "hello-1" }, DurableEvent.DurableEvent))
+ *   console.log(events.map((event) => event._tag).join(" ")) // TurnStarted TurnCompleted Verdict Finished
+ * })
+ *
+ * const runner = greeter.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db") })),
+ *   Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")]))
+ * )
+ * Effect.runPromise(program.pipe(Effect.provide(runner)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category reading
  */
 export const read = <O>(
   run: RunKey,

@@ -142,6 +142,26 @@ export const parked = (agent: string): Effect.Effect<ReadonlyArray<RunParked>, R
 /**
  * Fails with {@link RunParked} when `run` is parked.
  *
+ * @example
+ * ```ts
+ * import { NodeSqliteClient, RunParking, RunStore } from "@agentloop/durable"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const filename = join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db")
+ * const store = RunStore.layer().pipe(Layer.provide(NodeSqliteClient.layer({ filename })))
+ *
+ * const program = Effect.gen(function*() {
+ *   // A run that has not crashed its runners is not parked: it may go on.
+ *   yield* RunParking.check({ agent: "calculator", runId: "sum-1" })
+ *   console.log(yield* RunParking.parked("calculator")) // []
+ *   console.log(RunParking.defaultMaxCrashes) // 3
+ * })
+ * Effect.runPromise(program.pipe(Effect.provide(store)))
+ * ```
+ *
  * @since 0.2.0
  * @category reading
  */

@@ -38,14 +38,24 @@ import { RunStore } from "./RunStore.ts"
 
 const startCodec = RunJournal.codec(Schema.Number)
 
-/** The time the run started, recorded once, so its deadline and elapsed time survive a resume. */
+/**
+ * The time the run started, recorded once, so its deadline and elapsed time survive a resume.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> =>
   journal.step("start", startCodec, Clock.currentTimeMillis)
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
 
-/** A completed turn as the run records it; the history it answered is recorded only when compaction changed it. */
+/**
+ * A completed turn as the run records it; the history it answered is recorded only when compaction changed it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const TurnRecord = Schema.Struct({
   turn: Turn.Turn,
   cost: Cost.Cost,
@@ -56,7 +66,12 @@ export type TurnRecord = typeof TurnRecord.Type
 
 const turnCodec = RunJournal.codec(TurnRecord)
 
-/** The completed turn of a record, for the turn that started from `history`. */
+/**
+ * The completed turn of a record, for the turn that started from `history`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const completed = (record: TurnRecord, history: ReadonlyArray<Item.Item>): AgentTurn.Completed => ({
   turn: record.turn,
   cost: record.cost,
@@ -68,6 +83,9 @@ export const completed = (record: TurnRecord, history: ReadonlyArray<Item.Item>)
  * overflow), bounded by what is left of the run's deadline. Fails with the
  * run's termination when the request fails or the deadline passes. Its
  * record is written with the journal's next commit.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const turn = <O, R, RU>(
   journal: RunJournal.Journal<O>,
@@ -121,7 +139,12 @@ const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
   }
 })
 
-/** What a call needs to run as a recorded step. */
+/**
+ * What a call needs to run as a recorded step.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Call<R> {
   readonly run: RunKey
   /** The run's execution id, which keys its calls' `Tool.IdempotencyKey`. */
@@ -140,6 +163,14 @@ export interface Call<R> {
  * The idempotency key of step `name` of the execution `executionId`: the
  * first 32 hex digits of the SHA-256 of both, the same each time the step runs.
  *
+ * @example
+ * ```ts
+ * import { RunSteps } from "@agentloop/durable"
+ *
+ * // The key a tool sees as `Tool.IdempotencyKey`: the same for every execution of the same call of the same run.
+ * console.log(RunSteps.idempotencyKey("exec-1", "call_7") === RunSteps.idempotencyKey("exec-1", "call_7")) // true
+ * ```
+ *
  * @since 0.2.0
  * @category tools
  */
@@ -154,6 +185,9 @@ const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
  * as it ends. A call of a tool that is not `idempotent` is recorded as
  * started first: when a crash cut it short, it is not run again, and the
  * model reads that its outcome is unknown.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => {
   const { call, toolkit } = options
@@ -194,6 +228,9 @@ export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => 
  * The `Toolkit.Result` of a record (`ToolRecord.toResult`); a success whose
  * tool is gone, or whose output no longer decodes or reaches the tool's
  * output version, becomes a failure the model reads.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const result = <R>(
   toolkit: Toolkit.Toolkit<R> | undefined,
@@ -211,6 +248,9 @@ const StateWithoutHistory = Schema.Struct(Struct.omit(AgentMachine.State.fields,
  * its history, which is the outcome's plus `appended` (a feedback message), so
  * the record grows with the turn, not with the run; a history that is not the
  * outcome's plus items is recorded whole, as `history`.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type DecisionRecord<O> =
   | {
@@ -226,7 +266,12 @@ export type DecisionRecord<O> =
     readonly events: ReadonlyArray<AgentEvent.AgentEvent<O>>
   }
 
-/** The schema of the decisions of a run whose output `output` describes, and whose finish tool submits `submitted`. */
+/**
+ * The schema of the decisions of a run whose output `output` describes, and whose finish tool submits `submitted`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const decisionRecord = <O>(
   output: Schema.Codec<O, unknown>,
   submitted: Schema.Codec<unknown, unknown>
@@ -252,7 +297,12 @@ const recordDecision = <O>(transition: AgentMachine.Transition<O>, outcome: Agen
     : { _tag: "Continue", state, appended: [], history, events: transition.events }
 }
 
-/** The transition of a record, for the turn whose outcome is `outcome`. */
+/**
+ * The transition of a record, for the turn whose outcome is `outcome`.
+ *
+ * @since 0.1.0
+ * @category transitions
+ */
 export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Outcome): AgentMachine.Transition<O> =>
   decision._tag === "Finish"
     ? decision
@@ -266,6 +316,9 @@ export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Ou
  * The decision after turn `accounted.steps` and its tools, from
  * `machine.decide`, recorded with `codec` (see {@link decisionRecord}) with
  * the journal's next commit.
+ *
+ * @since 0.1.0
+ * @category transitions
  */
 export const decide = <O, R, RU>(
   journal: RunJournal.Journal<O>,

@@ -27,17 +27,32 @@ import * as Schema from "effect/Schema"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 
-/** A run: the durable agent's name and the run's id. */
+/**
+ * A run: the durable agent's name and the run's id.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RunKey {
   readonly agent: string
   readonly runId: string
 }
 
-/** What an entry of the log holds: an event, or the termination a run failed with. */
+/**
+ * What an entry of the log holds: an event, or the termination a run failed with.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Kind = Schema.Literals(["event", "failure"])
 export type Kind = typeof Kind.Type
 
-/** An entry of a run's log: its position `seq`, the turn it belongs to, and its JSON `body`. */
+/**
+ * An entry of a run's log: its position `seq`, the turn it belongs to, and its JSON `body`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Entry = Schema.Struct({
   seq: Schema.Int,
   step: Schema.Int,
@@ -46,7 +61,12 @@ export const Entry = Schema.Struct({
 })
 export type Entry = typeof Entry.Type
 
-/** The store could not be read or written. */
+/**
+ * The store could not be read or written.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStoreError", {
   operation: Schema.String,
   message: Schema.String
@@ -74,7 +94,12 @@ export interface Recorded {
   readonly logLength: number
 }
 
-/** The run store; {@link layer} builds it on the `SqlClient` in context. */
+/**
+ * The run store; {@link layer} builds it on the `SqlClient` in context.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class RunStore extends Context.Service<RunStore, {
   /** What `run` recorded so far: one read. */
   readonly load: (run: RunKey) => Effect.Effect<Recorded, RunStoreError>
@@ -172,7 +197,12 @@ const ParkedRows = Schema.Array(ParkedRow)
 const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
 const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
 
-/** Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing. */
+/**
+ * Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
@@ -404,6 +434,32 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
     })
   })
 
-/** The store of the runs in the `SqlClient`'s database, under the tables' `prefix` (default `"agentloop"`). */
+/**
+ * The store of the runs in the `SqlClient`'s database, under the tables' `prefix` (default `"agentloop"`).
+ *
+ * @example
+ * ```ts
+ * import { NodeSqliteClient, RunStore } from "@agentloop/durable"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const filename = join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db")
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* RunStore.RunStore
+ *   const run = { agent: "cleaner", runId: "cleanup-42" }
+ *   // A tool call that is not idempotent is claimed once: a second claim (after a crash) is refused.
+ *   console.log(yield* store.claim(run, "call_1")) // true
+ *   console.log(yield* store.claim(run, "call_1")) // false
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(RunStore.layer().pipe(Layer.provide(NodeSqliteClient.layer({ filename }))))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (prefix = "agentloop"): Layer.Layer<RunStore, RunStoreError, SqlClient> =>
   Layer.effect(RunStore)(make(prefix))

@@ -17,7 +17,22 @@ import type * as GeminiEvent from "./GeminiEvent.ts"
 
 type Segment = string | number
 
-/** Parses an RFC 9535 normalized path (`$`, `.name`, `['name']`, `[0]`) into its segments. */
+/**
+ * Parses an RFC 9535 normalized path (`$`, `.name`, `['name']`, `[0]`) into its segments.
+ *
+ * @example
+ * ```ts
+ * import { GeminiArguments } from "@agentloop/gemini"
+ * import { Result } from "effect"
+ *
+ * // Gemini streams a call's arguments as values at JSON paths.
+ * const path = GeminiArguments.parsePath("$.items[2].name")
+ * if (Result.isSuccess(path)) console.log(path.success) // [ 'items', 2, 'name' ]
+ * ```
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
 export const parsePath = (path: string): Result.Result<ReadonlyArray<Segment>, string> => {
   if (path.charCodeAt(0) !== 36 /* $ */) return Result.fail(`the path ${JSON.stringify(path)} does not start with $`)
   const segments: Array<Segment> = []
@@ -85,7 +100,12 @@ const scalar = (arg: GeminiEvent.PartialArg): string | undefined =>
     ? "null"
     : undefined
 
-/** The JSON text of one call's streamed arguments; see {@link make}. */
+/**
+ * The JSON text of one call's streamed arguments; see {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Writer {
   /** Adds one piece; returns the JSON text it adds, or why the piece cannot be streamed. */
   readonly push: (arg: GeminiEvent.PartialArg) => Result.Result<string, string>
@@ -93,7 +113,12 @@ export interface Writer {
   readonly end: () => string
 }
 
-/** A writer of one call's arguments, a JSON object. */
+/**
+ * A writer of one call's arguments, a JSON object.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (): Writer => {
   const stack: Array<Container> = [{ segment: undefined, array: false, count: 0, keys: new Set() }]
   let started = false

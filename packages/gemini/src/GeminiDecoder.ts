@@ -26,21 +26,44 @@ import * as GeminiArguments from "./GeminiArguments.ts"
 import * as GeminiError from "./GeminiError.ts"
 import * as GeminiEvent from "./GeminiEvent.ts"
 
-/** The provider's name in errors. */
+/**
+ * The provider's name in errors.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const provider = GeminiError.provider
 
-/** Prefix of the ids of items this provider makes; `GeminiRequest` sends back only reasoning items that carry it. */
+/**
+ * Prefix of the ids of items this provider makes; `GeminiRequest` sends back only reasoning items that carry it.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const itemIdPrefix = "gemini_"
 
-/** Prefix of call ids synthesised when the wire has none; such ids are never sent to Gemini. */
+/**
+ * Prefix of call ids synthesised when the wire has none; such ids are never sent to Gemini.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const synthesizedCallIdPrefix = "gemini_call_"
 
-/** Whether a call id was made up by this provider rather than sent by Gemini. */
+/**
+ * Whether a call id was made up by this provider rather than sent by Gemini.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isSynthesizedCallId = (callId: string): boolean => callId.startsWith(synthesizedCallIdPrefix)
 
 /**
  * Maps a Gemini `finishReason` to a `Turn.StopReason`. A `STOP` with function
  * calls is `tool_calls`; unknown reasons are `other`.
+ *
+ * @since 0.1.0
+ * @category decoding
  */
 export const stopReason = (finishReason: string, hasFunctionCalls: boolean): Turn.StopReason => {
   switch (finishReason) {
@@ -66,7 +89,12 @@ export const stopReason = (finishReason: string, hasFunctionCalls: boolean): Tur
   }
 }
 
-/** Maps `usageMetadata` to `TokenUsage`: output counts thoughts, input counts cached and tool-use prompt tokens. */
+/**
+ * Maps `usageMetadata` to `TokenUsage`: output counts thoughts, input counts cached and tool-use prompt tokens.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
 export const usage = (metadata: GeminiEvent.UsageMetadata): TokenUsage.TokenUsage =>
   TokenUsage.make(
     (metadata.promptTokenCount ?? 0) + (metadata.toolUsePromptTokenCount ?? 0),
@@ -74,7 +102,12 @@ export const usage = (metadata: GeminiEvent.UsageMetadata): TokenUsage.TokenUsag
     { cachedInput: metadata.cachedContentTokenCount, reasoning: metadata.thoughtsTokenCount }
   )
 
-/** Maps an error Gemini sent inside a stream (an event with an `error` body) to its `AiError`; see `GeminiError.fromObject`. */
+/**
+ * Maps an error Gemini sent inside a stream (an event with an `error` body) to its `AiError`; see `GeminiError.fromObject`.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
 export const streamError = (error: GeminiEvent.ErrorDetail): AiError.AiError => GeminiError.fromObject(error)
 
 interface OpenText {
@@ -95,7 +128,33 @@ const decodeChunk = ProviderStream.valueDecoder(provider, GeminiEvent.Chunk)
 
 const eventName = (index: number): string => `GenerateContentResponse #${index}`
 
-/** A decoder of one streamed response. `fallbackKey` names items and synthesised call ids when the wire has no `responseId`. */
+/**
+ * A decoder of one streamed response. `fallbackKey` names items and synthesised call ids when the wire has no `responseId`.
+ *
+ * @example
+ * ```ts
+ * import { GeminiDecoder } from "@agentloop/gemini"
+ * import { GeminiWire } from "@agentloop/gemini/testing"
+ * import { ProviderStream, Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * // The frames the API would stream for a turn (written by the wire of the package's testing entry)...
+ * const frames = GeminiWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * const body = Stream.fromIterable(frames).pipe(Stream.encodeText)
+ *
+ * // ...decoded back into deltas, the last one carrying the whole turn.
+ * const decoder = GeminiDecoder.make({ model: "gemini-2.5-flash", fallbackKey: "turn-1" })
+ * const program = body.pipe(ProviderStream.decode(decoder, { provider: "gemini" }), Stream.runLast)
+ *
+ * Effect.runPromise(program).then((last) => {
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hello, world
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: { readonly model: string; readonly fallbackKey: string }): ProviderStream.Decoder =>
   new Decoder(options.model, options.fallbackKey)
 

@@ -34,13 +34,21 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as GeminiEvent from "./GeminiEvent.ts"
 
-/** The provider's name in errors. */
+/**
+ * The provider's name in errors.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const provider = "gemini"
 
 /**
  * The longest `RetryInfo` delay read: one day, the longest window of Google's
  * quotas. A longer delay is taken as no delay at all, as is one that is not a
  * protobuf `Duration`.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const maxRetryDelay: Duration.Duration = Duration.days(1)
 
@@ -50,6 +58,19 @@ export const maxRetryDelay: Duration.Duration = Duration.days(1)
  * (`"38s"`, `"1.5s"`, `"45.837906927s"`), rounded up to the millisecond.
  * Returns `undefined` for anything else (negative, no `s`, an exponent, more
  * than twelve digits of seconds) and for a delay longer than {@link maxRetryDelay}.
+ *
+ * @example
+ * ```ts
+ * import { GeminiError } from "@agentloop/gemini"
+ * import { Duration } from "effect"
+ *
+ * // Gemini says how long to wait in a `RetryInfo` detail, as protobuf duration text.
+ * const delay = GeminiError.parseRetryDelay("12.5s")
+ * console.log(delay === undefined ? undefined : Duration.toMillis(delay)) // 12500
+ * ```
+ *
+ * @since 0.1.0
+ * @category parsing
  */
 export const parseRetryDelay = (text: string): Duration.Duration | undefined => {
   const match = /^(\d{1,12})(?:\.(\d{1,9}))?s$/.exec(text)
@@ -110,6 +131,9 @@ const byDetails = (
  * Maps an error Gemini sent inside a stream (an event with an `error` body) to
  * its error, as the same error in an HTTP body would map, its `code` taken as
  * the status (500 when it has none).
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromObject = (error: GeminiEvent.ErrorDetail): AiError.AiError => {
   const status = error.code ?? 500
@@ -129,6 +153,9 @@ const decodeErrorBody = Schema.decodeUnknownResult(Schema.fromJsonString(GeminiE
  * Reads an HTTP error response by the details of its error, as described
  * above; `undefined` (read by its status) when the body is not Google's error
  * or its details say nothing more.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export const classify = (failure: ProviderHttp.ErrorResponse): AiError.AiError | undefined => {
   const body = decodeErrorBody(failure.body)

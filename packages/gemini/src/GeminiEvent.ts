@@ -19,6 +19,9 @@ const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * (`streamFunctionCallArguments`): the value at `jsonPath` (RFC 9535, e.g.
  * `$.city` or `$.stops[0].name`), a string continued by the next piece of the
  * same path while `willContinue` is true.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const PartialArg = Schema.Struct({
   jsonPath: Schema.String,
@@ -36,6 +39,9 @@ export type PartialArg = typeof PartialArg.Type
  * reject, not a broken stream. Streamed arguments (Vertex AI) come as a part
  * with `name` and `willContinue: true`, then parts with `partialArgs` and no
  * `name`, until one without `willContinue`.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const FunctionCall = Schema.Struct({
   id: Schema.optionalKey(Schema.String),
@@ -50,6 +56,9 @@ export type FunctionCall = typeof FunctionCall.Type
  * One part of a candidate's content: text (a thought when `thought` is true)
  * or a function call. `thoughtSignature` is opaque and must be sent back on the
  * same part in the next request.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Part = Schema.Struct({
   text: Schema.optionalKey(Schema.String),
@@ -59,7 +68,12 @@ export const Part = Schema.Struct({
 })
 export type Part = typeof Part.Type
 
-/** One response candidate. `finishReason` appears on the candidate's last chunk only; a SAFETY stop may send no content. */
+/**
+ * One response candidate. `finishReason` appears on the candidate's last chunk only; a SAFETY stop may send no content.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Candidate = Schema.Struct({
   content: Schema.optionalKey(Schema.Struct({ parts: Schema.optionalKey(Schema.Array(Part)) })),
   finishReason: Schema.optionalKey(Schema.String)
@@ -69,6 +83,9 @@ export type Candidate = typeof Candidate.Type
 /**
  * Token counts. `candidatesTokenCount` excludes `thoughtsTokenCount`;
  * `promptTokenCount` includes `cachedContentTokenCount`.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const UsageMetadata = Schema.Struct({
   promptTokenCount: Schema.optionalKey(Count),
@@ -86,6 +103,9 @@ export type UsageMetadata = typeof UsageMetadata.Type
  * here, so that details of a shape not known here (or not an array at all)
  * never cost the code and message; `GeminiError` reads the ones it knows, each
  * on its own, with {@link StatusDetail}.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const ErrorDetail = Schema.Struct({
   code: Schema.optionalKey(Schema.Number),
@@ -98,6 +118,9 @@ export type ErrorDetail = typeof ErrorDetail.Type
 /**
  * The body of a failed HTTP response: `{ error }`, or, as Google's streaming
  * methods answer, `[{ error }]`.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const ErrorBody = Schema.Union([
   Schema.Struct({ error: ErrorDetail }),
@@ -105,7 +128,12 @@ export const ErrorBody = Schema.Union([
 ])
 export type ErrorBody = typeof ErrorBody.Type
 
-/** `google.rpc.ErrorInfo`: why a request failed, as a `reason` unique within its `domain` (`API_KEY_INVALID` in `googleapis.com`). */
+/**
+ * `google.rpc.ErrorInfo`: why a request failed, as a `reason` unique within its `domain` (`API_KEY_INVALID` in `googleapis.com`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ErrorInfo = Schema.Struct({
   "@type": Schema.Literal("type.googleapis.com/google.rpc.ErrorInfo"),
   reason: Schema.String,
@@ -113,7 +141,12 @@ export const ErrorInfo = Schema.Struct({
 })
 export type ErrorInfo = typeof ErrorInfo.Type
 
-/** `google.rpc.RetryInfo`: how long to wait before a retry, a protobuf `Duration` in its JSON form (`"38s"`, `"1.5s"`). */
+/**
+ * `google.rpc.RetryInfo`: how long to wait before a retry, a protobuf `Duration` in its JSON form (`"38s"`, `"1.5s"`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RetryInfo = Schema.Struct({
   "@type": Schema.Literal("type.googleapis.com/google.rpc.RetryInfo"),
   retryDelay: Schema.String
@@ -123,6 +156,9 @@ export type RetryInfo = typeof RetryInfo.Type
 /**
  * `google.rpc.QuotaFailure`: the quotas a request exceeded, each named by its
  * metric and its limit's id (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`).
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const QuotaFailure = Schema.Struct({
   "@type": Schema.Literal("type.googleapis.com/google.rpc.QuotaFailure"),
@@ -133,7 +169,12 @@ export const QuotaFailure = Schema.Struct({
 })
 export type QuotaFailure = typeof QuotaFailure.Type
 
-/** The entries of an error's `details` that agentloop reads; the others (`Help`, `LocalizedMessage`, …) are skipped. */
+/**
+ * The entries of an error's `details` that agentloop reads; the others (`Help`, `LocalizedMessage`, …) are skipped.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const StatusDetail = Schema.Union([ErrorInfo, RetryInfo, QuotaFailure])
 export type StatusDetail = typeof StatusDetail.Type
 
@@ -142,6 +183,22 @@ export type StatusDetail = typeof StatusDetail.Type
  * that ends the stream. One struct rather than a union: every chunk is decoded,
  * and a union would try the error shape first on each of them. `usageMetadata`
  * is a running total repeated on every chunk; the last one counts.
+ *
+ * @example
+ * ```ts
+ * import { GeminiEvent } from "@agentloop/gemini"
+ * import { Schema } from "effect"
+ *
+ * // One `GenerateContentResponse` of a `streamGenerateContent?alt=sse` stream.
+ * const chunk = Schema.decodeUnknownSync(GeminiEvent.Chunk)({
+ *   candidates: [{ content: { role: "model", parts: [{ text: "Hello" }] }, index: 0 }],
+ *   usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 1, totalTokenCount: 6 }
+ * })
+ * console.log(chunk.candidates?.[0]?.content?.parts?.[0]?.text) // Hello
+ * ```
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Chunk = Schema.Struct({
   candidates: Schema.optionalKey(Schema.Array(Candidate)),

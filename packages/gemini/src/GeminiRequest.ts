@@ -28,7 +28,12 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as GeminiDecoder from "./GeminiDecoder.ts"
 
-/** A JSON object: what Gemini accepts as function-call arguments and as a function response. */
+/**
+ * A JSON object: what Gemini accepts as function-call arguments and as a function response.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type JsonObject = { readonly [key: string]: unknown }
 
 /**
@@ -57,6 +62,9 @@ export interface FileData {
  * One part of a request content: text (a thought when `thought` is true),
  * inline bytes, a file to fetch, a function call or a function response (with
  * the media the function returned), with the `thoughtSignature` it came with.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Part {
   readonly text?: string
@@ -73,23 +81,43 @@ export interface Part {
   }
 }
 
-/** The author of a content. */
+/**
+ * The author of a content.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Role = "user" | "model"
 
-/** A turn of the conversation as Gemini sees it. */
+/**
+ * A turn of the conversation as Gemini sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Content {
   readonly role?: Role
   readonly parts: ReadonlyArray<Part>
 }
 
-/** Gemini's thinking switches: a level (Gemini 3), a token budget (Gemini 2.5), and whether to stream thoughts. */
+/**
+ * Gemini's thinking switches: a level (Gemini 3), a token budget (Gemini 2.5), and whether to stream thoughts.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ThinkingConfig {
   readonly includeThoughts?: boolean
   readonly thinkingBudget?: number
   readonly thinkingLevel?: "minimal" | "low" | "medium" | "high"
 }
 
-/** Sampling, length, structured output and thinking parameters. */
+/**
+ * Sampling, length, structured output and thinking parameters.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface GenerationConfig {
   readonly temperature?: number
   readonly topP?: number
@@ -100,7 +128,12 @@ export interface GenerationConfig {
   readonly thinkingConfig?: ThinkingConfig
 }
 
-/** Which functions the model may or must call, and whether Vertex AI streams a call's arguments. */
+/**
+ * Which functions the model may or must call, and whether Vertex AI streams a call's arguments.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ToolConfig {
   readonly functionCallingConfig: {
     readonly mode?: "AUTO" | "ANY" | "NONE"
@@ -109,7 +142,12 @@ export interface ToolConfig {
   }
 }
 
-/** The body of a `streamGenerateContent` request. */
+/**
+ * The body of a `streamGenerateContent` request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Body {
   readonly contents: ReadonlyArray<Content>
   readonly systemInstruction?: Content
@@ -126,7 +164,12 @@ export interface Body {
 
 const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unknown))
 
-/** Request settings that come from the layer rather than from the turn. */
+/**
+ * Request settings that come from the layer rather than from the turn.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Settings {
   /** Sent as `generationConfig.thinkingConfig`; `reasoningEffort` in the turn's params overrides its level. */
   readonly thinkingConfig?: ThinkingConfig | undefined
@@ -136,7 +179,12 @@ export interface Settings {
   readonly streamFunctionCallArguments?: boolean | undefined
 }
 
-/** The `response` object of a function result: the output if it is a JSON object, else `{ output }`. */
+/**
+ * The `response` object of a function result: the output if it is a JSON object, else `{ output }`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const functionResponse = (output: string): JsonObject => {
   const parsed = decodeJson(output)
   if (Result.isFailure(parsed)) return { output }
@@ -325,6 +373,21 @@ class ContentsBuilder {
  * cannot be expressed for Gemini: a result whose call is not in the history,
  * or an image or a file Gemini would refuse (see {@link contentRules}), or one
  * outside a user message or a tool's output.
+ *
+ * @example
+ * ```ts
+ * import { Item } from "@agentloop/core"
+ * import { GeminiRequest } from "@agentloop/gemini"
+ * import { Effect } from "effect"
+ *
+ * const history = [Item.userMessage("Hello"), Item.assistantMessage("Hi!"), Item.userMessage("How are you?")]
+ * Effect.runPromise(GeminiRequest.make(history, {})).then((body) =>
+ *   console.log(body.contents.map((content) => content.role)) // [ 'user', 'model', 'user' ]
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = Effect.fnUntraced(function*(
   history: ReadonlyArray<Item.Item>,

@@ -26,16 +26,36 @@ import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesRequest from "./ResponsesRequest.ts"
 import * as ResponsesStrict from "./ResponsesStrict.ts"
 
-/** The provider name in errors and on `LanguageModel.provider`. */
+/**
+ * The provider name in errors and on `LanguageModel.provider`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const provider = ResponsesError.provider
 
-/** OpenAI's public endpoint. */
+/**
+ * OpenAI's public endpoint.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultBaseUrl = "https://api.openai.com/v1"
 
-/** The model used when neither the turn nor the layer names one. */
+/**
+ * The model used when neither the turn nor the layer names one.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultModel = "gpt-5-mini"
 
-/** Settings of a Responses layer: `Provider.Settings` (only `apiKey` is required) and OpenAI's own. */
+/**
+ * Settings of a Responses layer: `Provider.Settings` (only `apiKey` is required) and OpenAI's own.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Config extends Provider.Settings {
   /** Whether OpenAI stores responses. Unset leaves the API's default; `false` also asks for encrypted reasoning. */
   readonly store?: boolean | undefined
@@ -55,6 +75,9 @@ export interface Config extends Provider.Settings {
  * `previousResponseId` continues a stored response (send only the new items),
  * `store` and `promptCacheKey` override the layer's settings (a key per
  * conversation or per user, say).
+ *
+ * @since 0.1.0
+ * @category services
  */
 export const RequestOptions = Context.Reference<{
   readonly previousResponseId?: string | undefined
@@ -62,7 +85,12 @@ export const RequestOptions = Context.Reference<{
   readonly promptCacheKey?: string | undefined
 }>("@agentloop/responses/RequestOptions", { defaultValue: () => ({}) })
 
-/** The Responses wire format, for `Provider`. */
+/**
+ * The Responses wire format, for `Provider`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const spec: Provider.Spec<Config> = {
   name: provider,
   defaultBaseUrl,
@@ -93,16 +121,55 @@ export const spec: Provider.Spec<Config> = {
     })
 }
 
-/** Builds the `LanguageModel` service on the `HttpClient` in context. */
+/**
+ * Builds the `LanguageModel` service on the `HttpClient` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (config: Config) => Provider.make(spec, config)
 
-/** The Responses `LanguageModel` over whatever `HttpClient` the application provides. */
+/**
+ * The Responses `LanguageModel` over whatever `HttpClient` the application provides.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerWithoutHttpClient = (
   config: Config
 ): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
   Provider.layerWithoutHttpClient(spec, config)
 
-/** The Responses `LanguageModel` over `FetchHttpClient`. */
+/**
+ * The Responses `LanguageModel` over `FetchHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { Responses } from "@agentloop/responses"
+ * import { ResponsesWire } from "@agentloop/responses/testing"
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Layer, Redacted } from "effect"
+ *
+ * // In an application: `Responses.layer({ apiKey: Redacted.make(process.env.OPENAI_API_KEY!) })`.
+ * // Here the API is a loopback server that answers in the Responses API's own stream format.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Bonjour !"))
+ *   const OpenAI = Responses.layer({ apiKey: Redacted.make("sk-..."), baseUrl: server.url, model: "gpt-5-mini" })
+ *   const result = yield* Effect.gen(function*() {
+ *     const agent = yield* AgentLoop.AgentLoop
+ *     return yield* agent.run({ input: "Say hello in French" })
+ *   }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(OpenAI))))
+ *   if (result._tag === "Stopped") console.log(result.output) // Bonjour !
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(ResponsesWire.wire))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> => Provider.layer(spec, config)
 
 /**
@@ -110,6 +177,9 @@ export const layer = (config: Config): Layer.Layer<LanguageModel.LanguageModel> 
  * values: each setting from `options`, else `apiKey` from `OPENAI_API_KEY`
  * and `baseUrl` from `OPENAI_BASE_URL` (when set). Fails with a `ConfigError`
  * when no key is found.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (
   options?: Provider.ConfigOf<Config>

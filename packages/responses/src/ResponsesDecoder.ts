@@ -25,10 +25,18 @@ const provider = ResponsesError.provider
  * The `type` prefix of the extension items that keep output items this layer
  * does not model (`x-openai.custom_tool_call`, `x-openai.web_search_call`, ...):
  * their `data` is the item as the API sent it, and `ResponsesRequest` sends it back.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const extensionPrefix = "x-openai."
 
-/** Whether an item is an output item kept as an extension by this layer. */
+/**
+ * Whether an item is an output item kept as an extension by this layer.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isOutputExtension = (item: Item.Item): item is Item.Extension => item.type.startsWith(extensionPrefix)
 
 const stopReasonOf = (reason: string): Turn.StopReason =>
@@ -134,7 +142,12 @@ const normalizeMessage = (item: Item.Item, normalize: (text: string) => string):
     }
     : item
 
-/** What a decoder needs to know about the request it reads the answer of. */
+/**
+ * What a decoder needs to know about the request it reads the answer of.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** The requested model, reported when the stream names none. */
   readonly model?: string | undefined
@@ -144,7 +157,33 @@ export interface Options {
   readonly output?: ((text: string) => string) | undefined
 }
 
-/** A decoder of one streaming response. */
+/**
+ * A decoder of one streaming response.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesDecoder } from "@agentloop/responses"
+ * import { ResponsesWire } from "@agentloop/responses/testing"
+ * import { ProviderStream, Turn } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Stream } from "effect"
+ *
+ * // The frames the API would stream for a turn (written by the wire of the package's testing entry)...
+ * const frames = ResponsesWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * const body = Stream.fromIterable(frames).pipe(Stream.encodeText)
+ *
+ * // ...decoded back into deltas, the last one carrying the whole turn.
+ * const decoder = ResponsesDecoder.make({ model: "gpt-5-mini" })
+ * const program = body.pipe(ProviderStream.decode(decoder, { provider: "openai" }), Stream.runLast)
+ *
+ * Effect.runPromise(program).then((last) => {
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hello, world
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (options: Options = {}): ProviderStream.Decoder => new Decoder(options)
 
 class Decoder implements ProviderStream.Decoder {
@@ -509,5 +548,8 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
 /**
  * The event types the decoder reads; it skips events of other types without
  * parsing their data (`response.reasoning_summary_part.added`, ...).
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const eventTypes: ReadonlySet<string> = new Set(handlers.keys())

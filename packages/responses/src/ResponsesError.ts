@@ -11,12 +11,20 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as ResponsesEvent from "./ResponsesEvent.ts"
 
-/** The provider name in errors. */
+/**
+ * The provider name in errors.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const provider = "openai"
 
 /**
  * Maps an error object to its error; one that names neither a code nor a type
  * is taken as the server's. `status` is the HTTP status it came with, if any.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const fromObject = (error: ResponsesEvent.ErrorObject, status?: number): AiError.AiError => {
   const code = error.code ?? error.type ?? undefined
@@ -48,6 +56,23 @@ const decodeErrorBody = Schema.decodeUnknownResult(Schema.fromJsonString(Respons
  * Reads an HTTP error response by its `error.code` where the status alone says
  * too little: `insufficient_quota` (a 429 no retry can help) and
  * `context_length_exceeded` (a 400). Everything else is read by its status.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesError } from "@agentloop/responses"
+ *
+ * const error = ResponsesError.classify({
+ *   provider: "openai",
+ *   status: 429,
+ *   body: JSON.stringify({ error: { message: "You exceeded your current quota", type: "insufficient_quota", code: "insufficient_quota" } }),
+ *   message: "You exceeded your current quota",
+ *   retryAfter: undefined
+ * })
+ * console.log(error?._tag) // QuotaExceeded
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export const classify = (failure: ProviderHttp.ErrorResponse): AiError.AiError | undefined => {
   const body = decodeErrorBody(failure.body)

@@ -16,6 +16,9 @@ import * as Schema from "effect/Schema"
  * A position in the output (`output_index`, `content_index`, `summary_index`):
  * a non-negative integer. Positions key maps, never arrays, so a position near
  * 2^32 costs what position 0 costs.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Index = Schema.Number.check(
   Schema.makeFilter((n: number) => Number.isSafeInteger(n) && n >= 0, { expected: "a non-negative integer" })
@@ -23,7 +26,12 @@ export const Index = Schema.Number.check(
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Token usage as the API reports it; `cost` is what the request cost in USD, when the server says (OpenRouter). */
+/**
+ * Token usage as the API reports it; `cost` is what the request cost in USD, when the server says (OpenRouter).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Usage = Schema.Struct({
   input_tokens: Count,
   output_tokens: Count,
@@ -38,7 +46,12 @@ export const Usage = Schema.Struct({
 })
 export type Usage = typeof Usage.Type
 
-/** The error of a failed response, of an `error` event or of an HTTP error body; `type` is its class (`server_error`, ...). */
+/**
+ * The error of a failed response, of an `error` event or of an HTTP error body; `type` is its class (`server_error`, ...).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ErrorObject = Schema.Struct({
   type: Schema.optionalKey(Schema.NullOr(Schema.String)),
   code: Schema.optionalKey(Schema.NullOr(Schema.String)),
@@ -46,10 +59,20 @@ export const ErrorObject = Schema.Struct({
 })
 export type ErrorObject = typeof ErrorObject.Type
 
-/** The body of an HTTP error response. */
+/**
+ * The body of an HTTP error response.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ErrorBody = Schema.Struct({ error: ErrorObject })
 
-/** A JSON object: an output item or a content part before its `type` picks its schema. */
+/**
+ * A JSON object: an output item or a content part before its `type` picks its schema.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 export type JsonObject = typeof JsonObject.Type
 
@@ -58,6 +81,9 @@ export type JsonObject = typeof JsonObject.Type
  * other than OpenAI's that speak this API leave it off the terminal event.
  * `output` lists the response's items as they are when it is sent: on a
  * terminal event, as they ended.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Response = Schema.Struct({
   id: Schema.optionalKey(Schema.String),
@@ -69,12 +95,27 @@ export const Response = Schema.Struct({
 })
 export type Response = typeof Response.Type
 
-/** The `type` of an output item or a content part. */
+/**
+ * The `type` of an output item or a content part.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Typed = Schema.Struct({ type: Schema.String })
 
-/** Text the model wrote. */
+/**
+ * Text the model wrote.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const OutputTextPart = Schema.Struct({ type: Schema.Literal("output_text"), text: Schema.String })
-/** The model's refusal. */
+/**
+ * The model's refusal.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RefusalPart = Schema.Struct({ type: Schema.Literal("refusal"), refusal: Schema.String })
 
 const ItemStatus = Schema.optionalKey(Schema.NullOr(Schema.String))
@@ -82,6 +123,9 @@ const ItemStatus = Schema.optionalKey(Schema.NullOr(Schema.String))
 /**
  * An assistant message. `phase` says whether it is `commentary` or the
  * `final_answer`; it is a string here so that a phase added later does not fail the turn.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const MessageItem = Schema.Struct({
   type: Schema.Literal("message"),
@@ -92,7 +136,12 @@ export const MessageItem = Schema.Struct({
 })
 export type MessageItem = typeof MessageItem.Type
 
-/** A function call; `arguments` is the complete JSON text once the item is done. */
+/**
+ * A function call; `arguments` is the complete JSON text once the item is done.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const FunctionCallItem = Schema.Struct({
   type: Schema.Literal("function_call"),
   id: Schema.String,
@@ -105,7 +154,12 @@ export type FunctionCallItem = typeof FunctionCallItem.Type
 
 const TextPart = Schema.Struct({ text: Schema.String })
 
-/** Reasoning: readable summaries, raw reasoning text (some models) and encrypted content to send back. */
+/**
+ * Reasoning: readable summaries, raw reasoning text (some models) and encrypted content to send back.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ReasoningItem = Schema.Struct({
   type: Schema.Literal("reasoning"),
   id: Schema.String,
@@ -116,13 +170,28 @@ export const ReasoningItem = Schema.Struct({
 })
 export type ReasoningItem = typeof ReasoningItem.Type
 
-/** The response exists (`response.created`, `response.in_progress`): its id and model. */
+/**
+ * The response exists (`response.created`, `response.in_progress`): its id and model.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Lifecycle = Schema.Struct({ response: Response })
 
-/** `response.output_item.added` and `.done`: an item, whose `type` then picks its schema. */
+/**
+ * `response.output_item.added` and `.done`: an item, whose `type` then picks its schema.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const OutputItemEvent = Schema.Struct({ output_index: Index, item: JsonObject })
 
-/** `response.content_part.added` and `.done`. */
+/**
+ * `response.content_part.added` and `.done`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ContentPartEvent = Schema.Struct({
   item_id: Schema.String,
   output_index: Index,
@@ -130,7 +199,28 @@ export const ContentPartEvent = Schema.Struct({
   part: JsonObject
 })
 
-/** `response.output_text.delta`, `response.refusal.delta`, `response.reasoning_text.delta`. */
+/**
+ * `response.output_text.delta`, `response.refusal.delta`, `response.reasoning_text.delta`.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesEvent } from "@agentloop/responses"
+ * import { Schema } from "effect"
+ *
+ * // A `response.output_text.delta` event, as the Responses API streams it.
+ * const event = Schema.decodeUnknownSync(ResponsesEvent.ContentDelta)({
+ *   type: "response.output_text.delta",
+ *   item_id: "msg_1",
+ *   output_index: 0,
+ *   content_index: 0,
+ *   delta: "Hello"
+ * })
+ * console.log(event.delta) // Hello
+ * ```
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ContentDelta = Schema.Struct({
   item_id: Schema.String,
   output_index: Index,
@@ -144,7 +234,12 @@ export const ContentDelta = Schema.Struct({
  */
 const OutputIndex = Schema.optionalKey(Index)
 
-/** `response.output_text.done`, `response.reasoning_text.done`: the part's whole text. */
+/**
+ * `response.output_text.done`, `response.reasoning_text.done`: the part's whole text.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ContentTextDone = Schema.Struct({
   item_id: Schema.String,
   output_index: OutputIndex,
@@ -152,7 +247,12 @@ export const ContentTextDone = Schema.Struct({
   text: Schema.String
 })
 
-/** `response.refusal.done`: the part's whole refusal. */
+/**
+ * `response.refusal.done`: the part's whole refusal.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RefusalDone = Schema.Struct({
   item_id: Schema.String,
   output_index: OutputIndex,
@@ -160,7 +260,12 @@ export const RefusalDone = Schema.Struct({
   refusal: Schema.String
 })
 
-/** `response.reasoning_summary_text.delta`. */
+/**
+ * `response.reasoning_summary_text.delta`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const SummaryDelta = Schema.Struct({
   item_id: Schema.String,
   output_index: OutputIndex,
@@ -168,7 +273,12 @@ export const SummaryDelta = Schema.Struct({
   delta: Schema.String
 })
 
-/** `response.reasoning_summary_text.done`: the summary part's whole text. */
+/**
+ * `response.reasoning_summary_text.done`: the summary part's whole text.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const SummaryDone = Schema.Struct({
   item_id: Schema.String,
   output_index: OutputIndex,
@@ -176,10 +286,20 @@ export const SummaryDone = Schema.Struct({
   text: Schema.String
 })
 
-/** `response.function_call_arguments.delta`. */
+/**
+ * `response.function_call_arguments.delta`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ArgumentsDelta = Schema.Struct({ item_id: Schema.String, output_index: OutputIndex, delta: Schema.String })
 
-/** `response.function_call_arguments.done`: the whole arguments text. */
+/**
+ * `response.function_call_arguments.done`: the whole arguments text.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ArgumentsDone = Schema.Struct({
   item_id: Schema.String,
   output_index: OutputIndex,
@@ -190,6 +310,9 @@ export const ArgumentsDone = Schema.Struct({
  * `error`: the stream failed. The API reference puts `code` and `message` on
  * the event itself, while the live API sends them nested in `error`; both
  * shapes decode, and an event with neither still fails the turn.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const ErrorEvent = Schema.Struct({
   code: Schema.optionalKey(Schema.NullOr(Schema.String)),

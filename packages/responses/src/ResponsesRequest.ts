@@ -11,7 +11,12 @@ import * as ResponsesDecoder from "./ResponsesDecoder.ts"
 import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesStrict from "./ResponsesStrict.ts"
 
-/** Settings of the provider layer that shape every request. */
+/**
+ * Settings of the provider layer that shape every request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Settings {
   /** The model when the turn options name none. */
   readonly model: string
@@ -40,7 +45,12 @@ export type MediaInput =
     readonly filename?: string
   }
 
-/** One input item of the request. */
+/**
+ * One input item of the request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type InputItem =
   | {
     readonly type: "message"
@@ -73,7 +83,12 @@ export type InputItem =
   /** An output item this layer does not model, sent back as the API sent it. */
   | { readonly [key: string]: unknown }
 
-/** A function tool as the API takes it. */
+/**
+ * A function tool as the API takes it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface FunctionTool {
   readonly type: "function"
   readonly name: string
@@ -82,7 +97,12 @@ export interface FunctionTool {
   readonly strict: boolean
 }
 
-/** The request body. */
+/**
+ * The request body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Body {
   readonly model: string
   readonly input: ReadonlyArray<InputItem>
@@ -232,6 +252,9 @@ const functionOutput = (
  * messages and in a tool's output (after its JSON text); fails with
  * `AiError.InvalidRequest` naming a part the API would refuse (see
  * {@link contentRules}), or one in another role's message.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const input = (history: ReadonlyArray<Item.Item>): Result.Result<Array<InputItem>, AiError.InvalidRequest> => {
   const check = ProviderContent.checker(contentRules)
@@ -273,7 +296,12 @@ export const input = (history: ReadonlyArray<Item.Item>): Result.Result<Array<In
   return Result.succeed(out)
 }
 
-/** A tool definition as a function tool, strict whenever its schema can be made strict (see `ResponsesStrict`). */
+/**
+ * A tool definition as a function tool, strict whenever its schema can be made strict (see `ResponsesStrict`).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const tool = (definition: LanguageModel.ToolDefinition): FunctionTool => {
   const strict = ResponsesStrict.make(definition.parameters)
   return {
@@ -296,6 +324,19 @@ const toolChoice = (choice: LanguageModel.ToolChoice): NonNullable<Body["tool_ch
 /**
  * The whole request body for one streaming turn; fails when the history
  * cannot be sent (see {@link input}).
+ *
+ * @example
+ * ```ts
+ * import { Item } from "@agentloop/core"
+ * import { ResponsesRequest } from "@agentloop/responses"
+ * import { Result } from "effect"
+ *
+ * const body = ResponsesRequest.body([Item.userMessage("Hello")], { params: { maxOutputTokens: 256 } }, { model: "gpt-5-mini" })
+ * if (Result.isSuccess(body)) console.log(body.success.model, body.success.input.length) // gpt-5-mini 1
+ * ```
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const body = (
   history: ReadonlyArray<Item.Item>,

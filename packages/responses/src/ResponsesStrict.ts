@@ -15,7 +15,12 @@
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Predicate from "effect/Predicate"
 
-/** A schema as sent to OpenAI, and how to read the model's JSON back. */
+/**
+ * A schema as sent to OpenAI, and how to read the model's JSON back.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Strict {
   readonly schema: JsonSchema.JsonSchema
   readonly strict: boolean
@@ -154,13 +159,39 @@ const normalizer = (root: Json) => {
   }
 }
 
-/** Whether OpenAI's strict mode accepts `schema` as it is. */
+/**
+ * Whether OpenAI's strict mode accepts `schema` as it is.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesStrict } from "@agentloop/responses"
+ *
+ * const city = {
+ *   type: "object",
+ *   properties: { city: { type: "string" } },
+ *   required: ["city"],
+ *   additionalProperties: false
+ * }
+ * console.log(ResponsesStrict.isStrictCompatible(city)) // true
+ * // An open record cannot be strict: the API requires every object to list its properties.
+ * const open = { type: "object", additionalProperties: { type: "string" } }
+ * console.log(ResponsesStrict.isStrictCompatible(open)) // false
+ * ```
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isStrictCompatible = (schema: JsonSchema.JsonSchema): boolean => {
   const result = rewrite(schema)
   return result.strict && !result.nullable
 }
 
-/** The strict form of `schema` (without its `$schema` dialect, which OpenAI rejects), or the schema itself, non-strict. */
+/**
+ * The strict form of `schema` (without its `$schema` dialect, which OpenAI rejects), or the schema itself, non-strict.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (schema: JsonSchema.JsonSchema): Strict => {
   const { $schema: _, ...rest } = schema
   const result = rewrite(rest)

@@ -20,7 +20,60 @@ import * as ProviderServer from "./ProviderServer.ts"
 import * as SpanRecorder from "./SpanRecorder.ts"
 import * as WireTurn from "./WireTurn.ts"
 
-/** The hostile-server cases for the provider `fixture` describes. */
+/**
+ * The hostile-server cases for the provider `fixture` describes.
+ *
+ * @example
+ * ```ts
+ * import { ChatCompletions } from "@agentloop/chat-completions"
+ * import { HostileServer, type ProviderHarness } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * // A provider's fixture: its layer, and how its wire writes a turn and a server error.
+ * const sse = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+ * const chunk = (delta: object, finish: string | null = null) =>
+ *   sse({ id: "c1", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })
+ * const fixture: ProviderHarness.Fixture = {
+ *   provider: "chat-completions",
+ *   credentialHeader: "authorization",
+ *   layer: (settings) => ChatCompletions.layerWithoutHttpClient({ ...settings, baseUrl: settings.baseUrl ?? "", model: "m" }),
+ *   frames: (turn, options) => {
+ *     const calls = turn.calls ?? []
+ *     const body = [
+ *       ...(turn.reasoning ?? []).map((reasoning_content) => chunk({ reasoning_content })),
+ *       ...(turn.text ?? []).map((content) => chunk({ content })),
+ *       ...calls.map((call, index) =>
+ *         chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }] })
+ *       )
+ *     ]
+ *     const usage = {
+ *       prompt_tokens: turn.usage.input,
+ *       completion_tokens: turn.usage.output,
+ *       total_tokens: turn.usage.total,
+ *       prompt_tokens_details: { cached_tokens: turn.usage.cachedInput },
+ *       completion_tokens_details: { reasoning_tokens: turn.usage.reasoning }
+ *     }
+ *     return options?.complete === false ? body : [
+ *       ...body,
+ *       chunk({}, calls.length > 0 ? "tool_calls" : "stop"),
+ *       sse({ id: "c1", object: "chat.completion.chunk", model: "m", choices: [], usage }),
+ *       "data: [DONE]\n\n"
+ *     ]
+ *   },
+ *   serverError: (message) => [sse({ error: { message, type: "server_error" } })]
+ * }
+ *
+ * // The API key must never reach an error, whatever a hostile server echoes back.
+ * const cases = HostileServer.cases(fixture)
+ * console.log(cases.length > 0) // true
+ * const first = cases[0]!
+ * Effect.runPromise(first.test).then(() => console.log(`checked: ${first.name}`))
+ * // checked: never puts the key in an error, a delta or a span, and annotates the current span with the server
+ * ```
+ *
+ * @since 0.1.0
+ * @category cases
+ */
 export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   {
     name: "never puts the key in an error, a delta or a span, and annotates the current span with the server",

@@ -22,7 +22,32 @@ const provider = "loopback"
 
 const decodeTurn = Schema.decodeUnknownEffect(Schema.fromJsonString(Turn.Turn))
 
-/** Asks `url` for turns, saying it is `runner` in the `x-runner` header. */
+/**
+ * Asks `url` for turns, saying it is `runner` in the `x-runner` header.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop } from "@agentloop/core"
+ * import { LoopbackModel, MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * // A model whose turns a loopback server answers: processes (a crashed one, its successor) share the server's script.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(LoopbackModel.reply(MockLanguageModel.textTurn("Hello from the server")))
+ *   const model = LoopbackModel.layer(server.url, "runner-1")
+ *   const result = yield* Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ input: "Hi" })).pipe(
+ *     Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))
+ *   )
+ *   if (result._tag === "Stopped") console.log(result.output) // Hello from the server
+ *   console.log((yield* server.requests).length) // 1
+ * })
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layer)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (url: string, runner: string): Layer.Layer<LanguageModel.LanguageModel> =>
   Layer.succeed(LanguageModel.LanguageModel, {
     provider,
@@ -48,6 +73,11 @@ export const layer = (url: string, runner: string): Layer.Layer<LanguageModel.La
       }))
   })
 
-/** The server's reply that answers a request of this model with `turn`. */
+/**
+ * The server's reply that answers a request of this model with `turn`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const reply = (turn: Turn.Turn): ProviderServer.Reply =>
   ProviderServer.status(200, Schema.encodeSync(Turn.Turn)(turn))

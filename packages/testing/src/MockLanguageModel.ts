@@ -23,7 +23,12 @@ import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 
-/** A reply that streams the first `after` deltas of `turn` (never its `turn_complete`), then fails with `error`. */
+/**
+ * A reply that streams the first `after` deltas of `turn` (never its `turn_complete`), then fails with `error`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Partial {
   readonly _tag: "Partial"
   readonly turn: Turn
@@ -34,6 +39,9 @@ export interface Partial {
 /**
  * A reply that breaks off: the first `after` deltas of `turn` (text in pieces,
  * calls started…), then the request fails with `error`.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const partial = (turn: Turn, after: number, error: AiError.AiError): Partial => ({
   _tag: "Partial",
@@ -42,16 +50,31 @@ export const partial = (turn: Turn, after: number, error: AiError.AiError): Part
   error
 })
 
-/** What one request answers with: a turn to replay, an error to fail with, or a turn that breaks off. */
+/**
+ * What one request answers with: a turn to replay, an error to fail with, or a turn that breaks off.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Reply = Turn | AiError.AiError | Partial
 
-/** A request the mock received. */
+/**
+ * A request the mock received.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request {
   readonly history: ReadonlyArray<Item.Item>
   readonly options: TurnOptions
 }
 
-/** How the mock cuts and paces its deltas. */
+/**
+ * How the mock cuts and paces its deltas.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Characters per text, reasoning, refusal or argument delta (default 8). */
   readonly chunkSize?: number | undefined
@@ -59,7 +82,12 @@ export interface Options {
   readonly delay?: Duration.Input | undefined
 }
 
-/** The recorder of a running mock: the requests it saw, and how many replies it has left (unbounded for a `Respond` function). */
+/**
+ * The recorder of a running mock: the requests it saw, and how many replies it has left (unbounded for a `Respond` function).
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class MockLanguageModel extends Context.Service<MockLanguageModel, {
   readonly requests: Effect.Effect<ReadonlyArray<Request>>
   readonly remaining: Effect.Effect<number>
@@ -67,7 +95,12 @@ export class MockLanguageModel extends Context.Service<MockLanguageModel, {
 
 const provider = "mock"
 
-/** The deltas a provider would stream for `turn`, ending with its `turn_complete`. */
+/**
+ * The deltas a provider would stream for `turn`, ending with its `turn_complete`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
   const out: Array<TurnDelta> = []
   for (const item of turn.items) {
@@ -111,12 +144,18 @@ export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
  * Answers a request from what it asks (its history and options) and its number
  * (0 for the first): for programs whose requests come in no fixed order, such
  * as agents running at once in a fork.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Respond = (request: Request, index: number) => Reply
 
 /**
  * A mock `LanguageModel` answering with `script`, one entry per request, or
  * with what a {@link Respond} function says, plus its recorder.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply> | Respond, options: Options = {}) {
   const requests = yield* Ref.make<ReadonlyArray<Request>>([])
@@ -161,7 +200,36 @@ export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply> | R
   return { model, recorder }
 })
 
-/** Provides `LanguageModel` from `script` (or a {@link Respond} function), and the `MockLanguageModel` recorder. */
+/**
+ * Provides `LanguageModel` from `script` (or a {@link Respond} function), and the `MockLanguageModel` recorder.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * // A scripted model: one reply per turn it is asked for, in order; an AiError fails that turn.
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "lookup", arguments: { q: "hi" } }]),
+ *   new AiError.Unavailable({ provider: "mock", status: 529, message: "Overloaded" })
+ * ])
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const termination = yield* Effect.flip(agent.run({ input: "Hi" }))
+ *   console.log(termination._tag) // DuringExecution
+ *   // What the agent sent, turn by turn.
+ *   const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+ *   console.log(requests.length, requests[1]?.history.at(-1)?.type) // 2 function_call_output
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (
   script: ReadonlyArray<Reply> | Respond,
   options?: Options
@@ -171,7 +239,12 @@ export const layer = (
       Context.make(LanguageModel, model).pipe(Context.add(MockLanguageModel, recorder)))
   )
 
-/** A finished assistant turn that says `text`. */
+/**
+ * A finished assistant turn that says `text`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const textTurn = (text: string, options: {
   readonly usage?: TokenUsage.TokenUsage | undefined
   readonly model?: string | undefined
@@ -189,7 +262,12 @@ export const textTurn = (text: string, options: {
   ...(options.model === undefined ? {} : { model: options.model })
 })
 
-/** A finished turn that calls tools, each `arguments` given as a value to JSON-encode, optionally after some text. */
+/**
+ * A finished turn that calls tools, each `arguments` given as a value to JSON-encode, optionally after some text.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const callsTurn = (
   calls: ReadonlyArray<{ readonly name: string; readonly arguments: unknown; readonly callId?: string | undefined }>,
   options: {

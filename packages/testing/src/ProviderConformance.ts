@@ -296,7 +296,59 @@ const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarn
   }
 ]
 
-/** Every case of the suite for the provider `fixture` describes. */
+/**
+ * Every case of the suite for the provider `fixture` describes.
+ *
+ * @example
+ * ```ts
+ * import { ChatCompletions } from "@agentloop/chat-completions"
+ * import { type ProviderHarness, ProviderConformance } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * // A provider's fixture: its layer, and how its wire writes a turn and a server error.
+ * const sse = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`
+ * const chunk = (delta: object, finish: string | null = null) =>
+ *   sse({ id: "c1", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })
+ * const fixture: ProviderHarness.Fixture = {
+ *   provider: "chat-completions",
+ *   credentialHeader: "authorization",
+ *   layer: (settings) => ChatCompletions.layerWithoutHttpClient({ ...settings, baseUrl: settings.baseUrl ?? "", model: "m" }),
+ *   frames: (turn, options) => {
+ *     const calls = turn.calls ?? []
+ *     const body = [
+ *       ...(turn.reasoning ?? []).map((reasoning_content) => chunk({ reasoning_content })),
+ *       ...(turn.text ?? []).map((content) => chunk({ content })),
+ *       ...calls.map((call, index) =>
+ *         chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }] })
+ *       )
+ *     ]
+ *     const usage = {
+ *       prompt_tokens: turn.usage.input,
+ *       completion_tokens: turn.usage.output,
+ *       total_tokens: turn.usage.total,
+ *       prompt_tokens_details: { cached_tokens: turn.usage.cachedInput },
+ *       completion_tokens_details: { reasoning_tokens: turn.usage.reasoning }
+ *     }
+ *     return options?.complete === false ? body : [
+ *       ...body,
+ *       chunk({}, calls.length > 0 ? "tool_calls" : "stop"),
+ *       sse({ id: "c1", object: "chat.completion.chunk", model: "m", choices: [], usage }),
+ *       "data: [DONE]\n\n"
+ *     ]
+ *   },
+ *   serverError: (message) => [sse({ error: { message, type: "server_error" } })]
+ * }
+ *
+ * // In a test file: `for (const c of ProviderConformance.cases(fixture)) (c.clock === "test" ? it.effect : it.live)(c.name, () => c.test)`.
+ * const cases = ProviderConformance.cases(fixture)
+ * const streams = cases.find((c) => c.clock === "live")!
+ * Effect.runPromise(streams.test).then(() => console.log(`passed: ${streams.name}`))
+ * // passed: streams text in order, split at every byte, and completes the turn with its usage
+ * ```
+ *
+ * @since 0.1.0
+ * @category cases
+ */
 export const cases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarness.Case> => [
   ...turnCases(fixture),
   ...errorCases(fixture),

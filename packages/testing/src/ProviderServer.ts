@@ -32,7 +32,12 @@ import * as Stream from "effect/Stream"
 import * as SubscriptionRef from "effect/SubscriptionRef"
 import * as Http from "node:http"
 
-/** A request the server received. */
+/**
+ * A request the server received.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RecordedRequest {
   readonly method: string
   /** Path and query, e.g. `/responses` or `/v1/models/x:streamGenerateContent?alt=sse`. */
@@ -47,6 +52,9 @@ export interface RecordedRequest {
  * How the server answers one request. Build with {@link sse}, {@link status},
  * {@link oversized}, {@link hang}, or, on a server with a wire format,
  * {@link turn} and {@link error}.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Reply = SseReply | StatusReply | OversizedReply | HangReply | TurnReply | ErrorReply
 
@@ -54,10 +62,18 @@ export type Reply = SseReply | StatusReply | OversizedReply | HangReply | TurnRe
  * What a test scripts for one request: a {@link Reply}, or, on a server with
  * a wire format, a `Turn` (as {@link turn} with its defaults) or an `AiError`
  * (as {@link error}).
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Answer = Reply | Turn.Turn | AiError.AiError
 
-/** A `text/event-stream` answer; see {@link sse}. */
+/**
+ * A `text/event-stream` answer; see {@link sse}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SseReply {
   readonly _tag: "Sse"
   /** The frames, encoded; each is one write unless `chunkSize` says otherwise. */
@@ -69,7 +85,12 @@ export interface SseReply {
   readonly keepalive: Duration.Duration | undefined
 }
 
-/** A complete answer with a status, headers and a body; see {@link status}. */
+/**
+ * A complete answer with a status, headers and a body; see {@link status}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface StatusReply {
   readonly _tag: "Status"
   readonly status: number
@@ -77,35 +98,65 @@ export interface StatusReply {
   readonly headers: Readonly<Record<string, string>>
 }
 
-/** A status with a body of `size` bytes, written as the client reads it; see {@link oversized}. */
+/**
+ * A status with a body of `size` bytes, written as the client reads it; see {@link oversized}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface OversizedReply {
   readonly _tag: "Oversized"
   readonly status: number
   readonly size: number
 }
 
-/** No answer at all, not even headers; see {@link hang}. */
+/**
+ * No answer at all, not even headers; see {@link hang}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HangReply {
   readonly _tag: "Hang"
 }
 
-/** A turn in the server's wire format; see {@link turn}. */
+/**
+ * A turn in the server's wire format; see {@link turn}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TurnReply {
   readonly _tag: "Turn"
   readonly turn: Turn.Turn
   readonly options: TurnOptions
 }
 
-/** An error in the server's wire format; see {@link error}. */
+/**
+ * An error in the server's wire format; see {@link error}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ErrorReply {
   readonly _tag: "Error"
   readonly error: AiError.AiError
 }
 
-/** What answers a request nothing was queued for; see {@link ProviderServer} `handle`. */
+/**
+ * What answers a request nothing was queued for; see {@link ProviderServer} `handle`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Handler = (request: RecordedRequest, index: number) => Answer | Effect.Effect<Answer>
 
-/** The running server. Provide it with {@link layer}. */
+/**
+ * The running server. Provide it with {@link layer}.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class ProviderServer extends Context.Service<ProviderServer, {
   /** `http://127.0.0.1:<port>`, without a trailing slash. */
   readonly url: string
@@ -143,7 +194,12 @@ export class ProviderServer extends Context.Service<ProviderServer, {
 
 const encoder = new TextEncoder()
 
-/** How a streamed reply is paced and broken; see {@link sse}. */
+/**
+ * How a streamed reply is paced and broken; see {@link sse}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Pacing {
   readonly chunkSize?: number | undefined
   readonly delay?: Duration.Input | undefined
@@ -152,7 +208,12 @@ export interface Pacing {
   readonly keepalive?: Duration.Input | undefined
 }
 
-/** How {@link turn} writes and paces a turn. */
+/**
+ * How {@link turn} writes and paces a turn.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TurnOptions extends ProviderWire.TurnOptions {
   /** The pause between two frames (real time, even under `TestClock`). */
   readonly delay?: Duration.Input | undefined
@@ -171,6 +232,9 @@ export interface TurnOptions extends ProviderWire.TurnOptions {
  * - `disconnectAfter` sends that many bytes and then destroys the socket;
  * - `keepalive` sends, after the frames, an SSE comment at that interval
  *   forever (real time), as servers do to keep an idle connection open.
+ *
+ * @since 0.1.0
+ * @category responses
  */
 export const sse = (frames: ReadonlyArray<string>, options?: Pacing): SseReply => ({
   _tag: "Sse",
@@ -182,11 +246,21 @@ export const sse = (frames: ReadonlyArray<string>, options?: Pacing): SseReply =
   keepalive: options?.keepalive === undefined ? undefined : Duration.fromInputUnsafe(options.keepalive)
 })
 
-/** One SSE frame: an optional `event:` line, a `data:` line with `data` as JSON, and the blank line. */
+/**
+ * One SSE frame: an optional `event:` line, a `data:` line with `data` as JSON, and the blank line.
+ *
+ * @since 0.1.0
+ * @category responses
+ */
 export const sseEvent = (data: unknown, event?: string): string =>
   `${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`
 
-/** A complete reply with `status`; `body` is sent as is when a string, as JSON otherwise. */
+/**
+ * A complete reply with `status`; `body` is sent as is when a string, as JSON otherwise.
+ *
+ * @since 0.1.0
+ * @category responses
+ */
 export const status = (status: number, body: unknown, headers?: Record<string, string>): StatusReply => ({
   _tag: "Status",
   status,
@@ -201,20 +275,36 @@ export const status = (status: number, body: unknown, headers?: Record<string, s
  * A `text/plain` answer with `status` whose body is `size` bytes of `x`,
  * produced only as fast as the client reads it: a test of how much of a huge
  * error body a client reads, without holding it in memory.
+ *
+ * @since 0.1.0
+ * @category responses
  */
 export const oversized = (status: number, size: number): Reply => ({ _tag: "Oversized", status, size })
 
-/** Never answers: no status, no headers, the connection stays open (for request timeouts). */
+/**
+ * Never answers: no status, no headers, the connection stays open (for request timeouts).
+ *
+ * @since 0.1.0
+ * @category responses
+ */
 export const hang: Reply = { _tag: "Hang" }
 
 /**
  * `turn` as the server's provider streams it (its wire format's
  * `ProviderWire.turn`): text, reasoning and arguments in pieces of
  * `chunkSize` characters, one frame each, `delay` apart.
+ *
+ * @since 0.1.0
+ * @category responses
  */
 export const turn = (turn: Turn.Turn, options: TurnOptions = {}): Reply => ({ _tag: "Turn", turn, options })
 
-/** `error` as the server's provider reports it (its wire format's `ProviderWire.error`). */
+/**
+ * `error` as the server's provider reports it (its wire format's `ProviderWire.error`).
+ *
+ * @since 0.1.0
+ * @category responses
+ */
 export const error = (error: AiError.AiError): Reply => ({ _tag: "Error", error })
 
 const isAiError = Schema.is(AiError.AiError)
@@ -291,7 +381,12 @@ const filler = (size: number): Iterable<Uint8Array> => ({
 
 const keepaliveComment = encoder.encode(": keepalive\n\n")
 
-/** How {@link make} builds a server. */
+/**
+ * How {@link make} builds a server.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** The provider wire format turns and errors are written in. */
   readonly wire?: ProviderWire.ProviderWire | undefined
@@ -313,6 +408,9 @@ const unscripted = (wire: ProviderWire.ProviderWire | undefined, request: Record
  * `options.wire`; it stops, closing every open connection, with the scope. A
  * test that needs a second host (the target of a redirect) starts one with
  * this; most use {@link layer} or {@link layerWire}.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<ProviderServer["Service"], never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -441,9 +539,38 @@ export const make = (options: Options = {}): Effect.Effect<ProviderServer["Servi
     })
   })
 
-/** Starts a server without a wire format for a test; see {@link make}. */
+/**
+ * Starts a server without a wire format for a test; see {@link make}.
+ *
+ * @example
+ * ```ts
+ * import { ProviderServer } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * // A loopback HTTP server that answers each request with the next scripted reply, and records what it got.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(ProviderServer.status(429, { error: { message: "slow down" } }, { "retry-after": "1" }))
+ *   const response = yield* Effect.promise(() =>
+ *     fetch(`${server.url}/v1/chat`, { method: "POST", body: JSON.stringify({ model: "m" }) })
+ *   )
+ *   console.log(response.status, response.headers.get("retry-after")) // 429 1
+ *   console.log((yield* server.requests).map((request) => request.url)) // [ '/v1/chat' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layer)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<ProviderServer> = Layer.effect(ProviderServer, make())
 
-/** Starts a server that writes turns and errors in `wire`, for a test; see {@link make}. */
+/**
+ * Starts a server that writes turns and errors in `wire`, for a test; see {@link make}.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerWire = (wire: ProviderWire.ProviderWire): Layer.Layer<ProviderServer> =>
   Layer.effect(ProviderServer, make({ wire }))

@@ -11,13 +11,38 @@ import { Headers } from "effect/http"
 import * as Tracer from "effect/Tracer"
 import * as util from "node:util"
 
-/** The recorded spans, in the order they started, and the tracer that records them. */
+/**
+ * The recorded spans, in the order they started, and the tracer that records them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface SpanRecorder {
   readonly tracer: Tracer.Tracer
   readonly spans: ReadonlyArray<Tracer.NativeSpan>
 }
 
-/** A new recorder; run the code under test with `Effect.withTracer(recorder.tracer)`. */
+/**
+ * A new recorder; run the code under test with `Effect.withTracer(recorder.tracer)`.
+ *
+ * @example
+ * ```ts
+ * import { SpanRecorder } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ *
+ * const recorder = SpanRecorder.make()
+ * const program = Effect.void.pipe(Effect.withSpan("chat gpt-5-mini", { attributes: { "gen_ai.request.model": "gpt-5-mini" } }))
+ *
+ * Effect.runPromise(program.pipe(Effect.withTracer(recorder.tracer))).then(() => {
+ *   console.log(recorder.spans.map((span) => span.name)) // [ 'chat gpt-5-mini' ]
+ *   // Everything the spans hold, as text: assert that no secret is in it.
+ *   console.log(SpanRecorder.text(recorder.spans).includes("sk-")) // false
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (): SpanRecorder => {
   const spans: Array<Tracer.NativeSpan> = []
   const tracer = Tracer.make({
@@ -34,6 +59,9 @@ export const make = (): SpanRecorder => {
  * What a span exporter sends of the spans, as one text to search for a leaked
  * secret: names, attributes, events, and the causes of failed spans. A
  * successful span's value is not exported, and is not included.
+ *
+ * @since 0.1.0
+ * @category getters
  */
 export const text = (spans: ReadonlyArray<Tracer.NativeSpan>): string =>
   JSON.stringify(spans.map((span) => [

@@ -14,9 +14,20 @@ import * as ChildProcess from "node:child_process"
 import * as Readline from "node:readline"
 
 const Message = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
+/**
+ * One line a child reports: a JSON object, whatever its keys.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Message = typeof Message.Type
 
-/** A running child. */
+/**
+ * A running child.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Child {
   /** Every line it printed so far, decoded. */
   readonly messages: ReadonlyArray<Message>
@@ -39,6 +50,36 @@ export interface Child {
  * Starts `script` (a path) with Node, `config` as its JSON argument,
  * `execArgv` as Node's own options and `env` added to this process's
  * environment; it is killed when the scope closes, if still running.
+ *
+ * @example
+ * ```ts
+ * import { TestProcess } from "@agentloop/testing"
+ * import { Effect } from "effect"
+ * import { mkdtempSync, writeFileSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * // The child: reports a line per step, then waits to be killed (a crash test kills it mid-run).
+ * const script = join(mkdtempSync(join(tmpdir(), "child-")), "child.mjs")
+ * writeFileSync(
+ *   script,
+ *   `const { steps } = JSON.parse(process.argv[2])
+ * for (let i = 1; i <= steps; i++) console.log(JSON.stringify({ step: i }))
+ * setInterval(() => {}, 1000)`
+ * )
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const child = yield* TestProcess.spawn(script, { steps: 2 })
+ *   const second = yield* child.waitFor((message) => message.step === 2)
+ *   console.log(second) // { step: 2 }
+ *   yield* child.kill
+ *   console.log(child.messages.filter(TestProcess.has("step")).length) // 2
+ * }))
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const spawn = (
   script: string,
@@ -107,15 +148,28 @@ export const spawn = (
     (child) => child.kill
   )
 
-/** A message that has `key`. */
+/**
+ * A message that has `key`.
+ *
+ * @since 0.1.0
+ * @category predicates
+ */
 export const has = (key: string) => (message: Message): boolean => key in message
 
 /**
  * In the child: its config, the JSON argument {@link spawn} passed it,
  * decoded with `schema`; throws when it does not decode.
+ *
+ * @since 0.1.0
+ * @category child
  */
 export const config = <S extends Schema.Codec<unknown, unknown, never, never>>(schema: S): S["Type"] =>
   Schema.decodeUnknownSync(Schema.fromJsonString(schema))(process.argv[2])
 
-/** In the child: reports `message` to the test, as one JSON line of standard output. */
+/**
+ * In the child: reports `message` to the test, as one JSON line of standard output.
+ *
+ * @since 0.1.0
+ * @category child
+ */
 export const report = (message: Message): Effect.Effect<void> => Effect.sync(() => console.log(JSON.stringify(message)))

@@ -8,7 +8,12 @@
  */
 import type * as TokenUsage from "@agentloop/core/TokenUsage"
 
-/** A function call of a turn; `id` is the call id the wire carries. */
+/**
+ * A function call of a turn; `id` is the call id the wire carries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Call {
   readonly id: string
   readonly name: string
@@ -25,7 +30,12 @@ export interface Call {
  */
 export type Usage = Required<Omit<TokenUsage.TokenUsage, "cacheWrite">>
 
-/** What a turn holds, in the order the model writes it: reasoning, then text, then calls. */
+/**
+ * What a turn holds, in the order the model writes it: reasoning, then text, then calls.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface WireTurn {
   /** The response id on the wire. */
   readonly id: string
@@ -38,7 +48,12 @@ export interface WireTurn {
   readonly usage: Usage
 }
 
-/** Builds a usage whose `total` is `input + output`. */
+/**
+ * Builds a usage whose `total` is `input + output`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const usage = (
   input: number,
   output: number,
@@ -52,7 +67,22 @@ export const usage = (
   reasoning
 })
 
-/** A text-only turn. */
+/**
+ * A text-only turn.
+ *
+ * @example
+ * ```ts
+ * import { WireTurn } from "@agentloop/testing"
+ *
+ * // A turn as a provider's wire streams it, for a conformance fixture to write in its own format.
+ * const turn = WireTurn.text("Hel", "lo")
+ * console.log(turn.text, turn.usage.total) // [ 'Hel', 'lo' ] 17
+ * console.log(WireTurn.usage(10, 2).total) // 12
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const text = (...pieces: ReadonlyArray<string>): WireTurn => ({
   id: "resp_conformance",
   text: pieces,

@@ -27,13 +27,28 @@ import * as Anthropic from "../Anthropic.ts"
 import * as AnthropicDecoder from "../AnthropicDecoder.ts"
 import * as AnthropicError from "../AnthropicError.ts"
 
-/** The message id `message_start` carries for a turn without a `responseId`. */
+/**
+ * The message id `message_start` carries for a turn without a `responseId`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultResponseId = "msg_agentloop_wire"
 
-/** The model `message_start` names for a turn without a `model`: the layer's default. */
+/**
+ * The model `message_start` names for a turn without a `model`: the layer's default.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultModel = Anthropic.defaultModel
 
-/** A wire usage: the counts of `message_start` and `message_delta`. */
+/**
+ * A wire usage: the counts of `message_start` and `message_delta`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Usage {
   readonly input_tokens: number
   readonly cache_creation_input_tokens?: number
@@ -48,6 +63,9 @@ export interface Usage {
  * `cache_creation_input_tokens` (only when it has a `cacheWrite`) those
  * written to it. Reasoning tokens are part of `output_tokens`, and not counted
  * apart. Throws when the cache's counts together are more than `input`.
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const usage = (usage: TokenUsage.TokenUsage): Usage => {
   const cached = (usage.cachedInput ?? 0) + (usage.cacheWrite ?? 0)
@@ -212,6 +230,9 @@ const blocksOf = (
  * `max_tokens`, `refusal` or `pause_turn` (`other`). Throws for
  * `malformed_tool_call`, which no reason maps to, and for `tool_calls` without
  * a call, which the decoder reads as `stop`.
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const stopReason = (turn: Turn.Turn): string => {
   const hasCalls = turn.items.some((item) => item.type === "function_call")
@@ -383,6 +404,23 @@ const errorAnswerOf = (error: AiError.AiError): ProviderWire.HttpAnswer => {
  * The Messages API's wire format, for `ProviderServer`: `turn` writes a turn's
  * frames (and throws on an item the API does not stream), `error` the answer
  * that reports an error; see the module's documentation for what comes back.
+ *
+ * @example
+ * ```ts
+ * import { AnthropicWire } from "@agentloop/anthropic/testing"
+ * import { AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * // A turn as the API streams it, in pieces of 4 characters...
+ * const frames = AnthropicWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * console.log(frames.length) // 9
+ * // ...and an error as the API answers it.
+ * const answer = AnthropicWire.wire.error(new AiError.RateLimited({ provider: "anthropic", message: "slow down" }))
+ * console.log(answer.status) // 429
+ * ```
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const wire: ProviderWire.ProviderWire = {
   provider: AnthropicError.provider,

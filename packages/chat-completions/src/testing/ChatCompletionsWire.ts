@@ -339,6 +339,20 @@ const error = (error: AiError.AiError): ProviderWire.HttpAnswer => {
  * `MalformedEvent` and `IncompleteTurn`, a `200` stream that breaks that way;
  * the layer writes the messages of those two itself.
  *
+ * @example
+ * ```ts
+ * import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
+ * import { AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * // A turn as the API streams it, in pieces of 4 characters...
+ * const frames = ChatCompletionsWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * console.log(frames.length) // 7
+ * // ...and an error as the API answers it.
+ * const answer = ChatCompletionsWire.wire.error(new AiError.RateLimited({ provider: "chat-completions", message: "slow down" }))
+ * console.log(answer.status) // 429
+ * ```
+ *
  * @since 0.2.0
  * @category wire
  */

@@ -46,24 +46,56 @@ import type * as AgentTurn from "./AgentTurn.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** A history that keeps the first `keep` items of the one before it and appends `append`. */
+/**
+ * A history that keeps the first `keep` items of the one before it and appends `append`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const HistoryChange = Schema.Struct({ keep: Count, append: Item.History })
 export type HistoryChange = typeof HistoryChange.Type
 
-/** The change from `before` to `after`: their common prefix (the same items, by identity) and what follows it. */
+/**
+ * The change from `before` to `after`: their common prefix (the same items, by identity) and what follows it.
+ *
+ * @example
+ * ```ts
+ * import { AgentCheckpoint, Item } from "@agentloop/core"
+ *
+ * // A checkpoint entry stores how a history changed, not the whole history again.
+ * const before = [Item.userMessage("Hi")]
+ * const after = [...before, Item.assistantMessage("Hello!")]
+ * const change = AgentCheckpoint.change(before, after)
+ * console.log(change.keep, change.append.length) // 1 1
+ * console.log(AgentCheckpoint.apply(before, change).length) // 2
+ * ```
+ *
+ * @since 0.1.0
+ * @category checkpoints
+ */
 export const change = (before: ReadonlyArray<Item.Item>, after: ReadonlyArray<Item.Item>): HistoryChange => {
   let keep = 0
   while (keep < before.length && keep < after.length && before[keep] === after[keep]) keep++
   return { keep, append: after.slice(keep) }
 }
 
-/** Applies a change to the history it was taken from. */
+/**
+ * Applies a change to the history it was taken from.
+ *
+ * @since 0.1.0
+ * @category checkpoints
+ */
 export const apply = (
   history: ReadonlyArray<Item.Item>,
   change: HistoryChange
 ): ReadonlyArray<Item.Item> => [...history.slice(0, change.keep), ...change.append]
 
-/** Turn `step` is complete: the model's turn, its cost, and the history it answered plus the turn's items. */
+/**
+ * Turn `step` is complete: the model's turn, its cost, and the history it answered plus the turn's items.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Answered = Schema.TaggedStruct("Answered", {
   step: Count,
   turn: Turn.Turn,
@@ -71,10 +103,20 @@ export const Answered = Schema.TaggedStruct("Answered", {
   history: HistoryChange
 })
 
-/** Call `index` of turn `step` ended with `record`. */
+/**
+ * Call `index` of turn `step` ended with `record`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const ToolDone = Schema.TaggedStruct("ToolDone", { step: Count, index: Count, record: ToolRecord.ToolRecord })
 
-/** Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history. */
+/**
+ * Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Decided = Schema.TaggedStruct("Decided", {
   step: Count,
   history: HistoryChange,
@@ -83,7 +125,12 @@ export const Decided = Schema.TaggedStruct("Decided", {
   repairs: Count
 })
 
-/** The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output). */
+/**
+ * The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const Entry = <O extends Schema.Top>(output: O) =>
   Schema.Union([
     Answered,
@@ -175,7 +222,12 @@ export const fingerprint = <R>(options: {
     }
   })
 
-/** Where a recovered run stands. */
+/**
+ * Where a recovered run stands.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Position<O> =
   | { readonly _tag: "Between"; readonly state: AgentMachine.State }
   | { readonly _tag: "Answered"; readonly state: AgentMachine.State; readonly answered: AgentTurn.Answered }
@@ -185,13 +237,21 @@ export type Position<O> =
  * Why a run's checkpoint could not be used: it did not decode, a recorded tool
  * result could not be restored, or a record's version is not one this app
  * reads.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type RecoveryError =
   | Schema.SchemaError
   | ToolRecord.RestoreFailed
   | CheckpointVersion.CheckpointVersionMismatch
 
-/** Writes a run's entries, and recovers a run from them. */
+/**
+ * Writes a run's entries, and recovers a run from them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Recorder<O> {
   /** Where the run stands according to its log: `initial` when it has none. */
   readonly recover: (
@@ -210,6 +270,9 @@ export interface Recorder<O> {
  * run's log with `fingerprint`, holding its lease until the scope closes.
  * `output` is the schema of the run's output; `toolkit` restores recorded
  * tool results.
+ *
+ * @since 0.1.0
+ * @category checkpoints
  */
 export const recorder = <O, R, RU, TR>(options: {
   readonly runId: string

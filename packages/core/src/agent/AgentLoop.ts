@@ -51,7 +51,12 @@ export type {
 type RunResult<O> = Events.RunResult<O>
 type AgentEvent<O> = Events.AgentEvent<O>
 
-/** The agent service; `layer` builds it on whatever `LanguageModel` is provided. */
+/**
+ * The agent service; `layer` builds it on whatever `LanguageModel` is provided.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class AgentLoop extends Context.Service<AgentLoop, {
   /** Streams a run's events; the stream fails with the run's termination when it is not a success. */
   stream<O = string, R = never, E = never, RU = never>(
@@ -68,7 +73,12 @@ const isRecoveryFailure = (
   error: AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
 ): error is AgentCheckpoint.RecoveryError => error._tag !== "MaxBudgetUsd" && error._tag !== "UnpricedModel"
 
-/** The stream of one run; `stream` and `run` of the service are built on it. */
+/**
+ * The stream of one run; `stream` and `run` of the service are built on it.
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
@@ -174,7 +184,34 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
   )
 
-/** Runs to the end; the result is the `Finished` event's. */
+/**
+ * Runs to the end; the result is the `Finished` event's.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema } from "effect"
+ *
+ * const Capital = Schema.Struct({ country: Schema.String, capital: Schema.String })
+ *
+ * // A structured output: the run ends with a decoded value; an answer that does not decode is sent back to repair.
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const result = yield* agent.run({ input: "The capital of France, as JSON", output: Capital })
+ *   if (result._tag === "Stopped") console.log(result.output.capital) // Paris
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.textTurn("Paris"),
+ *   MockLanguageModel.textTurn("{\"country\": \"France\", \"capital\": \"Paris\"}")
+ * ])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category running
+ */
 export const run = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> =>
@@ -190,7 +227,12 @@ export const run = <O = string, R = never, E = never, RU = never>(
     )
   )
 
-/** Builds the service on the `LanguageModel` in context. */
+/**
+ * Builds the service on the `LanguageModel` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = Effect.gen(function*() {
   const model = yield* LanguageModel
   return AgentLoop.of({
@@ -199,5 +241,43 @@ export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = E
   })
 })
 
-/** The agent service on whatever `LanguageModel` layer is provided: Responses, Gemini or the mock. */
+/**
+ * The agent service on whatever `LanguageModel` layer is provided: Responses, Gemini or the mock.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, Tool, Toolkit, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Schema, Stream } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   yield* agent.stream({ input: "What is 2 + 3?", toolkit: Toolkit.make(add), until: Until.noToolCalls() }).pipe(
+ *     Stream.runForEach((event) =>
+ *       Effect.sync(() => {
+ *         if (event._tag === "ToolResult") console.log(`${event.call.name} -> ${event.output.output}`) // add -> 5
+ *         if (event._tag === "Finished") console.log(event.result.termination._tag) // Stop
+ *       })
+ *     )
+ *   )
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }]),
+ *   MockLanguageModel.textTurn("2 + 3 = 5")
+ * ])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer: Layer.Layer<AgentLoop, never, LanguageModel> = Layer.effect(AgentLoop)(make)

@@ -39,7 +39,12 @@ import type * as AgentTurn from "./AgentTurn.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
-/** Where a run stands between turns: everything a resume needs. */
+/**
+ * Where a run stands between turns: everything a resume needs.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const State = Schema.Struct({
   history: Item.History,
   /** Model turns completed. */
@@ -56,7 +61,12 @@ export const State = Schema.Struct({
 })
 export type State = typeof State.Type
 
-/** What a completed turn leads to: the next turn from `state`, or the end with `result`; `events` say why. */
+/**
+ * What a completed turn leads to: the next turn from `state`, or the end with `result`; `events` say why.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Transition<O> =
   | { readonly _tag: "Continue"; readonly state: State; readonly events: ReadonlyArray<Events.AgentEvent<O>> }
   | {
@@ -65,7 +75,12 @@ export type Transition<O> =
     readonly events: ReadonlyArray<Events.AgentEvent<O>>
   }
 
-/** A run's machine: its identity, what it asks the model, and its transitions. */
+/**
+ * A run's machine: its identity, what it asks the model, and its transitions.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Machine<O, R, RU> {
   readonly runId: string
   readonly startedAt: number
@@ -130,6 +145,27 @@ const feedbackMessage = (text: string, step: number): Item.Message => Item.userM
  * predicate (the `StopPolicy` when none is given). Options that cannot work
  * (see `AgentOptions.validate`, the `StopPolicy`'s predicate included) fail it
  * with `InvalidOptions`, before anything runs.
+ *
+ * @example
+ * ```ts
+ * import { AgentMachine } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // The state machine behind AgentLoop (and durable runs): options in, a state to drive turn by turn.
+ * const program = Effect.gen(function*() {
+ *   const machine = yield* AgentMachine.make({ input: "Hi", limits: { maxTurns: 1 } })
+ *   const state = yield* machine.start
+ *   console.log(state.history.length, state.steps) // 1 0
+ *   // After one turn, the turn limit refuses the next.
+ *   const refused = yield* Effect.flip(machine.beforeTurn({ ...state, steps: 1 }))
+ *   console.log(refused._tag) // MaxTurns
+ * })
+ *
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <O, R, E, RU>(
   options: AgentOptions.Options<O, R, E, RU>,

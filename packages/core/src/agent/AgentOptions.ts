@@ -19,7 +19,12 @@ import * as Toolkit from "../Toolkit.ts"
 import type * as Turn from "../Turn.ts"
 import * as Until from "../Until.ts"
 
-/** The limits of a run, and the termination each one ends it with. */
+/**
+ * The limits of a run, and the termination each one ends it with.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface Limits {
   /** Model turns at most (default 50); one more would end the run with `MaxTurns`. */
   readonly maxTurns?: number | undefined
@@ -44,7 +49,12 @@ export interface Limits {
   readonly toolTimeout?: Toolkit.Options["timeout"]
 }
 
-/** What to run. `O` is the structured output's type (the last turn's text without `output`). */
+/**
+ * What to run. `O` is the structured output's type (the last turn's text without `output`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface Options<O = string, R = never, E = never, RU = never> {
   /** The task: a user message, or a whole history to continue. */
   readonly input: string | ReadonlyArray<Item.Item>
@@ -121,6 +131,15 @@ const runId: InvalidOptions.Rule = {
  * limit (counts are positive integers, `maxStructuredOutputRetries` may be 0,
  * the budget a positive number of dollars, durations above 0). `undefined`
  * when they all can.
+ *
+ * @example
+ * ```ts
+ * import { AgentOptions } from "@agentloop/core"
+ *
+ * console.log(AgentOptions.validate({ input: "Hi", limits: { maxTurns: 5 } })) // undefined
+ * console.log(AgentOptions.validate({ input: "Hi", limits: { maxTurns: 0 } })?.message)
+ * // limits.maxTurns must be a positive integer, not 0
+ * ```
  *
  * @since 0.2.0
  * @category validation

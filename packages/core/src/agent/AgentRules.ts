@@ -19,11 +19,21 @@ import * as Toolkit from "../Toolkit.ts"
 import * as Turn from "../Turn.ts"
 import * as AgentTurn from "./AgentTurn.ts"
 
-/** The call of a tool that failed with `Halt`, asking to end the run; the first one when several did. */
+/**
+ * The call of a tool that failed with `Halt`, asking to end the run; the first one when several did.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
 export const halting = (results: ReadonlyArray<Toolkit.Result>): Toolkit.Mistake | undefined =>
   results.find((result): result is Toolkit.Mistake => result.outcome === "halted")
 
-/** The successful call of the finish tool named `finish`, when the turn made one. */
+/**
+ * The successful call of the finish tool named `finish`, when the turn made one.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
 export const submission = (
   results: ReadonlyArray<Toolkit.Result>,
   finish: string | undefined
@@ -36,6 +46,9 @@ export const submission = (
  * The mistakes in a row after a turn, one entry per turn (what went wrong in
  * it). A turn whose calls all failed adds one; a turn with a successful call
  * clears them; a turn without calls leaves them as they were.
+ *
+ * @since 0.1.0
+ * @category rules
  */
 export const mistakes = (
   previous: ReadonlyArray<string>,
@@ -50,6 +63,9 @@ export const mistakes = (
  * Where a run stands on progress: the signature of the previous turn's calls
  * and results (`null` after a turn without calls), and the calls and outputs
  * of each turn in a row that repeated its predecessor's.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Progress = Schema.Struct({
   signature: Schema.NullOr(Schema.String),
@@ -57,13 +73,21 @@ export const Progress = Schema.Struct({
 })
 export type Progress = typeof Progress.Type
 
-/** A run that has not repeated itself. */
+/**
+ * A run that has not repeated itself.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
 export const progressing: Progress = { signature: null, stuck: [] }
 
 /**
  * Progress after a turn. A turn that makes the same calls as the previous one,
  * gets the same results and writes no text is stuck, and joins `stuck`; any
  * other turn (new calls, new results, or some text) starts afresh.
+ *
+ * @since 0.1.0
+ * @category rules
  */
 export const progress = (
   previous: Progress,
@@ -84,6 +108,19 @@ export const progress = (
  * What a budget says about a run's cost: `within` it (or no budget), `reached`
  * (the cost is at least the budget: the budget itself counts as spent), or
  * `unpriced` (the cost is unknown, so the budget cannot be kept).
+ *
+ * @example
+ * ```ts
+ * import { AgentRules } from "@agentloop/core"
+ *
+ * console.log(AgentRules.budget(0.12, 0.5)) // within
+ * console.log(AgentRules.budget(0.5, 0.5)) // reached
+ * console.log(AgentRules.budget(null, 0.5)) // unpriced: a model without a price cannot be held to a budget
+ * console.log(AgentRules.budget(null, undefined)) // within
+ * ```
+ *
+ * @since 0.1.0
+ * @category rules
  */
 export const budget = (cost: Cost.Cost, maxBudgetUsd: number | undefined): "within" | "reached" | "unpriced" => {
   if (maxBudgetUsd === undefined) return "within"
@@ -91,12 +128,22 @@ export const budget = (cost: Cost.Cost, maxBudgetUsd: number | undefined): "with
   return Cost.reaches(cost, maxBudgetUsd) ? "reached" : "within"
 }
 
-/** The message that asks the model to write its structured output again, saying what was wrong with it. */
+/**
+ * The message that asks the model to write its structured output again, saying what was wrong with it.
+ *
+ * @since 0.1.0
+ * @category rules
+ */
 export const repairRequest = (diagnostic: Termination.Diagnostic): string =>
   `Your answer is not valid JSON for the required schema: ${diagnostic.message}\n` +
   "Answer again with only the JSON value, nothing else."
 
-/** Whether a run's failure is its turn's (a model or compaction failure), not yet a termination. */
+/**
+ * Whether a run's failure is its turn's (a model or compaction failure), not yet a termination.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isTurnFailure: (u: unknown) => u is AgentTurn.Failure = Schema.is(
   Schema.Union([AiError.AiError, Compactor.CompactionError])
 )
@@ -106,6 +153,9 @@ export const isTurnFailure: (u: unknown) => u is AgentTurn.Failure = Schema.is(
  * are `ProviderAuth`, no quota left `ProviderQuota`, a history still too long
  * after compaction `PromptTooLong`,
  * a compactor that failed `CompactionFailed`, anything else `DuringExecution`.
+ *
+ * @since 0.1.0
+ * @category rules
  */
 export const turnFailure = (failure: AgentTurn.Failure, accounting: Accounting): Termination.Error => {
   switch (failure._tag) {

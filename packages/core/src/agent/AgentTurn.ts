@@ -38,7 +38,12 @@ import type { TurnDelta } from "../TurnDelta.ts"
 import * as TurnStream from "../TurnStream.ts"
 import type * as AgentEvent from "./AgentEvent.ts"
 
-/** What one turn asks, and of whom. `E` and `R` are those of `account` and of the toolkit's tools. */
+/**
+ * What one turn asks, and of whom. `E` and `R` are those of `account` and of the toolkit's tools.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request<E, R> {
   /** The turn's number in its run, carried by every event (1 for the first). */
   readonly step: number
@@ -60,7 +65,12 @@ export interface Request<E, R> {
   readonly onToolResult?: ((index: number, result: Toolkit.Result) => Effect.Effect<void, E, R>) | undefined
 }
 
-/** A turn the model completed, and its cost (`null` when its model has no price). */
+/**
+ * A turn the model completed, and its cost (`null` when its model has no price).
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Completed {
   readonly turn: Turn.Turn
   readonly cost: Cost
@@ -68,7 +78,12 @@ export interface Completed {
   readonly history: ReadonlyArray<Item.Item>
 }
 
-/** A completed turn whose tool calls have run; `history` ends with their outputs, in call order. */
+/**
+ * A completed turn whose tool calls have run; `history` ends with their outputs, in call order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Outcome extends Completed {
   readonly results: ReadonlyArray<Toolkit.Result>
 }
@@ -83,7 +98,12 @@ export interface Outcome extends Completed {
  */
 export type Failure = AiError.AiError | Compactor.CompactionError
 
-/** What the model part of a turn needs: the turn's number, the history to send, and the request options. */
+/**
+ * What the model part of a turn needs: the turn's number, the history to send, and the request options.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "options">
 
 /**
@@ -94,6 +114,9 @@ export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "opt
  * `AttemptDiscarded` and a `Compacted` event (the deltas already streamed
  * belong to the lost attempt). {@link stream} is built on it; a durable engine
  * runs it alone, as one recorded step.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const complete = <A, S, E2, R2>(
   request: ModelRequest,
@@ -146,6 +169,45 @@ export const complete = <A, S, E2, R2>(
  * Streams one turn: the model's deltas (see {@link complete}), then
  * `TurnCompleted`, then the tools' progress and results, then the events of
  * `then(outcome)`.
+ *
+ * @example
+ * ```ts
+ * import { AgentTurn, Item, Loop, Tool, Toolkit } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Schema, Stream } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * // One turn (the model request, then its tool calls) as a loop iteration of your own.
+ * const turn = Loop.loop(0, () =>
+ *   AgentTurn.stream({
+ *     step: 1,
+ *     history: [Item.userMessage("What is 2 + 3?")],
+ *     options: {},
+ *     toolkit: Toolkit.make(add),
+ *     account: (completed) =>
+ *       Effect.succeed({ usage: completed.turn.usage, cost: completed.cost, elapsedMs: 0, steps: 1, lastItems: [] })
+ *   }, (outcome) => Loop.stopAfter(Stream.make({ _tag: "Outcome" as const, outcome }))))
+ *
+ * const program = Stream.runForEach(turn, (event) =>
+ *   Effect.sync(() => {
+ *     if (event._tag === "ToolResult") console.log(`${event.call.name} -> ${event.output.output}`) // add -> 5
+ *     if (event._tag === "Outcome") console.log(event.outcome.history.map((item) => item.type))
+ *     // [ 'message', 'function_call', 'function_call_output' ]
+ *   }))
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }])])
+ * Effect.runPromise(program.pipe(Effect.provide(model)))
+ * ```
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const stream = <E, R, A, S, E2, R2>(
   request: Request<E, R>,
@@ -180,7 +242,12 @@ export const stream = <E, R, A, S, E2, R2>(
   )
 }
 
-/** A turn the model answered before (in a run that is resuming), and the results of the calls that already ran, by index. */
+/**
+ * A turn the model answered before (in a run that is resuming), and the results of the calls that already ran, by index.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Answered {
   readonly completed: Completed
   readonly done: ReadonlyMap<number, Toolkit.Result>
@@ -191,6 +258,9 @@ export interface Answered {
  * yet (none is run twice), then streams the events of `then(outcome)`. The
  * model is not asked, and `request.account` is not called: the turn was
  * accounted when it was answered.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const resume = <E, R, A, S, E2, R2>(
   request: Request<E, R>,

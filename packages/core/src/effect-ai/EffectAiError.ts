@@ -44,6 +44,17 @@ export const toAiError = (error: EffectAiError.AiError, provider: string): AiErr
 /**
  * The `effect/ai` error of an agentloop error.
  *
+ * @example
+ * ```ts
+ * import { AiError } from "@agentloop/core"
+ * import * as EffectAiError from "@agentloop/core/effect-ai/EffectAiError"
+ *
+ * const limited = new AiError.RateLimited({ provider: "openai", message: "slow down" })
+ * // As effect/ai's error, and back: the tag and the message survive the round trip.
+ * const back = EffectAiError.toAiError(EffectAiError.fromAiError(limited), "openai")
+ * console.log(back._tag) // RateLimited
+ * ```
+ *
  * @since 0.2.0
  * @category conversions
  */

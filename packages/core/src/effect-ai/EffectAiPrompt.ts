@@ -188,6 +188,16 @@ const messageParts = (
  * developer message or in reasoning (`effect/ai` has room only for text
  * there), or whose data or URL is not one.
  *
+ * @example
+ * ```ts
+ * import { Item } from "@agentloop/core"
+ * import * as EffectAiPrompt from "@agentloop/core/effect-ai/EffectAiPrompt"
+ * import { Result } from "effect"
+ *
+ * const messages = EffectAiPrompt.fromHistory([Item.userMessage("Hi"), Item.assistantMessage("Hello!")], "Be brief.")
+ * if (Result.isSuccess(messages)) console.log(messages.success.map((message) => message.role)) // [ 'system', 'user', 'assistant' ]
+ * ```
+ *
  * @since 0.2.0
  * @category conversions
  */

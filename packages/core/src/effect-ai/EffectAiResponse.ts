@@ -122,6 +122,16 @@ const itemParts = (
  * The `effect/ai` parts of a whole turn, for `generateText`; fails for an
  * image or a file the answer cannot hold (see `EffectAiContent.toResponseFile`).
  *
+ * @example
+ * ```ts
+ * import * as EffectAiResponse from "@agentloop/core/effect-ai/EffectAiResponse"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Result } from "effect"
+ *
+ * const parts = EffectAiResponse.turnParts(MockLanguageModel.textTurn("Hello!"))
+ * if (Result.isSuccess(parts)) console.log(parts.success.map((part) => part.type)) // [ 'text', 'response-metadata', 'finish' ]
+ * ```
+ *
  * @since 0.2.0
  * @category conversions
  */

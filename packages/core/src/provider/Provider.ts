@@ -67,20 +67,35 @@ export interface CommonSettings {
   readonly maxRetryAfter?: Duration.Input | undefined
 }
 
-/** What a vendor's provider layer is configured with: {@link CommonSettings} with `apiKey` required. */
+/**
+ * What a vendor's provider layer is configured with: {@link CommonSettings} with `apiKey` required.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Settings extends CommonSettings {
   /** Sent in the provider's credential header only; never logged, traced or put in an error. */
   readonly apiKey: Redacted.Redacted<string>
 }
 
-/** The defaults of {@link CommonSettings}. */
+/**
+ * The defaults of {@link CommonSettings}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaults = {
   requestTimeout: Duration.seconds(60),
   idleTimeout: Duration.minutes(5),
   turnTimeout: Duration.minutes(10)
 } as const
 
-/** One request of a turn: where it goes (below the base URL), the headers its wire format requires, and its JSON body. */
+/**
+ * One request of a turn: where it goes (below the base URL), the headers its wire format requires, and its JSON body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Request {
   readonly path: string
   readonly urlParams?: Readonly<Record<string, string>> | undefined
@@ -89,7 +104,12 @@ export interface Request {
   readonly body: unknown
 }
 
-/** A wire format: everything a provider package supplies to become a `LanguageModel`. */
+/**
+ * A wire format: everything a provider package supplies to become a `LanguageModel`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Spec<C extends CommonSettings> {
   /** The provider's name in errors and on `LanguageModel.provider`. */
   readonly name: string
@@ -111,7 +131,12 @@ export interface Spec<C extends CommonSettings> {
   readonly classifyError?: ((failure: ProviderHttp.ErrorResponse) => AiError.AiError | undefined) | undefined
 }
 
-/** Builds the `LanguageModel` of `spec` configured with `config`, on the `HttpClient` in context. */
+/**
+ * Builds the `LanguageModel` of `spec` configured with `config`, on the `HttpClient` in context.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = Effect.fn("Provider.make")(function*<C extends CommonSettings>(spec: Spec<C>, config: C) {
   const client = yield* HttpClient.HttpClient
   const provider = spec.name
@@ -160,24 +185,69 @@ export const make = Effect.fn("Provider.make")(function*<C extends CommonSetting
   return LanguageModel.LanguageModel.of({ provider, streamTurn })
 })
 
-/** The `LanguageModel` of `spec` over whatever `HttpClient` the application provides. */
+/**
+ * The `LanguageModel` of `spec` over whatever `HttpClient` the application provides.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerWithoutHttpClient = <C extends CommonSettings>(
   spec: Spec<C>,
   config: C
 ): Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient> =>
   Layer.effect(LanguageModel.LanguageModel, make(spec, config))
 
-/** The `LanguageModel` of `spec` over `FetchHttpClient`. */
+/**
+ * The `LanguageModel` of `spec` over `FetchHttpClient`.
+ *
+ * @example
+ * ```ts
+ * import { ChatCompletions } from "@agentloop/chat-completions"
+ * import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
+ * import { Item, LanguageModel, Provider, Turn } from "@agentloop/core"
+ * import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
+ * import { Effect, Redacted, Stream } from "effect"
+ *
+ * // A provider package's `layer` is `Provider.layer` with its wire format's `spec`: the timeouts, retries,
+ * // redaction and decoding come with it. Here the server is a loopback one speaking Chat Completions.
+ * const program = Effect.gen(function*() {
+ *   const server = yield* ProviderServer.ProviderServer
+ *   yield* server.reply(MockLanguageModel.textTurn("Hi there"))
+ *   const layer = Provider.layer(ChatCompletions.spec, {
+ *     baseUrl: server.url,
+ *     apiKey: Redacted.make("sk-..."),
+ *     model: "gpt-4o-mini",
+ *     requestTimeout: "10 seconds"
+ *   })
+ *   const last = yield* Effect.flatMap(LanguageModel.LanguageModel, (model) =>
+ *     Stream.runLast(model.streamTurn([Item.userMessage("Hi")], {}))).pipe(Effect.provide(layer))
+ *   if (last._tag === "Some" && last.value.type === "turn_complete") console.log(Turn.text(last.value.turn)) // Hi there
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(ProviderServer.layerWire(ChatCompletionsWire.wire))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = <C extends CommonSettings>(spec: Spec<C>, config: C): Layer.Layer<LanguageModel.LanguageModel> =>
   layerWithoutHttpClient(spec, config).pipe(Layer.provide(FetchHttpClient.layer))
 
-/** A provider's settings as `Config` values, each optional: what a provider's `layerConfig` takes. */
+/**
+ * A provider's settings as `Config` values, each optional: what a provider's `layerConfig` takes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type ConfigOf<C extends CommonSettings> = { readonly [K in keyof C]?: Config.Config<C[K]> }
 
 /**
  * The layer of `spec` over `FetchHttpClient`, configured from `Config` values:
  * those in `options`, else `defaults` (the vendor's standard variables, such as
  * `OPENAI_API_KEY`). Fails with a `ConfigError` when a required key is not found.
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = <C extends CommonSettings>(
   spec: Spec<C>,

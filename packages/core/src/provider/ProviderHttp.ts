@@ -27,7 +27,12 @@ import type * as Tracer from "effect/Tracer"
 import * as AiError from "../AiError.ts"
 import * as ProviderTimeout from "./ProviderTimeout.ts"
 
-/** The credential a provider sends with every request: a header and its secret value. */
+/**
+ * The credential a provider sends with every request: a header and its secret value.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Credential {
   /** Lower-case header name, e.g. `authorization` or `x-goog-api-key`. */
   readonly header: string
@@ -39,6 +44,9 @@ export interface Credential {
 /**
  * Where a provider sends its requests, checked once when the layer is built.
  * Build with {@link endpoint}.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Endpoint {
   readonly provider: string
@@ -96,6 +104,9 @@ export const credentialHeaders: ReadonlyArray<string> = [
  * `fetch` refuses it anyway. An extra header is secret when its value is
  * `Redacted` or its name is one of {@link credentialHeaders}: sent as it is,
  * redacted on the HTTP client's spans, cut out of error messages.
+ *
+ * @since 0.1.0
+ * @category requests
  */
 export const endpoint = (options: {
   readonly provider: string
@@ -139,7 +150,12 @@ export const endpoint = (options: {
   }
 }
 
-/** What to send, and how long to wait; see {@link stream}. */
+/**
+ * What to send, and how long to wait; see {@link stream}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RequestOptions {
   /** Appended to the base URL's path, e.g. `/responses`. */
   readonly path: string
@@ -165,7 +181,12 @@ export interface RequestOptions {
   readonly classifyError?: ((failure: ErrorResponse) => AiError.AiError | undefined) | undefined
 }
 
-/** An error response as a provider's `classifyError` sees it. */
+/**
+ * An error response as a provider's `classifyError` sees it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ErrorResponse {
   readonly provider: string
   readonly status: number
@@ -176,10 +197,20 @@ export interface ErrorResponse {
   readonly retryAfter: Duration.Duration | undefined
 }
 
-/** Error bodies are read up to this many bytes (64 KiB); the rest is never read. */
+/**
+ * Error bodies are read up to this many bytes (64 KiB); the rest is never read.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const maxErrorBodySize = 64 * 1024
 
-/** Same-origin redirects (307 and 308, which keep the method and body) followed per request. */
+/**
+ * Same-origin redirects (307 and 308, which keep the method and body) followed per request.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const maxRedirects = 3
 
 const credentialParams: ReadonlyArray<string> = ["key", "api_key", "api-key"]
@@ -194,6 +225,19 @@ const decodeErrorBody = Schema.decodeUnknownResult(ErrorBody)
 /**
  * The message of an error body: `error.message` or `message` of a JSON body (or
  * of its first element, as Google APIs answer), else the body itself.
+ *
+ * @example
+ * ```ts
+ * import { ProviderHttp } from "@agentloop/core"
+ *
+ * // The message of an API's error body, whatever its shape, bounded in size.
+ * console.log(ProviderHttp.errorMessage(JSON.stringify({ error: { message: "Invalid model: gpt-6" } })))
+ * // Invalid model: gpt-6
+ * console.log(ProviderHttp.isContextLengthMessage("This model's maximum context length is 8192 tokens")) // true
+ * ```
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export const errorMessage = (body: string): string => {
   const decoded = decodeErrorBody(body)
@@ -206,7 +250,12 @@ export const errorMessage = (body: string): string => {
   return body.length === 0 ? "(empty body)" : body
 }
 
-/** Whether an error text says the prompt does not fit the model's context window. */
+/**
+ * Whether an error text says the prompt does not fit the model's context window.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
 export const isContextLengthMessage = (text: string): boolean =>
   /context[_ ]length|context window|maximum context|too many (input )?tokens|prompt is too long|exceeds the maximum number of tokens/i
     .test(text)
@@ -358,6 +407,9 @@ const tracedWithoutRequest = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.E
  * are redacted from the HTTP client's spans, whose exit keeps neither the
  * request nor the response. Nothing is sent until the stream is pulled, and interrupting
  * the stream aborts the request.
+ *
+ * @since 0.1.0
+ * @category requests
  */
 export const stream = (
   endpoint: Endpoint,

@@ -21,23 +21,46 @@ import type * as ProviderTimeout from "./ProviderTimeout.ts"
 /**
  * When to retry a failed request: a `Schedule` fed with each retryable error.
  * The delay it returns is a floor: a longer `retryAfter` of the error (a 429's or a 503's) wins.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Policy = Schedule.Schedule<unknown, AiError.AiError>
 
-/** Up to 3 retries, exponential from 500ms with jitter, no single wait over 10 seconds (unless `Retry-After` asks for more). */
+/**
+ * Up to 3 retries, exponential from 500ms with jitter, no single wait over 10 seconds (unless `Retry-After` asks for more).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultPolicy: Policy = Schedule.exponential("500 millis").pipe(
   Schedule.jittered,
   Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(10)))),
   Schedule.upTo({ times: 3 })
 )
 
-/** Never retries. */
+/**
+ * Never retries.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const none: Policy = Schedule.recurs(0)
 
-/** The longest `Retry-After` a retry waits for by default (one minute); see {@link Options.maxRetryAfter}. */
+/**
+ * The longest `Retry-After` a retry waits for by default (one minute); see {@link Options.maxRetryAfter}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultMaxRetryAfter: Duration.Duration = Duration.minutes(1)
 
-/** How {@link retry} retries. */
+/**
+ * How {@link retry} retries.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Options {
   /** Default {@link defaultPolicy}. */
   readonly policy?: Policy | undefined
@@ -60,6 +83,29 @@ const retryAfterOf = (error: AiError.AiError): Duration.Duration =>
  * Re-runs a model stream that failed with a retryable error (`AiError.isRetryable`)
  * before it emitted anything, as often as the policy allows, waiting the
  * policy's delay or the error's `retryAfter`, whichever is longer.
+ *
+ * @example
+ * ```ts
+ * import { AiError, ProviderRetry } from "@agentloop/core"
+ * import { Effect, Schedule, Stream } from "effect"
+ *
+ * // A request that is rate limited once, then streams.
+ * let attempts = 0
+ * const request = Stream.suspend(() =>
+ *   ++attempts === 1
+ *     ? Stream.fail(new AiError.RateLimited({ provider: "example", message: "slow down" }))
+ *     : Stream.make("Hello", " world")
+ * )
+ *
+ * const program = request.pipe(
+ *   ProviderRetry.retry({ policy: Schedule.recurs(2), maxRetryAfter: "1 second" }),
+ *   Stream.runCollect
+ * )
+ * Effect.runPromise(program).then((chunks) => console.log(chunks.join(""), attempts)) // Hello world 2
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const retry: {
   (options?: Options): <A, R>(self: Stream.Stream<A, AiError.AiError, R>) => Stream.Stream<A, AiError.AiError, R>

@@ -28,6 +28,9 @@ import * as WireDecoder from "./WireDecoder.ts"
 /**
  * The wire format of one provider for one turn: what each event means, and
  * what the end of the body means. Decoders are stateful; make one per request.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Decoder {
   /**
@@ -46,7 +49,12 @@ export interface Decoder {
   readonly dialect?: SseParser.Dialect | undefined
 }
 
-/** The longest event, in UTF-16 code units (16 MiB: a final event repeats the whole answer, so it can be long). */
+/**
+ * The longest event, in UTF-16 code units (16 MiB: a final event repeats the whole answer, so it can be long).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultMaxEventSize = 16 * 1024 * 1024
 
 /**
@@ -55,6 +63,9 @@ export const defaultMaxEventSize = 16 * 1024 * 1024
  * pull. The stream ends as soon as the decoder is complete. An event longer
  * than `maxEventSize` (default {@link defaultMaxEventSize}) fails the stream with
  * `AiError.MalformedEvent` instead of buffering without bound.
+ *
+ * @since 0.1.0
+ * @category decoding
  */
 export const decode: {
   (decoder: Decoder, options: { readonly provider: string; readonly maxEventSize?: number | undefined }): <E, R>(
@@ -135,7 +146,12 @@ const pathText = (path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey 
     return typeof key === "number" ? `[${key}]` : i === 0 ? String(key) : `.${String(key)}`
   }).join("")
 
-/** Parses an event's `data` as JSON; on failure the `AiError.MalformedEvent` names the event. */
+/**
+ * Parses an event's `data` as JSON; on failure the `AiError.MalformedEvent` names the event.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
 export const parseJson = (
   provider: string,
   event: string,
@@ -159,6 +175,9 @@ export const parseJson = (
  * `schema` (through `WireDecoder`). On failure the `AiError.MalformedEvent`
  * names the event and the fields that did not match, e.g.
  * `content_index: Expected an integer`.
+ *
+ * @since 0.1.0
+ * @category decoding
  */
 export const valueDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => {
   const decode = WireDecoder.make(schema)
@@ -176,7 +195,24 @@ export const valueDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => 
   }
 }
 
-/** A decoder of an event's JSON `data` with `schema`: {@link parseJson}, then {@link valueDecoder}. */
+/**
+ * A decoder of an event's JSON `data` with `schema`: {@link parseJson}, then {@link valueDecoder}.
+ *
+ * @example
+ * ```ts
+ * import { ProviderStream } from "@agentloop/core"
+ * import { Result, Schema } from "effect"
+ *
+ * // An event's `data` parsed and decoded; what does not decode is an AiError.MalformedEvent naming the event.
+ * const decode = ProviderStream.jsonDecoder("example", Schema.Struct({ delta: Schema.String }))
+ * console.log(decode("delta", "{\"delta\":\"Hi\"}")) // { _id: 'Result', _tag: 'Success', value: { delta: 'Hi' } }
+ * const bad = decode("delta", "{\"delta\":42}")
+ * if (Result.isFailure(bad)) console.log(bad.failure._tag) // MalformedEvent
+ * ```
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
 export const jsonDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => {
   const decodeValue = valueDecoder(provider, schema)
   return (event: string, data: string): Result.Result<A, AiError.MalformedEvent> => {
@@ -185,7 +221,12 @@ export const jsonDecoder = <A>(provider: string, schema: Schema.Decoder<A>) => {
   }
 }
 
-/** Error messages are cut to this many characters (4,000): a peer can send megabytes of message. */
+/**
+ * Error messages are cut to this many characters (4,000): a peer can send megabytes of message.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const maxMessageLength = 4000
 
 const scrub = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string): string => {
@@ -202,6 +243,9 @@ const scrub = (secrets: ReadonlyArray<Redacted.Redacted<string>>, text: string):
  * shortens a message longer than {@link maxMessageLength}. Apply it last in a
  * provider's pipeline: providers echo keys back in error bodies and in stream
  * events, not only in HTTP errors.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export const sanitizeErrors: {
   (secrets: ReadonlyArray<Redacted.Redacted<string>>): <A, R>(

@@ -18,17 +18,49 @@ import * as Pull from "effect/Pull"
 import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
 
-/** A point in time (`Clock` epoch milliseconds) past which a turn fails with `error`. */
+/**
+ * A point in time (`Clock` epoch milliseconds) past which a turn fails with `error`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Deadline {
   readonly at: number
   readonly error: AiError.Timeout
 }
 
-/** A `Timeout` whose message names the limit, e.g. `no response within 1m`. */
+/**
+ * A `Timeout` whose message names the limit, e.g. `no response within 1m`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export const error = (provider: string, message: (duration: string) => string, duration: Duration.Input) =>
   new AiError.Timeout({ provider, message: message(Duration.format(Duration.fromInputUnsafe(duration))) })
 
-/** Bounds the wait for a response by `requestTimeout` and by the deadline, whichever comes first. */
+/**
+ * Bounds the wait for a response by `requestTimeout` and by the deadline, whichever comes first.
+ *
+ * @example
+ * ```ts
+ * import { ProviderTimeout } from "@agentloop/core"
+ * import { Clock, Effect } from "effect"
+ *
+ * // A request that waits longer than its timeout fails with a typed AiError.Timeout.
+ * const program = Effect.gen(function*() {
+ *   const clock = yield* Clock.Clock
+ *   const error = yield* Effect.never.pipe(
+ *     ProviderTimeout.request({ provider: "example", requestTimeout: "20 millis", deadline: undefined, clock }),
+ *     Effect.flip
+ *   )
+ *   console.log(error._tag) // Timeout
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const request = (options: {
   readonly provider: string
   readonly requestTimeout: Duration.Input | undefined
@@ -53,6 +85,9 @@ export const request = (options: {
  * The body with its waits bounded: while the consumer waits for a chunk, no
  * more than `idleTimeout`, and nothing past the deadline. `abort` ends the
  * request; the watchdog runs it when a limit passes.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const watch = Effect.fnUntraced(function*<E>(
   body: Stream.Stream<Uint8Array, E>,

@@ -11,7 +11,12 @@
 import type * as AiError from "../AiError.ts"
 import type * as Turn from "../Turn.ts"
 
-/** How {@link ProviderWire.turn} writes a turn. */
+/**
+ * How {@link ProviderWire.turn} writes a turn.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface TurnOptions {
   /**
    * The size, in code points, of the pieces streamed text, reasoning and
@@ -22,14 +27,24 @@ export interface TurnOptions {
   readonly complete?: boolean | undefined
 }
 
-/** An HTTP answer: a status, its headers (names in lower case) and its body. */
+/**
+ * An HTTP answer: a status, its headers (names in lower case) and its body.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface HttpAnswer {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
 }
 
-/** A provider's wire format, written out. */
+/**
+ * A provider's wire format, written out.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ProviderWire {
   /** The provider's name, as its errors carry it. */
   readonly provider: string
@@ -55,6 +70,17 @@ export interface ProviderWire {
 /**
  * `text` in pieces of `size` code points, as a wire streams it: no piece ends
  * inside a character (half a surrogate pair), and empty text has no pieces.
+ *
+ * @example
+ * ```ts
+ * import { ProviderWire } from "@agentloop/core"
+ *
+ * console.log(ProviderWire.pieces("Hello, world", 5)) // [ 'Hello', ', wor', 'ld' ]
+ * console.log(ProviderWire.pieces("👋🌍", 1)) // [ '👋', '🌍' ]: never half a character
+ * ```
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const pieces = (text: string, size: number): Array<string> => {
   const points = Array.from(text)

@@ -13,10 +13,20 @@
  * @since 0.1.0
  */
 
-/** What {@link Parser.feed} did with its text. */
+/**
+ * What {@link Parser.feed} did with its text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Feed = "more" | "stopped" | "too-large"
 
-/** A parser of one stream; see {@link make}. */
+/**
+ * A parser of one stream; see {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Parser {
   /**
    * Parses `text`, the next piece of the stream, calling the event handler for
@@ -62,6 +72,25 @@ export interface Dialect {
  * `maxEventSize` bounds, in UTF-16 code units, an event's data plus the line
  * being read, so a peer that never ends a line or an event cannot make the
  * parser buffer without bound. `dialect` reads a server that bends the rules.
+ *
+ * @example
+ * ```ts
+ * import { SseParser } from "@agentloop/core"
+ *
+ * const events: Array<string> = []
+ * const parser = SseParser.make({
+ *   maxEventSize: 1 << 20,
+ *   onEvent: (event, data) => (events.push(`${event}: ${data}`), true)
+ * })
+ * // Chunks split anywhere, even inside a line.
+ * parser.feed("event: ping\ndata: {\"n\"")
+ * parser.feed(":1}\n\ndata: hello\n\n")
+ * parser.end()
+ * console.log(events) // [ 'ping: {"n":1}', 'message: hello' ]
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: {
   readonly maxEventSize: number

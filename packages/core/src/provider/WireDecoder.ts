@@ -130,6 +130,20 @@ const compile = (ast: SchemaAST.AST): Guard | undefined => {
  * A decoder of wire data with `schema`: the same successes and the same
  * issues as `SchemaParser.decodeUnknownResult(schema)`, except that an
  * accepted object is returned as it came (keys the schema does not declare included).
+ *
+ * @example
+ * ```ts
+ * import { WireDecoder } from "@agentloop/core"
+ * import { Result, Schema } from "effect"
+ *
+ * // A decoder for untrusted wire values: a Result, never an exception.
+ * const decodeUsage = WireDecoder.make(Schema.Struct({ input_tokens: Schema.Number }))
+ * console.log(Result.isSuccess(decodeUsage({ input_tokens: 12 }))) // true
+ * console.log(Result.isSuccess(decodeUsage({ input_tokens: "12" }))) // false
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make = <A>(schema: Schema.Decoder<A>): (input: unknown) => Result.Result<A, SchemaIssue.Issue> => {
   const decode = SchemaParser.decodeUnknownResult(schema)

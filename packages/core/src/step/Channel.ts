@@ -35,10 +35,20 @@ import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import { InvalidChannelValue, RecvTimeout } from "./StepError.ts"
 
-/** Marks a value as a {@link Channel}. */
+/**
+ * Marks a value as a {@link Channel}.
+ *
+ * @since 0.1.0
+ * @category type IDs
+ */
 export const TypeId = "~@agentloop/core/step/Channel" as const
 
-/** A named channel of `T` values. */
+/**
+ * A named channel of `T` values.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Channel<in out T> {
   readonly [TypeId]: typeof TypeId
   readonly name: string
@@ -52,6 +62,9 @@ export interface Channel<in out T> {
  * Makes a channel. With a `schema`, every value sent is checked against it
  * (its type side: refinements such as a minimum length included) and a value
  * that fails is refused with `InvalidChannelValue`.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const make: {
   <T>(name: string): Effect.Effect<Channel<T>>
@@ -75,11 +88,19 @@ const check = <T>(channel: Channel<T>, value: T): Effect.Effect<void, InvalidCha
 /**
  * Sends `value` on the channel; never waits. Fails with `InvalidChannelValue`,
  * sending nothing, when the channel's schema refuses the value.
+ *
+ * @since 0.1.0
+ * @category messaging
  */
 export const send = <T>(channel: Channel<T>, value: T): Effect.Effect<void, InvalidChannelValue> =>
   Effect.andThen(check(channel, value), Queue.offer(channel.queue, value))
 
-/** How long {@link recv} waits. */
+/**
+ * How long {@link recv} waits.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface RecvOptions {
   /**
    * Wait at most this long (a number is milliseconds), then fail with
@@ -92,6 +113,9 @@ export interface RecvOptions {
 /**
  * Receives the next value of the channel, waiting for one to be sent. With a
  * `timeout`, fails with `RecvTimeout` when none arrives in time.
+ *
+ * @since 0.1.0
+ * @category messaging
  */
 export const recv = <T>(channel: Channel<T>, options?: RecvOptions): Effect.Effect<T, RecvTimeout> => {
   const take = Queue.take(channel.queue)
@@ -103,7 +127,12 @@ export const recv = <T>(channel: Channel<T>, options?: RecvOptions): Effect.Effe
   })
 }
 
-/** Takes the next value of the channel if one is waiting, else returns `null` at once. */
+/**
+ * Takes the next value of the channel if one is waiting, else returns `null` at once.
+ *
+ * @since 0.1.0
+ * @category messaging
+ */
 export const tryRecv = <T>(channel: Channel<T>): T | null => {
   const taken = Queue.takeUnsafe(channel.queue)
   return taken !== undefined && Exit.isSuccess(taken) ? taken.value : null

@@ -23,7 +23,12 @@ import type { ItemLog } from "./ItemLog.ts"
 import { Info } from "./StepError.ts"
 import type { ExecutionCheckpointFailed, InvalidChannelValue, RecvTimeout } from "./StepError.ts"
 
-/** An error an `every` step recorded and went on after: which step, what, and when (ms since the context started). */
+/**
+ * An error an `every` step recorded and went on after: which step, what, and when (ms since the context started).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const RecordedError = Schema.Struct({
   stepId: Schema.String,
   error: Info,
@@ -38,6 +43,23 @@ export type RecordedError = typeof RecordedError.Type
  * (a spawned sub-agent's turns count in its parent's cost as they happen).
  * A step written for any state (`ExecutionContext<unknown>`) fits a program with
  * a typed state, so such a step should read the state, not set it.
+ *
+ * @example
+ * ```ts
+ * import { Step } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Every step function gets the context of its run: ids, usage so far, the item log, its state.
+ * const echo = Step.run({
+ *   id: "echo",
+ *   // A program's text input is in the item log, as a user message.
+ *   execute: (text: string, ctx) => `${ctx.stepId} got "${text}"; the log has ${ctx.itemLog.items.length} item(s)`
+ * })
+ * Effect.runPromise(Step.execute(echo, "hello")).then(console.log) // echo got "hello"; the log has 1 item(s)
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface ExecutionContext<out S = unknown> {
   /** The context's id: `Step.execute`'s `id` option (random by default), or `{parent id}/{spawn step id}` for a sub-agent. */

@@ -11,14 +11,24 @@
  */
 import type * as Item from "../Item.ts"
 
-/** An append-only log of items. `items` is a snapshot: appending later does not change an array already read. */
+/**
+ * An append-only log of items. `items` is a snapshot: appending later does not change an array already read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface ItemLog {
   readonly items: ReadonlyArray<Item.Item>
   /** Appends items at the end, in order. */
   append(...items: ReadonlyArray<Item.Item>): void
 }
 
-/** A log that starts with `items` (none by default). */
+/**
+ * A log that starts with `items` (none by default).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const make = (items: Iterable<Item.Item> = []): ItemLog => {
   let current: ReadonlyArray<Item.Item> = Array.from(items)
   return {
@@ -35,6 +45,19 @@ export const make = (items: Iterable<Item.Item> = []): ItemLog => {
  * The newest `max` items of `items`, less any function call output whose call
  * is not among them, so a model never sees an output without its call.
  * Returns `items` itself when it already fits.
+ *
+ * @example
+ * ```ts
+ * import { Item, ItemLog } from "@agentloop/core"
+ *
+ * const log = ItemLog.make([Item.userMessage("first")])
+ * log.append(Item.userMessage("second"), Item.userMessage("third"))
+ * console.log(log.items.length) // 3
+ * console.log(ItemLog.newest(log.items, 2).length) // 2
+ * ```
+ *
+ * @since 0.1.0
+ * @category getters
  */
 export const newest = (items: ReadonlyArray<Item.Item>, max: number): ReadonlyArray<Item.Item> => {
   if (items.length <= max) return items

@@ -23,6 +23,9 @@ import * as ItemLog from "./ItemLog.ts"
  * Whose memory: the conversation (`threadId`), its owner (`resourceId`), and
  * the execution asking (`contextId`). An implementation does not recall what
  * the asking execution itself remembered: that is already in its item log.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export interface Scope {
   readonly threadId: string
@@ -30,13 +33,23 @@ export interface Scope {
   readonly contextId: string
 }
 
-/** Memory could not be read or written. */
+/**
+ * Memory could not be read or written.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class MemoryError extends Schema.TaggedError<MemoryError>()("MemoryError", {
   message: Schema.String,
   cause: Schema.optionalKey(Schema.Defect())
 }) {}
 
-/** A memory. */
+/**
+ * A memory.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Service {
   /** Items to put before the conversation `history` in the next request. */
   readonly recall: (
@@ -47,18 +60,36 @@ export interface Service {
   readonly remember: (scope: Scope, items: ReadonlyArray<Item.Item>) => Effect.Effect<void, MemoryError>
 }
 
-/** The memory service. An `llm` step uses it when it is provided and goes without otherwise. */
+/**
+ * The memory service. An `llm` step uses it when it is provided and goes without otherwise.
+ *
+ * @since 0.1.0
+ * @category services
+ */
 export class Memory extends Context.Service<Memory, Service>()("@agentloop/core/step/Memory") {}
 
-/** A memory that recalls nothing and forgets everything. */
+/**
+ * A memory that recalls nothing and forgets everything.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const none: Service = { recall: () => Effect.succeed([]), remember: () => Effect.void }
 
-/** A memory layer from a service. */
+/**
+ * A memory layer from a service.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layer = (service: Service): Layer.Layer<Memory> => Layer.succeed(Memory, service)
 
 /**
  * One memory made of several: recalls what each recalls (in order), and
  * remembers in each. This is what a `memory` array of layers provides.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const combine = (services: ReadonlyArray<Service>): Service => ({
   recall: (scope, history) =>
@@ -66,7 +97,12 @@ export const combine = (services: ReadonlyArray<Service>): Service => ({
   remember: (scope, items) => Effect.forEach(services, (service) => service.remember(scope, items), { discard: true })
 })
 
-/** The memory of several layers at once (see {@link combine}); one layer is returned as it is. */
+/**
+ * The memory of several layers at once (see {@link combine}); one layer is returned as it is.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
 export const layerAll = <E, R>(layers: ReadonlyArray<Layer.Layer<Memory, E, R>>): Layer.Layer<Memory, E, R> => {
   const [first, ...rest] = layers
   if (first === undefined) return Layer.succeed(Memory, none)
@@ -80,7 +116,12 @@ export const layerAll = <E, R>(layers: ReadonlyArray<Layer.Layer<Memory, E, R>>)
   )
 }
 
-/** Options of {@link layerKeyValueStore}. */
+/**
+ * Options of {@link layerKeyValueStore}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface KeyValueStoreOptions {
   /** Every key written starts with this (default {@link defaultPrefix}). */
   readonly prefix?: string | undefined
@@ -93,7 +134,12 @@ export interface KeyValueStoreOptions {
   readonly recallItems?: number | undefined
 }
 
-/** The prefix of every key {@link layerKeyValueStore} writes by default. */
+/**
+ * The prefix of every key {@link layerKeyValueStore} writes by default.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultPrefix = "@agentloop/core/Memory/"
 
 const Entry = Schema.Struct({ context: Schema.String, items: Item.History })
@@ -107,6 +153,27 @@ type Entries = typeof Entries.Type
  * executions remembered there. Writes read the record and write it back, so
  * two executions remembering into one record at the same moment may lose one
  * write.
+ *
+ * @example
+ * ```ts
+ * import { Item, Memory } from "@agentloop/core"
+ * import { Effect, Layer } from "effect"
+ * import { KeyValueStore } from "effect/persistence"
+ *
+ * const program = Effect.gen(function*() {
+ *   const memory = yield* Memory.Memory
+ *   const scope = { threadId: "thread-1", resourceId: "user-7", contextId: "chat-1" }
+ *   yield* memory.remember(scope, [Item.userMessage("My name is Ada.")])
+ *   // Another conversation (context) of the same thread is handed what this one remembered.
+ *   const recalled = yield* memory.recall({ ...scope, contextId: "chat-2" }, [Item.userMessage("What is my name?")])
+ *   console.log(recalled.length) // 1
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Memory.layerKeyValueStore().pipe(Layer.provide(KeyValueStore.layerMemory)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
  */
 export const layerKeyValueStore = (
   options: KeyValueStoreOptions = {}

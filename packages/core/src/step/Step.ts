@@ -142,6 +142,8 @@ export type {
  * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
  * Effect.runPromise(Step.execute(double, 21)).then(console.log) // 42
  * ```
+ * @since 0.1.0
+ * @category running
  */
 export const run = Run_.make
 
@@ -151,15 +153,42 @@ export const run = Run_.make
  * output is the turn's text, or its `output` schema decoded. Its input adds
  * nothing to the item log unless it has a `prompt`.
  * `loop({ steps: [llm(…)], until: Until.noToolCalls() })` is the agent loop.
+ *
+ * @since 0.1.0
+ * @category constructors
  */
 export const llm = Llm.make
 
-/** A step that runs a tool on its input merged over preset `args`, decoded with the tool's input schema. */
+/**
+ * A step that runs a tool on its input merged over preset `args`, decoded with the tool's input schema.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
 export const tool = ToolStep.make
 
 /**
  * A step that runs the step `route` picks, on the same input; `null` skips it
  * and passes the input on. Anything else than a step or `null` fails with `InvalidStep`.
+ *
+ * @example
+ * ```ts
+ * import { Step } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const toEuros = Step.run({ id: "to-euros", execute: (dollars: number) => dollars * 0.92 })
+ *
+ * // A route picks the next step; null skips it, and the output is the input.
+ * const convert = Step.branch({ id: "convert", route: (amount: number) => amount === 0 ? null : toEuros })
+ *
+ * const program = Effect.gen(function*() {
+ *   console.log(yield* Step.execute(convert, 100), yield* Step.execute(convert, 0)) // 92 0
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const branch = Branch.make
 
@@ -171,6 +200,9 @@ export const branch = Branch.make
  * (outputs in path order, merged; the first failure interrupts the rest) or
  * `settle` (every outcome, merged). `concurrency` bounds the paths in flight.
  * `paths` must answer with steps: anything else fails with `InvalidStep`.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const fork = Fork.make
 
@@ -178,10 +210,18 @@ export const fork = Fork.make
  * A step that runs its child as a sub-agent in a new execution context (new
  * id, `parent`, `depth` + 1, its own item log), with memory of its own and a
  * `timeout` if given. Its usage and cost roll up into every ancestor.
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const spawn = Spawn.spawn
 
-/** A step that runs its child with memory layers every `llm` step below it consults. */
+/**
+ * A step that runs its child with memory layers every `llm` step below it consults.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const provide = Spawn.provide
 
 /**
@@ -189,6 +229,39 @@ export const provide = Spawn.provide
  * says stop, or it reaches `maxIterations` ({@link defaultMaxIterations}
  * unless it says: then it ends with its last output); see `LoopOptions` for
  * `maxIterations`, `maxHistorySize`, `inbox`, `prepareNext` and `onError`.
+ *
+ * @example
+ * ```ts
+ * import { Step, Tool, Toolkit, Until } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Schema } from "effect"
+ *
+ * const add = Tool.make({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+ *   output: Schema.Finite,
+ *   execute: ({ a, b }) => Effect.succeed(a + b)
+ * })
+ *
+ * // The agent loop as a step program: model turns until one calls no tool.
+ * const agent = Step.loop({
+ *   id: "agent",
+ *   steps: [Step.llm({ id: "turn", instructions: "Use the tools." })],
+ *   until: Until.noToolCalls(),
+ *   maxIterations: 10
+ * })
+ *
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 2, b: 3 } }]),
+ *   MockLanguageModel.textTurn("2 + 3 = 5")
+ * ])
+ * Effect.runPromise(Step.execute(agent, "What is 2 + 3?", { toolkit: Toolkit.make(add) }).pipe(Effect.provide(model)))
+ *   .then(console.log) // 2 + 3 = 5
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
  */
 export const loop = Loops.make
 
@@ -201,7 +274,12 @@ export const loop = Loops.make
  */
 export const defaultMaxIterations = Loops.defaultMaxIterations
 
-/** A step that runs a step, parks `ms` (plus up to `jitter`), and runs it again, forever, woken early by `wakeOn`. */
+/**
+ * A step that runs a step, parks `ms` (plus up to `jitter`), and runs it again, forever, woken early by `wakeOn`.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
 export const every = Every.make
 
 /**
@@ -286,6 +364,9 @@ export const executeStep = <I, O, E, R, S>(
  * Events `stream` holds for a consumer that has not pulled them yet: one. A
  * step waits at its next event until the consumer takes the one before, so a
  * program never runs more than an event ahead of its consumer.
+ *
+ * @since 0.1.0
+ * @category constants
  */
 export const streamBuffer = 1
 
@@ -295,6 +376,9 @@ export const streamBuffer = 1
  * as the consumer pulls: a step waits at its next event until the consumer
  * has taken the one before ({@link streamBuffer}). A consumer that stops
  * pulling interrupts every step.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export function stream<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,

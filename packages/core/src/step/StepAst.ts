@@ -22,10 +22,20 @@ import type { Memory } from "./Memory.ts"
 import type { RetryPolicy } from "./RetryPolicy.ts"
 import type * as StepEvent from "./StepEvent.ts"
 
-/** What a step's function may answer with: a value, a Promise of one, or an Effect. */
+/**
+ * What a step's function may answer with: a value, a Promise of one, or an Effect.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type MaybeEffect<A, E = never, R = never> = A | PromiseLike<A> | Effect.Effect<A, E, R>
 
-/** What every step has: its types, its runner, and its `id` (unique in its program: it names the step in events, spans and, later, checkpoints). */
+/**
+ * What every step has: its types, its runner, and its `id` (unique in its program: it names the step in events, spans and, later, checkpoints).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface Proto<in I, out O, out E, out R, in S> {
   readonly [TypeId]: Variance<I, O, E, R, S>
   /** @internal */
@@ -33,17 +43,32 @@ export interface Proto<in I, out O, out E, out R, in S> {
   readonly id: string
 }
 
-/** Runs a function. */
+/**
+ * Runs a function.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepRun<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "run"
   readonly execute: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<O, E, R>
   readonly retry?: RetryPolicy | undefined
 }
 
-/** What an `llm` step's `emit` filter is asked: the type of an event (see `StepEvent.eventType`) and the event. */
+/**
+ * What an `llm` step's `emit` filter is asked: the type of an event (see `StepEvent.eventType`) and the event.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type EmitFilter = (eventType: StepEvent.EventType, event: StepEvent.StepEvent) => boolean
 
-/** One model turn on the context's item log. */
+/**
+ * One model turn on the context's item log.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepLLM<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "llm"
   readonly model?: string | undefined
@@ -61,14 +86,24 @@ export interface StepLLM<in I, out O, out E, out R, in S> extends Proto<I, O, E,
     | undefined
 }
 
-/** Runs a tool on the step's input, with preset `args` under it. */
+/**
+ * Runs a tool on the step's input, with preset `args` under it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepTool<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "tool"
   readonly tool: Tool.Any<R>
   readonly args?: { readonly [key: string]: unknown } | undefined
 }
 
-/** Runs the step its `route` picks, with the same input; `null` skips it, and the input is the output. */
+/**
+ * Runs the step its `route` picks, with the same input; `null` skips it, and the input is the output.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepBranch<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "branch"
   readonly route: (input: I, ctx: ExecutionContext<S>) => MaybeEffect<Some | null, E, R>
@@ -86,38 +121,71 @@ interface ForkProto<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S
  * A racing fork: with `race` (the seed's), the first path to end wins, with its
  * output or its failure; with `firstSuccess`, the first path to succeed wins.
  * The others are interrupted, their finalizers run, before it returns.
+ *
+ * @since 0.2.0
+ * @category models
  */
 export interface StepForkRace<in I, out O, out E, out R, in S> extends ForkProto<I, O, E, R, S> {
   readonly mode: "race" | "firstSuccess"
 }
 
-/** A fork that runs every path and merges their outputs, in path order; the first failure interrupts the rest. */
+/**
+ * A fork that runs every path and merges their outputs, in path order; the first failure interrupts the rest.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepForkAll<in I, out O, out E, out R, in S> extends ForkProto<I, O, E, R, S> {
   readonly mode: "all"
   readonly merge: (results: ReadonlyArray<never>, ctx: ExecutionContext<S>) => MaybeEffect<O, E, R>
 }
 
-/** A fork that runs every path and merges every outcome, success or failure, as a {@link SettleResult}. */
+/**
+ * A fork that runs every path and merges every outcome, success or failure, as a {@link SettleResult}.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepForkSettle<in I, out O, out E, out R, in S> extends ForkProto<I, O, E, R, S> {
   readonly mode: "settle"
   readonly merge: (results: ReadonlyArray<never>, ctx: ExecutionContext<S>) => MaybeEffect<O, E, R>
 }
 
-/** Runs paths at once. */
+/**
+ * Runs paths at once.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type StepFork<I, O, E, R, S> =
   | StepForkRace<I, O, E, R, S>
   | StepForkAll<I, O, E, R, S>
   | StepForkSettle<I, O, E, R, S>
 
-/** How one path of a settling fork ended. */
+/**
+ * How one path of a settling fork ended.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type SettleResult<O, E = unknown> =
   | { readonly stepId: string; readonly status: "fulfilled"; readonly value: O }
   | { readonly stepId: string; readonly status: "rejected"; readonly error: E }
 
-/** Memory layers for a subtree of steps: one, or several whose memories are combined (see `Memory.layerAll`). */
+/**
+ * Memory layers for a subtree of steps: one, or several whose memories are combined (see `Memory.layerAll`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type MemoryLayers<E = never, R = never> = Layer.Layer<Memory, E, R> | ReadonlyArray<Layer.Layer<Memory, E, R>>
 
-/** Runs a step as a sub-agent, in a new execution context. */
+/**
+ * Runs a step as a sub-agent, in a new execution context.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepSpawn<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "spawn"
   readonly child: Any
@@ -126,17 +194,32 @@ export interface StepSpawn<in I, out O, out E, out R, in S> extends Proto<I, O, 
   readonly timeout?: number | undefined
 }
 
-/** Runs a step with memory layers every step below it uses. */
+/**
+ * Runs a step with memory layers every step below it uses.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepProvide<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "provide"
   readonly child: Any
   readonly memory: MemoryLayers<unknown, unknown>
 }
 
-/** What a `loop`'s `onError` answers for a failed iteration. */
+/**
+ * What a `loop`'s `onError` answers for a failed iteration.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type OnError = "retry" | "skip" | "abort"
 
-/** Runs steps in sequence, again and again, until a predicate says stop. */
+/**
+ * Runs steps in sequence, again and again, until a predicate says stop.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepLoop<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "loop"
   readonly steps: ReadonlyArray<Some>
@@ -151,7 +234,12 @@ export interface StepLoop<in I, out O, out E, out R, in S> extends Proto<I, O, E
   readonly onError?: ((error: never, ctx: ExecutionContext<S>) => MaybeEffect<OnError, E, R>) | undefined
 }
 
-/** Runs a step, parks, and runs it again, forever. */
+/**
+ * Runs a step, parks, and runs it again, forever.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export interface StepEvery<in I, out O, out E, out R, in S> extends Proto<I, O, E, R, S> {
   readonly kind: "every"
   readonly step: Any
@@ -163,7 +251,25 @@ export interface StepEvery<in I, out O, out E, out R, in S> extends Proto<I, O, 
   readonly onError?: "continue" | "fail" | undefined
 }
 
-/** A step: its kind says which. */
+/**
+ * A step: its kind says which.
+ *
+ * @example
+ * ```ts
+ * import { Step, Until } from "@agentloop/core"
+ * import type { StepAst } from "@agentloop/core"
+ *
+ * // A program is plain data: each step says what it is, so tools (a UI, a validator) can walk it.
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * const program = Step.loop({ id: "grow", steps: [double], until: Until.maxSteps(3) })
+ * const kinds = (step: StepAst.Any): Array<string> =>
+ *   step.kind === "loop" ? [step.kind, ...step.steps.flatMap((inner) => kinds(inner as StepAst.Any))] : [step.kind]
+ * console.log(kinds(program)) // [ 'loop', 'run' ]
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Step<I, O, E = never, R = never, S = unknown> =
   | StepRun<I, O, E, R, S>
   | StepLLM<I, O, E, R, S>
@@ -175,13 +281,21 @@ export type Step<I, O, E = never, R = never, S = unknown> =
   | StepLoop<I, O, E, R, S>
   | StepEvery<I, O, E, R, S>
 
-/** Any step, whatever its types. */
+/**
+ * Any step, whatever its types.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Any = Step<never, unknown, unknown, unknown, never>
 
 /**
  * A step that takes `I`, whatever else it is: what composite steps ask of
  * their children. It says nothing of a child's output, errors or services, so
  * a step written inline (`steps: [Step.run({ … })]`) infers its own.
+ *
+ * @since 0.2.0
+ * @category models
  */
 export interface Takes<in I> extends Some {
   readonly [TypeId]: { readonly _I: (_: I) => void }
@@ -191,6 +305,9 @@ export interface Takes<in I> extends Some {
  * Some step: what a composite's type parameters for its children extend. It
  * says nothing of a child's types (its input is checked with {@link Takes}
  * separately), so a step written inline infers its own.
+ *
+ * @since 0.2.0
+ * @category models
  */
 export interface Some {
   readonly [TypeId]: unknown
@@ -200,21 +317,46 @@ export interface Some {
 
 type VarianceOf<T> = T extends { readonly [TypeId]: infer V } ? V : never
 
-/** The input of a step. */
+/**
+ * The input of a step.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Input<T> = VarianceOf<T> extends Variance<infer I, unknown, unknown, unknown, never> ? I : never
-/** The output of a step (of any of them, for a union of steps). */
+/**
+ * The output of a step (of any of them, for a union of steps).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Output<T> = T extends unknown
   ? VarianceOf<T> extends Variance<never, infer O, unknown, unknown, never> ? O : never
   : never
-/** The errors of a step. */
+/**
+ * The errors of a step.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Error<T> = T extends unknown
   ? VarianceOf<T> extends Variance<never, unknown, infer E, unknown, never> ? E : never
   : never
-/** The services a step needs. */
+/**
+ * The services a step needs.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Services<T> = T extends unknown ?
   VarianceOf<T> extends Variance<never, unknown, unknown, infer R, never> ? R : never
   : never
-/** The state a step reads (`unknown`: any). */
+/**
+ * The state a step reads (`unknown`: any).
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type State<T> = T extends unknown ?
   VarianceOf<T> extends Variance<never, unknown, unknown, unknown, infer S> ? S : never
   : never
@@ -223,6 +365,9 @@ export type State<T> = T extends unknown ?
  * The state a union of steps reads: what every one of them reads (the
  * intersection of their states, taken step by step, so a step that reads any
  * state adds nothing).
+ *
+ * @since 0.2.0
+ * @category models
  */
 export type StateOf<T> = [T] extends [never] ? unknown
   : (T extends unknown ? (_: State<T>) => void : never) extends (_: infer S) => void ? S

@@ -18,6 +18,9 @@ import { Diagnostic } from "../Termination.ts"
  * `onError`, `prompt`) threw, or the Promise it returned rejected. `cause` is
  * what was thrown. A function that returns an `Effect` fails with that Effect's
  * own error instead.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class StepFailed extends Schema.TaggedError<StepFailed>()("StepFailed", {
   stepId: Schema.String,
@@ -25,7 +28,12 @@ export class StepFailed extends Schema.TaggedError<StepFailed>()("StepFailed", {
   cause: Schema.optionalKey(Schema.Defect())
 }) {}
 
-/** The execution was aborted with `ctx.abort(reason)`: everything in it was interrupted. */
+/**
+ * The execution was aborted with `ctx.abort(reason)`: everything in it was interrupted.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class Aborted extends Schema.TaggedError<Aborted>()("Aborted", {
   contextId: Schema.String,
   reason: Schema.optionalKey(Schema.String)
@@ -37,7 +45,12 @@ export class Aborted extends Schema.TaggedError<Aborted>()("Aborted", {
   }
 }
 
-/** A step (a `spawn`, or a `tool` whose tool has a time limit) did not finish in time and was interrupted. */
+/**
+ * A step (a `spawn`, or a `tool` whose tool has a time limit) did not finish in time and was interrupted.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class StepTimeout extends Schema.TaggedError<StepTimeout>()("StepTimeout", {
   stepId: Schema.String,
   timeoutMs: Schema.Finite
@@ -47,7 +60,12 @@ export class StepTimeout extends Schema.TaggedError<StepTimeout>()("StepTimeout"
   }
 }
 
-/** `recv` waited its whole `timeout` and no value arrived on the channel. */
+/**
+ * `recv` waited its whole `timeout` and no value arrived on the channel.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class RecvTimeout extends Schema.TaggedError<RecvTimeout>()("RecvTimeout", {
   channel: Schema.String,
   timeoutMs: Schema.Finite
@@ -61,6 +79,9 @@ export class RecvTimeout extends Schema.TaggedError<RecvTimeout>()("RecvTimeout"
  * A `loop` reached its limit of `maxIterations` iterations before any of them
  * gave an output (each failed, and was retried or skipped). A loop that has an
  * output ends with it instead.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class MaxIterations extends Schema.TaggedError<MaxIterations>()("MaxIterations", {
   stepId: Schema.String,
@@ -77,19 +98,32 @@ export class MaxIterations extends Schema.TaggedError<MaxIterations>()("MaxItera
  * without paths, an `llm` step naming a tool the toolkit does not have, an
  * `onError` answer that is none of the three. (A field that cannot work, such
  * as a negative duration, is an `InvalidOptions`.)
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class InvalidStep extends Schema.TaggedError<InvalidStep>()("InvalidStep", {
   stepId: Schema.String,
   message: Schema.String
 }) {}
 
-/** A value sent on a channel does not satisfy the channel's schema; it was not sent. */
+/**
+ * A value sent on a channel does not satisfy the channel's schema; it was not sent.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidChannelValue extends Schema.TaggedError<InvalidChannelValue>()("InvalidChannelValue", {
   channel: Schema.String,
   message: Schema.String
 }) {}
 
-/** The text of an `llm` step's turn does not decode with the step's `output` schema. */
+/**
+ * The text of an `llm` step's turn does not decode with the step's `output` schema.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidOutput extends Schema.TaggedError<InvalidOutput>()("InvalidOutput", {
   stepId: Schema.String,
   diagnostic: Diagnostic
@@ -99,7 +133,12 @@ export class InvalidOutput extends Schema.TaggedError<InvalidOutput>()("InvalidO
   }
 }
 
-/** The input of a `tool` step (its preset `args` under the step's input) does not decode with the tool's input schema. */
+/**
+ * The input of a `tool` step (its preset `args` under the step's input) does not decode with the tool's input schema.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class InvalidToolInput extends Schema.TaggedError<InvalidToolInput>()("InvalidToolInput", {
   stepId: Schema.String,
   diagnostic: Diagnostic
@@ -109,7 +148,12 @@ export class InvalidToolInput extends Schema.TaggedError<InvalidToolInput>()("In
   }
 }
 
-/** The `Approval` service denied the tool of a `tool` step. */
+/**
+ * The `Approval` service denied the tool of a `tool` step.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class ToolDenied extends Schema.TaggedError<ToolDenied>()("ToolDenied", {
   stepId: Schema.String,
   tool: Schema.String,
@@ -126,6 +170,9 @@ export class ToolDenied extends Schema.TaggedError<ToolDenied>()("ToolDenied", {
  * The execution stops rather than go on without being durable. An execution
  * refused before anything ran has a typed `cause`: `RunInProgress`,
  * `CheckpointMismatch` or `InvalidRunId`.
+ *
+ * @since 0.1.0
+ * @category errors
  */
 export class ExecutionCheckpointFailed
   extends Schema.TaggedError<ExecutionCheckpointFailed>()("ExecutionCheckpointFailed", {
@@ -140,7 +187,12 @@ export {
   InvalidOptions
 } from "../InvalidOptions.ts"
 
-/** Any error of this module, and `InvalidOptions`. */
+/**
+ * Any error of this module, and `InvalidOptions`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type StepError =
   | StepFailed
   | Aborted
@@ -174,6 +226,9 @@ export const StepError = Schema.Union([
 /**
  * An error as events and the context record it: its `_tag` when it has one,
  * and its message. Any failure fits, typed or not.
+ *
+ * @since 0.1.0
+ * @category schemas
  */
 export const Info = Schema.Struct({
   tag: Schema.optionalKey(Schema.String),
@@ -181,7 +236,24 @@ export const Info = Schema.Struct({
 })
 export type Info = typeof Info.Type
 
-/** The {@link Info} of any error: its `_tag` and `message`, or its text. */
+/**
+ * The {@link Info} of any error: its `_tag` and `message`, or its text.
+ *
+ * @example
+ * ```ts
+ * import { Step, StepError } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const parse = Step.run({ id: "parse", execute: (text: string): unknown => JSON.parse(text) })
+ * Effect.runPromise(Effect.flip(Step.execute(parse, "{oops"))).then((error) => {
+ *   console.log(error._tag) // StepFailed
+ *   console.log(StepError.info(error).tag) // StepFailed
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category getters
+ */
 export const info = (error: unknown): Info => {
   const tag = Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? error._tag : undefined
   const message = Predicate.hasProperty(error, "message") && typeof error.message === "string"

@@ -21,7 +21,12 @@ import * as Toolkit from "../Toolkit.ts"
 import type * as UIMessage from "./UIMessage.ts"
 import type { ApprovalRequested } from "./UIMessageStream.ts"
 
-/** What the response streams: the run's events, the pending calls' results, and approval requests. */
+/**
+ * What the response streams: the run's events, the pending calls' results, and approval requests.
+ *
+ * @since 0.2.0
+ * @category models
+ */
 export type Event = AgentEvent.AgentEvent | ApprovalRequested
 
 /**

@@ -37,13 +37,23 @@ import * as StepEvent from "../step/StepEvent.ts"
 import * as Termination from "../Termination.ts"
 import * as UIMessageStream from "./UIMessageStream.ts"
 
-/** The schemas of a stream's events and of the error it may fail with. Neither may need services. */
+/**
+ * The schemas of a stream's events and of the error it may fail with. Neither may need services.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface Codec<A, E> {
   readonly events: Schema.Codec<A, unknown>
   readonly failure: Schema.Codec<E, unknown>
 }
 
-/** The codec of an `AgentLoop` run whose output is text: `AgentEvent`s, failing with a `Termination.Error`. */
+/**
+ * The codec of an `AgentLoop` run whose output is text: `AgentEvent`s, failing with a `Termination.Error`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const agent: Codec<AgentEvent.AgentEvent, Termination.Error> = {
   events: AgentEvent.AgentEvent,
   failure: Termination.Error
@@ -54,19 +64,32 @@ export const agent: Codec<AgentEvent.AgentEvent, Termination.Error> = {
  * `output` describes: its `StepEvent`s and the final `Output` event, failing
  * with a `StepError`. A program whose steps fail with errors of their own
  * needs their schema: `{ events: StepEvent.schema(output), failure: Schema.Union([StepError.StepError, Mine]) }`.
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const steps = <S extends Schema.Top>(output: S) => ({
   events: StepEvent.schema(output),
   failure: StepError.StepError
 })
 
-/** Options of the server side. */
+/**
+ * Options of the server side.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface EncodeOptions {
   /** How often to send a keepalive comment while no event is due (default 15 seconds; `Duration.infinity` for never). */
   readonly keepAlive?: Duration.Input | undefined
 }
 
-/** Headers of an event-stream response: no caching, no proxy buffering. */
+/**
+ * Headers of an event-stream response: no caching, no proxy buffering.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const headers: Readonly<Record<string, string>> = {
   "content-type": "text/event-stream; charset=utf-8",
   "cache-control": "no-cache",
@@ -99,6 +122,28 @@ const broken = (what: string, cause: Cause.Cause<unknown>): Stream.Stream<string
  * with the encoded error. The result never fails; a defect, or an event or
  * error that its schema cannot encode (a bug of the server), ends it with an
  * `error` event that carries only an id, logged with the details.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, EventStream } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   // A server writes a run's events as Server-Sent Events...
+ *   const body = agent.stream({ input: "Hi" }).pipe(EventStream.encodeBytes(EventStream.agent))
+ *   // ...and a client reads them back as the same typed events.
+ *   const events = yield* Stream.runCollect(body.pipe(EventStream.decode(EventStream.agent)))
+ *   console.log(events.map((event) => event._tag).join(" ")) // TurnStarted Delta Delta TurnCompleted Verdict Finished
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category encoding
  */
 export const encode =
   <A, E>(codec: Codec<A, E>, options: EncodeOptions = {}) =>
@@ -125,7 +170,12 @@ export const encode =
     return Stream.merge(frames, keepAlives, { haltStrategy: "left" })
   }
 
-/** The SSE bytes of a stream, as {@link encode} writes them. */
+/**
+ * The SSE bytes of a stream, as {@link encode} writes them.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
 export const encodeBytes =
   <A, E>(codec: Codec<A, E>, options?: EncodeOptions) =>
   <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<Uint8Array, never, R> =>
@@ -135,6 +185,9 @@ export const encodeBytes =
  * An `effect/http` response streaming `stream` as Server-Sent Events. The
  * stream runs with the services of the handler that built the response; when
  * the client goes away, it is interrupted.
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toHttpResponse = <A, E, R>(
   stream: Stream.Stream<A, E, R>,
@@ -151,6 +204,34 @@ export const toHttpResponse = <A, E, R>(
  * A web `Response` streaming `stream` as Server-Sent Events, for any framework
  * whose route handlers return one (Hono, Next.js, Bun, Deno…). Cancelling the
  * body (the client went away) interrupts the stream.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop, EventStream } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ *
+ * // A fetch-style handler (Bun, Deno, Next.js route handlers): a run's events as an SSE `Response`.
+ * const handler = (_request: Request) =>
+ *   Effect.flatMap(AgentLoop.AgentLoop, (agent) => EventStream.toWebResponse(agent.stream({ input: "Hi" }), EventStream.agent))
+ *
+ * const program = Effect.gen(function*() {
+ *   const response = yield* handler(new Request("http://localhost/chat", { method: "POST" }))
+ *   console.log(response.headers.get("content-type")) // text/event-stream; charset=utf-8
+ *   // What a client reads back from the body: the run's typed events.
+ *   const events = yield* Stream.fromReadableStream({ evaluate: () => response.body!, onError: (error) => error }).pipe(
+ *     EventStream.decode(EventStream.agent),
+ *     Stream.runCollect
+ *   )
+ *   console.log(events.at(-1)?._tag) // Finished
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.1.0
+ * @category conversions
  */
 export const toWebResponse = <A, E, R>(
   stream: Stream.Stream<A, E, R>,
@@ -162,14 +243,24 @@ export const toWebResponse = <A, E, R>(
     (body) => new Response(body, { headers })
   )
 
-/** Why a client could not read an event stream. */
+/**
+ * Why a client could not read an event stream.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class EventStreamError extends Schema.TaggedError<EventStreamError>()("EventStreamError", {
   reason: Schema.Literals(["http", "truncated", "malformed", "server"]),
   message: Schema.String,
   status: Schema.optionalKey(Schema.Number)
 }) {}
 
-/** Options of the client side. */
+/**
+ * Options of the client side.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export interface DecodeOptions {
   /** The largest event accepted, in characters (default 16 MiB); a larger one fails the stream as malformed. */
   readonly maxEventSize?: number | undefined
@@ -184,6 +275,9 @@ const ServerError = Schema.fromJsonString(Schema.Struct({ message: Schema.String
  * the server's typed error after a `failure` event, and with `EventStreamError`
  * when the bytes end without `end` (`truncated`), an event does not decode
  * (`malformed`), or the server broke (`server`).
+ *
+ * @since 0.1.0
+ * @category decoding
  */
 export const decode =
   <A, E>(codec: Codec<A, E>, options: DecodeOptions = {}) =>
@@ -253,6 +347,9 @@ export const decode =
  * stream aborts the request, which the server sees as the client going away.
  * A response that is not a successful `text/event-stream` fails with an
  * `EventStreamError` of reason `http`, carrying its status.
+ *
+ * @since 0.1.0
+ * @category client
  */
 export const fetch = <A, E>(
   codec: Codec<A, E>,
@@ -289,6 +386,9 @@ export const fetch = <A, E>(
  * `for await (const event of EventStream.iterate(...))`. The loop throws the
  * server's typed error, or an `EventStreamError`; breaking out of it aborts
  * the request.
+ *
+ * @since 0.1.0
+ * @category client
  */
 export const iterate = <A, E>(
   codec: Codec<A, E>,

@@ -209,6 +209,16 @@ export const done = "data: [DONE]\n\n"
 /**
  * The SSE frame of a chunk: `data: <json>` and a blank line.
  *
+ * @example
+ * ```ts
+ * import { UIMessageChunk } from "@agentloop/core"
+ *
+ * // One Server-Sent Event of the AI SDK's UI message stream.
+ * process.stdout.write(UIMessageChunk.frame({ type: "text-delta", id: "t1", delta: "Hi" }))
+ * // data: {"type":"text-delta","id":"t1","delta":"Hi"}
+ * process.stdout.write(UIMessageChunk.done) // data: [DONE]
+ * ```
+ *
  * @since 0.2.0
  * @category wire
  */

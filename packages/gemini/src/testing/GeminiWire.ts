@@ -39,10 +39,20 @@ import * as GeminiDecoder from "../GeminiDecoder.ts"
 import * as GeminiError from "../GeminiError.ts"
 import type * as GeminiEvent from "../GeminiEvent.ts"
 
-/** The `responseId` of the chunks of a turn that has none. */
+/**
+ * The `responseId` of the chunks of a turn that has none.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultResponseId = "gemini-wire-response"
 
-/** The `chunkSize` of {@link wire}'s `turn` when none is given. */
+/**
+ * The `chunkSize` of {@link wire}'s `turn` when none is given.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultChunkSize = 16
 
 type UsageMetadata = { -readonly [K in keyof GeminiEvent.UsageMetadata]: GeminiEvent.UsageMetadata[K] }
@@ -64,6 +74,9 @@ const defect = (message: string): Error => new Error(`GeminiWire: ${message}`)
  * `thoughtsTokenCount`. Optional counts are written only when `usage` has them.
  * Throws when `total` is not `input + output` (the layer reports their sum) or
  * when `reasoning` exceeds `output`.
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const usageMetadata = (usage: TokenUsage.TokenUsage): GeminiEvent.UsageMetadata => {
   if (usage.total !== usage.input + usage.output) {
@@ -436,6 +449,23 @@ const errorAnswer = (error: AiError.AiError): ProviderWire.HttpAnswer => {
  * `candidates` is the message, which does not decode) and `IncompleteTurn` (a
  * chunk, then the end of the body without a `finishReason`). The decoder
  * writes the message of those two itself: theirs is not carried.
+ *
+ * @example
+ * ```ts
+ * import { GeminiWire } from "@agentloop/gemini/testing"
+ * import { AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * // A turn as the API streams it, in pieces of 4 characters...
+ * const frames = GeminiWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * console.log(frames.length) // 3
+ * // ...and an error as the API answers it.
+ * const answer = GeminiWire.wire.error(new AiError.RateLimited({ provider: "gemini", message: "slow down" }))
+ * console.log(answer.status) // 429
+ * ```
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const wire: ProviderWire.ProviderWire = {
   provider: GeminiDecoder.provider,

@@ -23,7 +23,12 @@ import { defaultModel } from "../Responses.ts"
 import * as ResponsesDecoder from "../ResponsesDecoder.ts"
 import * as ResponsesError from "../ResponsesError.ts"
 
-/** The response id a turn that has none is streamed with. */
+/**
+ * The response id a turn that has none is streamed with.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
 export const defaultResponseId = "resp_loopback"
 
 const fail = (message: string): never => {
@@ -384,6 +389,23 @@ const error = (error: AiError.AiError): ProviderWire.HttpAnswer => {
  * code } }`) and the status the layer maps back to the same tag, or, for
  * `MalformedEvent` and `IncompleteTurn`, a `200` stream that breaks that way;
  * the layer writes the messages of those two itself.
+ *
+ * @example
+ * ```ts
+ * import { ResponsesWire } from "@agentloop/responses/testing"
+ * import { AiError } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ *
+ * // A turn as the API streams it, in pieces of 4 characters...
+ * const frames = ResponsesWire.wire.turn(MockLanguageModel.textTurn("Hello, world"), { chunkSize: 4 })
+ * console.log(frames.length) // 11
+ * // ...and an error as the API answers it.
+ * const answer = ResponsesWire.wire.error(new AiError.RateLimited({ provider: "openai", message: "slow down" }))
+ * console.log(answer.status) // 429
+ * ```
+ *
+ * @since 0.1.0
+ * @category wire
  */
 export const wire: ProviderWire.ProviderWire = {
   provider: ResponsesError.provider,
