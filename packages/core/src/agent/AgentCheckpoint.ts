@@ -6,7 +6,9 @@
  * complete (the turn, its cost, and how the history changed), `ToolDone` as
  * each tool call ends, and `Decided` once the turn's decision is made (the
  * counters and what the decision added to the history); a run that ends well
- * appends `Finished` with its result. Entries carry what changed, never the
+ * appends `Finished` with its result, marked as the append that finishes the
+ * run (so the store can expire the run, or keep that entry alone: recovered
+ * from it, the run returns its result). Entries carry what changed, never the
  * whole history again. Recovering folds the entries with the run's own
  * `AgentMachine`, so a resumed run is where the crashed one was: between two
  * turns, in the middle of a turn's tools (calls that ended are not run again),
@@ -23,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
+import type * as CheckpointStore from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import { Cost } from "../Cost.ts"
 import * as Item from "../Item.ts"
@@ -155,7 +158,7 @@ export const recorder = <O, R, RU, TR>(options: {
       const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
       const encode = Schema.encodeEffect(codec)
       const decode = Schema.decodeUnknownEffect(codec)
-      const write = (value: typeof codec.Type, durable = true) =>
+      const write = (value: typeof codec.Type, options?: CheckpointStore.AppendOptions) =>
         encode(value).pipe(
           Effect.mapError((error) =>
             new CheckpointError({
@@ -165,7 +168,7 @@ export const recorder = <O, R, RU, TR>(options: {
               cause: error
             })
           ),
-          Effect.flatMap((text) => log.append([text], { durable }))
+          Effect.flatMap((text) => log.append([text], options))
         )
       const toolkit = options.toolkit ?? Toolkit.make()
       const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
@@ -232,7 +235,8 @@ export const recorder = <O, R, RU, TR>(options: {
           write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
         decided: (outcome, transition) =>
           transition._tag === "Finish"
-            ? write({ _tag: "Finished", result: transition.result })
+            // The run's result: the store marks the run finished, and `prune` with `keep: "result"` keeps this alone.
+            ? write({ _tag: "Finished", result: transition.result }, { finished: true })
             // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
             // turn's durable append takes it to the disk.
             : write({
@@ -242,7 +246,7 @@ export const recorder = <O, R, RU, TR>(options: {
               mistakes: transition.state.mistakes,
               progress: transition.state.progress,
               repairs: transition.state.repairs
-            }, false)
+            }, { durable: false })
       }
     }
   )
