@@ -69,8 +69,8 @@ const decodeFinished = Schema.decodeUnknownEffect(Finished)
 const encodeFinished = Schema.encodeEffect(Finished)
 
 const leaseName = /^lease\.(\d+)$/
-const runFolder = /^[0-9a-f]{64}$/
-const prunedFolder = /^[0-9a-f]{64}\.pruned-/
+const runFolder = /^[0-9a-f]{32}$/
+const prunedFolder = /^[0-9a-f]{32}\.pruned-/
 
 const isReason = (reason: string) => (error: unknown): boolean =>
   typeof error === "object" && error !== null && "reason" in error && typeof error.reason === "object" &&
