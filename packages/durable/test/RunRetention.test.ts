@@ -11,28 +11,34 @@ import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner, RunStore } from "../src/index.ts"
 import { answer, call, model, pricing, tempDir, toolkit } from "./fixtures.ts"
+import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
+
+const postgresReachable = await reachable()
 
 const agent = DurableAgent.make("pruned", { model, toolkit })
 
-const Count = Schema.Array(Schema.Struct({ n: Schema.Union([Schema.Number, Schema.NumberFromString]) }))
+const Count = Schema.Array(Schema.Struct({ n: Schema.Union([Schema.Number, Schema.NumberFromString, Schema.BigInt]) }))
 
-/** What is stored for `runId`: the run's steps and log entries, and the engine's messages for its workflow. */
-const stored = (runId: string) =>
+/**
+ * What is stored for `runId` under the tables' `prefix`: the run's steps and log entries, and the engine's
+ * messages for its workflow.
+ */
+const stored = (runId: string, prefix: string) =>
   Effect.gen(function*() {
     const store = yield* RunStore.RunStore
     const sql = yield* SqlClient
     const recorded = yield* store.load({ agent: "pruned", runId })
     const executionId = yield* agent.workflow.executionId({ runId, input: "" })
     const [messages] = yield* Effect.flatMap(
-      sql`SELECT COUNT(*) AS n FROM agentloop_messages WHERE entity_id = ${executionId}`,
+      sql`SELECT COUNT(*) AS n FROM ${sql(`${prefix}_messages`)} WHERE entity_id = ${executionId}`,
       Schema.decodeUnknownEffect(Count)
     )
     return { steps: recorded.steps.size, log: recorded.logLength, messages: Number(messages?.n ?? 0) }
   })
 
 /** Waits until nothing is stored for `runId`: the pruner forgot it. */
-const forgotten = (runId: string) =>
-  stored(runId).pipe(
+const forgotten = (runId: string, prefix: string) =>
+  stored(runId, prefix).pipe(
     Effect.repeat({
       schedule: Schedule.spaced("20 millis"),
       until: (left) => left.steps === 0 && left.log === 0 && left.messages === 0
@@ -51,47 +57,59 @@ const tokenOf = (runId: string) =>
     )
   )
 
+/** The model's script of {@link scenario}. */
+const script = [answer("first"), call("remove", { path: "/tmp/a" }), answer("second"), answer("removed")]
+
+/** Runs finished 300 ms ago (long enough for the engine to store a run's reply first) are pruned, every 50 ms. */
+const retention = { finishedBefore: "300 millis", every: "50 millis" } as const
+
+/** On the runner in context: a run that finished is forgotten and runs afresh, one that waits stays. */
+const scenario = (prefix: string) =>
+  Effect.gen(function*() {
+    const first = yield* agent.run({ runId: "done", input: "Hi" })
+    expect(first).toMatchObject({ _tag: "Stopped", output: "first" })
+    expect((yield* stored("done", prefix)).messages).toBeGreaterThan(0)
+    // The run that waits for a decision is started, and reaches its wait.
+    yield* agent.start({ runId: "waits", input: "Remove /tmp/a" })
+    const token = yield* tokenOf("waits")
+    yield* forgotten("done", prefix)
+    // Executed again, the forgotten run asks the model again.
+    const again = yield* agent.run({ runId: "done", input: "Hi" })
+    expect(again).toMatchObject({ _tag: "Stopped", output: "second" })
+    // The pruner forgot a run that finished after the other started waiting: the one that waits is whole.
+    yield* forgotten("done", prefix)
+    const waiting = yield* stored("waits", prefix)
+    expect(waiting.steps).toBeGreaterThan(0)
+    expect(waiting.messages).toBeGreaterThan(0)
+    yield* agent.approve(token, Approval.approved)
+    const removed = yield* agent.run({ runId: "waits", input: "Remove /tmp/a" })
+    expect(removed).toMatchObject({ _tag: "Stopped", output: "removed" })
+    yield* forgotten("waits", prefix)
+    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+    expect(requests).toHaveLength(4)
+  })
+
 describe("RunRetention", () => {
   it.live("finished runs are forgotten, engine's records too, and start afresh; a run that waits is kept", () => {
     const temp = tempDir()
-    const script = [
-      answer("first"),
-      call("remove", { path: "/tmp/a" }),
-      answer("second"),
-      answer("removed")
-    ]
     const runner = agent.layer.pipe(
       Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer(script), pricing)),
       Layer.provideMerge(DurableRunner.layerSqlite({
         filename: Path.join(temp.dir, "runs.db"),
         synchronous: "NORMAL",
-        // Long enough for the engine to store a run's reply before its run is pruned.
-        retention: { finishedBefore: "300 millis", every: "50 millis" }
+        retention
       }))
     )
-    return Effect.gen(function*() {
-      const first = yield* agent.run({ runId: "done", input: "Hi" })
-      expect(first).toMatchObject({ _tag: "Stopped", output: "first" })
-      expect((yield* stored("done")).messages).toBeGreaterThan(0)
-      // The run that waits for a decision is started, and reaches its wait.
-      yield* agent.start({ runId: "waits", input: "Remove /tmp/a" })
-      const token = yield* tokenOf("waits")
-      yield* forgotten("done")
-      // Executed again, the forgotten run asks the model again.
-      const again = yield* agent.run({ runId: "done", input: "Hi" })
-      expect(again).toMatchObject({ _tag: "Stopped", output: "second" })
-      // The pruner forgot a run that finished after the other started waiting: the one that waits is whole.
-      yield* forgotten("done")
-      const waiting = yield* stored("waits")
-      expect(waiting.steps).toBeGreaterThan(0)
-      expect(waiting.messages).toBeGreaterThan(0)
-      yield* agent.approve(token, Approval.approved)
-      const removed = yield* agent.run({ runId: "waits", input: "Remove /tmp/a" })
-      expect(removed).toMatchObject({ _tag: "Stopped", output: "removed" })
-      yield* forgotten("waits")
-      const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
-      expect(requests).toHaveLength(4)
-    }).pipe(Effect.provide(runner), Effect.ensuring(Effect.sync(temp.remove)))
+    return scenario("agentloop").pipe(Effect.provide(runner), Effect.ensuring(Effect.sync(temp.remove)))
+  }, 30_000)
+
+  it.live.skipIf(!postgresReachable)("the same on PostgreSQL", () => {
+    const prefix = uniquePrefix("retention")
+    const runner = agent.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer(script), pricing)),
+      Layer.provideMerge(DurableRunner.layerPg({ name: "pruner" }, connection, { prefix, retention }))
+    )
+    return scenario(prefix).pipe(Effect.provide(runner), Effect.ensuring(dropTables(prefix)))
   }, 30_000)
 
   it.live("retention options that cannot work fail the runner with InvalidOptions", () => {
