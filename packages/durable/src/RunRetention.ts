@@ -1,8 +1,8 @@
 /**
  * Retention for durable runs: a run that finished (with a result or a
- * termination) records when; {@link prune} forgets the runs that finished
- * before a time, and {@link layer} (what `DurableRunner`'s `retention` option
- * starts) prunes on a schedule, as a fiber of the runner's scope.
+ * termination) records when, and {@link layer} (what `DurableRunner`'s
+ * `retention` option starts) forgets the runs that finished long enough ago,
+ * on a schedule, as a fiber of the runner's scope.
  *
  * Forgetting a run removes, in one transaction, everything stored for it: the
  * engine's messages and replies for its workflow and its durable clocks, and
@@ -100,11 +100,8 @@ export const finished = (run: RunKey, executionId: string): Effect.Effect<void, 
  * Forgets the durable runs that finished before `before` (epoch
  * milliseconds): their records and the engine's, one transaction per run.
  * Returns the runs forgotten.
- *
- * @since 0.2.0
- * @category retention
  */
-export const prune = (
+const prune = (
   before: number
 ): Effect.Effect<ReadonlyArray<RunKey>, RunStoreError, RunStore | MessageStorage | Sharding | SqlClient> =>
   Effect.gen(function*() {
@@ -112,6 +109,7 @@ export const prune = (
     const storage = yield* MessageStorage
     const sharding = yield* Sharding
     const sql = yield* SqlClient
+    // Durable agents' workflows have no shard group of their own: the default one.
     const group = Context.get(Context.empty(), ClusterSchema.ShardGroup)
     const address = (entityType: string, executionId: string) => {
       const entityId = EntityId.make(executionId)
