@@ -129,6 +129,19 @@ export interface AppendOptions {
    * @since 0.2.0
    */
   readonly finished?: boolean | undefined
+  /**
+   * `true`: these entries sum up every entry before them (a snapshot of the
+   * run's state), which they replace: the log becomes these entries alone,
+   * at once. A crash leaves the log as it was before or as it is after,
+   * never a mix of the two (files: a new log written, synced and renamed over
+   * the old one; SQL: one transaction; a key-value store, which has no
+   * transactions, only within a process that does not die). It costs a
+   * rewrite of the log, so a writer compacts once its log is long, not at
+   * every append. Always durable. Default `false`.
+   *
+   * @since 0.2.0
+   */
+  readonly compact?: boolean | undefined
 }
 
 /**

@@ -3,7 +3,7 @@ import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Fs from "node:fs"
@@ -13,9 +13,37 @@ import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type * as CheckpointStore from "../src/CheckpointStore.ts"
 import * as Step from "../src/step/Step.ts"
-import { answer, model, pricing } from "./agentFixtures.ts"
+import * as Tool from "../src/Tool.ts"
+import * as Toolkit from "../src/Toolkit.ts"
+import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
 
 const fingerprint = { input: "sha256:aa" }
+
+/** An `add` tool, and a `slow` one that never ends the first time it is called (so a run can be cut off in it). */
+const tools = Effect.gen(function*() {
+  const started = yield* Deferred.make<void>()
+  let slowCalls = 0
+  const add = Tool.make({
+    name: "add",
+    description: "Adds two numbers",
+    input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+    output: Schema.Finite,
+    execute: ({ a, b }) => Effect.succeed(a + b)
+  })
+  const slow = Tool.make({
+    name: "slow",
+    description: "Takes forever the first time",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () =>
+      Effect.suspend(() =>
+        ++slowCalls === 1 ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never) : Effect.succeed("done")
+      )
+  })
+  return { started, toolkit: Toolkit.make(add, slow) }
+})
+
+const slowCall = MockLanguageModel.callsTurn([{ name: "slow", arguments: {}, callId: "call_slow" }], { model, usage })
 const fresh = (name: string) => `${name}-${Math.random().toString(36).slice(2)}`
 
 /** Opens run `id`, appends `entries`, then `result` as the append that finishes it (when given), and closes it. */
@@ -28,10 +56,14 @@ const record = (id: string, entries: ReadonlyArray<string>, result?: ReadonlyArr
 
 const read = (id: string) => Effect.flatMap(Checkpointer.Checkpointer, (store) => store.read(id))
 
-/** Runs `options` on a mock answering `script`, against the checkpointer in context: its exit and how many turns it asked. */
-const runAgent = (script: ReadonlyArray<MockLanguageModel.Reply>, runId: string) =>
+/** Runs `runId` on a mock answering `script`, against the checkpointer in context: its exit and how many turns it asked. */
+const runAgent = (
+  script: ReadonlyArray<MockLanguageModel.Reply>,
+  runId: string,
+  options: Partial<AgentLoop.Options<string, never>> = {}
+) =>
   Effect.gen(function*() {
-    const exit = yield* Effect.exit((yield* AgentLoop.AgentLoop).run({ input: "Hi", model, runId }))
+    const exit = yield* Effect.exit((yield* AgentLoop.AgentLoop).run({ input: "Hi", model, runId, ...options }))
     const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
     return { exit, asked: requests.length }
   }).pipe(
@@ -137,6 +169,62 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         expect(yield* Step.execute(program, 20, { id })).toBe(41)
         expect(runs).toBe(1)
         yield* Effect.flatMap(Checkpointer.Checkpointer, (store) => store.clear(id))
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a compacting append replaces the log at once; appends go on after it, in its place", () =>
+      Effect.gen(function*() {
+        const store = yield* Checkpointer.Checkpointer
+        const id = fresh("compacted")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* store.open(id, fingerprint)
+          yield* log.append(["a", "b"])
+          yield* log.append(["c"], { durable: false })
+          yield* log.append(["snapshot of a b c"], { compact: true })
+          yield* log.append(["d"])
+        }))
+        expect(yield* read(id)).toStrictEqual(["snapshot of a b c", "d"])
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* store.open(id, fingerprint)
+          expect(log.entries).toStrictEqual(["snapshot of a b c", "d"])
+          yield* log.append(["e"])
+          // Compacting and finishing at once: the result alone is the log.
+          yield* log.append(["result"], { compact: true, finished: true })
+        }))
+        expect(yield* read(id)).toStrictEqual(["result"])
+        yield* TestClock.adjust("1 second")
+        expect(yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" })).toStrictEqual({ runs: [] })
+        expect(yield* Checkpointer.prune({ finishedBefore: 0 })).toStrictEqual({ runs: [id] })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("an AgentLoop run with compactAfter keeps its log bounded, resumes from its snapshot, ends the same", () =>
+      Effect.gen(function*() {
+        const { started, toolkit } = yield* tools
+        const compacted = fresh("agent-compacted")
+        const whole = fresh("agent-whole")
+        const turns = [...Array.from({ length: 8 }, (_, i) => addCall(i, 1)), slowCall, answer("done")]
+        const options = { toolkit, compactAfter: 4 }
+        // Cut off in its ninth turn's slow call, after several snapshots.
+        const first = yield* Effect.forkChild(runAgent(turns, compacted, options))
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(first)
+        const log = yield* read(compacted)
+        expect(log[0]).toContain("\"_tag\":\"Snapshot\"")
+        expect(log.length).toBeLessThanOrEqual(5)
+        // Resumed: the slow call runs again, and only the last turn is asked.
+        const resumed = yield* runAgent([answer("done")], compacted, options)
+        expect(resumed.asked).toBe(1)
+        // The same as a run that was never compacted, nor cut off.
+        const reference = yield* runAgent(turns, whole, { toolkit })
+        expect(reference.asked).toBe(10)
+        expect(resumed.exit).toStrictEqual(reference.exit)
+        expect((yield* read(whole)).length).toBeGreaterThan(25)
+        yield* Effect.forEach(
+          [compacted, whole],
+          (id) => Effect.flatMap(Checkpointer.Checkpointer, (c) => c.clear(id)),
+          {
+            discard: true
+          }
+        )
       }).pipe(Effect.provide(layer())))
 
     it.effect("options that cannot work fail with InvalidOptions, and nothing is pruned", () =>

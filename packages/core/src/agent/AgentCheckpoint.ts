@@ -8,7 +8,11 @@
  * counters and what the decision added to the history); a run that ends well
  * appends `Finished` with its result, marked as the append that finishes the
  * run (so the store can expire the run, or keep that entry alone: recovered
- * from it, the run returns its result). Entries carry what changed, never the
+ * from it, the run returns its result). A run with `compactAfter` whose log
+ * holds more entries than that writes its next decision to go on as a
+ * `Snapshot` of its whole state instead, which replaces the log (a compacting
+ * append): its log stays bounded, at the price of the turns before the
+ * snapshot. Entries carry what changed, never the
  * whole history again. Recovering folds the entries with the run's own
  * `AgentMachine`, so a resumed run is where the crashed one was: between two
  * turns, in the middle of a turn's tools (calls that ended are not run again),
@@ -77,12 +81,19 @@ export const Decided = Schema.TaggedStruct("Decided", {
   repairs: Count
 })
 
+/**
+ * Turn `step` was decided, and the run goes on from `state`: the whole of it, which sums up every entry before
+ * it. Written instead of `Decided` by a run whose log grew past its `compactAfter`, as the log's only entry.
+ */
+export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.State })
+
 /** The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output). */
 export const Entry = <O extends Schema.Top>(output: O) =>
   Schema.Union([
     Answered,
     ToolDone,
     Decided,
+    Snapshot,
     Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
   ])
 
@@ -150,6 +161,7 @@ export const recorder = <O, R, RU, TR>(options: {
   readonly machine: AgentMachine.Machine<O, R, RU>
   readonly output: Schema.Codec<O, unknown>
   readonly toolkit: Toolkit.Toolkit<TR> | undefined
+  readonly compactAfter?: number | undefined
 }): Effect.Effect<Recorder<O>, OpenError, Checkpointer | Scope.Scope> =>
   Effect.map(
     Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.open(options.runId, options.fingerprint)),
@@ -170,6 +182,10 @@ export const recorder = <O, R, RU, TR>(options: {
           ),
           Effect.flatMap((text) => log.append([text], options))
         )
+      // The entries the log holds: past `compactAfter`, a decision to go on is written as a snapshot instead.
+      let length = log.entries.length
+      const counted = (effect: Effect.Effect<void, CheckpointError>) =>
+        Effect.tap(effect, () => Effect.sync(() => length++))
       const toolkit = options.toolkit ?? Toolkit.make()
       const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
 
@@ -208,6 +224,10 @@ export const recorder = <O, R, RU, TR>(options: {
                 answered = undefined
                 break
               }
+              case "Snapshot":
+                state = recorded.state
+                answered = undefined
+                break
               case "Finished":
                 finished = recorded.result
                 break
@@ -224,29 +244,38 @@ export const recorder = <O, R, RU, TR>(options: {
       return {
         recover,
         answered: (state, completed) =>
-          write({
+          counted(write({
             _tag: "Answered",
             step: state.steps + 1,
             turn: completed.turn,
             cost: completed.cost,
             history: change(state.history, completed.history)
-          }),
+          })),
         toolDone: (step, index, result) =>
-          write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
-        decided: (outcome, transition) =>
-          transition._tag === "Finish"
-            // The run's result: the store marks the run finished, and `prune` with `keep: "result"` keeps this alone.
-            ? write({ _tag: "Finished", result: transition.result }, { finished: true })
-            // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
-            // turn's durable append takes it to the disk.
-            : write({
-              _tag: "Decided",
-              step: transition.state.steps,
-              history: change(outcome.history, transition.state.history),
-              mistakes: transition.state.mistakes,
-              progress: transition.state.progress,
-              repairs: transition.state.repairs
-            }, { durable: false })
+          counted(write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) })),
+        decided: (outcome, transition) => {
+          // The run's result: the store marks the run finished, and `prune` with `keep: "result"` keeps this alone.
+          if (transition._tag === "Finish") {
+            return write({ _tag: "Finished", result: transition.result }, { finished: true })
+          }
+          // The log grew past its bound: the state it leads to replaces it, in one compacting append.
+          if (options.compactAfter !== undefined && length + 1 > options.compactAfter) {
+            return Effect.tap(
+              write({ _tag: "Snapshot", state: transition.state }, { compact: true }),
+              () => Effect.sync(() => length = 1)
+            )
+          }
+          // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
+          // turn's durable append takes it to the disk.
+          return counted(write({
+            _tag: "Decided",
+            step: transition.state.steps,
+            history: change(outcome.history, transition.state.history),
+            mistakes: transition.state.mistakes,
+            progress: transition.state.progress,
+            repairs: transition.state.repairs
+          }, { durable: false }))
+        }
       }
     }
   )

@@ -7,7 +7,9 @@
  *   temporary file, synced, renamed into place) and then only appended to:
  *   each group of appends is one write and one sync. Nothing is ever rewritten
  *   in place, so a crash at any point leaves every acknowledged entry intact
- *   and at most a torn last record, which the next writer cuts off.
+ *   and at most a torn last record, which the next writer cuts off. A
+ *   compacting append (or a prune that keeps a run's result) creates a new
+ *   log whole the same way, renamed over the old one.
  * - `finished`, once the run finished: when, and how many of the log's last
  *   entries are its result (see `retention`). It is written whole after the
  *   finishing append is synced, and removed before an append that goes on
@@ -31,7 +33,7 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { CheckpointError, CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
 import type { Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
@@ -79,6 +81,9 @@ const isReason = (reason: string) => (error: unknown): boolean =>
 const encoder = new TextEncoder()
 let opened = 0
 
+/** Entries as records of a log. */
+const records = (entries: ReadonlyArray<string>) => entries.map((text) => ({ kind: "entry" as const, text }))
+
 /** Builds the file store over the `FileSystem` and `Path` in context. */
 export const make = (options: Options): Effect.Effect<Store, never, FileSystem.FileSystem | Path.Path> =>
   Effect.gen(function*() {
@@ -109,6 +114,17 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       options.sync
         ? Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
         : Effect.void
+
+    /** Replaces the log in folder `dir` by a new one of `head` and `entries`, created whole (see `writeWhole`). */
+    const replaceLog = (dir: string, head: string, entries: ReadonlyArray<string>) =>
+      Effect.andThen(
+        writeWhole(
+          path.join(dir, "log"),
+          LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]),
+          "rename"
+        ),
+        syncFolder(dir)
+      )
 
     const leases = (dir: string) =>
       Effect.map(fs.readDirectory(dir), (names) =>
@@ -220,8 +236,8 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const file = path.join(dir, "log")
         const log = yield* load(id, file).pipe(Effect.mapError(failed("open", id)))
         if (log === undefined) {
-          const head = yield* encodeHead({ version: 1, id, fingerprint }).pipe(Effect.mapError(failed("open", id)))
-          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename").pipe(
+          const first = yield* encodeHead({ version: 1, id, fingerprint }).pipe(Effect.mapError(failed("open", id)))
+          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: first }]), "rename").pipe(
             Effect.andThen(syncFolder(dir)),
             Effect.mapError(failed("open", id))
           )
@@ -230,7 +246,12 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
           if (log.torn !== undefined) yield* fs.truncate(file, log.torn).pipe(Effect.mapError(failed("open", id)))
         }
-        const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
+        // The log's appends go to `handle`; a compaction replaces the file, and opens the new one in the log's scope.
+        const scope = yield* Effect.scope
+        let handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
+        const head = yield* encodeHead({ version: 1, id, fingerprint: log?.fingerprint ?? fingerprint }).pipe(
+          Effect.mapError(failed("open", id))
+        )
         const marker = path.join(dir, "finished")
         let marked = yield* fs.exists(marker).pipe(Effect.mapError(failed("open", id)))
         // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.
@@ -244,11 +265,18 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             // A run that goes on is no longer finished: unmarked before anything is written.
             if (marked && group.finished === undefined) yield* removeIfThere(marker)
             marked = false
-            yield* handle.writeAll(LogFrame.encode(entries.map((text) => ({ kind: "entry" as const, text }))))
-            // The result is on the disk before the mark that points at it.
-            const durable = group.durable || group.finished !== undefined
-            unsynced = !durable
-            if (options.sync && durable) yield* handle.sync
+            if (group.compact) {
+              // A new log, whole and synced, renamed over the old one: a crash leaves one or the other.
+              yield* replaceLog(dir, head, entries)
+              handle = yield* Scope.provide(scope)(fs.open(file, { flag: "a" }))
+              unsynced = false
+            } else {
+              yield* handle.writeAll(LogFrame.encode(records(entries)))
+              // The result is on the disk before the mark that points at it.
+              const durable = group.durable || group.finished !== undefined
+              unsynced = !durable
+              if (options.sync && durable) yield* handle.sync
+            }
             if (group.finished !== undefined) {
               const finishedAt = yield* Clock.currentTimeMillis
               const text = yield* encodeFinished({ id, finishedAt, result: group.finished })
@@ -309,13 +337,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const log = yield* load(record.id, file)
         if (log === undefined || log.entries.length <= record.result) return undefined
         const head = yield* encodeHead({ version: 1, id: record.id, fingerprint: log.fingerprint })
-        const kept = log.entries.slice(log.entries.length - record.result)
-        yield* writeWhole(
-          file,
-          LogFrame.encode([{ kind: "head", text: head }, ...kept.map((text) => ({ kind: "entry" as const, text }))]),
-          "rename"
-        )
-        yield* syncFolder(dir)
+        yield* replaceLog(dir, head, log.entries.slice(log.entries.length - record.result))
         return record.id
       }))
 

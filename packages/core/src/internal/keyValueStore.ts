@@ -8,7 +8,8 @@
  * A key-value store has no lock and no atomic append, so the lease is held in
  * this process only (two fibers executing one run get `RunInProgress`; two
  * processes are not kept apart), and a store that rewrites a key in place can
- * lose the length when the process dies mid-write. It suits memory, and
+ * lose the length when the process dies mid-write (and a compacting append,
+ * which rewrites the first entries, can mix two logs). It suits memory, and
  * stores a single process owns.
  *
  * @internal
@@ -62,6 +63,18 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
                 : Effect.succeed(entry)))
       )
 
+    /** Makes run `id`'s log, of `count` entries, `kept` alone: written from the first position, the rest removed. */
+    const rewrite = (id: string, kept: ReadonlyArray<string>, count: number) =>
+      Effect.gen(function*() {
+        yield* Effect.forEach(kept, (entry, i) => store.set(key(id, String(i)), entry), { discard: true })
+        yield* store.set(key(id, "length"), String(kept.length))
+        yield* Effect.forEach(
+          Array.from({ length: Math.max(0, count - kept.length) }, (_, i) => kept.length + i),
+          (i) => store.remove(key(id, String(i))),
+          { discard: true }
+        )
+      })
+
     /** Holds run `id` in this process until the scope closes. */
     const hold = (id: string) =>
       Effect.acquireRelease(
@@ -102,9 +115,16 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
           Effect.gen(function*() {
             // A run that goes on is no longer finished: unmarked before anything is written.
             if (marked && group.finished === undefined) yield* store.remove(key(id, "finished"))
-            yield* Effect.forEach(batch, (entry, i) => store.set(key(id, String(count + i)), entry), { discard: true })
-            yield* store.set(key(id, "length"), String(count + batch.length))
-            count += batch.length
+            if (group.compact) {
+              yield* rewrite(id, batch, count)
+              count = batch.length
+            } else {
+              yield* Effect.forEach(batch, (entry, i) => store.set(key(id, String(count + i)), entry), {
+                discard: true
+              })
+              yield* store.set(key(id, "length"), String(count + batch.length))
+              count += batch.length
+            }
             marked = group.finished !== undefined
             if (group.finished !== undefined) {
               const finishedAt = yield* Clock.currentTimeMillis
@@ -140,14 +160,7 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
       Effect.gen(function*() {
         const all = yield* entries(id)
         if (all.length <= result) return false
-        const kept = all.slice(all.length - result)
-        yield* Effect.forEach(kept, (entry, i) => store.set(key(id, String(i)), entry), { discard: true })
-        yield* store.set(key(id, "length"), String(kept.length))
-        yield* Effect.forEach(
-          Array.from({ length: all.length - kept.length }, (_, i) => kept.length + i),
-          (i) => store.remove(key(id, String(i))),
-          { discard: true }
-        )
+        yield* rewrite(id, all.slice(all.length - result), all.length)
         return true
       })
 

@@ -9,6 +9,9 @@
  *   still holds the lease (and returns them), at the positions after the last:
  *   a writer that lost its lease, or another writer at the same positions,
  *   fails instead of mixing two runs' entries.
+ * - A compacting append inserts its rows and deletes those before them in one
+ *   transaction; positions keep counting up, so an append tried again after
+ *   a dropped connection is still recognised.
  * - The append that finishes a run (see `AppendOptions.finished`) also sets,
  *   in the same transaction, when it finished (`finished_at`, indexed, so
  *   `prune` finds the runs to expire without reading the others) and the
@@ -205,20 +208,27 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         }
 
         /**
-         * The insert, with the run's finished mark set (or cleared, for a run that goes on after it) in the same
-         * transaction.
+         * The insert, with the run's finished mark set (or cleared, for a run that goes on after it) and, for a
+         * compacting append, the entries before it deleted, in the same transaction (both only while the lease is
+         * held, as the insert).
          */
         const insertMarked = (batch: ReadonlyArray<string>, group: GroupCommit.Group) =>
           Effect.gen(function*() {
-            if (group.finished === undefined && !marked) return yield* insert(batch)
+            if (group.finished === undefined && !marked && !group.compact) return yield* insert(batch)
             const finishedAt = group.finished === undefined ? null : yield* Clock.currentTimeMillis
             const resultFrom = group.finished === undefined ? null : next + batch.length - group.finished
-            return yield* sql.withTransaction(Effect.tap(
-              insert(batch),
-              () =>
-                sql`UPDATE ${runs} SET finished_at = ${finishedAt}, result_from = ${resultFrom}
+            const held = sql`EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner})`
+            return yield* sql.withTransaction(Effect.gen(function*() {
+              const inserted = yield* insert(batch)
+              if (group.finished !== undefined || marked) {
+                yield* sql`UPDATE ${runs} SET finished_at = ${finishedAt}, result_from = ${resultFrom}
                   WHERE execution_id = ${id} AND owner = ${owner}`
-            ))
+              }
+              if (
+                group.compact
+              ) yield* sql`DELETE FROM ${entries} WHERE execution_id = ${id} AND seq < ${next} AND ${held}`
+              return inserted
+            }))
           })
 
         /**
