@@ -1,76 +1,26 @@
-import { NodeSqliteClient } from "@agentloop/durable"
-import { MockLanguageModel, Reachable } from "@agentloop/testing"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
-import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type * as CheckpointStore from "../src/CheckpointStore.ts"
 import * as Step from "../src/step/Step.ts"
-import * as Tool from "../src/Tool.ts"
-import * as Toolkit from "../src/Toolkit.ts"
-import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
-
-const fingerprint = { input: "sha256:aa" }
-
-/** An `add` tool, and a `slow` one that never ends the first time it is called (so a run can be cut off in it). */
-const tools = Effect.gen(function*() {
-  const started = yield* Deferred.make<void>()
-  let slowCalls = 0
-  const add = Tool.make({
-    name: "add",
-    description: "Adds two numbers",
-    input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-    output: Schema.Finite,
-    execute: ({ a, b }) => Effect.succeed(a + b)
-  })
-  const slow = Tool.make({
-    name: "slow",
-    description: "Takes forever the first time",
-    input: Schema.Struct({}),
-    output: Schema.String,
-    execute: () =>
-      Effect.suspend(() =>
-        ++slowCalls === 1 ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never) : Effect.succeed("done")
-      )
-  })
-  return { started, toolkit: Toolkit.make(add, slow) }
-})
-
-const slowCall = MockLanguageModel.callsTurn([{ name: "slow", arguments: {}, callId: "call_slow" }], { model, usage })
-const fresh = (name: string) => `${name}-${Math.random().toString(36).slice(2)}`
-
-/** Opens run `id`, appends `entries`, then `result` as the append that finishes it (when given), and closes it. */
-const record = (id: string, entries: ReadonlyArray<string>, result?: ReadonlyArray<string>) =>
-  Effect.scoped(Effect.gen(function*() {
-    const log = yield* (yield* Checkpointer.Checkpointer).open(id, fingerprint)
-    for (const entry of entries) yield* log.append([entry])
-    if (result !== undefined) yield* log.append(result, { finished: true })
-  }))
-
-const read = (id: string) => Effect.flatMap(Checkpointer.Checkpointer, (store) => store.read(id))
-
-/** Runs `runId` on a mock answering `script`, against the checkpointer in context: its exit and how many turns it asked. */
-const runAgent = (
-  script: ReadonlyArray<MockLanguageModel.Reply>,
-  runId: string,
-  options: Partial<AgentLoop.Options<string, never>> = {}
-) =>
-  Effect.gen(function*() {
-    const exit = yield* Effect.exit((yield* AgentLoop.AgentLoop).run({ input: "Hi", model, runId, ...options }))
-    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
-    return { exit, asked: requests.length }
-  }).pipe(
-    Effect.provide(
-      AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))
-    )
-  )
+import { answer } from "./agentFixtures.ts"
+import {
+  dropTables,
+  files,
+  fingerprint,
+  fresh,
+  postgresClient,
+  postgresReachable,
+  read,
+  record,
+  runAgent,
+  sqlite,
+  tempDirectory
+} from "./checkpointFixtures.ts"
 
 /** What every store's retention must do; the clock is the test clock, at 0 unless moved. */
 const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
@@ -171,62 +121,6 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         yield* Effect.flatMap(Checkpointer.Checkpointer, (store) => store.clear(id))
       }).pipe(Effect.provide(layer())))
 
-    it.effect("a compacting append replaces the log at once; appends go on after it, in its place", () =>
-      Effect.gen(function*() {
-        const store = yield* Checkpointer.Checkpointer
-        const id = fresh("compacted")
-        yield* Effect.scoped(Effect.gen(function*() {
-          const log = yield* store.open(id, fingerprint)
-          yield* log.append(["a", "b"])
-          yield* log.append(["c"], { durable: false })
-          yield* log.append(["snapshot of a b c"], { compact: true })
-          yield* log.append(["d"])
-        }))
-        expect(yield* read(id)).toStrictEqual(["snapshot of a b c", "d"])
-        yield* Effect.scoped(Effect.gen(function*() {
-          const log = yield* store.open(id, fingerprint)
-          expect(log.entries).toStrictEqual(["snapshot of a b c", "d"])
-          yield* log.append(["e"])
-          // Compacting and finishing at once: the result alone is the log.
-          yield* log.append(["result"], { compact: true, finished: true })
-        }))
-        expect(yield* read(id)).toStrictEqual(["result"])
-        yield* TestClock.adjust("1 second")
-        expect(yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" })).toStrictEqual({ runs: [] })
-        expect(yield* Checkpointer.prune({ finishedBefore: 0 })).toStrictEqual({ runs: [id] })
-      }).pipe(Effect.provide(layer())))
-
-    it.effect("an AgentLoop run with compactAfter keeps its log bounded, resumes from its snapshot, ends the same", () =>
-      Effect.gen(function*() {
-        const { started, toolkit } = yield* tools
-        const compacted = fresh("agent-compacted")
-        const whole = fresh("agent-whole")
-        const turns = [...Array.from({ length: 8 }, (_, i) => addCall(i, 1)), slowCall, answer("done")]
-        const options = { toolkit, compactAfter: 4 }
-        // Cut off in its ninth turn's slow call, after several snapshots.
-        const first = yield* Effect.forkChild(runAgent(turns, compacted, options))
-        yield* Deferred.await(started)
-        yield* Fiber.interrupt(first)
-        const log = yield* read(compacted)
-        expect(log[0]).toContain("\"_tag\":\"Snapshot\"")
-        expect(log.length).toBeLessThanOrEqual(5)
-        // Resumed: the slow call runs again, and only the last turn is asked.
-        const resumed = yield* runAgent([answer("done")], compacted, options)
-        expect(resumed.asked).toBe(1)
-        // The same as a run that was never compacted, nor cut off.
-        const reference = yield* runAgent(turns, whole, { toolkit })
-        expect(reference.asked).toBe(10)
-        expect(resumed.exit).toStrictEqual(reference.exit)
-        expect((yield* read(whole)).length).toBeGreaterThan(25)
-        yield* Effect.forEach(
-          [compacted, whole],
-          (id) => Effect.flatMap(Checkpointer.Checkpointer, (c) => c.clear(id)),
-          {
-            discard: true
-          }
-        )
-      }).pipe(Effect.provide(layer())))
-
     it.effect("options that cannot work fail with InvalidOptions, and nothing is pruned", () =>
       Effect.gen(function*() {
         const id = fresh("invalid")
@@ -248,23 +142,21 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
       }).pipe(Effect.provide(layer())))
   })
 
-const postgresReachable = await Reachable.listening(5432)
 if (!postgresReachable) console.warn("CheckpointRetention: SKIPPING PostgreSQL: nothing listens on 127.0.0.1:5432")
 
-const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-retention-"))
-afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
-
-const files = (dir: string) =>
-  Checkpointer.layerFileSystem(dir).pipe(Layer.provide(NodeFileSystem.layer), Layer.provide(NodePath.layer))
-
-const sqlite = (file: string) => NodeSqliteClient.layer({ filename: Path.join(directory, file) })
+const temp = tempDirectory("retention")
+const directory = temp.dir
+afterAll(temp.remove)
 
 const Names = Schema.Array(Schema.Struct({ name: Schema.String }))
 
 describe("Checkpointer retention", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
   conformance("on the file system", () => files(Path.join(directory, "files")))
-  conformance("on SQLite", () => Checkpointer.layerSql().pipe(Layer.provide(sqlite("retention.db"))))
+  conformance(
+    "on SQLite",
+    () => Checkpointer.layerSql().pipe(Layer.provide(sqlite(Path.join(directory, "retention.db"))))
+  )
 
   describe("on the file system", () => {
     it.effect("a forgotten run's folder is removed, and one a crashed prune left aside too", () =>
@@ -325,21 +217,13 @@ describe("Checkpointer retention", () => {
           Schema.decodeUnknownEffect(Names)
         )
         expect(indexes.map((index) => index.name)).toContain("old_checkpoints_runs_finished_at")
-      }).pipe(Effect.provide(sqlite("old.db"))))
+      }).pipe(Effect.provide(sqlite(Path.join(directory, "old.db")))))
   })
 
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
     const table = `agentloop_retention_test_${process.pid}`
-    const client = PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" })
-    afterAll(() =>
-      Effect.runPromise(
-        Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          Effect.all([
-            sql`DROP TABLE IF EXISTS ${sql(table)}`,
-            sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`
-          ])).pipe(Effect.provide(client))
-      )
-    )
+    const client = postgresClient
+    afterAll(() => dropTables(table))
     conformance("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))
 
     it.effect("pruning finds finished runs by an index on when they finished", () =>
