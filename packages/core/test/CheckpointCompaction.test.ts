@@ -3,8 +3,9 @@
  * store, and an `AgentLoop` run with `compactAfter` keeps its log bounded by
  * snapshots of its state, resumes from one, and ends as it would have.
  */
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Deferred, Effect, Fiber, FileSystem, Layer, PlatformError } from "effect"
 import { TestClock } from "effect/testing"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -121,6 +122,46 @@ describe("Compaction", () => {
         expect(Fs.readdirSync(Path.join(dir, folder!)).filter((name) => name.includes(".tmp-"))).toStrictEqual([])
       })).pipe(Effect.provide(files(dir)))
       expect(yield* read("renamed").pipe(Effect.provide(files(dir)))).toStrictEqual(["snapshot", "d"])
+    }))
+
+  it.effect("a compaction cut off before its rename leaves the old log whole, and the next writer goes on", () =>
+    Effect.gen(function*() {
+      const dir = Fs.mkdtempSync(Path.join(temp.dir, "cut-off-"))
+      // The platform's file system, whose renames of a log fail: the process died just before it.
+      const failing = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
+        ...fs,
+        rename: (from: string, to: string) =>
+          to.endsWith(`${Path.sep}log`) && from.includes(".tmp-")
+            ? Effect.fail(
+              new PlatformError.PlatformError(
+                new PlatformError.SystemError({
+                  _tag: "Unknown",
+                  module: "FileSystem",
+                  method: "rename",
+                  description: "the process died"
+                })
+              )
+            )
+            : fs.rename(from, to)
+      }))).pipe(Layer.provide(NodeFileSystem.layer))
+      const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(failing), Layer.provide(NodePath.layer))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* (yield* Checkpointer.Checkpointer).open("cut-off", fingerprint)
+        yield* log.append(["a", "b"])
+      })).pipe(Effect.provide(files(dir)))
+      const error = yield* Effect.flip(
+        Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("cut-off", fingerprint)
+          yield* log.append(["snapshot"], { compact: true })
+        })).pipe(Effect.provide(store))
+      )
+      expect(error).toMatchObject({ _tag: "CheckpointError", operation: "append" })
+      expect(yield* read("cut-off").pipe(Effect.provide(files(dir)))).toStrictEqual(["a", "b"])
+      yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* (yield* Checkpointer.Checkpointer).open("cut-off", fingerprint)
+        yield* log.append(["snapshot"], { compact: true })
+      })).pipe(Effect.provide(files(dir)))
+      expect(yield* read("cut-off").pipe(Effect.provide(files(dir)))).toStrictEqual(["snapshot"])
     }))
 
   it.effect("compactAfter must be a positive integer", () =>
