@@ -3,5 +3,7 @@ import { sources } from "../vitest.shared.ts"
 
 export default defineProject({
   ...sources,
-  test: { name: "docs", include: ["snippets.test.ts"] }
+  // Each snippet is a process of its own, most of whose life is spent waiting (a durable runner's
+  // shutdown, a server's sockets): more of them at once than vitest's default of five.
+  test: { name: "docs", include: ["snippets.test.ts", "errors.test.ts"], maxConcurrency: 10 }
 })

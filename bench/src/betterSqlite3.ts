@@ -2,7 +2,7 @@
  * `better-sqlite3`, which LangGraph.js's SQLite saver needs, on the repository's
  * Node 24.
  *
- The workspace does not let it build its native addon at install time (the
+ * The workspace does not let it build its native addon at install time (the
  * root `package.json`'s `allowScripts`): that build would cost every `npm ci`
  * two minutes, against the headers of the machine's Node (20), which the
  * repository's Node 24 cannot load anyway. {@link ensureLoadable} checks it in

@@ -14,33 +14,78 @@ export class AuthFailed extends Schema.TaggedError<AuthFailed>()("AuthFailed", {
   provider: Schema.String,
   status: Schema.Number,
   message: Schema.String
-}) {}
+}) {
+  /** Not worth a fresh attempt of the same request: `ProviderRetry` makes none. */
+  get isRetryable(): false {
+    return false
+  }
+  /** The provider's failure, not the request's: another provider may answer (`LanguageModel.fallback` moves on). */
+  get isProviderFailure(): true {
+    return true
+  }
+}
 
 /** The provider is rate limiting (HTTP 429); `retryAfter` is how long it asked us to wait. */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   provider: Schema.String,
   message: Schema.String,
   retryAfter: Schema.optionalKey(Schema.DurationFromMillis)
-}) {}
+}) {
+  /** A fresh attempt of the same request may succeed: `ProviderRetry` makes one. */
+  get isRetryable(): true {
+    return true
+  }
+  /** The provider's failure, not the request's: another provider may answer (`LanguageModel.fallback` moves on). */
+  get isProviderFailure(): true {
+    return true
+  }
+}
 
 /** The request, or the wait for the next chunk of its stream, took too long (or HTTP 408/504). */
 export class Timeout extends Schema.TaggedError<Timeout>()("Timeout", {
   provider: Schema.String,
   message: Schema.String
-}) {}
+}) {
+  /** A fresh attempt of the same request may succeed: `ProviderRetry` makes one. */
+  get isRetryable(): true {
+    return true
+  }
+  /** The provider's failure, not the request's: another provider may answer (`LanguageModel.fallback` moves on). */
+  get isProviderFailure(): true {
+    return true
+  }
+}
 
 /** The prompt does not fit the model's context window (HTTP 413, or a 400 saying so). */
 export class ContextLengthExceeded extends Schema.TaggedError<ContextLengthExceeded>()("ContextLengthExceeded", {
   provider: Schema.String,
   message: Schema.String
-}) {}
+}) {
+  /** Not worth a fresh attempt of the same request: `ProviderRetry` makes none. */
+  get isRetryable(): false {
+    return false
+  }
+  /** Not the provider's failure: `LanguageModel.fallback` does not move on from it by default. */
+  get isProviderFailure(): false {
+    return false
+  }
+}
 
 /** The provider refused the request as malformed (another 4xx); `message` is the provider's own. */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   provider: Schema.String,
   status: Schema.optionalKey(Schema.Number),
   message: Schema.String
-}) {}
+}) {
+  /** Not worth a fresh attempt of the same request: `ProviderRetry` makes none. */
+  get isRetryable(): false {
+    return false
+  }
+  /** Not the provider's failure: `LanguageModel.fallback` does not move on from it by default. */
+  get isProviderFailure(): false {
+    return false
+  }
+}
 
 /**
  * The provider could not be reached or failed on its side (HTTP ≥ 500, transport
@@ -51,14 +96,32 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable"
   status: Schema.optionalKey(Schema.Number),
   message: Schema.String,
   retryAfter: Schema.optionalKey(Schema.DurationFromMillis)
-}) {}
+}) {
+  /** A fresh attempt of the same request may succeed: `ProviderRetry` makes one. */
+  get isRetryable(): true {
+    return true
+  }
+  /** The provider's failure, not the request's: another provider may answer (`LanguageModel.fallback` moves on). */
+  get isProviderFailure(): true {
+    return true
+  }
+}
 
 /** A stream event did not decode; `event` names it (its SSE event name or `type`). */
 export class MalformedEvent extends Schema.TaggedError<MalformedEvent>()("MalformedEvent", {
   provider: Schema.String,
   event: Schema.String,
   message: Schema.String
-}) {}
+}) {
+  /** Not worth a fresh attempt of the same request: `ProviderRetry` makes none. */
+  get isRetryable(): false {
+    return false
+  }
+  /** Not the provider's failure: `LanguageModel.fallback` does not move on from it by default. */
+  get isProviderFailure(): false {
+    return false
+  }
+}
 
 /**
  * The account has no quota or credit left (OpenAI's `insufficient_quota`, as an
@@ -69,12 +132,30 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
   provider: Schema.String,
   status: Schema.optionalKey(Schema.Number),
   message: Schema.String
-}) {}
+}) {
+  /** Not worth a fresh attempt of the same request: `ProviderRetry` makes none. */
+  get isRetryable(): false {
+    return false
+  }
+  /** The provider's failure, not the request's: another provider may answer (`LanguageModel.fallback` moves on). */
+  get isProviderFailure(): true {
+    return true
+  }
+}
 
 /** The stream ended before its `turn_complete`: the turn is lost. */
 export class IncompleteTurn extends Schema.TaggedError<IncompleteTurn>()("IncompleteTurn", {
   message: Schema.String
-}) {}
+}) {
+  /** Not worth a fresh attempt of the same request: `ProviderRetry` makes none. */
+  get isRetryable(): false {
+    return false
+  }
+  /** Not the provider's failure: `LanguageModel.fallback` does not move on from it by default. */
+  get isProviderFailure(): false {
+    return false
+  }
+}
 
 /** Any model request failure. */
 export type AiError =
@@ -111,23 +192,43 @@ const decodeError = Schema.decodeSync(AiError)
 export const withMessage = (error: AiError, message: string): AiError =>
   message === error.message ? error : decodeError({ ...encodeError(error), message })
 
-/** Whether a fresh attempt of the same request may succeed: rate limits, timeouts, unavailability. */
-export const isRetryable = (error: AiError): error is RateLimited | Timeout | Unavailable =>
-  error._tag === "RateLimited" || error._tag === "Timeout" || error._tag === "Unavailable"
+/**
+ * The errors a fresh attempt of the same request may cure: rate limits,
+ * timeouts, unavailability. Derived from each class's `isRetryable`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Retryable = Extract<AiError, { readonly isRetryable: true }>
+
+/**
+ * Whether a fresh attempt of the same request may succeed: rate limits,
+ * timeouts, unavailability (the error's own `isRetryable`).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isRetryable = (error: AiError): error is Retryable => error.isRetryable
 
 /**
  * Whether the error is the provider's rather than the request's: it is down,
  * rate limiting, out of quota, too slow, or refusing the key. Another provider
  * may answer the same request, so these are the errors `LanguageModel.fallback`
- * moves on from by default.
+ * moves on from by default. The error's own `isProviderFailure`.
  *
  * @since 0.2.0
  * @category guards
  */
-export const isProviderFailure = (
-  error: AiError
-): error is RateLimited | Timeout | Unavailable | QuotaExceeded | AuthFailed =>
-  isRetryable(error) || error._tag === "QuotaExceeded" || error._tag === "AuthFailed"
+export const isProviderFailure = (error: AiError): error is ProviderFailure => error.isProviderFailure
+
+/**
+ * The errors that are the provider's rather than the request's. Derived from
+ * each class's `isProviderFailure`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ProviderFailure = Extract<AiError, { readonly isProviderFailure: true }>
 
 /**
  * Maps a failed HTTP response to its error. The provider decides, from its own

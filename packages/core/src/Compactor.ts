@@ -13,11 +13,20 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { ContextLengthExceeded } from "./AiError.ts"
 import type * as Item from "./Item.ts"
 
-/** The compactor could not make the history shorter. */
+/**
+ * The compactor could not make the history shorter. A compactor fails with
+ * its `message`; an agent turn that asked for the compaction fails with the
+ * same error, `overflow` set to the provider's error that asked for it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
 export class CompactionError extends Schema.TaggedError<CompactionError>()("CompactionError", {
-  message: Schema.String
+  message: Schema.String,
+  overflow: Schema.optionalKey(ContextLengthExceeded)
 }) {}
 
 /** Shortens a history that does not fit the model's context window. */

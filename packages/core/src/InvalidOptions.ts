@@ -38,6 +38,10 @@ export class InvalidOptions extends Schema.TaggedError<InvalidOptions>()("Invali
   stepId: Schema.optionalKey(Schema.String),
   accounting: Accounting
 }) {
+  /** As a termination, `fatal`: a new run fails the same way until the code changes. */
+  get category(): "fatal" {
+    return "fatal"
+  }
   override get message() {
     const where = this.stepId === undefined ? "" : `step ${JSON.stringify(this.stepId)}: `
     return `${where}${this.field} must be ${this.expected}, not ${this.value}`

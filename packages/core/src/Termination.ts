@@ -105,6 +105,10 @@ export class MaxTurns extends Schema.TaggedError<MaxTurns>()("MaxTurns", {
   maxTurns: Count,
   accounting: Accounting
 }) {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `reached the limit of ${this.maxTurns} turns`
   }
@@ -115,6 +119,10 @@ export class MaxBudgetUsd extends Schema.TaggedError<MaxBudgetUsd>()("MaxBudgetU
   maxBudgetUsd: Schema.Finite,
   accounting: Accounting
 }) {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `cost ${Cost.format(this.accounting.cost)} reached the budget of ${Cost.format(this.maxBudgetUsd)}`
   }
@@ -131,6 +139,10 @@ export class UnpricedModel extends Schema.TaggedError<UnpricedModel>()("Unpriced
   maxBudgetUsd: Schema.Finite,
   accounting: Accounting
 }) {
+  /** `fatal`: a new run fails the same way until someone changes something. */
+  get category(): "fatal" {
+    return "fatal"
+  }
   override get message() {
     const model = this.model === undefined ? "a model the provider did not name" : `model "${this.model}"`
     const example = this.model ?? "<model>"
@@ -144,6 +156,10 @@ export class MaxDuration extends Schema.TaggedError<MaxDuration>()("MaxDuration"
   maxDurationMs: Schema.Finite,
   accounting: Accounting
 }) {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `reached the deadline of ${this.maxDurationMs} ms`
   }
@@ -157,7 +173,12 @@ export class DuringExecution extends Schema.TaggedError<DuringExecution>()("Duri
   message: Schema.String,
   cause: Schema.optionalKey(Schema.Union([AiError.AiError, PredicateFailed])),
   accounting: Accounting
-}) {}
+}) {
+  /** `retryable`: transient; a new run may succeed. */
+  get category(): "retryable" {
+    return "retryable"
+  }
+}
 
 /** The model's structured output still did not decode after `maxRetries` repair attempts; `diagnostic` is the last failure. */
 export class MaxStructuredOutputRetries
@@ -167,6 +188,10 @@ export class MaxStructuredOutputRetries
     accounting: Accounting
   })
 {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `structured output still invalid after ${this.maxRetries} repair attempts: ${this.diagnostic.message}`
   }
@@ -178,6 +203,10 @@ export class ConsecutiveMistakes extends Schema.TaggedError<ConsecutiveMistakes>
   mistakes: Schema.Array(Schema.String),
   accounting: Accounting
 }) {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `${this.maxConsecutiveMistakes} consecutive mistakes`
   }
@@ -189,6 +218,10 @@ export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   source: Schema.optionalKey(Schema.String),
   accounting: Accounting
 }) {
+  /** `fatal`: a new run fails the same way until someone changes something. */
+  get category(): "fatal" {
+    return "fatal"
+  }
   override get message() {
     return this.source === undefined ? `halted: ${this.reason}` : `halted by ${this.source}: ${this.reason}`
   }
@@ -199,13 +232,22 @@ export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("Co
   message: Schema.String,
   cause: Schema.optionalKey(AiError.AiError),
   accounting: Accounting
-}) {}
+}) {
+  /** `fatal`: a new run fails the same way until someone changes something. */
+  get category(): "fatal" {
+    return "fatal"
+  }
+}
 
 /** The prompt no longer fits the model's context window, and compaction did not make it fit. */
 export class PromptTooLong extends Schema.TaggedError<PromptTooLong>()("PromptTooLong", {
   cause: AiError.ContextLengthExceeded,
   accounting: Accounting
 }) {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `prompt too long: ${this.cause.message}`
   }
@@ -221,6 +263,10 @@ export class NoProgress extends Schema.TaggedError<NoProgress>()("NoProgress", {
   stuck: Item.History,
   accounting: Accounting
 }) {
+  /** `capacity`: a configured limit was hit; raise it or reduce the task. */
+  get category(): "capacity" {
+    return "capacity"
+  }
   override get message() {
     return `no progress in ${this.iterations} iterations`
   }
@@ -231,6 +277,10 @@ export class SchemaValidation extends Schema.TaggedError<SchemaValidation>()("Sc
   diagnostic: Diagnostic,
   accounting: Accounting
 }) {
+  /** `retryable`: transient; a new run may succeed. */
+  get category(): "retryable" {
+    return "retryable"
+  }
   override get message() {
     return `invalid ${this.diagnostic.target.replace("_", " ")}: ${this.diagnostic.message}`
   }
@@ -244,6 +294,10 @@ export class ProviderQuota extends Schema.TaggedError<ProviderQuota>()("Provider
   cause: AiError.QuotaExceeded,
   accounting: Accounting
 }) {
+  /** `fatal`: a new run fails the same way until someone changes something. */
+  get category(): "fatal" {
+    return "fatal"
+  }
   override get message() {
     return `provider ${this.cause.provider} has no quota left: ${this.cause.message}`
   }
@@ -261,13 +315,22 @@ export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("Ch
   message: Schema.String,
   cause: Schema.optionalKey(Schema.Defect()),
   accounting: Accounting
-}) {}
+}) {
+  /** `retryable`: transient; a new run may succeed. */
+  get category(): "retryable" {
+    return "retryable"
+  }
+}
 
 /** The provider rejected the credentials (HTTP 401 or 403). */
 export class ProviderAuth extends Schema.TaggedError<ProviderAuth>()("ProviderAuth", {
   cause: AiError.AuthFailed,
   accounting: Accounting
 }) {
+  /** `fatal`: a new run fails the same way until someone changes something. */
+  get category(): "fatal" {
+    return "fatal"
+  }
   override get message() {
     return `provider ${this.cause.provider} rejected the credentials (HTTP ${this.cause.status})`
   }
@@ -278,27 +341,11 @@ export {
   InvalidOptions
 } from "./InvalidOptions.ts"
 
-/** Any termination of a failed run. */
-export type Error =
-  | MaxTurns
-  | MaxBudgetUsd
-  | UnpricedModel
-  | MaxDuration
-  | DuringExecution
-  | MaxStructuredOutputRetries
-  | ConsecutiveMistakes
-  | Halted
-  | CompactionFailed
-  | PromptTooLong
-  | NoProgress
-  | SchemaValidation
-  | ProviderAuth
-  | ProviderQuota
-  | CheckpointFailed
-  | InvalidOptions
-
-/** Schema of every error {@link Error}. */
-export const Error = Schema.Union([
+/**
+ * Every error termination's class, in the order of {@link all}. Each says its
+ * own {@link Category} (its `category`), from which the lists here are derived.
+ */
+const errors = [
   MaxTurns,
   MaxBudgetUsd,
   UnpricedModel,
@@ -315,66 +362,70 @@ export const Error = Schema.Union([
   ProviderQuota,
   CheckpointFailed,
   InvalidOptions
-])
+] as const
 
-/** How a run ended; `A` is the value a finish tool submits. */
+/** Schema of every error {@link Error}. */
+export const Error = Schema.Union(errors)
+
+/**
+ * Any termination of a failed run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Error = typeof Error.Type
+
+/**
+ * How a run ended; `A` is the value a finish tool submits.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Termination<A = unknown> = Success<A> | Error
 
-/** Schema of every termination, given the schema of a submitted value. */
+/**
+ * Schema of every termination, given the schema of a submitted value.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
 export const schema = <S extends Schema.Top>(value: S) => Schema.Union([Stop, Submitted(value), Error])
 
-/** The tag of a termination. */
+/**
+ * The tag of a termination.
+ *
+ * @since 0.1.0
+ * @category models
+ */
 export type Tag = Termination["_tag"]
 
 /**
  * How to react to a termination: `success`; `retryable` (transient, a new run
  * may succeed); `capacity` (a configured limit was hit: raise it or reduce the
- * task); `fatal` (do not retry without an operator).
+ * task); `fatal` (do not retry without an operator). Each error's class says
+ * its own, as its `category`.
+ *
+ * @since 0.1.0
+ * @category models
  */
 export type Category = "success" | "retryable" | "capacity" | "fatal"
 
-const categories: { readonly [T in Tag]: Category } = {
-  Stop: "success",
-  Submitted: "success",
-  MaxTurns: "capacity",
-  MaxBudgetUsd: "capacity",
-  UnpricedModel: "fatal",
-  MaxDuration: "capacity",
-  DuringExecution: "retryable",
-  MaxStructuredOutputRetries: "capacity",
-  ConsecutiveMistakes: "capacity",
-  Halted: "fatal",
-  CompactionFailed: "fatal",
-  PromptTooLong: "capacity",
-  NoProgress: "capacity",
-  SchemaValidation: "retryable",
-  ProviderAuth: "fatal",
-  ProviderQuota: "fatal",
-  CheckpointFailed: "retryable",
-  InvalidOptions: "fatal"
-}
+const tagOf = (error: (typeof errors)[number]): Error["_tag"] => error.fields._tag.ast.literal as Error["_tag"]
 
-/** Every termination tag, successes first. */
-export const all: ReadonlyArray<Tag> = [
-  "Stop",
-  "Submitted",
-  "MaxTurns",
-  "MaxBudgetUsd",
-  "UnpricedModel",
-  "MaxDuration",
-  "DuringExecution",
-  "MaxStructuredOutputRetries",
-  "ConsecutiveMistakes",
-  "Halted",
-  "CompactionFailed",
-  "PromptTooLong",
-  "NoProgress",
-  "SchemaValidation",
-  "ProviderAuth",
-  "ProviderQuota",
-  "CheckpointFailed",
-  "InvalidOptions"
-]
+/**
+ * Every termination tag, successes first.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const all: ReadonlyArray<Tag> = ["Stop", "Submitted", ...errors.map(tagOf)]
+
+// A class's `category` is a getter that reads no field: its prototype answers for every instance.
+const categories = Object.fromEntries([
+  ["Stop", "success"],
+  ["Submitted", "success"],
+  ...errors.map((error) => [tagOf(error), error.prototype.category])
+]) as { readonly [T in Tag]: Category }
 
 /** The category of a termination (or of a tag), for retry decisions. */
 export const category = (termination: Tag | { readonly _tag: Tag }): Category =>

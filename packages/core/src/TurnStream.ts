@@ -14,10 +14,52 @@ import type { Turn } from "./Turn.ts"
 import type { TurnDelta } from "./TurnDelta.ts"
 
 /**
+ * The one way an assembled `Turn` leaves its delta stream. Whoever reads the
+ * deltas hands the `turn_complete`'s turn to `complete`; what runs once the
+ * stream has ended reads it from `turn`, which fails with `IncompleteTurn` when
+ * the stream ended without one. `reset` forgets it, for a stream run again.
+ * {@link streamUntilComplete} and the agent's turn (`AgentTurn.complete`) are
+ * built on it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Completion {
+  readonly complete: (turn: Turn) => void
+  readonly reset: () => void
+  readonly turn: Effect.Effect<Turn, IncompleteTurn>
+}
+
+/**
+ * A {@link Completion} with no turn yet.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const completion = (): Completion => {
+  let completed: Turn | undefined
+  return {
+    complete: (turn) => {
+      completed = turn
+    },
+    reset: () => {
+      completed = undefined
+    },
+    turn: Effect.suspend(() =>
+      completed === undefined
+        ? Effect.fail(
+          new IncompleteTurn({ message: "The model's stream ended before its turn_complete: the turn is lost" })
+        )
+        : Effect.succeed(completed)
+    )
+  }
+}
+
+/**
  * Turns a model's stream of deltas into loop events: every delta, including the
  * terminal `turn_complete`, flows downstream as a value; then `then` runs with the
  * assembled turn and its events follow. A stream that ends without a
- * `turn_complete` fails with `IncompleteTurn`.
+ * `turn_complete` fails with `IncompleteTurn` (see {@link Completion}).
  */
 export const streamUntilComplete: {
   <A, S, E2, R2, E3 = never, R3 = never>(
@@ -40,24 +82,19 @@ export const streamUntilComplete: {
   ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E3, R3>
 ): Stream.Stream<Loop.Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>> =>
   Stream.suspend(() => {
-    let turn: Turn | undefined
+    const completed = completion()
     const forwarded = deltas.pipe(
       Stream.takeUntil((delta) => delta.type === "turn_complete"),
       Stream.map((delta): Loop.Event<TurnDelta | A, S> => {
-        if (delta.type === "turn_complete") turn = delta.turn
+        if (delta.type === "turn_complete") completed.complete(delta.turn)
         return Loop.value(delta)
       })
     )
-    const after = Stream.unwrap(Effect.suspend((): Effect.Effect<
+    const after = Stream.unwrap(Effect.flatMap(completed.turn, (turn): Effect.Effect<
       Stream.Stream<Loop.Event<A, S>, E2, R2>,
-      E3 | IncompleteTurn,
+      E3,
       R3
     > => {
-      if (turn === undefined) {
-        return Effect.fail(
-          new IncompleteTurn({ message: "The model's stream ended before its turn_complete: the turn is lost" })
-        )
-      }
       const events = then(turn)
       return Effect.isEffect(events) ? events : Effect.succeed(events)
     }))

@@ -301,6 +301,7 @@ describe("AgentLoop", () => {
         const error = yield* failureOf([overflow], { input: "A very long question", model })
         expectTermination(error, "CompactionFailed", 0)
         expect(error.message).toContain("no tool call with an output is left to drop")
+        expect(error).toMatchObject({ cause: { _tag: "ContextLengthExceeded" } })
         expect(Termination.category(error)).toBe("fatal")
       }))
 

@@ -109,7 +109,7 @@ describe("AgentTurn", () => {
       Effect.provide(Compactor.layer((history) => Effect.succeed(history.slice(-1))))
     ))
 
-  it.effect("fails with CompactionFailure, or with IncompleteTurn when the model's stream breaks off", () =>
+  it.effect("fails with the CompactionError carrying the overflow, or with IncompleteTurn when the stream breaks off", () =>
     Effect.gen(function*() {
       const account = (completed: AgentTurn.Completed) => Effect.succeed(books(completed))
       const overflow = new AiError.ContextLengthExceeded({ provider: "mock", message: "full" })
@@ -118,8 +118,9 @@ describe("AgentTurn", () => {
           Effect.provide(environment([overflow]))
         )
       )
-      expect(compaction).toBeInstanceOf(AgentTurn.CompactionFailure)
-      expect(compaction._tag === "CompactionFailure" && compaction.overflow).toBe(overflow)
+      expect(compaction).toBeInstanceOf(Compactor.CompactionError)
+      expect(compaction).toMatchObject({ message: "no tool call with an output is left to drop" })
+      expect(compaction._tag === "CompactionError" && compaction.overflow).toBe(overflow)
 
       const truncated = Layer.succeed(LanguageModel, {
         provider: "truncated",
@@ -134,14 +135,12 @@ describe("AgentTurn", () => {
     }))
 
   it("is a Schema-described failure", () => {
-    const failure = new AgentTurn.CompactionFailure({
-      overflow: new AiError.ContextLengthExceeded({ provider: "mock", message: "full" }),
-      error: new Compactor.CompactionError({ message: "nothing to drop" })
+    const failure = new Compactor.CompactionError({
+      message: "nothing to drop",
+      overflow: new AiError.ContextLengthExceeded({ provider: "mock", message: "full" })
     })
-    expect(failure.message).toBe("the history did not fit the context window and compacting it failed: nothing to drop")
-    expect(
-      Schema.decodeUnknownSync(AgentTurn.CompactionFailure)(Schema.encodeSync(AgentTurn.CompactionFailure)(failure))
-    )
+    const json = Schema.toCodecJson(Compactor.CompactionError)
+    expect(Schema.decodeUnknownSync(json)(JSON.parse(JSON.stringify(Schema.encodeSync(json)(failure)))))
       .toStrictEqual(failure)
   })
 })

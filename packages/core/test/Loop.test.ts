@@ -359,3 +359,26 @@ describe("streamUntilComplete", () => {
       expect(texts).toStrictEqual([1, 1])
     }))
 })
+
+describe("TurnStream.completion", () => {
+  it.effect("hands the turn on once completed, fails with IncompleteTurn before, and forgets it on reset", () =>
+    Effect.gen(function*() {
+      const completion = TurnStream.completion()
+      const turn = textTurn("done")
+      expect((yield* Effect.flip(completion.turn))._tag).toBe("IncompleteTurn")
+      completion.complete(turn)
+      expect(yield* completion.turn).toBe(turn)
+      completion.reset()
+      expect((yield* Effect.flip(completion.turn))._tag).toBe("IncompleteTurn")
+    }))
+
+  it.effect("a stream run again does not see the turn of its last run", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const complete: ReadonlyArray<TurnDelta> = [{ type: "turn_complete", turn: textTurn("first") }]
+      const deltas = Stream.suspend(() => Stream.fromIterable(++runs === 1 ? complete : []))
+      const stream = deltas.pipe(TurnStream.streamUntilComplete(() => Loop.stop))
+      expect(yield* Stream.runCollect(stream)).toHaveLength(2)
+      expect((yield* Effect.flip(Stream.runDrain(stream)))._tag).toBe("IncompleteTurn")
+    }))
+})

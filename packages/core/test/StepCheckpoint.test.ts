@@ -180,14 +180,14 @@ describe("Step.execute with a Checkpointer", () => {
       expect(ran.sort()).toStrictEqual(["a", "b", "c", "c"])
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
-  it.effect("an output that is not JSON ends the execution with CheckpointFailed (and is fine without a Checkpointer)", () =>
+  it.effect("an output that is not JSON ends the execution with ExecutionCheckpointFailed (and is fine without a Checkpointer)", () =>
     Effect.gen(function*() {
       const dated = Step.run({ id: "dated", execute: () => new Date(0) })
       expect(yield* Step.execute(dated, undefined, { id: "exec-6" })).toStrictEqual(new Date(0))
       const error = yield* Effect.flip(
         Step.execute(dated, undefined, { id: "exec-6" }).pipe(Effect.provide(Checkpointer.layerMemory))
       )
-      expect(error).toMatchObject({ _tag: "CheckpointFailed", executionId: "exec-6" })
+      expect(error).toMatchObject({ _tag: "ExecutionCheckpointFailed", executionId: "exec-6" })
       expect(error.message).toContain("must be JSON")
       // An llm step's output schema writes its output: a Date survives.
       const At = Schema.Struct({ at: Schema.Date })
@@ -199,7 +199,7 @@ describe("Step.execute with a Checkpointer", () => {
       expect(exit._tag === "Success" && exit.value.at).toBeInstanceOf(Date)
     }))
 
-  it.effect("an execution in progress, or executed with another input, fails with CheckpointFailed saying why", () =>
+  it.effect("an execution in progress, or executed with another input, fails with ExecutionCheckpointFailed saying why", () =>
     Effect.gen(function*() {
       const started = yield* Deferred.make<void>()
       const waits = Step.run({
@@ -210,17 +210,17 @@ describe("Step.execute with a Checkpointer", () => {
       const first = yield* Effect.forkChild(Step.execute(waits, 1, { id: "exec-9" }))
       yield* Deferred.await(started)
       expect(yield* Effect.flip(Step.execute(waits, 1, { id: "exec-9" }))).toMatchObject({
-        _tag: "CheckpointFailed",
+        _tag: "ExecutionCheckpointFailed",
         executionId: "exec-9",
         cause: { _tag: "RunInProgress" }
       })
       yield* Fiber.interrupt(first)
       expect(yield* Effect.flip(Step.execute(waits, 0, { id: "exec-9" }))).toMatchObject({
-        _tag: "CheckpointFailed",
+        _tag: "ExecutionCheckpointFailed",
         cause: { _tag: "CheckpointMismatch", differences: [{ field: "input" }] }
       })
       expect(yield* Effect.flip(Step.execute(waits, 1, { id: "" }))).toMatchObject({
-        _tag: "CheckpointFailed",
+        _tag: "ExecutionCheckpointFailed",
         cause: { _tag: "InvalidRunId" }
       })
     }).pipe(Effect.provide(Checkpointer.layerMemory)))

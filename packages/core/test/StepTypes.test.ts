@@ -70,7 +70,11 @@ describe("step types", () => {
     expect(
       same<
         Effect.Error<typeof running>,
-        StepError.StepFailed | StepError.InvalidStep | StepError.Aborted | StepError.CheckpointFailed | InvalidOptions
+        | StepError.StepFailed
+        | StepError.InvalidStep
+        | StepError.Aborted
+        | StepError.ExecutionCheckpointFailed
+        | InvalidOptions
       >(true)
     ).toBe(true)
   })

@@ -122,6 +122,14 @@ describe("Termination", () => {
     expect(Termination.all.map(Termination.category)).toStrictEqual(samples.map(Termination.category))
   })
 
+  it("takes each error's category from its class", () => {
+    for (const t of samples.filter(Termination.isError)) expect(Termination.category(t)).toBe(t.category)
+    const decoded = samples.map((t) =>
+      Schema.decodeUnknownSync(TerminationOfAnswer)(Schema.encodeSync(TerminationOfAnswer)(t))
+    )
+    expect(decoded.map(Termination.category)).toStrictEqual(samples.map(Termination.category))
+  })
+
   it("tells successes from errors", () => {
     expect(samples.filter(Termination.isSuccess).map((t) => t._tag)).toStrictEqual(["Stop", "Submitted"])
     expect(samples.filter(Termination.isError)).toHaveLength(16)

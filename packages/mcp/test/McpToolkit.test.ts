@@ -17,7 +17,7 @@ const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope | NodeServices.NodeSe
 const one = (toolkit: Toolkit.Toolkit, name: string, args: unknown) =>
   Effect.map(Toolkit.executeAllSafe(toolkit, [call(name, args)]), ([result]) => result!)
 
-describe("Mcp.toolkit over stdio", () => {
+describe.concurrent("Mcp.toolkit over stdio", () => {
   it.live("lists the server's tools with their input schemas as the server wrote them", () =>
     run(Effect.gen(function*() {
       const toolkit = yield* Mcp.toolkit(everything())
@@ -204,36 +204,6 @@ describe("Mcp.toolkit over stdio", () => {
       }).pipe(Effect.ensuring(Effect.sync(() => delete process.env.AGENTLOOP_MCP_TEST_SECRET)))
     ))
 
-  it.live("closing the scope ends the server's process", () =>
-    Effect.gen(function*() {
-      const pids = yield* Effect.gen(function*() {
-        const toolkit = yield* Mcp.toolkit(everything())
-        expect((yield* one(toolkit, "echo", { message: "x" })).outcome).toBe("success")
-        return yield* childPids(everythingScript)
-      }).pipe(run)
-      expect(pids).toHaveLength(1)
-      expect(isAlive(pids[0]!)).toBe(false)
-      expect(yield* childPids(everythingScript)).toEqual([])
-    }))
-
-  it.live("a server killed mid-run fails its calls with a readable mistake; the next toolkit reconnects", () =>
-    run(Effect.gen(function*() {
-      const toolkit = yield* Mcp.toolkit(everything())
-      const [pid] = yield* childPids(everythingScript)
-      const running = yield* Effect.forkChild(
-        one(toolkit, "trigger-long-running-operation", { duration: 30, steps: 30 })
-      )
-      yield* Effect.sleep("100 millis")
-      process.kill(pid!, "SIGKILL")
-      const cut = yield* Fiber.join(running)
-      expect(cut.outcome).toBe("failure")
-      expect(JSON.parse(cut.output.output).error).toMatch(/MCP process exited|MCP server closed stdout/)
-      const after = yield* one(toolkit, "echo", { message: "anyone?" })
-      expect(after.outcome).toBe("failure")
-      const again = yield* Mcp.toolkit(everything())
-      expect((yield* one(again, "echo", { message: "back" })).output.output).toBe(JSON.stringify("Echo: back"))
-    })))
-
   it.live("a server that cannot start fails the toolkit with a typed error", () =>
     Effect.gen(function*() {
       const error = yield* Mcp.toolkit(Mcp.stdio({ command: "/nonexistent/mcp-server" })).pipe(run, Effect.flip)
@@ -275,4 +245,37 @@ describe("Mcp.toolkit over stdio", () => {
       const span = recorder.spans.find((span) => span.name === "execute_tool echo")
       expect(span?.attributes.get("agentloop.mcp.server.name")).toBe("kitchen-sink")
     }))
+})
+
+// These find the server's process by its command line: one server at a time.
+describe("Mcp.toolkit over stdio, its server's process", () => {
+  it.live("closing the scope ends the server's process", () =>
+    Effect.gen(function*() {
+      const pids = yield* Effect.gen(function*() {
+        const toolkit = yield* Mcp.toolkit(everything())
+        expect((yield* one(toolkit, "echo", { message: "x" })).outcome).toBe("success")
+        return yield* childPids(everythingScript)
+      }).pipe(run)
+      expect(pids).toHaveLength(1)
+      expect(isAlive(pids[0]!)).toBe(false)
+      expect(yield* childPids(everythingScript)).toEqual([])
+    }))
+
+  it.live("a server killed mid-run fails its calls with a readable mistake; the next toolkit reconnects", () =>
+    run(Effect.gen(function*() {
+      const toolkit = yield* Mcp.toolkit(everything())
+      const [pid] = yield* childPids(everythingScript)
+      const running = yield* Effect.forkChild(
+        one(toolkit, "trigger-long-running-operation", { duration: 30, steps: 30 })
+      )
+      yield* Effect.sleep("100 millis")
+      process.kill(pid!, "SIGKILL")
+      const cut = yield* Fiber.join(running)
+      expect(cut.outcome).toBe("failure")
+      expect(JSON.parse(cut.output.output).error).toMatch(/MCP process exited|MCP server closed stdout/)
+      const after = yield* one(toolkit, "echo", { message: "anyone?" })
+      expect(after.outcome).toBe("failure")
+      const again = yield* Mcp.toolkit(everything())
+      expect((yield* one(again, "echo", { message: "back" })).output.output).toBe(JSON.stringify("Echo: back"))
+    })))
 })

@@ -27,7 +27,7 @@ export interface Child {
    * the test to time out.
    */
   readonly waitFor: (predicate: (message: Message) => boolean) => Effect.Effect<Message>
-  /** Its exit code, once it has exited (`null` when killed by a signal). */
+  /** Its exit code, once it has exited and all it printed was read (`null` when killed by a signal). */
   readonly exit: Effect.Effect<number | null>
   /** Kills it with `SIGKILL`, and waits until it is gone. */
   readonly kill: Effect.Effect<void>
@@ -36,14 +36,17 @@ export interface Child {
 }
 
 /**
- * Starts `script` (a path) with Node, `config` as its JSON argument and
- * `execArgv` as Node's own options; it is killed when the scope closes, if
- * still running.
+ * Starts `script` (a path) with Node, `config` as its JSON argument,
+ * `execArgv` as Node's own options and `env` added to this process's
+ * environment; it is killed when the scope closes, if still running.
  */
 export const spawn = (
   script: string,
   config: unknown,
-  options: { readonly execArgv?: ReadonlyArray<string> | undefined } = {}
+  options: {
+    readonly execArgv?: ReadonlyArray<string> | undefined
+    readonly env?: Readonly<Record<string, string>> | undefined
+  } = {}
 ): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function*() {
@@ -54,7 +57,8 @@ export const spawn = (
         script,
         JSON.stringify(config)
       ], {
-        stdio: ["ignore", "pipe", "pipe"]
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { ...globalThis.process.env, ...options.env }
       })
       const messages: Array<Message> = []
       const waiters: Array<
@@ -72,9 +76,9 @@ export const spawn = (
           if (waiter.predicate(decoded.value)) Deferred.doneUnsafe(waiter.found, Effect.succeed(decoded.value))
         }
       })
-      process.on("exit", (code) => Deferred.doneUnsafe(exited, Effect.succeed(code)))
       // `close` comes once the child has exited and its output is read to the end: a wait still open then never ends.
       process.on("close", (code, signal) => {
+        Deferred.doneUnsafe(exited, Effect.succeed(code))
         closed = `the child exited (${signal ?? `code ${code}`}) without printing the message awaited`
         for (const waiter of waiters) {
           Deferred.doneUnsafe(waiter.found, Effect.die(new Error(`${closed}; its stderr:\n${stderr}`)))

@@ -11,6 +11,7 @@
 import * as Schema from "effect/Schema"
 import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
+import * as Compactor from "../Compactor.ts"
 import * as Cost from "../Cost.ts"
 import * as Item from "../Item.ts"
 import * as Termination from "../Termination.ts"
@@ -97,7 +98,7 @@ export const repairRequest = (diagnostic: Termination.Diagnostic): string =>
 
 /** Whether a run's failure is its turn's (a model or compaction failure), not yet a termination. */
 export const isTurnFailure: (u: unknown) => u is AgentTurn.Failure = Schema.is(
-  Schema.Union([AiError.AiError, AgentTurn.CompactionFailure])
+  Schema.Union([AiError.AiError, Compactor.CompactionError])
 )
 
 /**
@@ -114,8 +115,12 @@ export const turnFailure = (failure: AgentTurn.Failure, accounting: Accounting):
       return new Termination.ProviderQuota({ cause: failure, accounting })
     case "ContextLengthExceeded":
       return new Termination.PromptTooLong({ cause: failure, accounting })
-    case "CompactionFailure":
-      return new Termination.CompactionFailed({ message: failure.message, cause: failure.overflow, accounting })
+    case "CompactionError":
+      return new Termination.CompactionFailed({
+        message: `the history did not fit the context window and compacting it failed: ${failure.message}`,
+        ...(failure.overflow === undefined ? {} : { cause: failure.overflow }),
+        accounting
+      })
     default:
       return new Termination.DuringExecution({
         message: `the model request failed: ${failure.message}`,

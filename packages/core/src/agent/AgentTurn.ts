@@ -19,7 +19,6 @@ import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Accounting } from "../Accounting.ts"
@@ -36,6 +35,7 @@ import * as Toolkit from "../Toolkit.ts"
 import * as ToolRecord from "../ToolRecord.ts"
 import * as Turn from "../Turn.ts"
 import type { TurnDelta } from "../TurnDelta.ts"
+import * as TurnStream from "../TurnStream.ts"
 import type * as AgentEvent from "./AgentEvent.ts"
 
 /** What one turn asks, and of whom. `E` and `R` are those of `account` and of the toolkit's tools. */
@@ -73,21 +73,15 @@ export interface Outcome extends Completed {
   readonly results: ReadonlyArray<Toolkit.Result>
 }
 
-/** The history did not fit the context window (`overflow`), and the `Compactor` could not shorten it. */
-export class CompactionFailure extends Schema.TaggedError<CompactionFailure>()("CompactionFailure", {
-  overflow: AiError.ContextLengthExceeded,
-  error: Compactor.CompactionError
-}) {
-  override get message() {
-    return `the history did not fit the context window and compacting it failed: ${this.error.message}`
-  }
-}
-
 /**
  * Why a turn did not complete: the model request failed (a `ContextLengthExceeded`
- * here means the compacted history did not fit either), or compaction failed.
+ * here means the compacted history did not fit either), or compaction failed
+ * (a `CompactionError` whose `overflow` is the request's `ContextLengthExceeded`).
+ *
+ * @since 0.1.0
+ * @category models
  */
-export type Failure = AiError.AiError | CompactionFailure
+export type Failure = AiError.AiError | Compactor.CompactionError
 
 /** What the model part of a turn needs: the turn's number, the history to send, and the request options. */
 export type ModelRequest = Pick<Request<never, never>, "step" | "history" | "options">
@@ -114,22 +108,20 @@ export const complete = <A, S, E2, R2>(
   R2 | LanguageModel
 > => {
   const { step } = request
-  let turn: Turn.Turn | undefined
+  const completion = TurnStream.completion()
   let asked = request.history
 
   const deltas = Stream.unwrap(Effect.map(LanguageModel, (model) => {
-    turn = undefined
+    completion.reset()
     asked = request.history
     const attempt = (history: ReadonlyArray<Item.Item>) =>
-      modelTurn(model, history, request.options, step, (completed) => {
-        turn = completed
-      })
+      modelTurn(model, history, request.options, step, completion.complete)
     return attempt(request.history).pipe(
       Stream.catchTag("ContextLengthExceeded", (overflow) =>
         Stream.unwrap(Effect.gen(function*() {
           const compactor = yield* Compactor.Compactor
           const shorter = yield* compactor.compact(request.history).pipe(
-            Effect.mapError((error) => new CompactionFailure({ overflow, error }))
+            Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
           )
           asked = shorter
           const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
@@ -143,11 +135,7 @@ export const complete = <A, S, E2, R2>(
 
   return Loop.decideAfter(deltas, () =>
     Effect.gen(function*() {
-      if (turn === undefined) {
-        return yield* new AiError.IncompleteTurn({
-          message: "The model's stream ended before its turn_complete: the turn is lost"
-        })
-      }
+      const turn = yield* completion.turn
       const cost = yield* Pricing.turnCost(turn)
       const next = then({ turn, cost, history: [...asked, ...turn.items] })
       return Effect.isEffect(next) ? yield* next : next

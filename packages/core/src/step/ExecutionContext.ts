@@ -21,7 +21,7 @@ import type { TokenUsage } from "../TokenUsage.ts"
 import type * as Channel from "./Channel.ts"
 import type { ItemLog } from "./ItemLog.ts"
 import { Info } from "./StepError.ts"
-import type { CheckpointFailed, InvalidChannelValue, RecvTimeout } from "./StepError.ts"
+import type { ExecutionCheckpointFailed, InvalidChannelValue, RecvTimeout } from "./StepError.ts"
 
 /** An error an `every` step recorded and went on after: which step, what, and when (ms since the context started). */
 export const RecordedError = Schema.Struct({
@@ -104,7 +104,7 @@ export interface ExecutionContext<out S = unknown> {
    * progress in the state, and reads it back when it runs again. Does nothing
    * without a `Checkpointer` (or an execution `id`). The state must be JSON.
    */
-  checkpoint(): Effect.Effect<void, CheckpointFailed>
+  checkpoint(): Effect.Effect<void, ExecutionCheckpointFailed>
   /** Whether `abort` was called. */
   readonly aborted: boolean
   /** The reason given to `abort`. */

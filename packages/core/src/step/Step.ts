@@ -33,7 +33,7 @@ import { runIn } from "./internal/runtime.ts"
 import * as Spawn from "./internal/spawn.ts"
 import * as ToolStep from "./internal/tool.ts"
 import type { Any, Step } from "./StepAst.ts"
-import type { Aborted, CheckpointFailed, InvalidStep } from "./StepError.ts"
+import type { Aborted, ExecutionCheckpointFailed, InvalidStep } from "./StepError.ts"
 import type * as StepEvent from "./StepEvent.ts"
 
 export type {
@@ -223,18 +223,21 @@ export const every = Every.make
  * executing again with the same id skips the recorded steps (their outputs are
  * used and their contexts restored) and runs the rest; a program that ended
  * returns its recorded output at once. A record that cannot be written fails
- * the program with `CheckpointFailed`.
+ * the program with `ExecutionCheckpointFailed`.
+ *
+ * @since 0.1.0
+ * @category running
  */
 export function execute<I, O, E, R, RT = never>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
   options?: Options<RT> & { readonly state?: unknown }
-): Effect.Effect<O, E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
 export function execute<I, O, E, R, S, RT = never>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
   options: Options<RT> & StateOptions<S>
-): Effect.Effect<O, E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
+): Effect.Effect<O, E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
 export function execute(
   step: Any,
   input: unknown,
@@ -299,7 +302,7 @@ export function stream<I, O, E, R, RT = never>(
   options?: Options<RT> & { readonly state?: unknown }
 ): Stream.Stream<
   StepEvent.Event<O>,
-  E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep,
   ExecutionServices<R, RT>
 >
 export function stream<I, O, E, R, S, RT = never>(
@@ -308,7 +311,7 @@ export function stream<I, O, E, R, S, RT = never>(
   options: Options<RT> & StateOptions<S>
 ): Stream.Stream<
   StepEvent.Event<O>,
-  E | Aborted | CheckpointFailed | InvalidOptions | InvalidStep,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep,
   ExecutionServices<R, RT>
 >
 export function stream(

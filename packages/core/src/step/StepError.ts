@@ -127,11 +127,13 @@ export class ToolDenied extends Schema.TaggedError<ToolDenied>()("ToolDenied", {
  * refused before anything ran has a typed `cause`: `RunInProgress`,
  * `CheckpointMismatch` or `InvalidRunId`.
  */
-export class CheckpointFailed extends Schema.TaggedError<CheckpointFailed>()("CheckpointFailed", {
-  executionId: Schema.String,
-  message: Schema.String,
-  cause: Schema.optionalKey(Schema.Defect())
-}) {}
+export class ExecutionCheckpointFailed
+  extends Schema.TaggedError<ExecutionCheckpointFailed>()("ExecutionCheckpointFailed", {
+    executionId: Schema.String,
+    message: Schema.String,
+    cause: Schema.optionalKey(Schema.Defect())
+  })
+{}
 
 export {
   /** A step's field cannot work (defined with the vocabulary, shared with `AgentLoop` and `Until`; re-exported here). */
@@ -150,7 +152,7 @@ export type StepError =
   | InvalidOutput
   | InvalidToolInput
   | ToolDenied
-  | CheckpointFailed
+  | ExecutionCheckpointFailed
   | InvalidOptions
 
 /** The schema of {@link StepError}: decodes any of them by `_tag`. */
@@ -165,7 +167,7 @@ export const StepError = Schema.Union([
   InvalidOutput,
   InvalidToolInput,
   ToolDenied,
-  CheckpointFailed,
+  ExecutionCheckpointFailed,
   InvalidOptions
 ])
 

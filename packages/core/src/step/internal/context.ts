@@ -9,7 +9,7 @@ import type * as Tracer from "effect/Tracer"
 import * as Channel from "../Channel.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type { ItemLog } from "../ItemLog.ts"
-import type { CheckpointFailed } from "../StepError.ts"
+import type { ExecutionCheckpointFailed } from "../StepError.ts"
 import type { Completion, Execution } from "./execution.ts"
 
 /** The context of one step of `execution`, whose `complete` ends `frame`. */
@@ -18,13 +18,13 @@ export class View<S> implements ExecutionContext<S> {
   readonly #frame: Completion
   readonly span: Tracer.Span
   readonly stepId: string
-  readonly checkpoint: () => Effect.Effect<void, CheckpointFailed>
+  readonly checkpoint: () => Effect.Effect<void, ExecutionCheckpointFailed>
   constructor(
     execution: Execution<S>,
     frame: Completion,
     span: Tracer.Span,
     stepId: string,
-    checkpoint: Effect.Effect<void, CheckpointFailed>
+    checkpoint: Effect.Effect<void, ExecutionCheckpointFailed>
   ) {
     this.#execution = execution
     this.#frame = frame

@@ -14,7 +14,7 @@ import * as RunFingerprint from "../../RunFingerprint.ts"
 import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
-import { CheckpointFailed } from "../StepError.ts"
+import { ExecutionCheckpointFailed } from "../StepError.ts"
 import * as Ledger from "./ledger.ts"
 import * as Outputs from "./outputs.ts"
 import type { Sink } from "./runner.ts"
@@ -109,7 +109,7 @@ export const program = (
     // it); the program fails with it, typed.
     Effect.catchCause((cause) => {
       const defect = Cause.findDefect(cause)
-      return defect._tag === "Success" && defect.success instanceof CheckpointFailed
+      return defect._tag === "Success" && defect.success instanceof ExecutionCheckpointFailed
         ? Effect.fail(defect.success)
         : Effect.failCause(cause)
     })

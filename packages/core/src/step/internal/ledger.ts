@@ -30,7 +30,7 @@ import type * as Toolkit from "../../Toolkit.ts"
 import * as ToolRecord from "../../ToolRecord.ts"
 import * as Turn from "../../Turn.ts"
 import { RecordedError } from "../ExecutionContext.ts"
-import { CheckpointFailed } from "../StepError.ts"
+import { ExecutionCheckpointFailed } from "../StepError.ts"
 import type { Execution } from "./execution.ts"
 
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -102,25 +102,25 @@ export interface Ledger {
     key: string,
     turn: Turn.Turn,
     cost: Cost
-  ) => Effect.Effect<void, CheckpointFailed>
+  ) => Effect.Effect<void, ExecutionCheckpointFailed>
   readonly toolDone: (
     execution: string,
     key: string,
     index: number,
     result: Toolkit.Result
-  ) => Effect.Effect<void, CheckpointFailed>
+  ) => Effect.Effect<void, ExecutionCheckpointFailed>
   readonly complete: (
     execution: Execution<unknown>,
     key: string,
     output: unknown
-  ) => Effect.Effect<void, CheckpointFailed>
-  readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, CheckpointFailed>
-  readonly finish: (output: unknown) => Effect.Effect<void, CheckpointFailed>
+  ) => Effect.Effect<void, ExecutionCheckpointFailed>
+  readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, ExecutionCheckpointFailed>
+  readonly finish: (output: unknown) => Effect.Effect<void, ExecutionCheckpointFailed>
 }
 
 /** A checkpoint of execution `id` that could not be written or read. */
-export const failed = (id: string, message: string, cause?: unknown): CheckpointFailed =>
-  new CheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
+export const failed = (id: string, message: string, cause?: unknown): ExecutionCheckpointFailed =>
+  new ExecutionCheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
 
 /**
  * Opens the ledger of execution `id` with its fingerprint, holding its lease
@@ -131,7 +131,7 @@ export const load = (
   checkpointer: Checkpointer["Service"],
   id: string,
   fingerprint: RunFingerprint.Fingerprint
-): Effect.Effect<Ledger, CheckpointFailed, Scope.Scope> =>
+): Effect.Effect<Ledger, ExecutionCheckpointFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* checkpointer.open(id, fingerprint).pipe(
       Effect.mapError((error) => failed(id, error.message, error))

@@ -22,7 +22,7 @@ import type { ExecutionContext } from "../ExecutionContext.ts"
 import { Memory } from "../Memory.ts"
 import type { MemoryError } from "../Memory.ts"
 import type { EmitFilter, MaybeEffect, StepLLM } from "../StepAst.ts"
-import { CheckpointFailed, InvalidOutput, InvalidStep } from "../StepError.ts"
+import { ExecutionCheckpointFailed, InvalidOutput, InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import type * as Ledger from "./ledger.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
@@ -250,7 +250,11 @@ const resumeTurn = <RT>(
     for (const [index, record] of answered.done) {
       const result = yield* ToolRecord.toResult(toolkit ?? Toolkit.make(), record).pipe(
         Effect.mapError((error) =>
-          new CheckpointFailed({ executionId: execution.id, message: `step ${stepId}: ${error.message}`, cause: error })
+          new ExecutionCheckpointFailed({
+            executionId: execution.id,
+            message: `step ${stepId}: ${error.message}`,
+            cause: error
+          })
         ),
         Effect.orDie
       )

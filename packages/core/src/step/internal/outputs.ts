@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Step from "../StepAst.ts"
-import type { CheckpointFailed } from "../StepError.ts"
+import type { ExecutionCheckpointFailed } from "../StepError.ts"
 import { failed } from "./ledger.ts"
 
 /** How a step's output is written: with its schema when it has one (an `llm` step's `output`, a tool step's tool), else as it is. */
@@ -25,7 +25,7 @@ export const encodeOutput = (
   executionId: string,
   step: Step.Any,
   output: unknown
-): Effect.Effect<unknown, CheckpointFailed> => {
+): Effect.Effect<unknown, ExecutionCheckpointFailed> => {
   const codec = codecOf(step)
   return codec === undefined ? Effect.succeed(output) : Schema.encodeUnknownEffect(codec)(output).pipe(
     Effect.mapError((error) =>
@@ -39,7 +39,7 @@ export const decodeOutput = (
   executionId: string,
   step: Step.Any,
   output: Schema.Json
-): Effect.Effect<unknown, CheckpointFailed> => {
+): Effect.Effect<unknown, ExecutionCheckpointFailed> => {
   const codec = codecOf(step)
   if (codec === undefined) return Effect.succeed(output)
   const decoded = Schema.decodeUnknownExit(codec)(output)
