@@ -8,15 +8,14 @@
  * counters and what the decision added to the history); a run that ends well
  * appends `Finished` with its result, marked as the append that finishes the
  * run (so the store can expire the run, or keep that entry alone: recovered
- * from it, the run returns its result). A run with `compactAfter` whose log
- * holds more entries than that writes its next decision to go on as a
- * `Snapshot` of its whole state instead, which replaces the log (a compacting
- * append): its log stays bounded, at the price of the turns before the
- * snapshot. Entries carry what changed, never the
- * whole history again. Recovering folds the entries with the run's own
- * `AgentMachine`, so a resumed run is where the crashed one was: between two
- * turns, in the middle of a turn's tools (calls that ended are not run again),
- * or finished.
+ * from it, the run returns its result). Entries carry what changed, never the
+ * whole history again, except a `Snapshot`: a run with `compactAfter` whose
+ * log holds more entries than that writes its next decision to go on as its
+ * whole state instead, which replaces the log (a compacting append), so its
+ * log stays bounded, at the price of the turns before it. Recovering folds
+ * the entries with the run's own `AgentMachine`, so a resumed run is where the
+ * crashed one was: between two turns, in the middle of a turn's tools (calls
+ * that ended are not run again), or finished.
  *
  * A run's log is opened with its fingerprint (its input, instructions, tool
  * names and output schema): executing the run again with another one fails
@@ -170,7 +169,7 @@ export const recorder = <O, R, RU, TR>(options: {
       const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
       const encode = Schema.encodeEffect(codec)
       const decode = Schema.decodeUnknownEffect(codec)
-      const write = (value: typeof codec.Type, options?: CheckpointStore.AppendOptions) =>
+      const write = (value: typeof codec.Type, appendOptions?: CheckpointStore.AppendOptions) =>
         encode(value).pipe(
           Effect.mapError((error) =>
             new CheckpointError({
@@ -180,7 +179,7 @@ export const recorder = <O, R, RU, TR>(options: {
               cause: error
             })
           ),
-          Effect.flatMap((text) => log.append([text], options))
+          Effect.flatMap((text) => log.append([text], appendOptions))
         )
       // The entries the log holds: past `compactAfter`, a decision to go on is written as a snapshot instead.
       let length = log.entries.length

@@ -66,9 +66,8 @@ const Lease = Schema.fromJsonString(Schema.Struct({ owner: Schema.String, expire
 const decodeLease = Schema.decodeUnknownEffect(Lease)
 const encodeLease = Schema.encodeEffect(Lease)
 
-const Finished = Retention.FinishedJson
-const decodeFinished = Schema.decodeUnknownEffect(Finished)
-const encodeFinished = Schema.encodeEffect(Finished)
+const decodeFinished = Schema.decodeUnknownEffect(Retention.FinishedJson)
+const encodeFinished = Schema.encodeEffect(Retention.FinishedJson)
 
 const leaseName = /^lease\.(\d+)$/
 const runFolder = /^[0-9a-f]{32}$/
@@ -107,9 +106,10 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* fs.link(temporary, file).pipe(Effect.ensuring(Effect.ignore(fs.remove(temporary))))
       })
 
-    /** Syncs a folder, so that a file renamed into it stays there after a power cut (where the platform can). */
+    /** Removes `file`, unless it is not there. */
     const removeIfThere = (file: string) => Effect.catchIf(fs.remove(file), isReason("NotFound"), () => Effect.void)
 
+    /** Syncs a folder, so that a file renamed into it stays there after a power cut (where the platform can). */
     const syncFolder = (dir: string) =>
       options.sync
         ? Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
@@ -235,9 +235,12 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const lease = yield* hold(id, dir)
         const file = path.join(dir, "log")
         const log = yield* load(id, file).pipe(Effect.mapError(failed("open", id)))
+        // The head of a new log, and of the log a compaction writes.
+        const head = yield* encodeHead({ version: 1, id, fingerprint: log?.fingerprint ?? fingerprint }).pipe(
+          Effect.mapError(failed("open", id))
+        )
         if (log === undefined) {
-          const first = yield* encodeHead({ version: 1, id, fingerprint }).pipe(Effect.mapError(failed("open", id)))
-          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: first }]), "rename").pipe(
+          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename").pipe(
             Effect.andThen(syncFolder(dir)),
             Effect.mapError(failed("open", id))
           )
@@ -249,9 +252,6 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         // The log's appends go to `handle`; a compaction replaces the file, and opens the new one in the log's scope.
         const scope = yield* Effect.scope
         let handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
-        const head = yield* encodeHead({ version: 1, id, fingerprint: log?.fingerprint ?? fingerprint }).pipe(
-          Effect.mapError(failed("open", id))
-        )
         const marker = path.join(dir, "finished")
         let marked = yield* fs.exists(marker).pipe(Effect.mapError(failed("open", id)))
         // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.

@@ -224,9 +224,9 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
                 yield* sql`UPDATE ${runs} SET finished_at = ${finishedAt}, result_from = ${resultFrom}
                   WHERE execution_id = ${id} AND owner = ${owner}`
               }
-              if (
-                group.compact
-              ) yield* sql`DELETE FROM ${entries} WHERE execution_id = ${id} AND seq < ${next} AND ${held}`
+              if (group.compact) {
+                yield* sql`DELETE FROM ${entries} WHERE execution_id = ${id} AND seq < ${next} AND ${held}`
+              }
               return inserted
             }))
           })
