@@ -49,12 +49,11 @@ export const cutoff = (options: PruneOptions): Effect.Effect<Cutoff, InvalidOpti
  * how many of its last entries are its result (the entries of the append that
  * finished it).
  */
-export const Finished = Schema.Struct({
+const Finished = Schema.Struct({
   id: Schema.String,
   finishedAt: Schema.Number,
   result: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 })
-export type Finished = typeof Finished.Type
 
 /** A finished run's record as JSON text. */
 export const FinishedJson = Schema.fromJsonString(Finished)

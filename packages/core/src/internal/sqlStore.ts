@@ -321,7 +321,9 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
     const cut = (before: number, now: number) =>
       Effect.gen(function*() {
         const finished = yield* Effect.flatMap(
-          sql`SELECT execution_id, result_from FROM ${runs} WHERE finished_at < ${before} AND expires_at <= ${now}`,
+          retrying(
+            sql`SELECT execution_id, result_from FROM ${runs} WHERE finished_at < ${before} AND expires_at <= ${now}`
+          ),
           Schema.decodeUnknownEffect(Results)
         )
         const ids: Array<string> = []
