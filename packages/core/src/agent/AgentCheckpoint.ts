@@ -83,6 +83,9 @@ export const Decided = Schema.TaggedStruct("Decided", {
 /**
  * Turn `step` was decided, and the run goes on from `state`: the whole of it, which sums up every entry before
  * it. Written instead of `Decided` by a run whose log grew past its `compactAfter`, as the log's only entry.
+ *
+ * @since 0.2.0
+ * @category entries
  */
 export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.State })
 
