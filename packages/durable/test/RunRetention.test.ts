@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
-import { DurableAgent, DurableRunner, RunStore } from "../src/index.ts"
+import { DurableAgent, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
 import { answer, call, model, pricing, tempDir, toolkit } from "./fixtures.ts"
 import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
 
@@ -111,6 +111,28 @@ describe("RunRetention", () => {
     )
     return scenario(prefix).pipe(Effect.provide(runner), Effect.ensuring(dropTables(prefix)))
   }, 30_000)
+
+  it.live("a table of runs made before retention gains its columns and index; its rows are kept", () => {
+    const temp = tempDir()
+    const client = NodeSqliteClient.layer({ filename: Path.join(temp.dir, "old.db") })
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql`CREATE TABLE old_agent_runs (
+        agent TEXT NOT NULL, run_id TEXT NOT NULL, attempts INTEGER NOT NULL, progress INTEGER NOT NULL,
+        parked TEXT, PRIMARY KEY (agent, run_id))`
+      yield* sql`INSERT INTO old_agent_runs (agent, run_id, attempts, progress) VALUES ('a', 'r', 1, 0)`
+      const store = yield* RunStore.make("old")
+      yield* store.finished({ agent: "a", runId: "r" }, "execution", 5)
+      expect(yield* store.expired(6, 10)).toStrictEqual([{ agent: "a", run_id: "r", execution_id: "execution" }])
+      expect(yield* store.expired(5, 10)).toStrictEqual([])
+      const indexes = yield* sql<{ readonly name: string }>`
+        SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'old_agent_runs'`
+      expect(indexes.map((index) => index.name)).toContain("old_agent_runs_finished_at")
+      // An execution that begins again makes the run unfinished.
+      yield* store.begin({ agent: "a", runId: "r" })
+      expect(yield* store.expired(6, 10)).toStrictEqual([])
+    }).pipe(Effect.provide(client), Effect.ensuring(Effect.sync(temp.remove)))
+  })
 
   it.live("retention options that cannot work fail the runner with InvalidOptions", () => {
     const temp = tempDir()

@@ -32,6 +32,15 @@ const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
 let opened = 0
 
+/** The run id a key names (see `key`), if it is one this store wrote. */
+const runOf = (encoded: string): string | undefined => {
+  try {
+    return decodeURIComponent(encoded)
+  } catch {
+    return undefined
+  }
+}
+
 /** Builds the store over the `KeyValueStore` in context. */
 export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.KeyValueStore> =>
   Effect.gen(function*() {
@@ -183,8 +192,10 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
         const runs: Array<string> = []
         for (const name of keys) {
           if (!name.startsWith(prefix) || !name.endsWith(finishedSuffix)) continue
-          const id = decodeURIComponent(name.slice(prefix.length, -finishedSuffix.length))
-          if (yield* pruneRun(id, cutoff).pipe(Effect.mapError(failed("prune", id)))) runs.push(id)
+          const id = runOf(name.slice(prefix.length, -finishedSuffix.length))
+          if (id !== undefined && (yield* pruneRun(id, cutoff).pipe(Effect.mapError(failed("prune", id))))) {
+            runs.push(id)
+          }
         }
         return { runs }
       })
