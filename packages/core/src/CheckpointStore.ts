@@ -7,22 +7,24 @@
  *
  * @since 0.2.0
  */
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type { InvalidOptions } from "./InvalidOptions.ts"
 import * as RunFingerprint from "./RunFingerprint.ts"
 import type { InvalidRunId } from "./RunId.ts"
 
 /**
- * A checkpoint could not be opened, read, written or cleared; `cause` says
- * why. An append that failed may or may not have reached the store: the run
+ * A checkpoint could not be opened, read, written, cleared or pruned; `cause`
+ * says why. An append that failed may or may not have reached the store: the run
  * stops, and executing it again reads what did.
  *
  * @since 0.1.0
  * @category errors
  */
 export class CheckpointError extends Schema.TaggedError<CheckpointError>()("CheckpointError", {
-  operation: Schema.Literals(["open", "read", "append", "clear"]),
+  operation: Schema.Literals(["open", "read", "append", "clear", "prune"]),
   id: Schema.String,
   message: Schema.String,
   cause: Schema.optionalKey(Schema.Defect())
@@ -116,6 +118,65 @@ export interface AppendOptions {
    * without waiting for its WAL to reach the disk). Default `true`.
    */
   readonly durable?: boolean | undefined
+  /**
+   * `true`: these entries end the run and hold its result (an `AgentLoop`
+   * run's `Finished` entry, a step program's output). The store records when
+   * the run finished, so that {@link Store.prune} can expire it, and which
+   * entries are its result, so that `prune` with `keep: "result"` can keep
+   * only them. A later append without it makes the run unfinished again.
+   * Default `false`.
+   *
+   * @since 0.2.0
+   */
+  readonly finished?: boolean | undefined
+  /**
+   * `true`: these entries sum up every entry before them (a snapshot of the
+   * run's state), which they replace: the log becomes these entries alone,
+   * at once. A crash leaves the log as it was before or as it is after,
+   * never a mix of the two (files: a new log written, synced and renamed over
+   * the old one; SQL: one transaction; a key-value store, which has no
+   * transactions, only within a process that does not die). It costs a
+   * rewrite of the log, so a writer compacts once its log is long, not at
+   * every append. Always durable. Default `false`.
+   *
+   * @since 0.2.0
+   */
+  readonly compact?: boolean | undefined
+}
+
+/**
+ * Which finished runs {@link Store.prune} removes, and what it keeps of them.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PruneOptions {
+  /**
+   * Runs that finished before this: a `Date`, or a duration before now (`"30
+   * days"`, milliseconds, any `Duration` input; `0` is every finished run).
+   */
+  readonly finishedBefore: Date | Duration.Input
+  /**
+   * What is kept of each of them:
+   * - `"nothing"` (the default): the run is forgotten, as `clear` forgets it;
+   *   executing it again starts afresh.
+   * - `"result"`: only the entries of the append that finished it (see
+   *   {@link AppendOptions.finished}), and its fingerprint; executing it again
+   *   returns its result without running anything.
+   */
+  readonly keep?: "nothing" | "result" | undefined
+}
+
+/**
+ * What {@link Store.prune} did: the ids of the runs it forgot (`keep:
+ * "nothing"`) or cut down to their result (`keep: "result"`; a run already cut
+ * down is not counted again).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Pruned {
+  readonly runs: ReadonlyArray<string>
 }
 
 /**
@@ -158,4 +219,14 @@ export interface Store {
   readonly read: (id: string) => Effect.Effect<ReadonlyArray<string>, CheckpointError | InvalidRunId>
   /** Forgets run `id`, so executing it again starts afresh; fails with `RunInProgress` while it runs. */
   readonly clear: (id: string) => Effect.Effect<void, CheckpointError | RunInProgress | InvalidRunId>
+  /**
+   * Forgets the runs that finished before `finishedBefore`, or keeps only
+   * their result (see {@link PruneOptions}). A run in progress (its lease
+   * held) is left alone, finished or not, and so is a run never marked
+   * finished. Options that cannot work fail with `InvalidOptions` before
+   * anything is removed.
+   *
+   * @since 0.2.0
+   */
+  readonly prune: (options: PruneOptions) => Effect.Effect<Pruned, CheckpointError | InvalidOptions>
 }

@@ -11,6 +11,11 @@
  * with another input fails with `CheckpointMismatch`; and its appends are
  * ordered even when they run at once, each durable once it succeeds.
  *
+ * Retention: a writer marks the append that finishes a run (see
+ * `AppendOptions.finished`; `AgentLoop` runs and step programs do), and
+ * {@link prune} forgets the runs that finished before a time, or keeps only
+ * their result, leaving alone any run whose lease is held.
+ *
  * Layers:
  * - {@link layerFileSystem}: the embedded default on one machine, a folder of
  *   append-only log files (one write and one sync per append, nothing
@@ -25,17 +30,18 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import type * as Path from "effect/Path"
 import { KeyValueStore } from "effect/persistence"
 import * as Schedule from "effect/Schedule"
 import type { SqlClient } from "effect/sql"
-import type { Store } from "./CheckpointStore.ts"
-import type { CheckpointError } from "./CheckpointStore.ts"
+import type { CheckpointError, Pruned, PruneOptions, Store } from "./CheckpointStore.ts"
 import * as FileStore from "./internal/fileStore.ts"
 import * as KeyValueStoreStore from "./internal/keyValueStore.ts"
 import * as SqlStore from "./internal/sqlStore.ts"
+import type { InvalidOptions } from "./InvalidOptions.ts"
 
 export {
   /** A checkpoint could not be opened, read, written or cleared. */
@@ -210,3 +216,31 @@ export const layerSql = (
     owner: options.owner ?? defaultOwner,
     retry: options.retry ?? defaultRetry
   }))
+
+/**
+ * Forgets the runs of the `Checkpointer` in context that finished before
+ * `finishedBefore` (a `Date`, or a duration before now), or, with `keep:
+ * "result"`, keeps only the entries that finished each of them: executing
+ * such a run again returns its result without running anything, where a
+ * forgotten one starts afresh. A run whose lease is held (in progress) is
+ * never touched, nor one that never finished. Options that cannot work fail
+ * with `InvalidOptions`, before anything is removed.
+ *
+ * @example
+ * ```ts
+ * import { Checkpointer } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // Runs finished over 30 days ago are forgotten; those finished over a week ago keep only their result.
+ * const retention = Effect.gen(function*() {
+ *   yield* Checkpointer.prune({ finishedBefore: "30 days" })
+ *   const { runs } = yield* Checkpointer.prune({ finishedBefore: "7 days", keep: "result" })
+ *   yield* Effect.log(`${runs.length} runs cut down to their result`)
+ * }).pipe(Effect.provide(Checkpointer.layerMemory))
+ * ```
+ *
+ * @since 0.2.0
+ * @category retention
+ */
+export const prune = (options: PruneOptions): Effect.Effect<Pruned, CheckpointError | InvalidOptions, Checkpointer> =>
+  Effect.flatMap(Checkpointer, (store) => store.prune(options))

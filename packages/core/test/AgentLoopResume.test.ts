@@ -141,7 +141,8 @@ describe("AgentLoop with a Checkpointer", () => {
               Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" }))
           }),
         read: () => Effect.succeed([]),
-        clear: () => Effect.void
+        clear: () => Effect.void,
+        prune: () => Effect.succeed({ runs: [] })
       })
       const { exit } = yield* execute([addCall(1, 1), answer("never")], {
         input: "Add",
@@ -162,7 +163,8 @@ describe("AgentLoop with a Checkpointer", () => {
       const corrupt = Layer.succeed(Checkpointer.Checkpointer, {
         open: () => Effect.succeed({ entries: ["{\"_tag\":\"Answered\",\"step\":-1}"], append: () => Effect.void }),
         read: () => Effect.succeed([]),
-        clear: () => Effect.void
+        clear: () => Effect.void,
+        prune: () => Effect.succeed({ runs: [] })
       })
       const { exit, requests } = yield* execute([answer("never")], { input: "Hi", model, runId: "run-corrupt" }).pipe(
         Effect.provide(corrupt)
@@ -177,7 +179,8 @@ describe("AgentLoop with a Checkpointer", () => {
       const spy = Layer.succeed(Checkpointer.Checkpointer, {
         open: (id) => Effect.succeed({ entries: [], append: () => Effect.sync(() => written.push(id)) }),
         read: () => Effect.succeed([]),
-        clear: () => Effect.void
+        clear: () => Effect.void,
+        prune: () => Effect.succeed({ runs: [] })
       })
       yield* execute([answer("hi")], { input: "Hi", model }).pipe(Effect.provide(spy))
       expect(written).toStrictEqual([])

@@ -171,6 +171,64 @@ const crashAndResume = (store: (dir: string) => Store, program: Config["program"
     expect(outputIds).toStrictEqual(callIds)
   }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
 
+/**
+ * A run whose log was compacted (its first turn's quick calls summed up in a snapshot) is killed in the slow call
+ * of its second turn, and resumes in a new process from the snapshot: no turn asked twice, no quick call run again.
+ */
+const crashAfterCompaction = (store: (dir: string) => Store) =>
+  Effect.gen(function*() {
+    const { dir, store: chosen } = yield* workspace(store)
+    const server = yield* ProviderServer.ProviderServer
+    const calls = quick.map((name) => ({ name, arguments: {}, callId: `call_${name}` }))
+    yield* server.reply(
+      LoopbackModel.reply(MockLanguageModel.callsTurn(calls)),
+      LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "slow", arguments: {}, callId: "call_slow" }])),
+      LoopbackModel.reply(MockLanguageModel.textTurn("done"))
+    )
+    const config = (runner: string): Config => ({
+      store: chosen,
+      program: "agent",
+      runner,
+      provider: server.url,
+      markers: dir,
+      runId: "crash/compacted",
+      lease: 1500,
+      waitForLease: true,
+      quick,
+      compactAfter: 2
+    })
+    const one = yield* TestProcess.spawn(child, config("one"), sources)
+    yield* one.waitFor(() => started(one.messages, "slow") || one.messages.some(ended))
+    expect(one.messages.some(ended), one.stderr()).toBe(false)
+    expect(appended(one.messages, "Snapshot")).toBe(1)
+    yield* one.kill
+
+    const two = yield* TestProcess.spawn(child, config("two"), sources)
+    const end = yield* two.waitFor(ended)
+    expect(end, JSON.stringify({ one: one.messages, two: two.messages, stderr: two.stderr() })).toStrictEqual({
+      result: "done"
+    })
+    yield* two.exit
+    for (const name of quick) expect(lines(Path.join(dir, `${name}.log`)), name).toStrictEqual(["one"])
+    expect(lines(Path.join(dir, "slow.log"))).toStrictEqual(["one", "two"])
+    const requests = yield* server.requests
+    expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "one", "two"])
+    // The resumed process sent the whole history, from the snapshot on: every call paired with its output.
+    const history = Schema.decodeUnknownSync(Body)(requests[2]?.body).history
+    const callIds = history.flatMap((item) => item.type === "function_call" ? [item.call_id] : [])
+    const outputIds = history.flatMap((item) => item.type === "function_call_output" ? [item.call_id] : [])
+    expect(callIds).toStrictEqual([...calls.map((call) => call.callId), "call_slow"])
+    expect(outputIds).toStrictEqual(callIds)
+    // The log holds the snapshot (and what followed), not the first turn's entries.
+    const tags = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("crash/compacted")).pipe(
+      Effect.provide(checkpointer(chosen)),
+      Effect.map((texts) => texts.map((text) => (JSON.parse(text) as { readonly _tag: string })._tag))
+    )
+    expect(tags[0]).toBe("Snapshot")
+    expect(tags).not.toContain("Decided")
+    expect(tags.at(-1)).toBe("Finished")
+  }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
+
 /** Two processes execute one run at once: one runs its tool, the other is refused at once. */
 const twoWriters = (store: (dir: string) => Store) =>
   Effect.gen(function*() {
@@ -223,6 +281,11 @@ describe.concurrent("checkpoints across processes", () => {
         hangs
       )
       it.live("two processes executing one run: one runs it, the other is refused", () => twoWriters(store), hangs)
+      it.live(
+        "an AgentLoop run killed after its log was compacted resumes from its snapshot in a new process",
+        () => crashAfterCompaction(store),
+        hangs
+      )
     })
   }
 })

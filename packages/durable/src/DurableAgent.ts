@@ -27,6 +27,7 @@ import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as Turn from "@agentloop/core/Turn"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -39,12 +40,14 @@ import * as DurableEvent from "./DurableEvent.ts"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
 import * as RunParking from "./RunParking.ts"
+import * as RunRetention from "./RunRetention.ts"
 import * as RunSteps from "./RunSteps.ts"
 import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
 /**
  * The definition of a durable agent: `AgentLoop.Options` without a run's own
- * `input` and `runId`, and how many executions of a run in a row may die
+ * `input` and `runId` (nor `compactAfter`: the engine keeps its own records),
+ * and how many executions of a run in a row may die
  * with their process before the run is parked (`maxCrashes`, default
  * `RunParking.defaultMaxCrashes`; see `RunParking`).
  *
@@ -52,7 +55,7 @@ import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
  * @category models
  */
 export type Options<O = string, R = never, E = never, RU = never> =
-  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId" | "compactAfter">
   & { readonly maxCrashes?: number | undefined }
 
 /**
@@ -354,6 +357,12 @@ const build = <O, R, E, RU>(
     execution(start, executionId).pipe(
       Effect.retry({ times: 3, while: (error) => error._tag === "StepTaken" }),
       Effect.catchTag("StepTaken", Effect.die),
+      // A result or a termination finishes the run (see `RunRetention`); waiting, stopping or dying does not.
+      Effect.onExit((exit) =>
+        Exit.isSuccess(exit) || (Exit.hasFails(exit) && !Exit.hasInterrupts(exit))
+          ? RunRetention.finished({ agent: name, runId: start.runId }, executionId)
+          : Effect.void
+      ),
       // Waiting for a decision, or stopping with its runner, is not a crash.
       Effect.onInterrupt(() => RunParking.interrupted({ agent: name, runId: start.runId }))
     )

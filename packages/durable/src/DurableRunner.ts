@@ -12,7 +12,9 @@
  *   nothing and only starts, polls, approves and reads runs.
  * - {@link layer}: the same over any `SqlClient` already in context.
  *
- * Each provides the engine and the runs' `RunStore` (their event logs).
+ * Each provides the engine and the runs' `RunStore` (their event logs). With
+ * `retention`, a runner also prunes finished runs on a schedule (see
+ * `RunRetention`).
  *
  * The cluster settings are this module's defaults, overridden by `sharding`;
  * nothing is read from environment variables (effect's `SingleRunner.layer`
@@ -21,6 +23,7 @@
  *
  * @since 0.1.0
  */
+import type * as InvalidOptions from "@agentloop/core/InvalidOptions"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as ClusterWorkflowEngine from "effect/cluster/ClusterWorkflowEngine"
 import type * as MessageStorage from "effect/cluster/MessageStorage"
@@ -39,6 +42,7 @@ import type * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlError from "effect/sql/SqlError"
 import type * as WorkflowEngine from "effect/workflow/WorkflowEngine"
 import * as NodeSqliteClient from "./NodeSqliteClient.ts"
+import * as RunRetention from "./RunRetention.ts"
 import * as RunStore from "./RunStore.ts"
 
 /**
@@ -56,6 +60,14 @@ export interface Options {
   readonly prefix?: string | undefined
   /** Cluster settings over this module's {@link defaults}; the runner's address is its role's. */
   readonly sharding?: Partial<Omit<ShardingConfig.ShardingConfig["Service"], "runnerAddress">> | undefined
+  /**
+   * Prunes the runs that finished more than `finishedBefore` ago, every
+   * `every` (default an hour) while the runner runs (a client prunes
+   * nothing). Without it, finished runs are kept.
+   *
+   * @since 0.2.0
+   */
+  readonly retention?: RunRetention.Options | undefined
 }
 
 /**
@@ -108,14 +120,22 @@ export type Services = WorkflowEngine.WorkflowEngine | RunStore.RunStore
 const cluster = (
   options: Options,
   runnerAddress: Option.Option<RunnerAddress.RunnerAddress>
-): Layer.Layer<WorkflowEngine.WorkflowEngine, SqlError.SqlError, SqlClient.SqlClient> => {
+): Layer.Layer<
+  WorkflowEngine.WorkflowEngine,
+  SqlError.SqlError | InvalidOptions.InvalidOptions,
+  SqlClient.SqlClient | RunStore.RunStore
+> => {
   const prefix = options.prefix ?? "agentloop"
   const storage: Layer.Layer<
     MessageStorage.MessageStorage,
     never,
     SqlClient.SqlClient | ShardingConfig.ShardingConfig
   > = SqlMessageStorage.layerWith({ prefix }).pipe(Layer.provide(Digest.layerWebCrypto))
-  return ClusterWorkflowEngine.layer.pipe(
+  // The pruner shares the engine's sharding and storage.
+  const pruner = options.retention === undefined || Option.isNone(runnerAddress)
+    ? Layer.empty
+    : RunRetention.layer(options.retention)
+  return Layer.merge(ClusterWorkflowEngine.layer, pruner).pipe(
     Layer.provide(Sharding.layer),
     Layer.provide(Runners.layerNoop),
     Layer.provide(storage),
@@ -134,10 +154,13 @@ const cluster = (
 export const layer = (
   role: Role,
   options: Options = {}
-): Layer.Layer<Services, SqlError.SqlError | RunStore.RunStoreError, SqlClient.SqlClient> =>
-  Layer.merge(
-    cluster(options, role === "client" ? Option.none() : Option.some(RunnerAddress.make(role.name, 0))),
-    RunStore.layer(options.prefix)
+): Layer.Layer<
+  Services,
+  SqlError.SqlError | RunStore.RunStoreError | InvalidOptions.InvalidOptions,
+  SqlClient.SqlClient
+> =>
+  cluster(options, role === "client" ? Option.none() : Option.some(RunnerAddress.make(role.name, 0))).pipe(
+    Layer.provideMerge(RunStore.layer(options.prefix))
   )
 
 /**
@@ -178,7 +201,11 @@ export const layerSqlite = (
   options: NodeSqliteClient.Options & Options
 ): Layer.Layer<
   Services | SqlClient.SqlClient,
-  NodeSqliteClient.DatabaseLocked | NodeSqliteClient.DatabaseUnavailable | SqlError.SqlError | RunStore.RunStoreError
+  | NodeSqliteClient.DatabaseLocked
+  | NodeSqliteClient.DatabaseUnavailable
+  | SqlError.SqlError
+  | RunStore.RunStoreError
+  | InvalidOptions.InvalidOptions
 > => layer({ name: "embedded" }, options).pipe(Layer.provideMerge(NodeSqliteClient.layer(options)))
 
 /**
@@ -192,5 +219,7 @@ export const layerPg = (
   role: Role,
   connection: PgClient.PgClientConfig,
   options: Options = {}
-): Layer.Layer<Services | SqlClient.SqlClient, SqlError.SqlError | RunStore.RunStoreError> =>
-  layer(role, options).pipe(Layer.provideMerge(PgClient.layer(connection)))
+): Layer.Layer<
+  Services | SqlClient.SqlClient,
+  SqlError.SqlError | RunStore.RunStoreError | InvalidOptions.InvalidOptions
+> => layer(role, options).pipe(Layer.provideMerge(PgClient.layer(connection)))

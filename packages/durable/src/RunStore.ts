@@ -8,7 +8,8 @@
  * It also holds the approvals a run issued: each wait point's secret, and
  * the decision once one is recorded (see `DurableApproval`); and how many of
  * a run's executions in a row died with their process, to park a run that
- * keeps crashing its runners (see `RunParking`).
+ * keeps crashing its runners (see `RunParking`); and when a run finished
+ * (indexed), so that finished runs can be pruned (see `RunRetention`).
  *
  * Five tables, `<prefix>_agent_steps`, `<prefix>_agent_events`,
  * `<prefix>_agent_calls`, `<prefix>_agent_approvals` and `<prefix>_agent_runs`,
@@ -151,6 +152,20 @@ export class RunStore extends Context.Service<RunStore, {
   readonly parkedReason: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>
   /** The parked runs of `agent`, with the reasons (JSON). */
   readonly parked: (agent: string) => Effect.Effect<ReadonlyArray<ParkedRow>, RunStoreError>
+  /**
+   * Records that the execution `executionId` of `run` finished (with a
+   * result or a termination) at `at` (epoch milliseconds). An execution of
+   * the run that begins after it makes it unfinished again.
+   */
+  readonly finished: (run: RunKey, executionId: string, at: number) => Effect.Effect<void, RunStoreError>
+  /** The runs that finished before `before` (epoch milliseconds), oldest first, at most `limit`. */
+  readonly expired: (before: number, limit: number) => Effect.Effect<ReadonlyArray<FinishedRun>, RunStoreError>
+  /**
+   * Deletes every record of `run` if it finished before `before` (and did not
+   * begin again since): whether it did. Run it in a transaction with what else
+   * goes with the run.
+   */
+  readonly forget: (run: RunKey, before: number) => Effect.Effect<boolean, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
 
 /**
@@ -161,6 +176,15 @@ export class RunStore extends Context.Service<RunStore, {
  */
 export const Execution = Schema.Struct({ attempts: Schema.Number, parked: Schema.NullOr(Schema.String) })
 export type Execution = typeof Execution.Type
+
+/**
+ * A finished run: its agent, its id, and the id of its workflow execution.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const FinishedRun = Schema.Struct({ agent: Schema.String, run_id: Schema.String, execution_id: Schema.String })
+export type FinishedRun = typeof FinishedRun.Type
 
 /**
  * A parked run: its id and the reason it was parked for (JSON).
@@ -196,6 +220,8 @@ const Executions = Schema.Array(Execution)
 const ParkedRows = Schema.Array(ParkedRow)
 const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
 const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
+const FinishedRuns = Schema.Array(FinishedRun)
+const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 
 /**
  * Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing.
@@ -252,9 +278,23 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         attempts INTEGER NOT NULL,
         progress INTEGER NOT NULL,
         parked TEXT,
+        finished_at BIGINT,
+        execution_id TEXT,
         PRIMARY KEY (agent, run_id)
       )`
     ], { discard: true }).pipe(
+      Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
+      Effect.mapError(fail("migrate"))
+    )
+    // A table of runs made before runs were marked finished gains the columns (another runner may add them first).
+    const marks = sql`SELECT finished_at, execution_id FROM ${runs} WHERE 1 = 0`
+    yield* Effect.catch(marks, () =>
+      Effect.all([
+        Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN finished_at BIGINT`),
+        Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN execution_id TEXT`),
+        marks
+      ])).pipe(Effect.mapError(fail("migrate")))
+    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${prefix}_agent_runs_finished_at`)} ON ${runs} (finished_at)`.pipe(
       Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
       Effect.mapError(fail("migrate"))
     )
@@ -382,7 +422,8 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
             (SELECT COUNT(*) FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}))
           ON CONFLICT (agent, run_id) DO UPDATE SET
             attempts = CASE WHEN excluded.progress > ${runs}.progress THEN 1 ELSE ${runs}.attempts + 1 END,
-            progress = excluded.progress
+            progress = excluded.progress,
+            finished_at = NULL
           RETURNING attempts, parked`.pipe(
           Effect.flatMap(Schema.decodeUnknownEffect(Executions)),
           Effect.flatMap((rows) =>
@@ -423,6 +464,31 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.flatMap(Schema.decodeUnknownEffect(ParkedRows)),
           Effect.mapError(fail("list parked"))
         ),
+      finished: (run, executionId, at) =>
+        sql`UPDATE ${runs} SET finished_at = ${at}, execution_id = ${executionId}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(fail("finished"))
+        ),
+      expired: (before, limit) =>
+        sql`SELECT agent, run_id, execution_id FROM ${runs}
+          WHERE finished_at < ${before} AND execution_id IS NOT NULL ORDER BY finished_at LIMIT ${limit}`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(FinishedRuns)),
+          Effect.mapError(fail("expired"))
+        ),
+      forget: (run, before) =>
+        Effect.gen(function*() {
+          const gone = yield* Effect.flatMap(
+            sql`DELETE FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId} AND finished_at < ${before}
+              RETURNING run_id`,
+            Schema.decodeUnknownEffect(Forgotten)
+          )
+          if (gone.length === 0) return false
+          for (const table of [steps, events, calls, approvals]) {
+            yield* sql`DELETE FROM ${table} WHERE agent = ${run.agent} AND run_id = ${run.runId}`
+          }
+          return true
+        }).pipe(Effect.mapError(fail("forget"))),
       decide: (run, wait, decision) =>
         sql`UPDATE ${approvals} SET decision = ${decision}
           WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL

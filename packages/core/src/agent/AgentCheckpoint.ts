@@ -6,11 +6,16 @@
  * complete (the turn, its cost, and how the history changed), `ToolDone` as
  * each tool call ends, and `Decided` once the turn's decision is made (the
  * counters and what the decision added to the history); a run that ends well
- * appends `Finished` with its result. Entries carry what changed, never the
- * whole history again. Recovering folds the entries with the run's own
- * `AgentMachine`, so a resumed run is where the crashed one was: between two
- * turns, in the middle of a turn's tools (calls that ended are not run again),
- * or finished.
+ * appends `Finished` with its result, marked as the append that finishes the
+ * run (so the store can expire the run, or keep that entry alone: recovered
+ * from it, the run returns its result). Entries carry what changed, never the
+ * whole history again, except a `Snapshot`: a run with `compactAfter` whose
+ * log holds more entries than that writes its next decision to go on as its
+ * whole state instead, which replaces the log (a compacting append), so its
+ * log stays bounded, at the price of the turns before it. Recovering folds
+ * the entries with the run's own `AgentMachine`, so a resumed run is where the
+ * crashed one was: between two turns, in the middle of a turn's tools (calls
+ * that ended are not run again), or finished.
  *
  * A run's log is opened with its fingerprint (its input, instructions, tool
  * names and output schema): executing the run again with another one fails
@@ -31,6 +36,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
+import type * as CheckpointStore from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import * as CheckpointVersion from "../CheckpointVersion.ts"
 import { Cost } from "../Cost.ts"
@@ -126,6 +132,15 @@ export const Decided = Schema.TaggedStruct("Decided", {
 })
 
 /**
+ * Turn `step` was decided, and the run goes on from `state`: the whole of it, which sums up every entry before
+ * it. Written instead of `Decided` by a run whose log grew past its `compactAfter`, as the log's only entry.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.State })
+
+/**
  * The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output).
  *
  * @since 0.1.0
@@ -136,6 +151,7 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Answered,
     ToolDone,
     Decided,
+    Snapshot,
     // A submitted value is its finish tool's output: `outputVersion` is the tool's, when it declares one.
     Schema.TaggedStruct("Finished", {
       result: AgentEvent.RunResult(output, Schema.Unknown),
@@ -280,13 +296,14 @@ export const recorder = <O, R, RU, TR>(options: {
   readonly machine: AgentMachine.Machine<O, R, RU>
   readonly output: Schema.Codec<O, unknown>
   readonly toolkit: Toolkit.Toolkit<TR> | undefined
+  readonly compactAfter?: number | undefined
 }): Effect.Effect<Recorder<O>, OpenError, Checkpointer | Scope.Scope> =>
   Effect.map(
     Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.open(options.runId, options.fingerprint)),
     (log): Recorder<O> => {
       const { machine, runId } = options
       const { decode, encode } = codec(options.output, runId)
-      const write = (value: EntryOf<O>, durable = true) =>
+      const write = (value: EntryOf<O>, appendOptions?: CheckpointStore.AppendOptions) =>
         encode(value).pipe(
           Effect.mapError((error) =>
             new CheckpointError({
@@ -296,8 +313,12 @@ export const recorder = <O, R, RU, TR>(options: {
               cause: error
             })
           ),
-          Effect.flatMap((text) => log.append([text], { durable }))
+          Effect.flatMap((text) => log.append([text], appendOptions))
         )
+      // The entries the log holds: past `compactAfter`, a decision to go on is written as a snapshot instead.
+      let length = log.entries.length
+      const counted = (effect: Effect.Effect<void, CheckpointError>) =>
+        Effect.tap(effect, () => Effect.sync(() => length++))
       const toolkit = options.toolkit ?? Toolkit.make()
       const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
       // A submitted value is its finish tool's output: written with the tool's version, read through its migrations.
@@ -356,6 +377,10 @@ export const recorder = <O, R, RU, TR>(options: {
                 answered = undefined
                 break
               }
+              case "Snapshot":
+                state = recorded.state
+                answered = undefined
+                break
               case "Finished":
                 finished = yield* submitted(recorded.result, recorded.outputVersion)
                 break
@@ -372,28 +397,38 @@ export const recorder = <O, R, RU, TR>(options: {
       return {
         recover,
         answered: (state, completed) =>
-          write({
+          counted(write({
             _tag: "Answered",
             step: state.steps + 1,
             turn: completed.turn,
             cost: completed.cost,
             history: change(state.history, completed.history)
-          }),
+          })),
         toolDone: (step, index, result) =>
-          write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) }),
-        decided: (outcome, transition) =>
-          transition._tag === "Finish"
-            ? write(finishedEntry(transition.result))
-            // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
-            // turn's durable append takes it to the disk.
-            : write({
-              _tag: "Decided",
-              step: transition.state.steps,
-              history: change(outcome.history, transition.state.history),
-              mistakes: transition.state.mistakes,
-              progress: transition.state.progress,
-              repairs: transition.state.repairs
-            }, false)
+          counted(write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) })),
+        decided: (outcome, transition) => {
+          // The run's result: the store marks the run finished, and `prune` with `keep: "result"` keeps this alone.
+          if (transition._tag === "Finish") {
+            return write(finishedEntry(transition.result), { finished: true })
+          }
+          // The log grew past its bound: the state it leads to replaces it, in one compacting append.
+          if (options.compactAfter !== undefined && length + 1 > options.compactAfter) {
+            return Effect.tap(
+              write({ _tag: "Snapshot", state: transition.state }, { compact: true }),
+              () => Effect.sync(() => length = 1)
+            )
+          }
+          // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
+          // turn's durable append takes it to the disk.
+          return counted(write({
+            _tag: "Decided",
+            step: transition.state.steps,
+            history: change(outcome.history, transition.state.history),
+            mistakes: transition.state.mistakes,
+            progress: transition.state.progress,
+            repairs: transition.state.repairs
+          }, { durable: false }))
+        }
       }
     }
   )

@@ -113,7 +113,8 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       machine,
       // Without a structured output, O is the text (its default).
       output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
-      toolkit: options.toolkit
+      toolkit: options.toolkit,
+      compactAfter: options.compactAfter
     }).pipe(Effect.provideService(Checkpointer, checkpointer.value), Effect.catch(checkpointFailed))
     const position = recorder === undefined
       ? { _tag: "Between" as const, state: start }

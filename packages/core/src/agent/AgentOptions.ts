@@ -79,6 +79,16 @@ export interface Options<O = string, R = never, E = never, RU = never> {
   readonly name?: string | undefined
   /** Names the run (in the predicates' snapshots and caches); a random id when absent. */
   readonly runId?: string | undefined
+  /**
+   * With a `Checkpointer` and a `runId`: once the run's log holds more than
+   * this many entries, the next decision to go on is written as a snapshot
+   * of the run's whole state, which replaces the log at once (see
+   * `AppendOptions.compact`), so a long run's log stays bounded. The turns
+   * before a snapshot are no longer in the log. Default: never compacted.
+   *
+   * @since 0.2.0
+   */
+  readonly compactAfter?: number | undefined
   /** Nesting depth, for runs started by other runs (default 0). */
   readonly depth?: number | undefined
 }
@@ -172,6 +182,7 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("limits.toolTimeout", limits?.toolTimeout, InvalidOptions.positiveDuration),
     check("name", options.name, InvalidOptions.string),
     check("runId", options.runId, runId),
+    check("compactAfter", options.compactAfter, InvalidOptions.positiveInteger),
     check("depth", options.depth, InvalidOptions.nonNegativeInteger)
   )
 }

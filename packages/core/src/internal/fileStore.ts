@@ -7,12 +7,23 @@
  *   temporary file, synced, renamed into place) and then only appended to:
  *   each group of appends is one write and one sync. Nothing is ever rewritten
  *   in place, so a crash at any point leaves every acknowledged entry intact
- *   and at most a torn last record, which the next writer cuts off.
+ *   and at most a torn last record, which the next writer cuts off. A
+ *   compacting append (or a prune that keeps a run's result) creates a new
+ *   log whole the same way, renamed over the old one.
+ * - `finished`, once the run finished: when, and how many of the log's last
+ *   entries are its result (see `retention`). It is written whole after the
+ *   finishing append is synced, and removed before an append that goes on
+ *   after it, so it never marks a run that is not finished.
  * - `lease.<n>` holds the lease's owner and expiry. A new lease is the next
  *   number, created whole by a hard link that fails when the number exists, so
  *   of two executors taking a lapsed lease at once exactly one wins. Its owner
  *   renews it by replacing the file (a temporary file renamed over it); a
  *   lease is lost once a higher number exists.
+ *
+ * `prune` forgets a run by renaming its folder aside (one step: the run is
+ * there whole or gone) and then removing it; a folder left aside by a crash
+ * is removed by the next `prune`. Keeping only a run's result rewrites its log
+ * whole, as a new log is created.
  *
  * @internal
  */
@@ -22,14 +33,15 @@ import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { CheckpointError, CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
-import type { Log, OpenError, Store } from "../CheckpointStore.ts"
+import type { Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LeaseKeeper from "./leaseKeeper.ts"
 import * as LogFrame from "./logFrame.ts"
+import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
 
 /** How the file store is set up. */
@@ -54,7 +66,12 @@ const Lease = Schema.fromJsonString(Schema.Struct({ owner: Schema.String, expire
 const decodeLease = Schema.decodeUnknownEffect(Lease)
 const encodeLease = Schema.encodeEffect(Lease)
 
+const decodeFinished = Schema.decodeUnknownEffect(Retention.FinishedJson)
+const encodeFinished = Schema.encodeEffect(Retention.FinishedJson)
+
 const leaseName = /^lease\.(\d+)$/
+const runFolder = /^[0-9a-f]{32}$/
+const prunedFolder = /^[0-9a-f]{32}\.pruned-/
 
 const isReason = (reason: string) => (error: unknown): boolean =>
   typeof error === "object" && error !== null && "reason" in error && typeof error.reason === "object" &&
@@ -62,6 +79,9 @@ const isReason = (reason: string) => (error: unknown): boolean =>
 
 const encoder = new TextEncoder()
 let opened = 0
+
+/** Entries as records of a log. */
+const records = (entries: ReadonlyArray<string>) => entries.map((text) => ({ kind: "entry" as const, text }))
 
 /** Builds the file store over the `FileSystem` and `Path` in context. */
 export const make = (options: Options): Effect.Effect<Store, never, FileSystem.FileSystem | Path.Path> =>
@@ -86,11 +106,25 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* fs.link(temporary, file).pipe(Effect.ensuring(Effect.ignore(fs.remove(temporary))))
       })
 
+    /** Removes `file`, unless it is not there. */
+    const removeIfThere = (file: string) => Effect.catchIf(fs.remove(file), isReason("NotFound"), () => Effect.void)
+
     /** Syncs a folder, so that a file renamed into it stays there after a power cut (where the platform can). */
     const syncFolder = (dir: string) =>
       options.sync
         ? Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
         : Effect.void
+
+    /** Replaces the log in folder `dir` by a new one of `head` and `entries`, created whole (see `writeWhole`). */
+    const replaceLog = (dir: string, head: string, entries: ReadonlyArray<string>) =>
+      Effect.andThen(
+        writeWhole(
+          path.join(dir, "log"),
+          LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]),
+          "rename"
+        ),
+        syncFolder(dir)
+      )
 
     const leases = (dir: string) =>
       Effect.map(fs.readDirectory(dir), (names) =>
@@ -201,8 +235,11 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const lease = yield* hold(id, dir)
         const file = path.join(dir, "log")
         const log = yield* load(id, file).pipe(Effect.mapError(failed("open", id)))
+        // The head of a new log, and of the log a compaction writes.
+        const head = yield* encodeHead({ version: 1, id, fingerprint: log?.fingerprint ?? fingerprint }).pipe(
+          Effect.mapError(failed("open", id))
+        )
         if (log === undefined) {
-          const head = yield* encodeHead({ version: 1, id, fingerprint }).pipe(Effect.mapError(failed("open", id)))
           yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename").pipe(
             Effect.andThen(syncFolder(dir)),
             Effect.mapError(failed("open", id))
@@ -212,18 +249,40 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
           if (log.torn !== undefined) yield* fs.truncate(file, log.torn).pipe(Effect.mapError(failed("open", id)))
         }
-        const handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
+        // The log's appends go to `handle`; a compaction replaces the file, and opens the new one in the log's scope.
+        const scope = yield* Effect.scope
+        let handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
+        const marker = path.join(dir, "finished")
+        let marked = yield* fs.exists(marker).pipe(Effect.mapError(failed("open", id)))
         // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.
         let unsynced = false
         yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
-        const append = GroupCommit.make((entries: ReadonlyArray<string>, durable: boolean) =>
+        const append = GroupCommit.make((entries: ReadonlyArray<string>, group) =>
           Effect.gen(function*() {
             if (lease.kept.lost() || (yield* superseded(dir, lease.number))) {
               return yield* Effect.fail(new Error("its lease was taken over by another executor"))
             }
-            yield* handle.writeAll(LogFrame.encode(entries.map((text) => ({ kind: "entry" as const, text }))))
-            unsynced = !durable
-            if (options.sync && durable) yield* handle.sync
+            // A run that goes on is no longer finished: unmarked before anything is written.
+            if (marked && group.finished === undefined) yield* removeIfThere(marker)
+            marked = false
+            if (group.compact) {
+              // A new log, whole and synced, renamed over the old one: a crash leaves one or the other.
+              yield* replaceLog(dir, head, entries)
+              handle = yield* Scope.provide(scope)(fs.open(file, { flag: "a" }))
+              unsynced = false
+            } else {
+              yield* handle.writeAll(LogFrame.encode(records(entries)))
+              // The result is on the disk before the mark that points at it.
+              const durable = group.durable || group.finished !== undefined
+              unsynced = !durable
+              if (options.sync && durable) yield* handle.sync
+            }
+            if (group.finished !== undefined) {
+              const finishedAt = yield* Clock.currentTimeMillis
+              const text = yield* encodeFinished({ id, finishedAt, result: group.finished })
+              yield* writeWhole(marker, encoder.encode(text), "rename")
+              marked = true
+            }
           }).pipe(Effect.mapError(failed("append", id)))
         )
         return { entries: log?.entries ?? [], append }
@@ -242,12 +301,67 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const dir = yield* folder(id)
         if (!(yield* fs.exists(dir).pipe(Effect.mapError(failed("clear", id))))) return
         yield* hold(id, dir)
-        yield* fs.remove(path.join(dir, "log")).pipe(
-          Effect.catchIf(isReason("NotFound"), () => Effect.void),
+        yield* removeIfThere(path.join(dir, "finished")).pipe(
+          Effect.andThen(removeIfThere(path.join(dir, "log"))),
           Effect.mapError(failed("clear", id))
         )
       }))
 
-    const store: Store = { open, read, clear }
+    /** The finished mark of the run in folder `dir`, if it has one. */
+    const readFinished = (dir: string) =>
+      Effect.catchIf(
+        Effect.flatMap(fs.readFileString(path.join(dir, "finished")), decodeFinished),
+        isReason("NotFound"),
+        () => Effect.undefined
+      )
+
+    /** Prunes the run in folder `dir` if it finished before the cutoff and nobody holds it: its id if it did. */
+    const pruneRun = (dir: string, cutoff: Retention.Cutoff) =>
+      Effect.scoped(Effect.gen(function*() {
+        const seen = yield* readFinished(dir)
+        if (seen === undefined || seen.finishedAt >= cutoff.before) return undefined
+        const taken = yield* Effect.result(hold(seen.id, dir))
+        if (taken._tag === "Failure") {
+          return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
+        }
+        // Read again under the lease: the run may have gone on, or finished again, since.
+        const record = yield* readFinished(dir)
+        if (record === undefined || record.finishedAt >= cutoff.before) return undefined
+        if (cutoff.keep === "nothing") {
+          const aside = `${dir}.pruned-${Math.random().toString(36).slice(2)}`
+          yield* fs.rename(dir, aside)
+          yield* fs.remove(aside, { recursive: true })
+          return record.id
+        }
+        const file = path.join(dir, "log")
+        const log = yield* load(record.id, file)
+        if (log === undefined || log.entries.length <= record.result) return undefined
+        const head = yield* encodeHead({ version: 1, id: record.id, fingerprint: log.fingerprint })
+        yield* replaceLog(dir, head, log.entries.slice(log.entries.length - record.result))
+        return record.id
+      }))
+
+    const prune = (given: PruneOptions) =>
+      Effect.gen(function*() {
+        const cutoff = yield* Retention.cutoff(given)
+        const names = yield* fs.readDirectory(options.directory).pipe(
+          Effect.catchIf(isReason("NotFound"), () => Effect.succeed([])),
+          Effect.mapError(failed("prune", options.directory))
+        )
+        const runs: Array<string> = []
+        for (const name of names) {
+          const dir = path.join(options.directory, name)
+          if (prunedFolder.test(name)) {
+            // Set aside by a prune that crashed before removing it.
+            yield* fs.remove(dir, { recursive: true }).pipe(Effect.mapError(failed("prune", dir)))
+          } else if (runFolder.test(name)) {
+            const id = yield* pruneRun(dir, cutoff).pipe(Effect.mapError(failed("prune", dir)))
+            if (id !== undefined) runs.push(id)
+          }
+        }
+        return { runs }
+      })
+
+    const store: Store = { open, read, clear, prune }
     return store
   })

@@ -13,18 +13,40 @@ import * as Semaphore from "effect/Semaphore"
 interface Pending<E> {
   readonly entries: ReadonlyArray<string>
   readonly durable: boolean
+  readonly finished: boolean
+  readonly compact: boolean
   readonly done: Deferred.Deferred<void, E>
 }
 
 /**
- * The append of a log whose one write of a group is `write` (durable when any
- * append of the group asked to be). After a write fails, every later append
+ * What a group's write is told besides its entries: whether it must be
+ * durable (any of its appends asked to be, or one compacts), whether its
+ * entries replace the log (an append of it compacts: the entries given are
+ * then those of the last such append and of the appends after it, as what
+ * came before is superseded), and, when its last append finished the run, how
+ * many of the last entries that append wrote (the run's result).
+ */
+export interface Group {
+  readonly durable: boolean
+  readonly compact: boolean
+  readonly finished: number | undefined
+}
+
+/**
+ * The append of a log whose one write of a group is `write`. After a write fails, every later append
  * fails with the same error: what reached the store is unknown, and the log is
  * read again by the next execution.
  */
 export const make = <E>(
-  write: (entries: ReadonlyArray<string>, durable: boolean) => Effect.Effect<void, E>
-): (entries: ReadonlyArray<string>, options?: { readonly durable?: boolean | undefined }) => Effect.Effect<void, E> => {
+  write: (entries: ReadonlyArray<string>, group: Group) => Effect.Effect<void, E>
+): (
+  entries: ReadonlyArray<string>,
+  options?: {
+    readonly durable?: boolean | undefined
+    readonly finished?: boolean | undefined
+    readonly compact?: boolean | undefined
+  }
+) => Effect.Effect<void, E> => {
   const lock = Semaphore.makeUnsafe(1)
   let pending: Array<Pending<E>> = []
   let broken: E | undefined
@@ -35,7 +57,14 @@ export const make = <E>(
     if (broken !== undefined) {
       return Effect.forEach(group, (item) => Deferred.fail(item.done, broken!), { discard: true })
     }
-    return write(group.flatMap((item) => item.entries), group.some((item) => item.durable)).pipe(
+    const last = group[group.length - 1]!
+    const compacting = group.findLastIndex((item) => item.compact)
+    const written = compacting === -1 ? group : group.slice(compacting)
+    return write(written.flatMap((item) => item.entries), {
+      durable: compacting !== -1 || group.some((item) => item.durable),
+      compact: compacting !== -1,
+      finished: last.finished ? last.entries.length : undefined
+    }).pipe(
       Effect.exit,
       Effect.flatMap((exit) => {
         if (exit._tag === "Failure") {
@@ -49,7 +78,13 @@ export const make = <E>(
   return (entries, options) =>
     entries.length === 0 ? Effect.void : Effect.uninterruptible(Effect.gen(function*() {
       const done = yield* Deferred.make<void, E>()
-      pending.push({ entries, durable: options?.durable ?? true, done })
+      pending.push({
+        entries,
+        durable: options?.durable ?? true,
+        finished: options?.finished ?? false,
+        compact: options?.compact ?? false,
+        done
+      })
       yield* lock.withPermits(1)(flush)
       return yield* Deferred.await(done)
     }))

@@ -1,25 +1,30 @@
 /**
  * The store over a `KeyValueStore`: entry `i` of run `id` under
  * `<prefix><id>/<i>`, the log's length under `<prefix><id>/length` (written
- * after the entries), its fingerprint under `<prefix><id>/fingerprint`.
+ * after the entries), its fingerprint under `<prefix><id>/fingerprint`, and,
+ * once it finished, when and with how many result entries under
+ * `<prefix><id>/finished` (which `prune` looks for among the store's keys).
  *
  * A key-value store has no lock and no atomic append, so the lease is held in
  * this process only (two fibers executing one run get `RunInProgress`; two
  * processes are not kept apart), and a store that rewrites a key in place can
- * lose the length when the process dies mid-write. It suits memory, and
+ * lose the length when the process dies mid-write (and a compacting append,
+ * which rewrites the first entries, can mix two logs). It suits memory, and
  * stores a single process owns.
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { KeyValueStore } from "effect/persistence"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
-import type { Log, OpenError, Store } from "../CheckpointStore.ts"
+import type { Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
+import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
 
 const Length = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
@@ -27,12 +32,28 @@ const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
 let opened = 0
 
+/** The run id a key names (see `key`), if it is one this store wrote. */
+const runOf = (encoded: string): string | undefined => {
+  try {
+    return decodeURIComponent(encoded)
+  } catch {
+    return undefined
+  }
+}
+
 /** Builds the store over the `KeyValueStore` in context. */
 export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.KeyValueStore> =>
   Effect.gen(function*() {
     const store = yield* KeyValueStore.KeyValueStore
     const key = (id: string, suffix: string) => `${prefix}${encodeURIComponent(id)}/${suffix}`
     const held = new Map<string, string>()
+    const finishedSuffix = "/finished"
+
+    const finished = (id: string) =>
+      Effect.flatMap(
+        store.get(key(id, "finished")),
+        (text) => text === undefined ? Effect.undefined : Schema.decodeUnknownEffect(Retention.FinishedJson)(text)
+      )
 
     const length = (id: string) =>
       Effect.flatMap(
@@ -50,6 +71,18 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
                 ? Effect.fail(new Error(`entry ${i} of ${count} is missing`))
                 : Effect.succeed(entry)))
       )
+
+    /** Makes run `id`'s log, of `count` entries, `kept` alone: written from the first position, the rest removed. */
+    const rewrite = (id: string, kept: ReadonlyArray<string>, count: number) =>
+      Effect.gen(function*() {
+        yield* Effect.forEach(kept, (entry, i) => store.set(key(id, String(i)), entry), { discard: true })
+        yield* store.set(key(id, "length"), String(kept.length))
+        yield* Effect.forEach(
+          Array.from({ length: Math.max(0, count - kept.length) }, (_, i) => kept.length + i),
+          (i) => store.remove(key(id, String(i))),
+          { discard: true }
+        )
+      })
 
     /** Holds run `id` in this process until the scope closes. */
     const hold = (id: string) =>
@@ -86,11 +119,27 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
         }
         const before = yield* entries(id).pipe(Effect.mapError(failed("open", id)))
         let count = before.length
-        const append = GroupCommit.make((batch: ReadonlyArray<string>) =>
+        let marked = (yield* finished(id).pipe(Effect.mapError(failed("open", id)))) !== undefined
+        const append = GroupCommit.make((batch: ReadonlyArray<string>, group) =>
           Effect.gen(function*() {
-            yield* Effect.forEach(batch, (entry, i) => store.set(key(id, String(count + i)), entry), { discard: true })
-            yield* store.set(key(id, "length"), String(count + batch.length))
-            count += batch.length
+            // A run that goes on is no longer finished: unmarked before anything is written.
+            if (marked && group.finished === undefined) yield* store.remove(key(id, "finished"))
+            if (group.compact) {
+              yield* rewrite(id, batch, count)
+              count = batch.length
+            } else {
+              yield* Effect.forEach(batch, (entry, i) => store.set(key(id, String(count + i)), entry), {
+                discard: true
+              })
+              yield* store.set(key(id, "length"), String(count + batch.length))
+              count += batch.length
+            }
+            marked = group.finished !== undefined
+            if (group.finished !== undefined) {
+              const finishedAt = yield* Clock.currentTimeMillis
+              const record = { id, finishedAt, result: group.finished }
+              yield* store.set(key(id, "finished"), yield* Schema.encodeEffect(Retention.FinishedJson)(record))
+            }
           }).pipe(Effect.mapError(failed("append", id)))
         )
         return { entries: before, append }
@@ -99,18 +148,58 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
     const read = (id: string) =>
       Effect.flatMap(RunId.validate(id), () => entries(id).pipe(Effect.mapError(failed("read", id))))
 
+    /** Removes every key of run `id`, its finished mark first; its lease is held. */
+    const forget = (id: string) =>
+      Effect.flatMap(length(id), (count) =>
+        Effect.forEach(
+          ["finished", "length", "fingerprint", ...Array.from({ length: count }, (_, i) => String(i))],
+          (suffix) => store.remove(key(id, suffix)),
+          { discard: true }
+        ))
+
     const clear = (id: string) =>
       Effect.scoped(Effect.gen(function*() {
         yield* RunId.validate(id)
         yield* hold(id)
-        const count = yield* length(id).pipe(Effect.mapError(failed("clear", id)))
-        yield* Effect.forEach(
-          ["length", "fingerprint", ...Array.from({ length: count }, (_, i) => String(i))],
-          (suffix) => store.remove(key(id, suffix)),
-          { discard: true }
-        ).pipe(Effect.mapError(failed("clear", id)))
+        yield* forget(id).pipe(Effect.mapError(failed("clear", id)))
       }))
 
-    const result: Store = { open, read, clear }
+    /** Keeps only the last `result` entries of run `id`: whether there was anything else; its lease is held. */
+    const cut = (id: string, result: number) =>
+      Effect.gen(function*() {
+        const all = yield* entries(id)
+        if (all.length <= result) return false
+        yield* rewrite(id, all.slice(all.length - result), all.length)
+        return true
+      })
+
+    /** Prunes run `id` if it finished before the cutoff and nobody holds it: whether it did. */
+    const pruneRun = (id: string, cutoff: Retention.Cutoff) =>
+      Effect.scoped(Effect.gen(function*() {
+        const taken = yield* Effect.result(hold(id))
+        if (taken._tag === "Failure") return false
+        const record = yield* finished(id)
+        if (record === undefined || record.finishedAt >= cutoff.before) return false
+        if (cutoff.keep === "result") return yield* cut(id, record.result)
+        yield* forget(id)
+        return true
+      }))
+
+    const prune = (options: PruneOptions) =>
+      Effect.gen(function*() {
+        const cutoff = yield* Retention.cutoff(options)
+        const keys = yield* store.keys.pipe(Effect.mapError(failed("prune", prefix)))
+        const runs: Array<string> = []
+        for (const name of keys) {
+          if (!name.startsWith(prefix) || !name.endsWith(finishedSuffix)) continue
+          const id = runOf(name.slice(prefix.length, -finishedSuffix.length))
+          if (id !== undefined && (yield* pruneRun(id, cutoff).pipe(Effect.mapError(failed("prune", id))))) {
+            runs.push(id)
+          }
+        }
+        return { runs }
+      })
+
+    const result: Store = { open, read, clear, prune }
     return result
   })

@@ -9,6 +9,16 @@
  *   still holds the lease (and returns them), at the positions after the last:
  *   a writer that lost its lease, or another writer at the same positions,
  *   fails instead of mixing two runs' entries.
+ * - A compacting append inserts its rows and deletes those before them in one
+ *   transaction; positions keep counting up, so an append tried again after
+ *   a dropped connection is still recognised.
+ * - The append that finishes a run (see `AppendOptions.finished`) also sets,
+ *   in the same transaction, when it finished (`finished_at`, indexed, so
+ *   `prune` finds the runs to expire without reading the others) and the
+ *   position of its first result entry (`result_from`); an append that goes on
+ *   after it clears both. `prune` deletes a run's row and entries, or its
+ *   entries before `result_from`, in one transaction, only while nobody holds
+ *   its lease.
  * - A statement that fails for a passing reason (a dropped connection, a
  *   deadlock, a timeout) is tried again, a bounded number of times. An append
  *   whose rows did land before the failure is recognised when tried again
@@ -24,11 +34,12 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { SqlClient, SqlError } from "effect/sql"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
-import type { CheckpointError, Log, OpenError, Store } from "../CheckpointStore.ts"
+import type { CheckpointError, Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LeaseKeeper from "./leaseKeeper.ts"
+import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
 
 /** How the SQL store is set up. */
@@ -45,8 +56,15 @@ export interface Options {
 // Drivers return a BIGINT as a number, a string or a bigint.
 const Integer = Schema.Union([Schema.Number, Schema.NumberFromString, Schema.BigInt])
 const Entries = Schema.Array(Schema.Struct({ seq: Integer, entry: Schema.String }))
-const Holders = Schema.Array(Schema.Struct({ owner: Schema.String, expires_at: Integer, fingerprint: Schema.String }))
+const Holders = Schema.Array(Schema.Struct({
+  owner: Schema.String,
+  expires_at: Integer,
+  fingerprint: Schema.String,
+  finished_at: Schema.NullOr(Integer)
+}))
 const Positions = Schema.Array(Schema.Struct({ seq: Integer }))
+const Ids = Schema.Array(Schema.Struct({ execution_id: Schema.String }))
+const Results = Schema.Array(Schema.Struct({ execution_id: Schema.String, result_from: Integer }))
 const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
 /** A failure that may pass: the same statement may succeed when tried again. */
@@ -73,24 +91,40 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         PRIMARY KEY (execution_id, seq))`,
       sql`CREATE TABLE IF NOT EXISTS ${runs} (
         execution_id TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, owner TEXT NOT NULL,
-        expires_at BIGINT NOT NULL)`
+        expires_at BIGINT NOT NULL, finished_at BIGINT, result_from BIGINT)`
     ], { discard: true })
     // Two processes creating the tables at once: one of them meets the other's (PostgreSQL's catalog is unique).
     yield* retrying(create).pipe(
       Effect.catchIf(isUniqueViolation, () => create),
       Effect.mapError(failed("open", options.table))
     )
+    // A table of runs made before runs were marked finished gains the columns (another process may add them first).
+    const marks = sql`SELECT finished_at, result_from FROM ${runs} WHERE 1 = 0`
+    yield* Effect.catch(marks, () =>
+      Effect.all([
+        Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN finished_at BIGINT`),
+        Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN result_from BIGINT`),
+        marks
+      ])).pipe(Effect.mapError(failed("open", options.table)))
+    const index = sql(`${options.table.split(".").at(-1)}_runs_finished_at`)
+    yield* retrying(sql`CREATE INDEX IF NOT EXISTS ${index} ON ${runs} (finished_at)`).pipe(
+      Effect.catchIf(isUniqueViolation, () => Effect.void),
+      Effect.mapError(failed("open", options.table))
+    )
 
     const holder = (id: string) =>
       Effect.map(
         Effect.flatMap(
-          sql`SELECT owner, expires_at, fingerprint FROM ${runs} WHERE execution_id = ${id}`,
+          sql`SELECT owner, expires_at, fingerprint, finished_at FROM ${runs} WHERE execution_id = ${id}`,
           Schema.decodeUnknownEffect(Holders)
         ),
         (rows) => rows[0]
       )
 
-    /** Takes run `id`'s lease as `owner`, recording `fingerprint` for a new run: the fingerprint recorded. */
+    /**
+     * Takes run `id`'s lease as `owner`, recording `fingerprint` for a new run: the fingerprint recorded, and
+     * whether the run is marked finished.
+     */
     const acquire = (id: string, owner: string, fingerprint: RunFingerprint.Fingerprint) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -104,7 +138,8 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         if (held.owner !== owner) {
           return yield* new RunInProgress({ id, owner: held.owner, expiresAt: Number(held.expires_at) })
         }
-        return yield* Schema.decodeUnknownEffect(FingerprintJson)(held.fingerprint)
+        const decoded = yield* Schema.decodeUnknownEffect(FingerprintJson)(held.fingerprint)
+        return { fingerprint: decoded, finished: held.finished_at !== null }
       }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
 
     const extend = (id: string, owner: string, expiresAt: Effect.Effect<number>) =>
@@ -119,13 +154,13 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
     const hold = (id: string, fingerprint: RunFingerprint.Fingerprint) =>
       Effect.gen(function*() {
         const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
-        const recorded = yield* Effect.uninterruptible(acquire(id, owner, fingerprint))
+        const { fingerprint: recorded, finished } = yield* Effect.uninterruptible(acquire(id, owner, fingerprint))
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
           renew: extend(id, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
           release: extend(id, owner, Effect.succeed(0))
         })
-        return { owner, recorded, kept }
+        return { owner, recorded, finished, kept }
       })
 
     const rows = (id: string) =>
@@ -140,7 +175,8 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
     ): Effect.Effect<Log, OpenError, Scope.Scope> =>
       Effect.gen(function*() {
         yield* RunId.validate(id)
-        const { kept, owner, recorded } = yield* hold(id, fingerprint)
+        const { finished, kept, owner, recorded } = yield* hold(id, fingerprint)
+        let marked = finished
         const differences = RunFingerprint.differences(recorded, fingerprint)
         if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
         const before = yield* retrying(rows(id)).pipe(Effect.mapError(failed("open", id)))
@@ -171,19 +207,46 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
           )
         }
 
-        /** One try: the rows inserted, or found already there from an earlier try. */
+        /**
+         * The insert, with the run's finished mark set (or cleared, for a run that goes on after it) and, for a
+         * compacting append, the entries before it deleted, in the same transaction (both only while the lease is
+         * held, as the insert).
+         */
+        const insertMarked = (batch: ReadonlyArray<string>, group: GroupCommit.Group) =>
+          Effect.gen(function*() {
+            if (group.finished === undefined && !marked && !group.compact) return yield* insert(batch)
+            const finishedAt = group.finished === undefined ? null : yield* Clock.currentTimeMillis
+            const resultFrom = group.finished === undefined ? null : next + batch.length - group.finished
+            const held = sql`EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner})`
+            return yield* sql.withTransaction(Effect.gen(function*() {
+              const inserted = yield* insert(batch)
+              if (group.finished !== undefined || marked) {
+                yield* sql`UPDATE ${runs} SET finished_at = ${finishedAt}, result_from = ${resultFrom}
+                  WHERE execution_id = ${id} AND owner = ${owner}`
+              }
+              if (group.compact) {
+                yield* sql`DELETE FROM ${entries} WHERE execution_id = ${id} AND seq < ${next} AND ${held}`
+              }
+              return inserted
+            }))
+          })
+
         /**
          * The insert; on PostgreSQL, one that need not be durable commits without waiting for its WAL to be
          * flushed (a later durable commit flushes it; a crash of the server loses it, and only what came after).
          */
-        const write = (batch: ReadonlyArray<string>, durable: boolean) =>
-          durable ? insert(batch) : sql.onDialectOrElse({
-            pg: () => sql.withTransaction(Effect.andThen(sql`SET LOCAL synchronous_commit TO OFF`, insert(batch))),
-            orElse: () => insert(batch)
+        const write = (batch: ReadonlyArray<string>, group: GroupCommit.Group) =>
+          group.durable ? insertMarked(batch, group) : sql.onDialectOrElse({
+            pg: () =>
+              sql.withTransaction(
+                Effect.andThen(sql`SET LOCAL synchronous_commit TO OFF`, insertMarked(batch, group))
+              ),
+            orElse: () => insertMarked(batch, group)
           })
 
-        const attempt = (batch: ReadonlyArray<string>, durable: boolean) =>
-          write(batch, durable).pipe(
+        /** One try: the rows inserted, or found already there from an earlier try. */
+        const attempt = (batch: ReadonlyArray<string>, group: GroupCommit.Group) =>
+          write(batch, group).pipe(
             Effect.flatMap((inserted) =>
               inserted.length === batch.length
                 ? Effect.void
@@ -196,19 +259,27 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
                   : Effect.fail(new Error("another executor appended to it at the same position"))))
           )
 
-        const append = GroupCommit.make((batch: ReadonlyArray<string>, durable: boolean) =>
+        const append = GroupCommit.make((batch: ReadonlyArray<string>, group) =>
           Effect.suspend(() =>
             kept.lost()
               ? Effect.fail(new Error("its lease was taken over by another executor"))
-              : retrying(attempt(batch, durable))
+              : retrying(attempt(batch, group))
           ).pipe(
             Effect.tap(() =>
-              Effect.sync(() => next += batch.length)
+              Effect.sync(() => {
+                next += batch.length
+                marked = group.finished !== undefined
+              })
             ),
             Effect.mapError(failed("append", id))
           )
         )
-        return { entries: before.map((row) => row.entry), append }
+        return {
+          entries: before.map((row) =>
+            row.entry
+          ),
+          append
+        }
       })
 
     const read = (id: string) =>
@@ -232,6 +303,50 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         Effect.catchTag("CheckpointError", (error) => Effect.fail(failed("clear", id)(error.cause ?? error)))
       )
 
-    const store: Store = { open, read, clear }
+    /** Forgets the runs that finished before `before` and that nobody holds: their ids. */
+    const forget = (before: number, now: number) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const gone = yield* Effect.flatMap(
+          sql`DELETE FROM ${runs} WHERE finished_at < ${before} AND expires_at <= ${now} RETURNING execution_id`,
+          Schema.decodeUnknownEffect(Ids)
+        )
+        const ids = gone.map((row) => row.execution_id)
+        for (let from = 0; from < ids.length; from += 500) {
+          yield* sql`DELETE FROM ${entries} WHERE ${sql.in("execution_id", ids.slice(from, from + 500))}`
+        }
+        return ids
+      }))
+
+    /** Keeps only the result of the runs that finished before `before` and that nobody holds: the ids of those cut. */
+    const cut = (before: number, now: number) =>
+      Effect.gen(function*() {
+        const finished = yield* Effect.flatMap(
+          retrying(
+            sql`SELECT execution_id, result_from FROM ${runs} WHERE finished_at < ${before} AND expires_at <= ${now}`
+          ),
+          Schema.decodeUnknownEffect(Results)
+        )
+        const ids: Array<string> = []
+        for (const { execution_id: id, result_from: from } of finished) {
+          const removed = yield* retrying(
+            sql`DELETE FROM ${entries} WHERE execution_id = ${id} AND seq < ${from} AND EXISTS (
+              SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND finished_at < ${before} AND expires_at <= ${now})
+              RETURNING seq`
+          )
+          if (removed.length > 0) ids.push(id)
+        }
+        return ids
+      })
+
+    const prune = (given: PruneOptions) =>
+      Effect.gen(function*() {
+        const cutoff = yield* Retention.cutoff(given)
+        const now = yield* Clock.currentTimeMillis
+        const runs = yield* (cutoff.keep === "nothing" ? retrying(forget(cutoff.before, now)) : cut(cutoff.before, now))
+          .pipe(Effect.mapError(failed("prune", options.table)))
+        return { runs }
+      })
+
+    const store: Store = { open, read, clear, prune }
     return store
   })

@@ -11,7 +11,8 @@
  * calls of one turn end in the same tick; `slow` never ends the first time, so
  * the test can kill the process in the middle of the turn. With `waitForLease`,
  * a run whose lease another executor still holds (one that was just killed) is
- * tried again until the lease lapses.
+ * tried again until the lease lapses. With `compactAfter`, the run's log is
+ * compacted into a snapshot of its state as it grows.
  */
 import { NodeSqliteClient } from "@agentloop/durable"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
@@ -23,6 +24,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as AgentLoop from "../../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../../src/Checkpointer.ts"
+import type * as CheckpointStore from "../../src/CheckpointStore.ts"
 import type { LanguageModel } from "../../src/LanguageModel.ts"
 import * as Step from "../../src/step/Step.ts"
 import * as Tool from "../../src/Tool.ts"
@@ -43,7 +45,9 @@ export const Config = Schema.Struct({
   lease: Schema.Number,
   waitForLease: Schema.Boolean,
   /** The names of the quick tools (and fork paths): they end at once. */
-  quick: Schema.Array(Schema.String)
+  quick: Schema.Array(Schema.String),
+  /** The `AgentLoop` run's `compactAfter`, if any. */
+  compactAfter: Schema.optionalKey(Schema.Number)
 })
 export type Config = typeof Config.Type
 
@@ -92,7 +96,8 @@ const main = (config: Config) => {
   const run: Effect.Effect<string, unknown, AgentLoop.AgentLoop | LanguageModel> = config.program === "agent"
     ? Effect.flatMap(
       AgentLoop.AgentLoop,
-      (agent) => agent.run({ input: "Call every tool", toolkit, runId: config.runId })
+      (agent) =>
+        agent.run({ input: "Call every tool", toolkit, runId: config.runId, compactAfter: config.compactAfter })
     ).pipe(Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag))
     : Step.execute(program, "Take every path", { id: config.runId })
 
@@ -114,9 +119,9 @@ const main = (config: Config) => {
     open: (id: string, fingerprint: Record<string, string>) =>
       Effect.map(inner.open(id, fingerprint), (log) => ({
         ...log,
-        append: (entries: ReadonlyArray<string>) =>
+        append: (entries: ReadonlyArray<string>, options?: CheckpointStore.AppendOptions) =>
           Effect.tap(
-            log.append(entries),
+            log.append(entries, options),
             () => TestProcess.report({ appended: entries.map((entry) => JSON.parse(entry)._tag as string) })
           )
       }))

@@ -260,7 +260,7 @@ export const load = (
     }
     const version = versioning?.version ?? CheckpointVersion.first
     // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
-    const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
+    const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>, finished = false) =>
       encodeEntry(entry).pipe(
         Effect.map((json) => CheckpointVersion.format(version, json)),
         Effect.mapError((error) =>
@@ -270,7 +270,9 @@ export const load = (
             error
           )
         ),
-        Effect.flatMap((text) => log.append([text]).pipe(Effect.mapError((error) => failed(id, error.message, error)))),
+        Effect.flatMap((text) =>
+          log.append([text], { finished }).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+        ),
         Effect.uninterruptible
       )
 
@@ -288,7 +290,9 @@ export const load = (
         ),
       save: (execution, key) =>
         Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
-      finish: (output) => write({ _tag: "Finished", ...output })
+      // The program's output: the store marks the execution finished, and `prune` with `keep: "result"` keeps
+      // this entry alone (an execution whose ledger holds only it returns its output without running).
+      finish: (output) => write({ _tag: "Finished", ...output }, true)
     }
   })
 
