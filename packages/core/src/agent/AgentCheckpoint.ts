@@ -19,6 +19,7 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -54,16 +55,32 @@ export const apply = (
   change: HistoryChange
 ): ReadonlyArray<Item.Item> => [...history.slice(0, change.keep), ...change.append]
 
+/** When an entry was written, in epoch milliseconds (absent from entries written before 0.2.0). */
+const Time = Schema.optionalKey(Schema.Finite)
+
+/** What a decision told (its verdict, its feedback), replayed as it was (absent from entries written before 0.2.0). */
+const Told = Schema.optionalKey(Schema.Array(Schema.Union([AgentEvent.Verdict, AgentEvent.Feedback])))
+
+/** The events of a transition a decision's entry keeps: its verdict and its feedback. */
+const told = <O>(transition: AgentMachine.Transition<O>) =>
+  transition.events.filter((event) => event._tag === "Verdict" || event._tag === "Feedback")
+
 /** Turn `step` is complete: the model's turn, its cost, and the history it answered plus the turn's items. */
 export const Answered = Schema.TaggedStruct("Answered", {
   step: Count,
   turn: Turn.Turn,
   cost: Cost,
-  history: HistoryChange
+  history: HistoryChange,
+  time: Time
 })
 
 /** Call `index` of turn `step` ended with `record`. */
-export const ToolDone = Schema.TaggedStruct("ToolDone", { step: Count, index: Count, record: ToolRecord.ToolRecord })
+export const ToolDone = Schema.TaggedStruct("ToolDone", {
+  step: Count,
+  index: Count,
+  record: ToolRecord.ToolRecord,
+  time: Time
+})
 
 /** Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history. */
 export const Decided = Schema.TaggedStruct("Decided", {
@@ -71,7 +88,21 @@ export const Decided = Schema.TaggedStruct("Decided", {
   history: HistoryChange,
   mistakes: Schema.Array(Schema.String),
   progress: AgentMachine.State.fields.progress,
-  repairs: Count
+  repairs: Count,
+  events: Told,
+  time: Time
+})
+
+/**
+ * The entries before this one were copied from checkpoint `index` of run
+ * `from` (see `AgentHistory.fork`). With `history`, the history there was
+ * edited by that change: the run is between turns, and goes on with it.
+ */
+export const Forked = Schema.TaggedStruct("Forked", {
+  from: Schema.String,
+  index: Count,
+  history: Schema.optionalKey(HistoryChange),
+  time: Time
 })
 
 /** The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output). */
@@ -80,8 +111,24 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Answered,
     ToolDone,
     Decided,
-    Schema.TaggedStruct("Finished", { result: AgentEvent.RunResult(output, Schema.Unknown) })
+    Forked,
+    Schema.TaggedStruct("Finished", {
+      result: AgentEvent.RunResult(output, Schema.Unknown),
+      events: Told,
+      time: Time
+    })
   ])
+
+/** The JSON text of an entry of a run whose output `output` describes. */
+export const codec = <O>(output: Schema.Codec<O, unknown>) => Schema.fromJsonString(Schema.toCodecJson(Entry(output)))
+
+/** The schema of a run's output: its `output` option, or the text without one. */
+export const output = <O>(options: { readonly output?: Schema.Codec<O, unknown> | undefined }): Schema.Codec<O, unknown> =>
+  // Without a structured output, O is the text (its default).
+  options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>)
+
+/** An entry of a run whose output is `O`, decoded. */
+export type Recorded<O> = ReturnType<typeof codec<O>>["Type"]
 
 /**
  * The fingerprint of a run: what shapes its history. Limits are not in it, so
@@ -118,21 +165,149 @@ export type Position<O> =
   | { readonly _tag: "Answered"; readonly state: AgentMachine.State; readonly answered: AgentTurn.Answered }
   | { readonly _tag: "Finished"; readonly result: AgentEvent.RunResult<O> }
 
+/**
+ * A run as it was once an entry of its log was written: the entry, the state
+ * (accounted for the turn it is in), the turn answered and the calls of it
+ * that ended (until the turn is decided), and the result once it finished.
+ */
+export interface Folded<O> {
+  readonly entry: Recorded<O>
+  readonly state: AgentMachine.State
+  readonly answered: AgentTurn.Answered | undefined
+  readonly finished: AgentEvent.RunResult<O> | undefined
+}
+
+/** The outputs of the calls of a turn that ended, in call order. */
+export const outputs = (answered: AgentTurn.Answered): ReadonlyArray<Item.Item> =>
+  [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) => result.output)
+
+/** The history of a run as it was at `folded`: what it had asked and been answered, and the calls that ended. */
+export const history = <O>(folded: Omit<Folded<O>, "entry">): ReadonlyArray<Item.Item> =>
+  folded.finished !== undefined
+    ? folded.finished.history
+    : folded.answered !== undefined
+    ? [...folded.answered.completed.history, ...outputs(folded.answered)]
+    : folded.state.history
+
+/**
+ * Folds a run's log from `initial`, the state before its first turn: where
+ * the run was after each entry. `account` adds an answered turn to the books;
+ * `restore` makes a recorded call's result whole again.
+ */
+export const fold = <O, E, R>(
+  entries: ReadonlyArray<string>,
+  initial: AgentMachine.State,
+  options: {
+    readonly output: Schema.Codec<O, unknown>
+    readonly account: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<AgentMachine.State, E, R>
+    readonly restore: (record: ToolRecord.ToolRecord) => Effect.Effect<Toolkit.Result, ToolRecord.RestoreFailed>
+  }
+): Effect.Effect<ReadonlyArray<Folded<O>>, RecoveryError | E, R> =>
+  Effect.gen(function*() {
+    const decode = Schema.decodeUnknownEffect(codec(options.output))
+    const folded: Array<Folded<O>> = []
+    let state = initial
+    let answered: AgentTurn.Answered | undefined
+    let finished: AgentEvent.RunResult<O> | undefined
+    for (const text of entries) {
+      const entry = yield* decode(text)
+      switch (entry._tag) {
+        case "Answered": {
+          const completed: AgentTurn.Completed = {
+            turn: entry.turn,
+            cost: entry.cost,
+            history: apply(state.history, entry.history)
+          }
+          state = yield* options.account(state, completed)
+          answered = { completed, done: new Map() }
+          break
+        }
+        case "ToolDone": {
+          if (answered === undefined) break
+          const done = new Map(answered.done).set(entry.index, yield* options.restore(entry.record))
+          answered = { ...answered, done }
+          break
+        }
+        case "Decided": {
+          if (answered === undefined) break
+          const history = apply([...answered.completed.history, ...outputs(answered)], entry.history)
+          const { mistakes, progress, repairs } = entry
+          state = { ...state, history, mistakes, progress, repairs }
+          answered = undefined
+          break
+        }
+        case "Forked": {
+          if (entry.history === undefined) break
+          state = { ...state, history: apply(history({ state, answered, finished }), entry.history) }
+          answered = undefined
+          finished = undefined
+          break
+        }
+        case "Finished":
+          finished = entry.result
+          break
+      }
+      folded.push({ entry, state, answered, finished })
+    }
+    return folded
+  })
+
+/** Where a run stands once `folded` (`initial` when its log is empty). */
+export const position = <O>(folded: ReadonlyArray<Folded<O>>, initial: AgentMachine.State): Position<O> => {
+  const last = folded.at(-1)
+  return last === undefined
+    ? { _tag: "Between", state: initial }
+    : last.finished !== undefined
+    ? { _tag: "Finished", result: last.finished }
+    : last.answered !== undefined
+    ? { _tag: "Answered", state: last.state, answered: last.answered }
+    : { _tag: "Between", state: last.state }
+}
+
 /** Why a run's checkpoint could not be used: it did not decode, or a recorded tool result could not be restored. */
 export type RecoveryError = Schema.SchemaError | ToolRecord.RestoreFailed
+
+/** A run recovered from its log: where it stands, and where it was after each entry. */
+export interface Recovered<O> {
+  readonly position: Position<O>
+  readonly folded: ReadonlyArray<Folded<O>>
+}
 
 /** Writes a run's entries, and recovers a run from them. */
 export interface Recorder<O> {
   /** Where the run stands according to its log: `initial` when it has none. */
   readonly recover: (
     initial: AgentMachine.State
-  ) => Effect.Effect<Position<O>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
+  ) => Effect.Effect<Recovered<O>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
   readonly decided: (
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
   ) => Effect.Effect<void, CheckpointError>
+}
+
+/**
+ * Encodes `entry` for run `runId`, stamped with the time it is written; an
+ * entry that cannot be encoded is a `CheckpointError`.
+ */
+export const encode = <O>(
+  output: Schema.Codec<O, unknown>,
+  runId: string
+): (entry: Recorded<O>) => Effect.Effect<string, CheckpointError> => {
+  const encoder = Schema.encodeEffect(codec(output))
+  return (entry) =>
+    Clock.currentTimeMillis.pipe(
+      Effect.flatMap((time) => encoder({ ...entry, time })),
+      Effect.mapError((error) =>
+        new CheckpointError({
+          operation: "append",
+          id: runId,
+          message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
+          cause: error
+        })
+      )
+    )
 }
 
 /**
@@ -151,75 +326,22 @@ export const recorder = <O, R, RU, TR>(options: {
   Effect.map(
     Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.open(options.runId, options.fingerprint)),
     (log): Recorder<O> => {
-      const { machine, runId } = options
-      const codec = Schema.fromJsonString(Schema.toCodecJson(Entry(options.output)))
-      const encode = Schema.encodeEffect(codec)
-      const decode = Schema.decodeUnknownEffect(codec)
-      const write = (value: typeof codec.Type, durable = true) =>
-        encode(value).pipe(
-          Effect.mapError((error) =>
-            new CheckpointError({
-              operation: "append",
-              id: runId,
-              message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
-              cause: error
-            })
-          ),
-          Effect.flatMap((text) => log.append([text], { durable }))
-        )
+      const { machine, output, runId } = options
+      const encodeEntry = encode(output, runId)
+      const write = (entry: Recorded<O>, durable = true) =>
+        Effect.flatMap(encodeEntry(entry), (text) => log.append([text], { durable }))
       const toolkit = options.toolkit ?? Toolkit.make()
-      const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
-
-      const recover = (initial: AgentMachine.State) =>
-        Effect.gen(function*() {
-          let state = initial
-          let answered: AgentTurn.Answered | undefined
-          let finished: AgentEvent.RunResult<O> | undefined
-          for (const text of log.entries) {
-            const recorded = yield* decode(text)
-            switch (recorded._tag) {
-              case "Answered": {
-                const completed: AgentTurn.Completed = {
-                  turn: recorded.turn,
-                  cost: recorded.cost,
-                  history: apply(state.history, recorded.history)
-                }
-                state = (yield* machine.account(state, completed)).state
-                answered = { completed, done: new Map() }
-                break
-              }
-              case "ToolDone": {
-                if (answered === undefined) break
-                const done = new Map(answered.done).set(recorded.index, yield* restore(recorded.record))
-                answered = { ...answered, done }
-                break
-              }
-              case "Decided": {
-                if (answered === undefined) break
-                const outputs = [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) =>
-                  result.output
-                )
-                const history = apply([...answered.completed.history, ...outputs], recorded.history)
-                const { mistakes, progress, repairs } = recorded
-                state = { ...state, history, mistakes, progress, repairs }
-                answered = undefined
-                break
-              }
-              case "Finished":
-                finished = recorded.result
-                break
-            }
-          }
-          const position: Position<O> = finished !== undefined
-            ? { _tag: "Finished", result: finished }
-            : answered !== undefined
-            ? { _tag: "Answered", state, answered }
-            : { _tag: "Between", state }
-          return position
-        })
 
       return {
-        recover,
+        recover: (initial) =>
+          Effect.map(
+            fold(log.entries, initial, {
+              output,
+              account: (state, completed) => Effect.map(machine.account(state, completed), (booked) => booked.state),
+              restore: (record) => ToolRecord.toResult(toolkit, record)
+            }),
+            (folded) => ({ position: position(folded, initial), folded })
+          ),
         answered: (state, completed) =>
           write({
             _tag: "Answered",
@@ -232,7 +354,7 @@ export const recorder = <O, R, RU, TR>(options: {
           write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result) }),
         decided: (outcome, transition) =>
           transition._tag === "Finish"
-            ? write({ _tag: "Finished", result: transition.result })
+            ? write({ _tag: "Finished", result: transition.result, events: told(transition) })
             // A decision lost in a power cut is made again on resume, with no effect outside the run; the next
             // turn's durable append takes it to the disk.
             : write({
@@ -241,7 +363,8 @@ export const recorder = <O, R, RU, TR>(options: {
               history: change(outcome.history, transition.state.history),
               mistakes: transition.state.mistakes,
               progress: transition.state.progress,
-              repairs: transition.state.repairs
+              repairs: transition.state.repairs,
+              events: told(transition)
             }, false)
       }
     }

@@ -15,7 +15,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Checkpointer } from "../Checkpointer.ts"
 import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
@@ -24,6 +23,7 @@ import * as Loop from "../Loop.ts"
 import * as Telemetry from "../Telemetry.ts"
 import * as Termination from "../Termination.ts"
 import * as AgentCheckpoint from "./AgentCheckpoint.ts"
+import * as AgentHistory from "./AgentHistory.ts"
 import type * as Events from "./AgentEvent.ts"
 import * as AgentMachine from "./AgentMachine.ts"
 import type { Options } from "./AgentOptions.ts"
@@ -101,16 +101,20 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       runId: machine.runId,
       fingerprint: yield* AgentCheckpoint.fingerprint(options),
       machine,
-      // Without a structured output, O is the text (its default).
-      output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
+      output: AgentCheckpoint.output(options),
       toolkit: options.toolkit
     }).pipe(Effect.provideService(Checkpointer, checkpointer.value), Effect.catch(checkpointFailed))
-    const position = recorder === undefined
-      ? { _tag: "Between" as const, state: start }
+    const recovered = recorder === undefined
+      ? undefined
       : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))
+    const position = recovered?.position ?? { _tag: "Between" as const, state: start }
+    // A recorded run first replays what it recorded, then goes on.
+    const replayed = Stream.fromIterable(
+      recovered === undefined ? [] : yield* AgentHistory.replay(recovered.folded, (state) => machine.accounting(state))
+    )
     if (position._tag === "Finished") {
       yield* Termination.annotateCurrentSpan(position.result.termination)
-      return Stream.succeed<AgentEvent<O>>({ _tag: "Finished", result: position.result })
+      return replayed
     }
 
     const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
@@ -158,7 +162,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       )
     }
 
-    const run = Loop.loop(position, body).pipe(
+    const run = Stream.concat(replayed, Loop.loop(position, body)).pipe(
       Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
       Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
     )

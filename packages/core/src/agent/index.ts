@@ -5,6 +5,7 @@
  */
 export * as AgentCheckpoint from "./AgentCheckpoint.ts"
 export * as AgentEvent from "./AgentEvent.ts"
+export * as AgentHistory from "./AgentHistory.ts"
 export * as AgentLoop from "./AgentLoop.ts"
 export * as AgentMachine from "./AgentMachine.ts"
 export * as AgentOptions from "./AgentOptions.ts"
