@@ -123,7 +123,9 @@ export const Entry = <O extends Schema.Top>(output: O) =>
 export const codec = <O>(output: Schema.Codec<O, unknown>) => Schema.fromJsonString(Schema.toCodecJson(Entry(output)))
 
 /** The schema of a run's output: its `output` option, or the text without one. */
-export const output = <O>(options: { readonly output?: Schema.Codec<O, unknown> | undefined }): Schema.Codec<O, unknown> =>
+export const output = <O>(
+  options: { readonly output?: Schema.Codec<O, unknown> | undefined }
+): Schema.Codec<O, unknown> =>
   // Without a structured output, O is the text (its default).
   options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>)
 
@@ -199,7 +201,10 @@ export const fold = <O, E, R>(
   initial: AgentMachine.State,
   options: {
     readonly output: Schema.Codec<O, unknown>
-    readonly account: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<AgentMachine.State, E, R>
+    readonly account: (
+      state: AgentMachine.State,
+      completed: AgentTurn.Completed
+    ) => Effect.Effect<AgentMachine.State, E, R>
     readonly restore: (record: ToolRecord.ToolRecord) => Effect.Effect<Toolkit.Result, ToolRecord.RestoreFailed>
   }
 ): Effect.Effect<ReadonlyArray<Folded<O>>, RecoveryError | E, R> =>

@@ -262,7 +262,11 @@ export const fork = <O, R, E, RU>(
       entries: (recorded) =>
         Effect.gen(function*() {
           const folded = yield* foldAll(options, recorded)
-          const at = yield* RunHistory.checkIndex(from, folded.length, options.at < 0 ? folded.length + options.at : options.at)
+          const at = yield* RunHistory.checkIndex(
+            from,
+            folded.length,
+            options.at < 0 ? folded.length + options.at : options.at
+          )
           const there = folded[at]!
           if (edit !== undefined && pending(there).length > 0) {
             return yield* new UneditableCheckpoint({
