@@ -16,6 +16,7 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -49,25 +50,43 @@ const Context = Schema.Struct({
 })
 type Context = typeof Context.Type
 
-const Entry = Schema.fromJsonString(Schema.Union([
+/** When an entry was written, in epoch milliseconds (absent from entries written before 0.2.0). */
+const Time = Schema.optionalKey(Schema.Finite)
+
+/** An entry of the ledger, as JSON text. */
+export const Entry = Schema.fromJsonString(Schema.Union([
   Schema.TaggedStruct("Completed", {
     execution: Schema.String,
     key: Schema.String,
     output: Schema.Json,
-    context: Context
+    context: Context,
+    time: Time
   }),
-  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
+  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context, time: Time }),
   // An `llm` step's turn, once the model answered it, and each of its calls as it ended.
-  Schema.TaggedStruct("Answered", { execution: Schema.String, key: Schema.String, turn: Turn.Turn, cost: Cost }),
+  Schema.TaggedStruct("Answered", {
+    execution: Schema.String,
+    key: Schema.String,
+    turn: Turn.Turn,
+    cost: Cost,
+    time: Time
+  }),
   Schema.TaggedStruct("ToolDone", {
     execution: Schema.String,
     key: Schema.String,
     index: Count,
-    record: ToolRecord.ToolRecord
+    record: ToolRecord.ToolRecord,
+    time: Time
   }),
-  Schema.TaggedStruct("Finished", { output: Schema.Json })
+  Schema.TaggedStruct("Finished", { output: Schema.Json, time: Time })
 ]))
-type Entry = typeof Entry.Type
+export type Entry = typeof Entry.Type
+
+/** Reads an entry of the ledger. */
+export const decode = Schema.decodeUnknownEffect(Entry)
+
+/** Writes an entry of the ledger. */
+export const encode = Schema.encodeEffect(Entry)
 
 /** A context to write: its state is checked to be JSON when it is written. */
 type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
@@ -76,6 +95,19 @@ type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
 export interface Restorable extends Omit<Context, "log"> {
   readonly items: ReadonlyArray<Item.Item>
 }
+
+/**
+ * Reads the contexts of a ledger's entries in order: each one whole, its item
+ * log rebuilt from the one its execution wrote before. `logs` is each
+ * execution's item log as last read.
+ */
+export const reader =
+  (logs: Map<string, ReadonlyArray<Item.Item>> = new Map()) => (execution: string, context: Context): Restorable => {
+    const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
+    logs.set(execution, items)
+    const { log: _, ...rest } = context
+    return { ...rest, items }
+  }
 
 /** The turn an `llm` step's model answered, and the calls of it that ended, by index. */
 export interface Answered {
@@ -142,14 +174,9 @@ export const load = (
     const answered = new Map<string, Answered>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
     let finished: Schema.Json | undefined
-    const restorable = (execution: string, context: Context): Restorable => {
-      const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
-      logs.set(execution, items)
-      const { log: _, ...rest } = context
-      return { ...rest, items }
-    }
+    const restorable = reader(logs)
     for (const text of texts) {
-      const entry = yield* Schema.decodeUnknownEffect(Entry)(text).pipe(
+      const entry = yield* decode(text).pipe(
         Effect.mapError((error) => failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error))
       )
       switch (entry._tag) {
@@ -202,7 +229,8 @@ export const load = (
     }
     // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
     const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>) =>
-      Schema.encodeUnknownEffect(Entry)(entry).pipe(
+      Clock.currentTimeMillis.pipe(
+        Effect.flatMap((time) => Schema.encodeUnknownEffect(Entry)({ ...entry, time })),
         Effect.mapError((error) =>
           failed(
             id,

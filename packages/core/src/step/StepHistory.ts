@@ -1,0 +1,287 @@
+/**
+ * The history of a step program's execution recorded in a `Checkpointer`:
+ * its checkpoints, what its ledger held at any of them, and forks from any of
+ * them.
+ *
+ * Each entry of an execution's ledger is a checkpoint: `step` when a step
+ * completed (its output, and its execution's context then), `saved` when a
+ * step's `checkpoint()` saved its context, `turn` once an `llm` step's model
+ * answered, `tool` as each of its calls ended, and `finished` with the
+ * program's output. Sub-agents (`spawn`) record in their parent's ledger,
+ * under their own execution id. A ledger holds everything it needs, so
+ * reading one takes its id only.
+ *
+ * {@link fork} copies an execution's checkpoints up to one of them into a new
+ * execution id: executing the program again with that id skips the steps
+ * recorded there and runs the rest, as after a crash at that checkpoint. The
+ * original is not changed.
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
+import type { Checkpointer } from "../Checkpointer.ts"
+import type { OpenError } from "../CheckpointStore.ts"
+import * as Cost from "../Cost.ts"
+import type * as Item from "../Item.ts"
+import * as RunHistory from "../RunHistory.ts"
+import * as TokenUsage from "../TokenUsage.ts"
+import type { Toolkit } from "../Toolkit.ts"
+import type { RecordedError } from "./ExecutionContext.ts"
+import { fingerprint } from "./internal/execute.ts"
+import * as Ledger from "./internal/ledger.ts"
+import type * as StepAst from "./StepAst.ts"
+
+/**
+ * What an entry of an execution's ledger is.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Kind = "step" | "saved" | "turn" | "tool" | "finished"
+
+/**
+ * One checkpoint of an execution: entry `index` of its ledger, what it is,
+ * the execution it belongs to (the program's id, or a sub-agent's), the step
+ * (its `stepId` and its `key`: its position in the program; none for
+ * `finished`), when it was written (epoch milliseconds; `undefined` for
+ * entries written before 0.2.0), that execution's usage and cost so far, the
+ * output (of the step, or of the program) and the items it added to the
+ * execution's item log.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Checkpoint {
+  readonly index: number
+  readonly kind: Kind
+  readonly execution: string
+  readonly stepId: string | undefined
+  readonly key: string | undefined
+  readonly time: number | undefined
+  readonly tokens: TokenUsage.TokenUsage
+  readonly cost: Cost.Cost
+  readonly output: Schema.Json | undefined
+  readonly items: ReadonlyArray<Item.Item>
+}
+
+/**
+ * An execution's context as its ledger last wrote it: its item log, its user
+ * state, its books and counters, and the errors its steps recorded.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Context {
+  readonly items: ReadonlyArray<Item.Item>
+  readonly state: Schema.Json | undefined
+  readonly tokens: TokenUsage.TokenUsage
+  readonly cost: Cost.Cost
+  readonly stepCount: number
+  readonly turns: number
+  readonly errors: ReadonlyArray<RecordedError>
+}
+
+/**
+ * What an execution's ledger held at a checkpoint: the steps completed (in
+ * the order they completed, with their outputs), each execution's context as
+ * last written, and the program's output once it ended.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface State {
+  readonly checkpoint: Checkpoint
+  readonly completed: ReadonlyArray<{ readonly execution: string; readonly key: string; readonly output: Schema.Json }>
+  readonly contexts: ReadonlyMap<string, Context>
+  readonly output: Schema.Json | undefined
+}
+
+/**
+ * Why an execution's history could not be read: no checkpoint, a store that
+ * failed, or a ledger that does not decode.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ReadError = RunHistory.ReadError | Schema.SchemaError
+
+/** The step id in a key (`<path>/<id>#<n>`). */
+const stepIdOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1, key.lastIndexOf("#"))
+
+/** What the ledger held after each of its entries. */
+const fold = (id: string, entries: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const read = Ledger.reader()
+    const contexts = new Map<string, Context>()
+    const completed: Array<State["completed"][number]> = []
+    let output: Schema.Json | undefined
+    const states: Array<State> = []
+    for (const [index, text] of entries.entries()) {
+      const entry = yield* Ledger.decode(text)
+      const books = (execution: string) => contexts.get(execution) ?? { tokens: TokenUsage.empty, cost: Cost.zero }
+      const at = { index, time: entry.time }
+      let checkpoint: Checkpoint
+      switch (entry._tag) {
+        case "Completed":
+        case "Saved": {
+          const { cost, errors, items, state, stepCount, tokens, turns } = read(entry.execution, entry.context)
+          contexts.set(entry.execution, { items, state, tokens, cost, stepCount, turns, errors })
+          if (entry._tag === "Completed") {
+            completed.push({ execution: entry.execution, key: entry.key, output: entry.output })
+          }
+          checkpoint = {
+            ...at,
+            kind: entry._tag === "Completed" ? "step" : "saved",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens,
+            cost,
+            output: entry._tag === "Completed" ? entry.output : undefined,
+            items: entry.context.log.append
+          }
+          break
+        }
+        case "Answered": {
+          const before = books(entry.execution)
+          checkpoint = {
+            ...at,
+            kind: "turn",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens: TokenUsage.add(before.tokens, entry.turn.usage),
+            cost: Cost.add(before.cost, entry.cost),
+            output: undefined,
+            items: entry.turn.items
+          }
+          break
+        }
+        case "ToolDone": {
+          const before = books(entry.execution)
+          checkpoint = {
+            ...at,
+            kind: "tool",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens: before.tokens,
+            cost: before.cost,
+            output: undefined,
+            items: [entry.record.output]
+          }
+          break
+        }
+        case "Finished": {
+          output = entry.output
+          const books = [...contexts.values()]
+          checkpoint = {
+            ...at,
+            kind: "finished",
+            execution: id,
+            stepId: undefined,
+            key: undefined,
+            tokens: books.reduce((sum, context) => TokenUsage.add(sum, context.tokens), TokenUsage.empty),
+            cost: books.reduce((sum: Cost.Cost, context) => Cost.add(sum, context.cost), Cost.zero),
+            output,
+            items: []
+          }
+          break
+        }
+      }
+      states.push({ checkpoint, completed: [...completed], contexts: new Map(contexts), output })
+    }
+    return states
+  })
+
+/**
+ * The checkpoints of execution `id`, oldest first. Reads the ledger without
+ * taking the execution's lease, so one in progress can be watched.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const checkpoints = (id: string): Effect.Effect<ReadonlyArray<Checkpoint>, ReadError, Checkpointer> =>
+  Effect.map(
+    Effect.flatMap(RunHistory.read(id), (entries) => fold(id, entries)),
+    (states) => states.map((state) => state.checkpoint)
+  )
+
+/**
+ * What execution `id`'s ledger held at checkpoint `index` (`-1` for the last):
+ * `CheckpointNotFound` when it has none there.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const stateAt = (
+  id: string,
+  index: number
+): Effect.Effect<State, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
+  Effect.gen(function*() {
+    const states = yield* fold(id, yield* RunHistory.read(id))
+    const at = yield* RunHistory.checkIndex(id, states.length, index < 0 ? states.length + index : index)
+    return states[at]!
+  })
+
+/**
+ * Why a fork failed: the source's ledger could not be read, the index is out
+ * of range, the new execution already has checkpoints, or either could not be
+ * opened (the source is being executed, or the program, input or tools are
+ * not the source's: `CheckpointMismatch`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ForkError = ReadError | RunHistory.CheckpointNotFound | RunHistory.RunExists | OpenError
+
+/** An entry of execution `from`'s ledger as execution `id`'s: its execution, or sub-agent (`<from>/…`), renamed. */
+const renamed = (text: string, from: string, id: string) =>
+  Effect.flatMap(Ledger.decode(text), (entry) => {
+    if (entry._tag === "Finished") return Effect.succeed(text)
+    const execution = entry.execution === from || entry.execution.startsWith(`${from}/`)
+      ? `${id}${entry.execution.slice(from.length)}`
+      : entry.execution
+    return Ledger.encode({ ...entry, execution })
+  })
+
+/**
+ * Starts execution `id` from checkpoint `at` of execution `from` (`-1` for
+ * the last): its ledger is `from`'s up to that checkpoint (its sub-agents'
+ * execution ids renamed after `id`), so executing
+ * `step` on `input` with `id` (and the same `toolkit`) skips the steps
+ * recorded there and runs the rest. The fork is recorded with the program's
+ * fingerprint, and `from` is opened with it too: the program, input and
+ * tools must be the source's (`CheckpointMismatch` otherwise). `from` is not
+ * changed, but is opened (its lease taken, briefly).
+ *
+ * @since 0.2.0
+ * @category forking
+ */
+export const fork = <RT = never>(
+  step: StepAst.Any,
+  input: unknown,
+  options: {
+    /** The new execution's id. */
+    readonly id: string
+    /** The execution to fork. */
+    readonly from: string
+    /** The checkpoint the fork starts from. */
+    readonly at: number
+    readonly toolkit?: Toolkit<RT> | undefined
+  }
+): Effect.Effect<void, ForkError, Checkpointer> =>
+  Effect.gen(function*() {
+    const { at, from, id } = options
+    yield* RunHistory.fork({
+      from,
+      to: id,
+      fingerprint: yield* fingerprint(step, input, options.toolkit),
+      entries: (recorded) =>
+        Effect.flatMap(
+          RunHistory.checkIndex(from, recorded.length, at < 0 ? recorded.length + at : at),
+          (index) => Effect.forEach(recorded.slice(0, index + 1), (text) => renamed(text, from, id))
+        )
+    })
+  })
