@@ -80,15 +80,19 @@ export const read = (id: string): Effect.Effect<ReadonlyArray<string>, ReadError
   )
 
 /**
- * Checks that run `id`, which has `count` checkpoints, has one at `index`.
+ * The checkpoint `index` of run `id`, which has `count`: `index` itself, or
+ * counted from the end when negative (`-1` for the last, as `Array.at`
+ * counts); {@link CheckpointNotFound} when there is none.
  *
  * @since 0.2.0
  * @category reading
  */
-export const checkIndex = (id: string, count: number, index: number): Effect.Effect<number, CheckpointNotFound> =>
-  Number.isInteger(index) && index >= 0 && index < count
-    ? Effect.succeed(index)
+export const checkIndex = (id: string, count: number, index: number): Effect.Effect<number, CheckpointNotFound> => {
+  const at = index < 0 ? count + index : index
+  return Number.isInteger(at) && at >= 0 && at < count
+    ? Effect.succeed(at)
     : Effect.fail(new CheckpointNotFound({ id, index, count }))
+}
 
 /**
  * Starts run `to` from a checkpoint of run `from`: opens `from` with

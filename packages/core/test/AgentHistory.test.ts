@@ -3,14 +3,16 @@ import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentHistory from "../src/agent/AgentHistory.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
 import { add } from "./fixtures.ts"
@@ -72,9 +74,17 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         expect(last.history).toStrictEqual(last.result?.history)
       }).pipe(Effect.provide(layer())))
 
-    it.effect("a turn's calls that have not ended are pending at its checkpoint", () =>
+    it.effect("a turn's calls that have not ended are pending at its checkpoint; a fork there runs only them", () =>
       Effect.gen(function*() {
-        const options = optionsOf(fresh("pending"))
+        const ran: Array<string> = []
+        const counted = Toolkit.make(Tool.make({
+          name: "add",
+          description: "Adds two numbers",
+          input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+          output: Schema.Finite,
+          execute: ({ a, b }) => Effect.sync(() => (ran.push(`${a}+${b}`), a + b))
+        }))
+        const options = { ...optionsOf(fresh("pending")), toolkit: counted }
         const twoCalls = MockLanguageModel.callsTurn([
           { name: "add", arguments: { a: 1, b: 1 }, callId: "call_a" },
           { name: "add", arguments: { a: 2, b: 2 }, callId: "call_b" }
@@ -83,13 +93,56 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         const turn = yield* AgentHistory.stateAt(options, 0)
         expect(turn.pending.map((call) => call.call_id)).toStrictEqual(["call_a", "call_b"])
         const oneDone = yield* AgentHistory.stateAt(options, 1)
-        expect(oneDone.pending).toHaveLength(1)
+        expect(oneDone.pending.map((call) => call.call_id)).toStrictEqual(["call_b"])
         expect(oneDone.history.filter((item) => item.type === "function_call_output")).toHaveLength(1)
+
         // Editing the history where calls are pending would leave calls without outputs.
         const error = yield* Effect.flip(
           AgentHistory.fork({ ...options, runId: fresh("fork"), from: options.runId, at: 1, edit: (h) => h })
         )
         expect(error).toMatchObject({ _tag: "UneditableCheckpoint", id: options.runId, index: 1 })
+        // Without an edit, the fork is in the middle of the turn: only the call that had not ended runs.
+        const fork = { ...options, runId: fresh("fork") }
+        yield* AgentHistory.fork({ ...fork, from: options.runId, at: 1 })
+        ran.length = 0
+        const { events, requests } = yield* streamed([answer("2 and 4 again")], fork)
+        expect(ran).toStrictEqual(["2+2"])
+        expect(requests).toHaveLength(1)
+        expect(events.filter((event) => event._tag === "ToolResult").map((event) => event.output.output))
+          .toStrictEqual(["2", "4"])
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a log written before entries had a time reads, and replays without its verdicts", () =>
+      Effect.gen(function*() {
+        const source = optionsOf(fresh("timeless"))
+        yield* recorded(source.runId)
+        const old = optionsOf(fresh("old"))
+        const stripped = (yield* read(source.runId)).map((text) => {
+          const { events: _, time: __, ...entry } = JSON.parse(text)
+          return JSON.stringify(entry)
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const checkpointer = yield* Checkpointer.Checkpointer
+          const log = yield* checkpointer.open(old.runId, yield* AgentCheckpoint.fingerprint(old))
+          yield* log.append(stripped)
+        }))
+        const checkpoints = yield* AgentHistory.checkpoints(old)
+        expect(checkpoints.map((checkpoint) => checkpoint.time)).toStrictEqual([
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined
+        ])
+        const { events } = yield* streamed([], old)
+        expect(events.map((event) => event._tag)).toStrictEqual([
+          "TurnStarted",
+          "TurnCompleted",
+          "ToolResult",
+          "TurnStarted",
+          "TurnCompleted",
+          "Finished"
+        ])
       }).pipe(Effect.provide(layer())))
 
     it.effect("a fork with a tool's output changed goes on from there; the original is untouched", () =>
@@ -202,7 +255,7 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         })
         for (const index of [5, -6, 1.5]) {
           const error = yield* Effect.flip(AgentHistory.stateAt(source, index))
-          expect(error).toMatchObject({ _tag: "CheckpointNotFound", id: source.runId, count: 5 })
+          expect(error).toMatchObject({ _tag: "CheckpointNotFound", id: source.runId, index, count: 5 })
           expect(error.message).toContain("0 to 4")
         }
 

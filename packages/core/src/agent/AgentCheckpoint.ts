@@ -5,9 +5,11 @@
  * A run with a `runId` appends, per turn: `Answered` once the model's turn is
  * complete (the turn, its cost, and how the history changed), `ToolDone` as
  * each tool call ends, and `Decided` once the turn's decision is made (the
- * counters and what the decision added to the history); a run that ends well
- * appends `Finished` with its result. Entries carry what changed, never the
- * whole history again. Recovering folds the entries with the run's own
+ * counters, what the decision added to the history, its verdict and
+ * feedback); a run that ends well appends `Finished` with its result. A fork
+ * (see `AgentHistory`) starts with its source's entries and `Forked`. Entries
+ * carry what changed, never the whole history again, and the time they were
+ * written. Recovering folds the entries with the run's own
  * `AgentMachine`, so a resumed run is where the crashed one was: between two
  * turns, in the middle of a turn's tools (calls that ended are not run again),
  * or finished.

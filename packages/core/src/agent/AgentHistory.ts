@@ -167,7 +167,7 @@ export const checkpoints = <O, R, E, RU>(
 
 /**
  * Run `options.runId` as it was at checkpoint `index` (`-1` for the last, as
- * `Array.at` counts): {@link CheckpointNotFound} when it has none there.
+ * `Array.at` counts): `CheckpointNotFound` when it has none there.
  *
  * @since 0.2.0
  * @category reading
@@ -178,7 +178,7 @@ export const stateAt = <O, R, E, RU>(
 ): Effect.Effect<State<O>, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
   Effect.gen(function*() {
     const { folded } = yield* folds(options)
-    const at = yield* RunHistory.checkIndex(options.runId, folded.length, index < 0 ? folded.length + index : index)
+    const at = yield* RunHistory.checkIndex(options.runId, folded.length, index)
     return stateOf(folded[at]!, at)
   })
 
@@ -262,11 +262,7 @@ export const fork = <O, R, E, RU>(
       entries: (recorded) =>
         Effect.gen(function*() {
           const folded = yield* foldAll(options, recorded)
-          const at = yield* RunHistory.checkIndex(
-            from,
-            folded.length,
-            options.at < 0 ? folded.length + options.at : options.at
-          )
+          const at = yield* RunHistory.checkIndex(from, folded.length, options.at)
           const there = folded[at]!
           if (edit !== undefined && pending(there).length > 0) {
             return yield* new UneditableCheckpoint({

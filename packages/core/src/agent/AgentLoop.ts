@@ -53,7 +53,11 @@ type AgentEvent<O> = Events.AgentEvent<O>
 
 /** The agent service; `layer` builds it on whatever `LanguageModel` is provided. */
 export class AgentLoop extends Context.Service<AgentLoop, {
-  /** Streams a run's events; the stream fails with the run's termination when it is not a success. */
+  /**
+   * Streams a run's events; the stream fails with the run's termination when it is not a success. A run with a
+   * `runId` and a `Checkpointer` that recorded it before first replays the events its log recorded (see
+   * `AgentHistory.replay`), then goes on: a finished run replays to its `Finished`, asking nothing.
+   */
   stream<O = string, R = never, E = never, RU = never>(
     options: Options<O, R, E, RU>
   ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU>

@@ -221,7 +221,7 @@ export const stateAt = (
 ): Effect.Effect<State, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
   Effect.gen(function*() {
     const states = yield* fold(id, yield* RunHistory.read(id))
-    const at = yield* RunHistory.checkIndex(id, states.length, index < 0 ? states.length + index : index)
+    const at = yield* RunHistory.checkIndex(id, states.length, index)
     return states[at]!
   })
 
@@ -280,7 +280,7 @@ export const fork = <RT = never>(
       fingerprint: yield* fingerprint(step, input, options.toolkit),
       entries: (recorded) =>
         Effect.flatMap(
-          RunHistory.checkIndex(from, recorded.length, at < 0 ? recorded.length + at : at),
+          RunHistory.checkIndex(from, recorded.length, at),
           (index) => Effect.forEach(recorded.slice(0, index + 1), (text) => renamed(text, from, id))
         )
     })
