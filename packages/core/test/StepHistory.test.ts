@@ -114,6 +114,34 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         expect((yield* StepHistory.checkpoints(id)).every((checkpoint) => checkpoint.execution === id)).toBe(true)
       }).pipe(Effect.provide(layer())))
 
+    it.effect("a fork renames its source's sub-agents after itself: their recorded steps are not run again", () =>
+      Effect.gen(function*() {
+        const ran: Array<string> = []
+        const program = Step.loop({
+          id: "main",
+          steps: [
+            Step.spawn({
+              id: "helper",
+              child: Step.run({ id: "inner", execute: (n: number) => (ran.push("inner"), n + 1) })
+            }),
+            Step.run({ id: "after", execute: (n: number) => (ran.push("after"), n * 10) })
+          ],
+          until: Until.maxSteps(1)
+        })
+        const from = fresh("spawner")
+        expect(yield* Step.execute(program, 1, { id: from })).toBe(20)
+        const checkpoints = yield* StepHistory.checkpoints(from)
+        const inner = checkpoints.findIndex((checkpoint) => checkpoint.stepId === "inner")
+        expect(checkpoints[inner]!.execution).toBe(`${from}/helper`)
+
+        const id = fresh("fork")
+        yield* StepHistory.fork(program, 1, { id, from, at: inner })
+        ran.length = 0
+        expect(yield* Step.execute(program, 1, { id })).toBe(20)
+        expect(ran).toStrictEqual(["after"])
+        expect((yield* StepHistory.checkpoints(id))[inner]!.execution).toBe(`${id}/helper`)
+      }).pipe(Effect.provide(layer())))
+
     it.effect("bad input fails typed: unknown execution, checkpoint out of range, fork onto a recorded id, another input", () =>
       Effect.gen(function*() {
         const { program } = pipeline()
