@@ -12,6 +12,7 @@ import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentHistory from "../src/agent/AgentHistory.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import * as UIMessageStream from "../src/stream/UIMessageStream.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
@@ -22,7 +23,7 @@ const fresh = (name: string) => `${name}-${Math.random().toString(36).slice(2)}`
 const optionsOf = (runId: string) => ({ input: "What is 1 + 2?", toolkit, model, runId })
 
 /** The mock's script and what it was asked, for a stream of `options`. */
-const streamed = <O>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<O>) =>
+const streamed = <O = string>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<O>) =>
   Effect.gen(function*() {
     const agent = yield* AgentLoop.AgentLoop
     const events = yield* Stream.runCollect(agent.stream(options))
@@ -296,6 +297,22 @@ afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
 
 describe("AgentHistory", () => {
   suite("in memory", () => Checkpointer.layerMemory)
+
+  it.effect("a replayed run shows in a UI as it did live: the same text and tool outputs", () =>
+    Effect.gen(function*() {
+      const runId = fresh("ui")
+      const ui = (events: Iterable<AgentLoop.AgentEvent<string>>) =>
+        Effect.map(Stream.runCollect(UIMessageStream.fromEvents(Stream.fromIterable(events))), (chunks) => ({
+          text: chunks.flatMap((chunk) => chunk.type === "text-delta" ? [chunk.delta] : []).join(""),
+          tools: chunks.filter((chunk) => chunk.type === "tool-output-available")
+        }))
+      const live = yield* recorded(runId)
+      const replayed = yield* streamed([], optionsOf(runId))
+      const shown = yield* ui(replayed.events)
+      expect(shown).toStrictEqual(yield* ui(live.events))
+      expect(shown.text).toBe("3")
+      expect(shown.tools).toMatchObject([{ output: 3 }])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
   suite(
     "on the file system",
     () =>
