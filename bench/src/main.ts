@@ -13,6 +13,7 @@ const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   agent: ["./agent.ts"],
   steps: ["./steps.ts"],
   checkpoint: ["./checkpoint.ts"],
+  history: ["./history.ts"],
   durable: ["./durable.ts"],
   providers: ["./gemini.ts", "./responses.ts", "./anthropic.ts", "./chatCompletions.ts"],
   mcp: ["./mcp.ts"],
