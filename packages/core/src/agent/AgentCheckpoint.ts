@@ -193,12 +193,20 @@ export const history = <O>(folded: Omit<Folded<O>, "entry">): ReadonlyArray<Item
     ? [...folded.answered.completed.history, ...outputs(folded.answered)]
     : folded.state.history
 
+/** A run folded from its log: where it was after its last entry, and what `each` made of every entry. */
+export interface Fold<O, A> {
+  readonly last: Folded<O> | undefined
+  readonly each: ReadonlyArray<A>
+}
+
 /**
  * Folds a run's log from `initial`, the state before its first turn: where
- * the run was after each entry. `account` adds an answered turn to the books;
- * `restore` makes a recorded call's result whole again.
+ * the run was after each entry, handed to `each` as it is reached (only what
+ * `each` returns is kept, so a long run's fold holds one state at a time).
+ * `account` adds an answered turn to the books; `restore` makes a recorded
+ * call's result whole again.
  */
-export const fold = <O, E, R>(
+export const fold = <O, A, E, R, E2, R2>(
   entries: ReadonlyArray<string>,
   initial: AgentMachine.State,
   options: {
@@ -208,11 +216,13 @@ export const fold = <O, E, R>(
       completed: AgentTurn.Completed
     ) => Effect.Effect<AgentMachine.State, E, R>
     readonly restore: (record: ToolRecord.ToolRecord) => Effect.Effect<Toolkit.Result, ToolRecord.RestoreFailed>
-  }
-): Effect.Effect<ReadonlyArray<Folded<O>>, RecoveryError | E, R> =>
+  },
+  each: (folded: Folded<O>, index: number) => Effect.Effect<A, E2, R2>
+): Effect.Effect<Fold<O, A>, RecoveryError | E | E2, R | R2> =>
   Effect.gen(function*() {
     const decode = Schema.decodeUnknownEffect(codec(options.output))
-    const folded: Array<Folded<O>> = []
+    const made: Array<A> = []
+    let last: Folded<O> | undefined
     let state = initial
     let answered: AgentTurn.Answered | undefined
     let finished: AgentEvent.RunResult<O> | undefined
@@ -254,38 +264,38 @@ export const fold = <O, E, R>(
           finished = entry.result
           break
       }
-      folded.push({ entry, state, answered, finished })
+      last = { entry, state, answered, finished }
+      made.push(yield* each(last, made.length))
     }
-    return folded
+    return { last, each: made }
   })
 
-/** Where a run stands once `folded` (`initial` when its log is empty). */
-export const position = <O>(folded: ReadonlyArray<Folded<O>>, initial: AgentMachine.State): Position<O> => {
-  const last = folded.at(-1)
-  return last === undefined
+/** Where a run stands after `last`, its last entry folded (`initial` when its log is empty). */
+export const position = <O>(last: Folded<O> | undefined, initial: AgentMachine.State): Position<O> =>
+  last === undefined
     ? { _tag: "Between", state: initial }
     : last.finished !== undefined
     ? { _tag: "Finished", result: last.finished }
     : last.answered !== undefined
     ? { _tag: "Answered", state: last.state, answered: last.answered }
     : { _tag: "Between", state: last.state }
-}
 
 /** Why a run's checkpoint could not be used: it did not decode, or a recorded tool result could not be restored. */
 export type RecoveryError = Schema.SchemaError | ToolRecord.RestoreFailed
 
-/** A run recovered from its log: where it stands, and where it was after each entry. */
-export interface Recovered<O> {
+/** A run recovered from its log: where it stands, and what `each` made of each entry. */
+export interface Recovered<O, A> {
   readonly position: Position<O>
-  readonly folded: ReadonlyArray<Folded<O>>
+  readonly each: ReadonlyArray<A>
 }
 
 /** Writes a run's entries, and recovers a run from them. */
 export interface Recorder<O> {
-  /** Where the run stands according to its log: `initial` when it has none. */
-  readonly recover: (
-    initial: AgentMachine.State
-  ) => Effect.Effect<Recovered<O>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
+  /** Where the run stands according to its log (`initial` when it has none), and what `each` made of each entry. */
+  readonly recover: <A>(
+    initial: AgentMachine.State,
+    each: (folded: Folded<O>) => Effect.Effect<A>
+  ) => Effect.Effect<Recovered<O, A>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
   readonly decided: (
@@ -340,14 +350,14 @@ export const recorder = <O, R, RU, TR>(options: {
       const toolkit = options.toolkit ?? Toolkit.make()
 
       return {
-        recover: (initial) =>
+        recover: (initial, each) =>
           Effect.map(
             fold(log.entries, initial, {
               output,
               account: (state, completed) => Effect.map(machine.account(state, completed), (booked) => booked.state),
               restore: (record) => ToolRecord.toResult(toolkit, record)
-            }),
-            (folded) => ({ position: position(folded, initial), folded })
+            }, each),
+            (folded) => ({ position: position(folded.last, initial), each: folded.each })
           ),
         answered: (state, completed) =>
           write({

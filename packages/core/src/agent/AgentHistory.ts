@@ -103,13 +103,12 @@ export type RunOptions<O, R, E, RU> = Options<O, R, E, RU> & { readonly runId: s
  */
 export type ReadError = RunHistory.ReadError | InvalidOptions | AgentCheckpoint.RecoveryError
 
-const folds = <O, R, E, RU>(options: RunOptions<O, R, E, RU>) =>
-  Effect.gen(function*() {
-    const entries = yield* RunHistory.read(options.runId)
-    return { entries, folded: yield* foldAll(options, entries) }
-  })
-
-const foldAll = <O, R, E, RU>(options: Options<O, R, E, RU>, entries: ReadonlyArray<string>) =>
+/** Folds a run's log `entries` with the machine of its options, keeping what `each` makes of each entry. */
+const foldAll = <O, R, E, RU, A>(
+  options: Options<O, R, E, RU>,
+  entries: ReadonlyArray<string>,
+  each: (folded: AgentCheckpoint.Folded<O>, index: number) => A
+) =>
   Effect.gen(function*() {
     const machine = yield* AgentMachine.make(options)
     const toolkit = options.toolkit ?? Toolkit.make()
@@ -117,7 +116,21 @@ const foldAll = <O, R, E, RU>(options: Options<O, R, E, RU>, entries: ReadonlyAr
       output: AgentCheckpoint.output(options),
       account: (state, completed) => Effect.map(machine.books(state, completed), (booked) => booked.state),
       restore: (record) => ToolRecord.toResult(toolkit, record)
-    })
+    }, (folded, index) => Effect.succeed(each(folded, index)))
+  })
+
+/** The run as it was at checkpoint `index` of `entries` (its log), once the index is checked. */
+const foldTo = <O, R, E, RU>(
+  options: Options<O, R, E, RU>,
+  id: string,
+  entries: ReadonlyArray<string>,
+  index: number
+) =>
+  Effect.gen(function*() {
+    const at = yield* RunHistory.checkIndex(id, entries.length, index)
+    // Each entry is a checkpoint: the run at one is the fold of the entries up to it.
+    const { last } = yield* foldAll(options, entries.slice(0, at + 1), () => undefined)
+    return { at, folded: last! }
   })
 
 const describe = <O>(folded: AgentCheckpoint.Folded<O>, index: number): Checkpoint => {
@@ -163,7 +176,10 @@ const stateOf = <O>(folded: AgentCheckpoint.Folded<O>, index: number): State<O> 
 export const checkpoints = <O, R, E, RU>(
   options: RunOptions<O, R, E, RU>
 ): Effect.Effect<ReadonlyArray<Checkpoint>, ReadError, Checkpointer> =>
-  Effect.map(folds(options), ({ folded }) => folded.map(describe))
+  Effect.gen(function*() {
+    const entries = yield* RunHistory.read(options.runId)
+    return (yield* foldAll(options, entries, describe)).each
+  })
 
 /**
  * Run `options.runId` as it was at checkpoint `index` (`-1` for the last, as
@@ -177,9 +193,8 @@ export const stateAt = <O, R, E, RU>(
   index: number
 ): Effect.Effect<State<O>, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
   Effect.gen(function*() {
-    const { folded } = yield* folds(options)
-    const at = yield* RunHistory.checkIndex(options.runId, folded.length, index)
-    return stateOf(folded[at]!, at)
+    const { at, folded } = yield* foldTo(options, options.runId, yield* RunHistory.read(options.runId), index)
+    return stateOf(folded, at)
   })
 
 /**
@@ -261,9 +276,7 @@ export const fork = <O, R, E, RU>(
       fingerprint,
       entries: (recorded) =>
         Effect.gen(function*() {
-          const folded = yield* foldAll(options, recorded)
-          const at = yield* RunHistory.checkIndex(from, folded.length, options.at)
-          const there = folded[at]!
+          const { at, folded: there } = yield* foldTo(options, from, recorded, options.at)
           if (edit !== undefined && pending(there).length > 0) {
             return yield* new UneditableCheckpoint({
               id: from,
@@ -284,42 +297,39 @@ export const fork = <O, R, E, RU>(
   })
 
 /**
- * The events a run executed again replays before it goes on, from its log
- * `folded` (see `AgentCheckpoint.fold`): per turn, `TurnStarted`,
- * `TurnCompleted` (with `accounting` of the run then), each call's
- * `ToolResult`, the decision's `Verdict` and `Feedback`; and `Finished`. The
- * model's deltas and tools' progress are not recorded: a replayed turn
- * arrives whole, in its `TurnCompleted`.
+ * The events a run executed again replays for one entry of its log, folded
+ * (see `AgentCheckpoint.fold`): for a turn's, `TurnStarted` and
+ * `TurnCompleted` (with `accounting` of the run then); for a call's, its
+ * `ToolResult`; for a decision's, its `Verdict` and `Feedback`; for the
+ * result's, `Finished`. The model's deltas and tools' progress are not
+ * recorded: a replayed turn arrives whole, in its `TurnCompleted`.
  *
  * @since 0.2.0
  * @category replaying
  */
 export const replay = <O>(
-  folded: ReadonlyArray<AgentCheckpoint.Folded<O>>,
+  folded: AgentCheckpoint.Folded<O>,
   accounting: (state: AgentMachine.State) => Effect.Effect<Accounting>
-): Effect.Effect<ReadonlyArray<AgentEvent.AgentEvent<O>>> =>
-  Effect.map(
-    Effect.forEach(folded, ({ entry, state }): Effect.Effect<ReadonlyArray<AgentEvent.AgentEvent<O>>> => {
-      switch (entry._tag) {
-        case "Answered": {
-          const { cost, step, turn } = entry
-          return Effect.map(accounting(state), (accounting) => [
-            { _tag: "TurnStarted", step },
-            { _tag: "TurnCompleted", step, turn, cost, accounting }
-          ])
-        }
-        case "ToolDone":
-          return Effect.succeed([{ _tag: "ToolResult", step: entry.step, ...entry.record }])
-        case "Decided":
-          return Effect.succeed(entry.events ?? [])
-        case "Forked":
-          return Effect.succeed([])
-        case "Finished":
-          return Effect.succeed([...(entry.events ?? []), { _tag: "Finished", result: entry.result }])
-      }
-    }),
-    (events) => events.flat()
-  )
+): Effect.Effect<ReadonlyArray<AgentEvent.AgentEvent<O>>> => {
+  const { entry, state } = folded
+  switch (entry._tag) {
+    case "Answered": {
+      const { cost, step, turn } = entry
+      return Effect.map(accounting(state), (accounting) => [
+        { _tag: "TurnStarted", step },
+        { _tag: "TurnCompleted", step, turn, cost, accounting }
+      ])
+    }
+    case "ToolDone":
+      return Effect.succeed([{ _tag: "ToolResult", step: entry.step, ...entry.record }])
+    case "Decided":
+      return Effect.succeed(entry.events ?? [])
+    case "Forked":
+      return Effect.succeed([])
+    case "Finished":
+      return Effect.succeed([...(entry.events ?? []), { _tag: "Finished", result: entry.result }])
+  }
+}
 
 /**
  * Removes the model's last answer from the end of a history: the items it

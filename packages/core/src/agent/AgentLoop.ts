@@ -110,12 +110,12 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     }).pipe(Effect.provideService(Checkpointer, checkpointer.value), Effect.catch(checkpointFailed))
     const recovered = recorder === undefined
       ? undefined
-      : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))
+      // A recorded run first replays what it recorded, then goes on.
+      : yield* recorder.recover(start, (folded) => AgentHistory.replay(folded, machine.accounting)).pipe(
+        Effect.catchIf(isRecoveryFailure, checkpointFailed)
+      )
     const position = recovered?.position ?? { _tag: "Between" as const, state: start }
-    // A recorded run first replays what it recorded, then goes on.
-    const replayed = Stream.fromIterable(
-      recovered === undefined ? [] : yield* AgentHistory.replay(recovered.folded, (state) => machine.accounting(state))
-    )
+    const replayed = Stream.fromIterable(recovered?.each.flat() ?? [])
     if (position._tag === "Finished") {
       yield* Termination.annotateCurrentSpan(position.result.termination)
       return replayed
