@@ -1,3 +1,4 @@
+import { NodeSqliteClient } from "@agentloop/durable"
 import { Reachable } from "@agentloop/testing"
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
@@ -319,6 +320,13 @@ describe("AgentHistory", () => {
       Checkpointer.layerFileSystem(directory, { sync: false }).pipe(
         Layer.provide(NodeFileSystem.layer),
         Layer.provide(NodePath.layer)
+      )
+  )
+  suite(
+    "on SQLite",
+    () =>
+      Checkpointer.layerSql().pipe(
+        Layer.provide(NodeSqliteClient.layer({ filename: Path.join(directory, "checkpoints.db") }))
       )
   )
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {

@@ -1,3 +1,4 @@
+import { NodeSqliteClient } from "@agentloop/durable"
 import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -189,6 +190,13 @@ describe("StepHistory", () => {
       Checkpointer.layerFileSystem(directory, { sync: false }).pipe(
         Layer.provide(NodeFileSystem.layer),
         Layer.provide(NodePath.layer)
+      )
+  )
+  suite(
+    "on SQLite",
+    () =>
+      Checkpointer.layerSql().pipe(
+        Layer.provide(NodeSqliteClient.layer({ filename: Path.join(directory, "checkpoints.db") }))
       )
   )
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
