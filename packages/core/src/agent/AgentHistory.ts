@@ -254,6 +254,29 @@ export type Edit = (history: ReadonlyArray<Item.Item>) => ReadonlyArray<Item.Ite
  * source is not changed, but is opened (its lease taken, briefly): forking a
  * run that is being executed fails with `RunInProgress`.
  *
+ * @example
+ * ```ts
+ * import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const options = { input: "Name a colour", runId: "colour" }
+ * const run = (runId: string, answer: string) =>
+ *   Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ ...options, runId })).pipe(
+ *     Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn(answer)]))))
+ *   )
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* run("colour", "Blue")
+ *   // Another answer to the same question: the last one dropped, the model asked again.
+ *   yield* AgentHistory.fork({ ...options, runId: "colour-2", from: "colour", at: -1, edit: AgentHistory.dropLastAnswer })
+ *   const again = yield* run("colour-2", "Green")
+ *   console.log(again._tag === "Stopped" && again.output) // Green
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Checkpointer.layerMemory)))
+ * ```
+ *
  * @since 0.2.0
  * @category forking
  */
