@@ -173,6 +173,14 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         // The original's history still says 3.
         const original = yield* AgentHistory.stateAt(source, -1)
         expect(original.result).toMatchObject({ output: "3" })
+        // A fork of the fork goes on from the edited history.
+        const again = { ...source, runId: fresh("fork-of-fork") }
+        yield* AgentHistory.fork({ ...again, from: fork.runId, at: -1, edit: AgentHistory.addMessage("Sure?") })
+        const sure = yield* streamed([answer("Sure: 4")], again)
+        expect(sure.requests[0]!.history.filter((item) => item.type === "function_call_output")).toMatchObject([
+          { output: "4" }
+        ])
+        expect(sure.events.at(-1)).toMatchObject({ _tag: "Finished", result: { output: "Sure: 4" } })
       }).pipe(Effect.provide(layer())))
 
     it.effect("a finished run forked with its last answer dropped, or a message added, asks the model again", () =>
