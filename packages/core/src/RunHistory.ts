@@ -8,7 +8,8 @@
  * module, so they work on every `Checkpointer`, and fail alike: a run with no
  * checkpoint is {@link UnknownRun}, an index out of range
  * {@link CheckpointNotFound}, a fork onto an id that already has checkpoints
- * {@link RunExists}.
+ * {@link RunExists}, an edit a checkpoint does not allow
+ * {@link UneditableCheckpoint}.
  *
  * @since 0.2.0
  */
@@ -56,6 +57,22 @@ export class CheckpointNotFound extends Schema.TaggedError<CheckpointNotFound>()
 export class RunExists extends Schema.TaggedError<RunExists>()("RunExists", { id: Schema.String }) {
   override get message() {
     return `run "${this.id}" already has checkpoints: fork onto a new id`
+  }
+}
+
+/**
+ * A fork that cannot edit checkpoint `index` of run `id`; `reason` says why.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class UneditableCheckpoint extends Schema.TaggedError<UneditableCheckpoint>()("UneditableCheckpoint", {
+  id: Schema.String,
+  index: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `checkpoint ${this.index} of run "${this.id}" cannot be edited: ${this.reason}`
   }
 }
 

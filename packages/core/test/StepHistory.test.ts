@@ -9,6 +9,8 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import * as Item from "../src/Item.ts"
+import type * as ExecutionContext from "../src/step/ExecutionContext.ts"
 import * as Step from "../src/step/Step.ts"
 import * as StepHistory from "../src/step/StepHistory.ts"
 import * as Until from "../src/Until.ts"
@@ -141,6 +143,59 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         expect(yield* Step.execute(program, 1, { id })).toBe(20)
         expect(ran).toStrictEqual(["after"])
         expect((yield* StepHistory.checkpoints(id))[inner]!.execution).toBe(`${id}/helper`)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a fork with its context edited: the steps after the checkpoint see the edited state and item log", () =>
+      Effect.gen(function*() {
+        const seen: Array<unknown> = []
+        const program = Step.loop({
+          id: "counting",
+          steps: [
+            Step.run({
+              id: "count",
+              execute: (text: string, ctx: ExecutionContext.ExecutionContext<{ readonly count: number }>) => (
+                ctx.updateState((state) => ({ count: state.count + 1 })), text
+              )
+            }),
+            Step.run({
+              id: "inspect",
+              execute: (text: string, ctx: ExecutionContext.ExecutionContext<{ readonly count: number }>) => (
+                seen.push({ count: ctx.state.count, items: ctx.itemLog.items.length }), text
+              )
+            })
+          ],
+          until: Until.maxSteps(1)
+        })
+        const from = fresh("counted")
+        yield* Step.execute(program, "Hi", { id: from, state: { count: 0 } })
+        expect(seen).toStrictEqual([{ count: 1, items: 1 }])
+
+        const id = fresh("fork")
+        yield* StepHistory.fork(program, "Hi", {
+          id,
+          from,
+          at: 0,
+          edit: (context) => ({
+            ...context,
+            state: { count: 41 },
+            items: [...context.items, Item.userMessage("an added message")]
+          })
+        })
+        seen.length = 0
+        yield* Step.execute(program, "Hi", { id, state: { count: 0 } })
+        expect(seen).toStrictEqual([{ count: 41, items: 2 }])
+        expect((yield* StepHistory.stateAt(id, 0)).contexts.get(id)?.state).toStrictEqual({ count: 41 })
+        // The source is as it was.
+        expect((yield* StepHistory.stateAt(from, 0)).contexts.get(from)?.state).toStrictEqual({ count: 1 })
+
+        // Before any step recorded a context there is nothing to edit.
+        const { program: pipelined } = pipeline()
+        const asked = fresh("asked")
+        yield* execute(pipelined, asked, [answer("hi")])
+        const error = yield* Effect.flip(
+          StepHistory.fork(pipelined, "Say hi", { id: fresh("fork"), from: asked, at: 0, edit: (context) => context })
+        )
+        expect(error).toMatchObject({ _tag: "UneditableCheckpoint", id: asked, index: 0 })
       }).pipe(Effect.provide(layer())))
 
     it.effect("bad input fails typed: unknown execution, checkpoint out of range, fork onto a recorded id, another input", () =>

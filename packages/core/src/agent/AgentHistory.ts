@@ -20,7 +20,6 @@
  * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import type { Accounting } from "../Accounting.ts"
 import type { Checkpointer } from "../Checkpointer.ts"
 import type { OpenError } from "../CheckpointStore.ts"
@@ -198,28 +197,12 @@ export const stateAt = <O, R, E, RU>(
   })
 
 /**
- * A fork that would edit the history at a checkpoint where calls of the turn
- * have not ended: the history there has calls without outputs, which no
- * model accepts. Fork at the checkpoint of the turn's last call, or later.
- *
- * @since 0.2.0
- * @category errors
- */
-export class UneditableCheckpoint extends Schema.TaggedError<UneditableCheckpoint>()("UneditableCheckpoint", {
-  id: Schema.String,
-  index: Schema.Number,
-  reason: Schema.String
-}) {
-  override get message() {
-    return `checkpoint ${this.index} of run "${this.id}" cannot be edited: ${this.reason}`
-  }
-}
-
-/**
  * Why a fork failed: the source's history could not be read, the index is out
  * of range, the new run already has checkpoints, either run could not be
  * opened (the source is being executed, or the options are not the source's:
- * `CheckpointMismatch`), or the edit is at a checkpoint with calls pending.
+ * `CheckpointMismatch`), or the edit is at a checkpoint with calls pending
+ * (`UneditableCheckpoint`: the history there has calls without outputs,
+ * which no model accepts; fork at the turn's last call, or later).
  *
  * @since 0.2.0
  * @category errors
@@ -229,7 +212,7 @@ export type ForkError =
   | RunHistory.CheckpointNotFound
   | RunHistory.RunExists
   | OpenError
-  | UneditableCheckpoint
+  | RunHistory.UneditableCheckpoint
 
 /**
  * An edit of a run's history at a checkpoint: the history there, in and out.
@@ -301,7 +284,7 @@ export const fork = <O, R, E, RU>(
         Effect.gen(function*() {
           const { at, folded: there } = yield* foldTo(options, from, recorded, options.at)
           if (edit !== undefined && pending(there).length > 0) {
-            return yield* new UneditableCheckpoint({
+            return yield* new RunHistory.UneditableCheckpoint({
               id: from,
               index: at,
               reason: `calls of turn ${there.state.steps} have not ended there`

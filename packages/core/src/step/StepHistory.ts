@@ -20,6 +20,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
+import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../Checkpointer.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import * as Cost from "../Cost.ts"
@@ -106,6 +107,17 @@ export interface State {
  */
 export type ReadError = RunHistory.ReadError | Schema.SchemaError
 
+/** A context as the ledger restores it, as this module shows it. */
+const contextOf = ({ cost, errors, items, state, stepCount, tokens, turns }: Ledger.Restorable): Context => ({
+  items,
+  state,
+  tokens,
+  cost,
+  stepCount,
+  turns,
+  errors
+})
+
 /** The step id in a key (`<path>/<id>#<n>`). */
 const stepIdOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1, key.lastIndexOf("#"))
 
@@ -125,8 +137,8 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
       switch (entry._tag) {
         case "Completed":
         case "Saved": {
-          const { cost, errors, items, state, stepCount, tokens, turns } = read(entry.execution, entry.context)
-          contexts.set(entry.execution, { items, state, tokens, cost, stepCount, turns, errors })
+          const context = contextOf(read(entry.execution, entry.context))
+          contexts.set(entry.execution, context)
           if (entry._tag === "Completed") {
             completed.push({ execution: entry.execution, key: entry.key, output: entry.output })
           }
@@ -136,8 +148,8 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
             execution: entry.execution,
             stepId: stepIdOf(entry.key),
             key: entry.key,
-            tokens,
-            cost,
+            tokens: context.tokens,
+            cost: context.cost,
             output: entry._tag === "Completed" ? entry.output : undefined,
             items: entry.context.log.append
           }
@@ -234,17 +246,60 @@ export const stateAt = (
  * @since 0.2.0
  * @category errors
  */
-export type ForkError = ReadError | RunHistory.CheckpointNotFound | RunHistory.RunExists | OpenError
+export type ForkError =
+  | ReadError
+  | RunHistory.CheckpointNotFound
+  | RunHistory.RunExists
+  | RunHistory.UneditableCheckpoint
+  | OpenError
 
 /** An entry of execution `from`'s ledger as execution `id`'s: its execution, or sub-agent (`<from>/…`), renamed. */
-const renamed = (text: string, from: string, id: string) =>
-  Effect.flatMap(Ledger.decode(text), (entry) => {
-    if (entry._tag === "Finished") return Effect.succeed(text)
-    const execution = entry.execution === from || entry.execution.startsWith(`${from}/`)
-      ? `${id}${entry.execution.slice(from.length)}`
-      : entry.execution
-    return Ledger.encode({ ...entry, execution })
-  })
+const renamed = (entry: Ledger.Entry, from: string, id: string): Ledger.Entry =>
+  entry._tag === "Finished" || (entry.execution !== from && !entry.execution.startsWith(`${from}/`))
+    ? entry
+    : { ...entry, execution: `${id}${entry.execution.slice(from.length)}` }
+
+/**
+ * An edit of an execution's context at a checkpoint: the context there, in
+ * and out (keep the items that stay the same objects, so the fork records
+ * only what changed).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Edit = (context: Context) => Context
+
+/**
+ * `entries` with the last context execution `execution` recorded in them
+ * edited; `undefined` when it recorded none.
+ */
+const editLast = (
+  entries: ReadonlyArray<Ledger.Entry>,
+  execution: string,
+  edit: Edit
+): ReadonlyArray<Ledger.Entry> | undefined => {
+  const last = entries.findLastIndex((entry) =>
+    (entry._tag === "Completed" || entry._tag === "Saved") && entry.execution === execution
+  )
+  const entry = entries[last]
+  if (entry === undefined || (entry._tag !== "Completed" && entry._tag !== "Saved")) return undefined
+  // The item log each execution had written before it: the base of the edited entry's change.
+  const logs = new Map<string, ReadonlyArray<Item.Item>>()
+  const read = Ledger.reader(logs)
+  for (const before of entries.slice(0, last)) {
+    if (before._tag === "Completed" || before._tag === "Saved") read(before.execution, before.context)
+  }
+  const base = logs.get(execution) ?? []
+  const { items, state, ...books } = edit(contextOf(read(execution, entry.context)))
+  const { state: _, ...kept } = entry.context
+  const context = {
+    ...kept,
+    ...books,
+    log: AgentCheckpoint.change(base, items),
+    ...(state === undefined ? {} : { state })
+  }
+  return [...entries.slice(0, last), { ...entry, context }, ...entries.slice(last + 1)]
+}
 
 /**
  * Starts execution `id` from checkpoint `at` of execution `from` (`-1` for
@@ -255,6 +310,12 @@ const renamed = (text: string, from: string, id: string) =>
  * fingerprint, and `from` is opened with it too: the program, input and
  * tools must be the source's (`CheckpointMismatch` otherwise). `from` is not
  * changed, but is opened (its lease taken, briefly).
+ *
+ * With `edit`, the last context the program's execution recorded up to the
+ * checkpoint (when a step completed, or saved its context) is edited first:
+ * its item log, its state, its books. The steps that run in the fork start
+ * from it. A checkpoint before any such record cannot be edited
+ * (`UneditableCheckpoint`).
  *
  * @since 0.2.0
  * @category forking
@@ -270,6 +331,7 @@ export const fork = <RT = never>(
     /** The checkpoint the fork starts from. */
     readonly at: number
     readonly toolkit?: Toolkit<RT> | undefined
+    readonly edit?: Edit | undefined
   }
 ): Effect.Effect<void, ForkError, Checkpointer> =>
   Effect.gen(function*() {
@@ -279,9 +341,21 @@ export const fork = <RT = never>(
       to: id,
       fingerprint: yield* fingerprint(step, input, options.toolkit),
       entries: (recorded) =>
-        Effect.flatMap(
-          RunHistory.checkIndex(from, recorded.length, at),
-          (index) => Effect.forEach(recorded.slice(0, index + 1), (text) => renamed(text, from, id))
-        )
+        Effect.gen(function*() {
+          const index = yield* RunHistory.checkIndex(from, recorded.length, at)
+          const kept = yield* Effect.forEach(
+            recorded.slice(0, index + 1),
+            (text) => Effect.map(Ledger.decode(text), (entry) => renamed(entry, from, id))
+          )
+          const edited = options.edit === undefined ? kept : editLast(kept, id, options.edit)
+          if (edited === undefined) {
+            return yield* new RunHistory.UneditableCheckpoint({
+              id: from,
+              index,
+              reason: "no step had recorded the execution's context there"
+            })
+          }
+          return yield* Effect.forEach(edited, (entry) => Ledger.encode(entry))
+        })
     })
   })
