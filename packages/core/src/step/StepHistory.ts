@@ -121,14 +121,14 @@ const contextOf = ({ cost, errors, items, state, stepCount, tokens, turns }: Led
 /** The step id in a key (`<path>/<id>#<n>`). */
 const stepIdOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1, key.lastIndexOf("#"))
 
-/** What the ledger held after each of its entries. */
+/** The checkpoints of execution `id`'s ledger `entries`, and what the ledger held after the last one. */
 const fold = (id: string, entries: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const read = Ledger.reader()
     const contexts = new Map<string, Context>()
     const completed: Array<State["completed"][number]> = []
     let output: Schema.Json | undefined
-    const states: Array<State> = []
+    const checkpoints: Array<Checkpoint> = []
     for (const [index, text] of entries.entries()) {
       const entry = yield* Ledger.decode(text)
       const books = (execution: string) => contexts.get(execution) ?? { tokens: TokenUsage.empty, cost: Cost.zero }
@@ -187,24 +187,27 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
         }
         case "Finished": {
           output = entry.output
-          const books = [...contexts.values()]
+          // A sub-agent's usage and cost are its ancestors' too: the program's books hold them all.
+          const { cost, tokens } = books(id)
           checkpoint = {
             ...at,
             kind: "finished",
             execution: id,
             stepId: undefined,
             key: undefined,
-            tokens: books.reduce((sum, context) => TokenUsage.add(sum, context.tokens), TokenUsage.empty),
-            cost: books.reduce((sum: Cost.Cost, context) => Cost.add(sum, context.cost), Cost.zero),
+            tokens,
+            cost,
             output,
             items: []
           }
           break
         }
       }
-      states.push({ checkpoint, completed: [...completed], contexts: new Map(contexts), output })
+      checkpoints.push(checkpoint)
     }
-    return states
+    const last = checkpoints.at(-1)
+    const state: State | undefined = last === undefined ? undefined : { checkpoint: last, completed, contexts, output }
+    return { checkpoints, state }
   })
 
 /**
@@ -217,7 +220,7 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
 export const checkpoints = (id: string): Effect.Effect<ReadonlyArray<Checkpoint>, ReadError, Checkpointer> =>
   Effect.map(
     Effect.flatMap(RunHistory.read(id), (entries) => fold(id, entries)),
-    (states) => states.map((state) => state.checkpoint)
+    (folded) => folded.checkpoints
   )
 
 /**
@@ -232,9 +235,11 @@ export const stateAt = (
   index: number
 ): Effect.Effect<State, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
   Effect.gen(function*() {
-    const states = yield* fold(id, yield* RunHistory.read(id))
-    const at = yield* RunHistory.checkIndex(id, states.length, index)
-    return states[at]!
+    const entries = yield* RunHistory.read(id)
+    const at = yield* RunHistory.checkIndex(id, entries.length, index)
+    // Each entry is a checkpoint: the ledger at one is the fold of the entries up to it.
+    const { state } = yield* fold(id, entries.slice(0, at + 1))
+    return state!
   })
 
 /**
