@@ -1,5 +1,5 @@
 /**
- * The agent: `AgentLoop` and what it is built from (one turn, the decision rules, the run's state, its checkpoints) and the events it streams.
+ * The agent: `AgentLoop` and what it is built from (one turn, the decision rules, the run's state, its checkpoints), the events it streams, and the history of a recorded run.
  *
  * @since 0.2.0
  */

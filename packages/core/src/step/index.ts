@@ -1,5 +1,5 @@
 /**
- * Step programs: agents and workflows as data (`Step`), the execution context their functions get, channels, memory, and their errors and events.
+ * Step programs: agents and workflows as data (`Step`), the execution context their functions get, channels, memory, their errors and events, and the history of a recorded execution.
  *
  * @since 0.2.0
  */
