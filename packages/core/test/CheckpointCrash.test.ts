@@ -195,7 +195,8 @@ const twoWriters = (store: (dir: string) => Store) =>
     // Whichever took the run runs the slow tool (for ever); the other ends with an error.
     const runs = (process: TestProcess.Child) =>
       Effect.as(process.waitFor(() => started(process.messages, "slow")), process)
-    const running = yield* Effect.raceFirst(runs(first), runs(second))
+    // The first to reach the tool, whenever the other ends (it may end first, refused).
+    const running = yield* Effect.race(runs(first), runs(second))
     const refused = running === first ? second : first
     const error = yield* refused.waitFor(ended)
     expect(running.messages.some(ended)).toBe(false)
