@@ -66,6 +66,21 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         yield* checkpoints.clear(id)
       }).pipe(Effect.provide(layer())))
 
+    it.effect("an append of thousands of entries (a fork's) is kept whole, in order", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("large")
+        const entries = Array.from({ length: 1234 }, (_, i) => JSON.stringify({ entry: i }))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* checkpoints.open(id, fingerprint)
+          yield* log.append(["first"])
+          yield* log.append(entries)
+          yield* log.append(["last"])
+        }))
+        expect(yield* checkpoints.read(id)).toStrictEqual(["first", ...entries, "last"])
+        yield* checkpoints.clear(id)
+      }).pipe(Effect.provide(layer())))
+
     it.effect("one executor at a time: a second open of a run in progress fails with RunInProgress", () =>
       Effect.gen(function*() {
         const checkpoints = yield* Checkpointer.Checkpointer

@@ -5,22 +5,19 @@
  * A run with a `runId` appends, per turn: `Answered` once the model's turn is
  * complete (the turn, its cost, and how the history changed), `ToolDone` as
  * each tool call ends, and `Decided` once the turn's decision is made (the
- * counters and what the decision added to the history); a run that ends well
- * appends `Finished` with its result, marked as the append that finishes the
- * run (so the store can expire the run, or keep that entry alone: recovered
- * from it, the run returns its result). Entries carry what changed, never the
- * whole history again, except a `Snapshot`: a run with `compactAfter` whose
- * log holds more entries than that writes its next decision to go on as its
- * whole state instead, which replaces the log (a compacting append), so its
- * log stays bounded, at the price of the turns before it. Recovering folds
- * the entries with the run's own `AgentMachine`, so a resumed run is where the
+ * counters, what the decision added to the history, its verdict and
+ * feedback); a run that ends well appends `Finished` with its result, marked
+ * as the append that finishes the run (so the store can expire the run, or
+ * keep that entry alone: recovered from it, the run returns its result). A
+ * fork (see `AgentHistory`) starts with its source's entries and `Forked`.
+ * Entries carry what changed and the time they were written, never the whole
+ * history again, except a `Snapshot`: a run with `compactAfter` whose log
+ * holds more entries than that writes its next decision to go on as its whole
+ * state instead, which replaces the log (a compacting append), so its log
+ * stays bounded, at the price of the turns before it. Recovering folds the
+ * entries with the run's own `AgentMachine`, so a resumed run is where the
  * crashed one was: between two turns, in the middle of a turn's tools (calls
  * that ended are not run again), or finished.
- *
- * A run's log is opened with its fingerprint (its input, instructions, tool
- * names and output schema): executing the run again with another one fails
- * with `CheckpointMismatch` instead of mixing two runs' histories. The log's
- * lease is held for as long as the run executes.
  *
  * Each entry carries the version of the schema that wrote it ({@link version};
  * entries written before entries carried one are version 1): a run recorded by
@@ -30,8 +27,14 @@
  * changed reads its recorded outputs through its own migrations (the
  * `outputVersioning` option of `Tool.make`).
  *
+ * A run's log is opened with its fingerprint (its input, instructions, tool
+ * names and output schema): executing the run again with another one fails
+ * with `CheckpointMismatch` instead of mixing two runs' histories. The log's
+ * lease is held for as long as the run executes.
+ *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -96,6 +99,16 @@ export const apply = (
   change: HistoryChange
 ): ReadonlyArray<Item.Item> => [...history.slice(0, change.keep), ...change.append]
 
+/** When an entry was written, in epoch milliseconds (absent from entries written before 0.2.0). */
+const Time = Schema.optionalKey(Schema.Finite)
+
+/** What a decision told (its verdict, its feedback), replayed as it was (absent from entries written before 0.2.0). */
+const Told = Schema.optionalKey(Schema.Array(Schema.Union([AgentEvent.Verdict, AgentEvent.Feedback])))
+
+/** The events of a transition a decision's entry keeps: its verdict and its feedback. */
+const told = <O>(transition: AgentMachine.Transition<O>) =>
+  transition.events.filter((event) => event._tag === "Verdict" || event._tag === "Feedback")
+
 /**
  * Turn `step` is complete: the model's turn, its cost, and the history it answered plus the turn's items.
  *
@@ -106,7 +119,8 @@ export const Answered = Schema.TaggedStruct("Answered", {
   step: Count,
   turn: Turn.Turn,
   cost: Cost,
-  history: HistoryChange
+  history: HistoryChange,
+  time: Time
 })
 
 /**
@@ -115,7 +129,12 @@ export const Answered = Schema.TaggedStruct("Answered", {
  * @since 0.1.0
  * @category schemas
  */
-export const ToolDone = Schema.TaggedStruct("ToolDone", { step: Count, index: Count, record: ToolRecord.ToolRecord })
+export const ToolDone = Schema.TaggedStruct("ToolDone", {
+  step: Count,
+  index: Count,
+  record: ToolRecord.ToolRecord,
+  time: Time
+})
 
 /**
  * Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history.
@@ -128,7 +147,24 @@ export const Decided = Schema.TaggedStruct("Decided", {
   history: HistoryChange,
   mistakes: Schema.Array(Schema.String),
   progress: AgentMachine.State.fields.progress,
-  repairs: Count
+  repairs: Count,
+  events: Told,
+  time: Time
+})
+
+/**
+ * The entries before this one were copied from checkpoint `index` of run
+ * `from` (see `AgentHistory.fork`). With `history`, the history there was
+ * edited by that change: the run is between turns, and goes on with it.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const Forked = Schema.TaggedStruct("Forked", {
+  from: Schema.String,
+  index: Count,
+  history: Schema.optionalKey(HistoryChange),
+  time: Time
 })
 
 /**
@@ -138,7 +174,7 @@ export const Decided = Schema.TaggedStruct("Decided", {
  * @since 0.2.0
  * @category schemas
  */
-export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.State })
+export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.State, time: Time })
 
 /**
  * The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output).
@@ -151,21 +187,16 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Answered,
     ToolDone,
     Decided,
+    Forked,
     Snapshot,
     // A submitted value is its finish tool's output: `outputVersion` is the tool's, when it declares one.
     Schema.TaggedStruct("Finished", {
       result: AgentEvent.RunResult(output, Schema.Unknown),
-      outputVersion: Schema.optionalKey(CheckpointVersion.Version)
+      outputVersion: Schema.optionalKey(CheckpointVersion.Version),
+      events: Told,
+      time: Time
     })
   ])
-
-/**
- * An entry of a run whose output is an `O`.
- *
- * @since 0.2.0
- * @category models
- */
-export type EntryOf<O> = ReturnType<typeof Entry<Schema.Codec<O, unknown>>>["Type"]
 
 /**
  * The version of the schema of the entries this version of agentloop writes,
@@ -186,10 +217,10 @@ export const version = CheckpointVersion.first
  * @category codecs
  */
 export const codec = <O>(output: Schema.Codec<O, unknown>, runId: string): {
-  readonly encode: (entry: EntryOf<O>) => Effect.Effect<string, Schema.SchemaError>
+  readonly encode: (entry: Recorded<O>) => Effect.Effect<string, Schema.SchemaError>
   readonly decode: (
     text: string
-  ) => Effect.Effect<EntryOf<O>, Schema.SchemaError | CheckpointVersion.CheckpointVersionMismatch>
+  ) => Effect.Effect<Recorded<O>, Schema.SchemaError | CheckpointVersion.CheckpointVersionMismatch>
 } => {
   const json = Schema.toCodecJson(Entry(output))
   const encode = Schema.encodeEffect(json)
@@ -208,6 +239,26 @@ export const codec = <O>(output: Schema.Codec<O, unknown>, runId: string): {
           ))
   }
 }
+
+/**
+ * The schema of a run's output: its `output` option, or the text without one.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const output = <O>(
+  options: { readonly output?: Schema.Codec<O, unknown> | undefined }
+): Schema.Codec<O, unknown> =>
+  // Without a structured output, O is the text (its default).
+  options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>)
+
+/**
+ * An entry of a run whose output is `O`, decoded.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Recorded<O> = ReturnType<typeof Entry<Schema.Codec<O, unknown>>>["Type"]
 
 /**
  * The fingerprint of a run: what shapes its history. Limits are not in it, so
@@ -250,6 +301,169 @@ export type Position<O> =
   | { readonly _tag: "Finished"; readonly result: AgentEvent.RunResult<O> }
 
 /**
+ * A run as it was once an entry of its log was written: the entry, the state
+ * (accounted for the turn it is in), the turn answered and the calls of it
+ * that ended (until the turn is decided), and the result once it finished.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Folded<O> {
+  readonly entry: Recorded<O>
+  readonly state: AgentMachine.State
+  readonly answered: AgentTurn.Answered | undefined
+  readonly finished: AgentEvent.RunResult<O> | undefined
+}
+
+/**
+ * The outputs of the calls of a turn that ended, in call order.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const outputs = (answered: AgentTurn.Answered): ReadonlyArray<Item.Item> =>
+  [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) => result.output)
+
+/**
+ * The history of a run as it was at `folded`: what it had asked and been answered, and the calls that ended.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const history = <O>(folded: Omit<Folded<O>, "entry">): ReadonlyArray<Item.Item> =>
+  folded.finished !== undefined
+    ? folded.finished.history
+    : folded.answered !== undefined
+    ? [...folded.answered.completed.history, ...outputs(folded.answered)]
+    : folded.state.history
+
+/**
+ * A run folded from its log: where it was after its last entry, and what `each` made of every entry.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Fold<O, A> {
+  readonly last: Folded<O> | undefined
+  readonly each: ReadonlyArray<A>
+}
+
+/** A submitted value recorded at version `recorded` of its finish tool's output, brought to the tool's version. */
+const submitted = <O, TR>(
+  toolkit: Toolkit.Toolkit<TR>,
+  result: AgentEvent.RunResult<O>,
+  recorded = CheckpointVersion.first
+): Effect.Effect<AgentEvent.RunResult<O>, RecoveryError> => {
+  const tool = result._tag === "Submitted" ? toolkit.byName.get(result.termination.tool) : undefined
+  if (
+    result._tag === "Stopped" || tool === undefined ||
+    recorded === (tool.outputVersioning?.version ?? CheckpointVersion.first)
+  ) return Effect.succeed(result)
+  return Effect.map(
+    ToolRecord.migrateOutput(tool, recorded, result.termination.value),
+    (value): AgentEvent.RunResult<O> => ({ ...result, termination: { ...result.termination, value } })
+  )
+}
+
+/**
+ * Folds a run's log from `initial`, the state before its first turn: where
+ * the run was after each entry, handed to `each` as it is reached (only what
+ * `each` returns is kept, so a long run's fold holds one state at a time).
+ * `account` adds an answered turn to the books; `toolkit`'s tools make
+ * recorded calls' results (and a submitted value) whole again, through their
+ * output migrations.
+ *
+ * @since 0.2.0
+ * @category recovery
+ */
+export const fold = <O, TR, A, E, R, E2, R2>(
+  entries: ReadonlyArray<string>,
+  initial: AgentMachine.State,
+  options: {
+    readonly output: Schema.Codec<O, unknown>
+    readonly account: (
+      state: AgentMachine.State,
+      completed: AgentTurn.Completed
+    ) => Effect.Effect<AgentMachine.State, E, R>
+    readonly toolkit: Toolkit.Toolkit<TR>
+    readonly runId: string
+  },
+  each: (folded: Folded<O>, index: number) => Effect.Effect<A, E2, R2>
+): Effect.Effect<Fold<O, A>, RecoveryError | E | E2, R | R2> =>
+  Effect.gen(function*() {
+    const { decode } = codec(options.output, options.runId)
+    const made: Array<A> = []
+    let last: Folded<O> | undefined
+    let state = initial
+    let answered: AgentTurn.Answered | undefined
+    let finished: AgentEvent.RunResult<O> | undefined
+    for (const text of entries) {
+      const entry = yield* decode(text)
+      switch (entry._tag) {
+        case "Answered": {
+          const completed: AgentTurn.Completed = {
+            turn: entry.turn,
+            cost: entry.cost,
+            history: apply(state.history, entry.history)
+          }
+          state = yield* options.account(state, completed)
+          answered = { completed, done: new Map() }
+          break
+        }
+        case "ToolDone": {
+          if (answered === undefined) break
+          const done = new Map(answered.done).set(
+            entry.index,
+            yield* ToolRecord.toResult(options.toolkit, entry.record)
+          )
+          answered = { ...answered, done }
+          break
+        }
+        case "Decided": {
+          if (answered === undefined) break
+          const history = apply([...answered.completed.history, ...outputs(answered)], entry.history)
+          const { mistakes, progress, repairs } = entry
+          state = { ...state, history, mistakes, progress, repairs }
+          answered = undefined
+          break
+        }
+        case "Forked": {
+          if (entry.history === undefined) break
+          state = { ...state, history: apply(history({ state, answered, finished }), entry.history) }
+          answered = undefined
+          finished = undefined
+          break
+        }
+        case "Snapshot":
+          state = entry.state
+          answered = undefined
+          break
+        case "Finished":
+          finished = yield* submitted(options.toolkit, entry.result, entry.outputVersion)
+          break
+      }
+      last = { entry, state, answered, finished }
+      made.push(yield* each(last, made.length))
+    }
+    return { last, each: made }
+  })
+
+/**
+ * Where a run stands after `last`, its last entry folded (`initial` when its log is empty).
+ *
+ * @since 0.2.0
+ * @category recovery
+ */
+export const position = <O>(last: Folded<O> | undefined, initial: AgentMachine.State): Position<O> =>
+  last === undefined
+    ? { _tag: "Between", state: initial }
+    : last.finished !== undefined
+    ? { _tag: "Finished", result: last.finished }
+    : last.answered !== undefined
+    ? { _tag: "Answered", state: last.state, answered: last.answered }
+    : { _tag: "Between", state: last.state }
+
+/**
  * Why a run's checkpoint could not be used: it did not decode, a recorded tool
  * result could not be restored, or a record's version is not one this app
  * reads.
@@ -263,22 +477,60 @@ export type RecoveryError =
   | CheckpointVersion.CheckpointVersionMismatch
 
 /**
+ * A run recovered from its log: where it stands, and what `each` made of each entry.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Recovered<O, A> {
+  readonly position: Position<O>
+  readonly each: ReadonlyArray<A>
+}
+
+/**
  * Writes a run's entries, and recovers a run from them.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Recorder<O> {
-  /** Where the run stands according to its log: `initial` when it has none. */
-  readonly recover: (
-    initial: AgentMachine.State
-  ) => Effect.Effect<Position<O>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
+  /** Where the run stands according to its log (`initial` when it has none), and what `each` made of each entry. */
+  readonly recover: <A>(
+    initial: AgentMachine.State,
+    each: (folded: Folded<O>) => Effect.Effect<A>
+  ) => Effect.Effect<Recovered<O, A>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
   readonly decided: (
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
   ) => Effect.Effect<void, CheckpointError>
+}
+
+/**
+ * Encodes `entry` for run `runId`, stamped with the time it is written; an
+ * entry that cannot be encoded is a `CheckpointError`.
+ *
+ * @since 0.2.0
+ * @category encoding
+ */
+export const encode = <O>(
+  output: Schema.Codec<O, unknown>,
+  runId: string
+): (entry: Recorded<O>) => Effect.Effect<string, CheckpointError> => {
+  const { encode: encoder } = codec(output, runId)
+  return (entry) =>
+    Clock.currentTimeMillis.pipe(
+      Effect.flatMap((time) => encoder({ ...entry, time })),
+      Effect.mapError((error) =>
+        new CheckpointError({
+          operation: "append",
+          id: runId,
+          message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
+          cause: error
+        })
+      )
+    )
 }
 
 /**
@@ -301,101 +553,40 @@ export const recorder = <O, R, RU, TR>(options: {
   Effect.map(
     Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.open(options.runId, options.fingerprint)),
     (log): Recorder<O> => {
-      const { machine, runId } = options
-      const { decode, encode } = codec(options.output, runId)
-      const write = (value: EntryOf<O>, appendOptions?: CheckpointStore.AppendOptions) =>
-        encode(value).pipe(
-          Effect.mapError((error) =>
-            new CheckpointError({
-              operation: "append",
-              id: runId,
-              message: `an entry of run "${runId}" could not be encoded: ${error.message}`,
-              cause: error
-            })
-          ),
-          Effect.flatMap((text) => log.append([text], appendOptions))
-        )
+      const { machine, output, runId } = options
+      const encodeEntry = encode(output, runId)
+      const write = (entry: Recorded<O>, appendOptions?: CheckpointStore.AppendOptions) =>
+        Effect.flatMap(encodeEntry(entry), (text) => log.append([text], appendOptions))
       // The entries the log holds: past `compactAfter`, a decision to go on is written as a snapshot instead.
       let length = log.entries.length
       const counted = (effect: Effect.Effect<void, CheckpointError>) =>
         Effect.tap(effect, () => Effect.sync(() => length++))
       const toolkit = options.toolkit ?? Toolkit.make()
-      const restore = (record: ToolRecord.ToolRecord) => ToolRecord.toResult(toolkit, record)
       // A submitted value is its finish tool's output: written with the tool's version, read through its migrations.
-      const finishedEntry = (result: AgentEvent.RunResult<O>): EntryOf<O> => {
+      const finishedEntry = (transition: AgentMachine.Transition<O> & { readonly _tag: "Finish" }): Recorded<O> => {
+        const { result } = transition
         const version = result._tag === "Submitted"
           ? toolkit.byName.get(result.termination.tool)?.outputVersioning?.version
           : undefined
-        return version === undefined
-          ? { _tag: "Finished", result }
-          : { _tag: "Finished", result, outputVersion: version }
+        return {
+          _tag: "Finished",
+          result,
+          events: told(transition),
+          ...(version === undefined ? {} : { outputVersion: version })
+        }
       }
-      const submitted = (result: AgentEvent.RunResult<O>, recorded = CheckpointVersion.first) => {
-        const tool = result._tag === "Submitted" ? toolkit.byName.get(result.termination.tool) : undefined
-        if (
-          result._tag === "Stopped" || tool === undefined ||
-          recorded === (tool.outputVersioning?.version ?? CheckpointVersion.first)
-        ) return Effect.succeed(result)
-        return Effect.map(
-          ToolRecord.migrateOutput(tool, recorded, result.termination.value),
-          (value): AgentEvent.RunResult<O> => ({ ...result, termination: { ...result.termination, value } })
-        )
-      }
-
-      const recover = (initial: AgentMachine.State) =>
-        Effect.gen(function*() {
-          let state = initial
-          let answered: AgentTurn.Answered | undefined
-          let finished: AgentEvent.RunResult<O> | undefined
-          for (const text of log.entries) {
-            const recorded = yield* decode(text)
-            switch (recorded._tag) {
-              case "Answered": {
-                const completed: AgentTurn.Completed = {
-                  turn: recorded.turn,
-                  cost: recorded.cost,
-                  history: apply(state.history, recorded.history)
-                }
-                state = (yield* machine.account(state, completed)).state
-                answered = { completed, done: new Map() }
-                break
-              }
-              case "ToolDone": {
-                if (answered === undefined) break
-                const done = new Map(answered.done).set(recorded.index, yield* restore(recorded.record))
-                answered = { ...answered, done }
-                break
-              }
-              case "Decided": {
-                if (answered === undefined) break
-                const outputs = [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) =>
-                  result.output
-                )
-                const history = apply([...answered.completed.history, ...outputs], recorded.history)
-                const { mistakes, progress, repairs } = recorded
-                state = { ...state, history, mistakes, progress, repairs }
-                answered = undefined
-                break
-              }
-              case "Snapshot":
-                state = recorded.state
-                answered = undefined
-                break
-              case "Finished":
-                finished = yield* submitted(recorded.result, recorded.outputVersion)
-                break
-            }
-          }
-          const position: Position<O> = finished !== undefined
-            ? { _tag: "Finished", result: finished }
-            : answered !== undefined
-            ? { _tag: "Answered", state, answered }
-            : { _tag: "Between", state }
-          return position
-        })
 
       return {
-        recover,
+        recover: (initial, each) =>
+          Effect.map(
+            fold(log.entries, initial, {
+              output,
+              toolkit,
+              runId,
+              account: (state, completed) => Effect.map(machine.account(state, completed), (booked) => booked.state)
+            }, each),
+            (folded) => ({ position: position(folded.last, initial), each: folded.each })
+          ),
         answered: (state, completed) =>
           counted(write({
             _tag: "Answered",
@@ -408,9 +599,7 @@ export const recorder = <O, R, RU, TR>(options: {
           counted(write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) })),
         decided: (outcome, transition) => {
           // The run's result: the store marks the run finished, and `prune` with `keep: "result"` keeps this alone.
-          if (transition._tag === "Finish") {
-            return write(finishedEntry(transition.result), { finished: true })
-          }
+          if (transition._tag === "Finish") return write(finishedEntry(transition), { finished: true })
           // The log grew past its bound: the state it leads to replaces it, in one compacting append.
           if (options.compactAfter !== undefined && length + 1 > options.compactAfter) {
             return Effect.tap(
@@ -426,7 +615,8 @@ export const recorder = <O, R, RU, TR>(options: {
             history: change(outcome.history, transition.state.history),
             mistakes: transition.state.mistakes,
             progress: transition.state.progress,
-            repairs: transition.state.repairs
+            repairs: transition.state.repairs,
+            events: told(transition)
           }, { durable: false }))
         }
       }

@@ -15,7 +15,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Checkpointer } from "../Checkpointer.ts"
 import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
@@ -25,6 +24,7 @@ import * as Telemetry from "../Telemetry.ts"
 import * as Termination from "../Termination.ts"
 import * as AgentCheckpoint from "./AgentCheckpoint.ts"
 import type * as Events from "./AgentEvent.ts"
+import * as AgentHistory from "./AgentHistory.ts"
 import * as AgentMachine from "./AgentMachine.ts"
 import type { Options } from "./AgentOptions.ts"
 import * as AgentRules from "./AgentRules.ts"
@@ -58,7 +58,11 @@ type AgentEvent<O> = Events.AgentEvent<O>
  * @category services
  */
 export class AgentLoop extends Context.Service<AgentLoop, {
-  /** Streams a run's events; the stream fails with the run's termination when it is not a success. */
+  /**
+   * Streams a run's events; the stream fails with the run's termination when it is not a success. A run with a
+   * `runId` and a `Checkpointer` that recorded it before first replays the events its log recorded (see
+   * `AgentHistory.replay`), then goes on: a finished run replays to its `Finished`, asking nothing.
+   */
   stream<O = string, R = never, E = never, RU = never>(
     options: Options<O, R, E, RU>
   ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU>
@@ -111,17 +115,21 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       runId: machine.runId,
       fingerprint: yield* AgentCheckpoint.fingerprint(options),
       machine,
-      // Without a structured output, O is the text (its default).
-      output: options.output ?? (Schema.String as Schema.Codec<string, unknown> as Schema.Codec<O, unknown>),
+      output: AgentCheckpoint.output(options),
       toolkit: options.toolkit,
       compactAfter: options.compactAfter
     }).pipe(Effect.provideService(Checkpointer, checkpointer.value), Effect.catch(checkpointFailed))
-    const position = recorder === undefined
-      ? { _tag: "Between" as const, state: start }
-      : yield* recorder.recover(start).pipe(Effect.catchIf(isRecoveryFailure, checkpointFailed))
+    const recovered = recorder === undefined
+      ? undefined
+      // A recorded run first replays what it recorded, then goes on.
+      : yield* recorder.recover(start, (folded) => AgentHistory.replay(folded, machine.accounting)).pipe(
+        Effect.catchIf(isRecoveryFailure, checkpointFailed)
+      )
+    const position = recovered?.position ?? { _tag: "Between" as const, state: start }
+    const replayed = Stream.fromIterable(recovered?.each.flat() ?? [])
     if (position._tag === "Finished") {
       yield* Termination.annotateCurrentSpan(position.result.termination)
-      return Stream.succeed<AgentEvent<O>>({ _tag: "Finished", result: position.result })
+      return replayed
     }
 
     const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
@@ -169,7 +177,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       )
     }
 
-    const run = Loop.loop(position, body).pipe(
+    const run = Stream.concat(replayed, Loop.loop(position, body)).pipe(
       Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
       Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
     )

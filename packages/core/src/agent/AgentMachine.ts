@@ -90,6 +90,8 @@ export interface Machine<O, R, RU> {
   readonly tools: Omit<Toolkit.Options, "onProgress">
   /** The run's wall-clock deadline in milliseconds, when it has one. */
   readonly maxDurationMs: number | undefined
+  /** The state before the first turn: the input as the history, nothing counted yet. */
+  readonly initial: State
   /** The state before the first turn, or `UnpricedModel` when a budgeted run's model has no price. */
   readonly start: Effect.Effect<State, Termination.UnpricedModel>
   /** The run's accounting in `state` (the last items taken from `history`, by default the state's). */
@@ -409,6 +411,7 @@ export const make = <O, R, E, RU>(
       },
       tools: { concurrency: options.limits?.toolConcurrency, timeout: options.limits?.toolTimeout },
       maxDurationMs,
+      initial,
       start,
       accounting,
       beforeTurn: (state) =>

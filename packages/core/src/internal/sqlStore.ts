@@ -67,6 +67,9 @@ const Ids = Schema.Array(Schema.Struct({ execution_id: Schema.String }))
 const Results = Schema.Array(Schema.Struct({ execution_id: Schema.String, result_from: Integer }))
 const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
+/** The most entries one statement of an append inserts. */
+const rowsPerStatement = 100
+
 /** A failure that may pass: the same statement may succeed when tried again. */
 const isTransient = (error: unknown): boolean => SqlError.isSqlError(error) && error.isRetryable
 
@@ -190,13 +193,14 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
             Schema.decodeUnknownEffect(Entries)
           )
 
-        const insert = (batch: ReadonlyArray<string>) => {
-          const selects = batch.map((entry, i) =>
+        /** Inserts `rows` at positions `from`… in one statement. */
+        const insertRows = (rows: ReadonlyArray<string>, from: number) => {
+          const selects = rows.map((entry, i) =>
             i === 0
               ? sql`SELECT CAST(${id} AS TEXT) AS execution_id, CAST(${
-                next + i
+                from + i
               } AS INTEGER) AS seq, CAST(${entry} AS TEXT) AS entry`
-              : sql`SELECT CAST(${id} AS TEXT), CAST(${next + i} AS INTEGER), CAST(${entry} AS TEXT)`
+              : sql`SELECT CAST(${id} AS TEXT), CAST(${from + i} AS INTEGER), CAST(${entry} AS TEXT)`
           )
           return Effect.flatMap(
             sql`INSERT INTO ${entries} (execution_id, seq, entry)
@@ -206,6 +210,20 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
             Schema.decodeUnknownEffect(Positions)
           )
         }
+
+        /**
+         * Inserts `batch` after the log's last entry: in one statement, or, for a batch of more than
+         * {@link rowsPerStatement} (a fork's), in statements of that many in one transaction (a statement of
+         * thousands of rows takes PostgreSQL seconds to plan, and passes SQLite's limit of compound selects).
+         */
+        const insert = (batch: ReadonlyArray<string>) =>
+          batch.length <= rowsPerStatement ? insertRows(batch, next) : sql.withTransaction(Effect.map(
+            Effect.forEach(
+              Array.from({ length: Math.ceil(batch.length / rowsPerStatement) }, (_, i) => i * rowsPerStatement),
+              (start) => insertRows(batch.slice(start, start + rowsPerStatement), next + start)
+            ),
+            (inserted) => inserted.flat()
+          ))
 
         /**
          * The insert, with the run's finished mark set (or cleared, for a run that goes on after it) and, for a

@@ -1,5 +1,5 @@
 /**
- * Step programs: agents and workflows as data (`Step`), the execution context their functions get, channels, memory, and their errors and events.
+ * Step programs: agents and workflows as data (`Step`), the execution context their functions get, channels, memory, their errors and events, and the history of a recorded execution.
  *
  * @since 0.2.0
  */
@@ -12,3 +12,4 @@ export * as Step from "./Step.ts"
 export * as StepAst from "./StepAst.ts"
 export * as StepError from "./StepError.ts"
 export * as StepEvent from "./StepEvent.ts"
+export * as StepHistory from "./StepHistory.ts"

@@ -57,7 +57,7 @@ export interface StateOptions<S> {
 export type ExecutionServices<R, RT> = Exclude<R | RT, ExecutionContext>
 
 /** What shapes a program's record: its input, its first step, and the tools its steps may offer. */
-const fingerprint = (step: Step.Any, input: unknown, toolkit: Toolkit<unknown> | undefined) =>
+export const fingerprint = (step: Step.Any, input: unknown, toolkit: Toolkit<unknown> | undefined) =>
   Effect.map(RunFingerprint.digest(RunFingerprint.stableJson(input)), (digest): RunFingerprint.Fingerprint => ({
     input: digest,
     program: `${step.kind} ${step.id}`,

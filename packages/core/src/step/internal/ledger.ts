@@ -23,6 +23,7 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -56,6 +57,9 @@ const Context = Schema.Struct({
 })
 type Context = typeof Context.Type
 
+/** When an entry was written, in epoch milliseconds (absent from entries written before 0.2.0). */
+const Time = Schema.optionalKey(Schema.Finite)
+
 /** A step's output as the ledger writes it: its JSON, and the output version of its tool (a `tool` step's) when it declares one. */
 const Output = { output: Schema.Json, outputVersion: Schema.optionalKey(CheckpointVersion.Version) }
 
@@ -81,24 +85,51 @@ const Entry = Schema.Union([
     execution: Schema.String,
     key: Schema.String,
     ...Output,
-    context: Context
+    context: Context,
+    time: Time
   }),
-  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context }),
+  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context, time: Time }),
   // An `llm` step's turn, once the model answered it, and each of its calls as it ended.
-  Schema.TaggedStruct("Answered", { execution: Schema.String, key: Schema.String, turn: Turn.Turn, cost: Cost }),
+  Schema.TaggedStruct("Answered", {
+    execution: Schema.String,
+    key: Schema.String,
+    turn: Turn.Turn,
+    cost: Cost,
+    time: Time
+  }),
   Schema.TaggedStruct("ToolDone", {
     execution: Schema.String,
     key: Schema.String,
     index: Count,
-    record: ToolRecord.ToolRecord
+    record: ToolRecord.ToolRecord,
+    time: Time
   }),
-  Schema.TaggedStruct("Finished", Output)
+  Schema.TaggedStruct("Finished", { ...Output, time: Time })
 ])
-type Entry = typeof Entry.Type
+
+/** An entry of the ledger. */
+export type Entry = typeof Entry.Type
 
 const decodeEntry = Schema.decodeUnknownEffect(Entry)
 const encodeEntry = Schema.encodeUnknownEffect(Entry)
 const decodeJson = Schema.decodeUnknownEffect(Schema.Json)
+
+/** An entry of the ledger as it was written: the entry, and the version of the program's state it was written at. */
+export interface Versioned {
+  readonly entry: Entry
+  readonly version: number
+}
+
+/** Reads an entry of the ledger as it was written (its state not migrated). */
+export const decode = (text: string): Effect.Effect<Versioned, Schema.SchemaError> =>
+  Effect.flatMap(
+    CheckpointVersion.parse(text),
+    (recorded) => Effect.map(decodeEntry(recorded.json), (entry) => ({ entry, version: recorded.version }))
+  )
+
+/** Writes an entry of the ledger at `version`. */
+export const encode = ({ entry, version }: Versioned): Effect.Effect<string, Schema.SchemaError> =>
+  Effect.map(encodeEntry(entry), (json) => CheckpointVersion.format(version, json))
 
 /** A context to write: its state is checked to be JSON when it is written. */
 type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
@@ -107,6 +138,19 @@ type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
 export interface Restorable extends Omit<Context, "log"> {
   readonly items: ReadonlyArray<Item.Item>
 }
+
+/**
+ * Reads the contexts of a ledger's entries in order: each one whole, its item
+ * log rebuilt from the one its execution wrote before. `logs` is each
+ * execution's item log as last read.
+ */
+export const reader =
+  (logs: Map<string, ReadonlyArray<Item.Item>> = new Map()) => (execution: string, context: Context): Restorable => {
+    const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
+    logs.set(execution, items)
+    const { log: _, ...rest } = context
+    return { ...rest, items }
+  }
 
 /** The turn an `llm` step's model answered, and the calls of it that ended, by index. */
 export interface Answered {
@@ -202,12 +246,7 @@ export const load = (
     const answered = new Map<string, Answered>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
     let finished: Output | undefined
-    const restorable = (execution: string, context: Context): Restorable => {
-      const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
-      logs.set(execution, items)
-      const { log: _, ...rest } = context
-      return { ...rest, items }
-    }
+    const restorable = reader(logs)
     for (const text of texts) {
       const entry = yield* read(id, text, versioning)
       switch (entry._tag) {
@@ -261,7 +300,8 @@ export const load = (
     const version = versioning?.version ?? CheckpointVersion.first
     // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
     const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>, finished = false) =>
-      encodeEntry(entry).pipe(
+      Clock.currentTimeMillis.pipe(
+        Effect.flatMap((time) => encodeEntry({ ...entry, time })),
         Effect.map((json) => CheckpointVersion.format(version, json)),
         Effect.mapError((error) =>
           failed(

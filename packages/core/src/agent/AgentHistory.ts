@@ -1,0 +1,380 @@
+/**
+ * The history of an `AgentLoop` run recorded in a `Checkpointer`: its
+ * checkpoints, the run as it was at any of them, forks from any of them, and
+ * the events a run executed again replays.
+ *
+ * Each entry of a run's log is a checkpoint (see `AgentCheckpoint`): `turn`
+ * once the model answered turn `step`, `tool` as each of its calls ended,
+ * `decision` once the turn was decided and the run went on, `finished` with
+ * the result, and `fork` where a fork starts. The log records what changed,
+ * not the input, so each function takes the run's options, as executing the
+ * run again does (`runId` and `input` above all; `output` to decode a
+ * structured result, `toolkit` to restore tool results).
+ *
+ * {@link fork} copies a run's checkpoints up to one of them into a new run,
+ * optionally editing the history there (see {@link dropLastAnswer},
+ * {@link replaceToolOutput}, {@link addMessage}); executing the new run with
+ * the same options and its own `runId` goes on from there. The original is
+ * not changed.
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import type { Accounting } from "../Accounting.ts"
+import type { Checkpointer } from "../Checkpointer.ts"
+import type { OpenError } from "../CheckpointStore.ts"
+import type { Cost } from "../Cost.ts"
+import type { InvalidOptions } from "../InvalidOptions.ts"
+import * as Item from "../Item.ts"
+import * as RunHistory from "../RunHistory.ts"
+import type { TokenUsage } from "../TokenUsage.ts"
+import * as Toolkit from "../Toolkit.ts"
+import * as Turn from "../Turn.ts"
+import * as AgentCheckpoint from "./AgentCheckpoint.ts"
+import type * as AgentEvent from "./AgentEvent.ts"
+import * as AgentMachine from "./AgentMachine.ts"
+import type { Options } from "./AgentOptions.ts"
+
+/**
+ * What an entry of a run's log is (`snapshot`: a decision written as the
+ * run's whole state, which replaced the entries before it; see the
+ * `compactAfter` option).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Kind = "turn" | "tool" | "decision" | "snapshot" | "fork" | "finished"
+
+/**
+ * One checkpoint of a run: entry `index` of its log, what it is, the turn it
+ * belongs to (`step`: turns answered so far), when it was written (epoch
+ * milliseconds; `undefined` for entries written before 0.2.0), the usage and
+ * cost so far, and the items it added to the history (a turn's items, a tool
+ * call's output, a decision's feedback, a fork's edit).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Checkpoint {
+  readonly index: number
+  readonly kind: Kind
+  readonly step: number
+  readonly time: number | undefined
+  readonly usage: TokenUsage
+  readonly cost: Cost
+  readonly items: ReadonlyArray<Item.Item>
+}
+
+/**
+ * A run as it was at a checkpoint: its history (what it had asked and been
+ * answered, with the outputs of the calls that had ended), the turns it had
+ * answered, its usage and cost, the calls of its last turn that had not ended
+ * yet, and its result once it finished.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface State<O> {
+  readonly checkpoint: Checkpoint
+  readonly history: ReadonlyArray<Item.Item>
+  readonly turns: number
+  readonly usage: TokenUsage
+  readonly cost: Cost
+  readonly pending: ReadonlyArray<Item.FunctionCall>
+  readonly result: AgentEvent.RunResult<O> | undefined
+}
+
+/**
+ * The options of a recorded run: those it was executed with, its `runId`
+ * included.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type RunOptions<O, R, E, RU> = Options<O, R, E, RU> & { readonly runId: string }
+
+/**
+ * Why a run's history could not be read: no checkpoint, a store that failed,
+ * options that cannot work, a log that does not decode, or a recorded tool
+ * result the toolkit cannot restore.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ReadError = RunHistory.ReadError | InvalidOptions | AgentCheckpoint.RecoveryError
+
+/** Folds a run's log `entries` with the machine of its options, keeping what `each` makes of each entry. */
+const foldAll = <O, R, E, RU, A>(
+  options: Options<O, R, E, RU>,
+  id: string,
+  entries: ReadonlyArray<string>,
+  each: (folded: AgentCheckpoint.Folded<O>, index: number) => A
+) =>
+  Effect.gen(function*() {
+    const machine = yield* AgentMachine.make(options)
+    const toolkit = options.toolkit ?? Toolkit.make()
+    return yield* AgentCheckpoint.fold(entries, machine.initial, {
+      output: AgentCheckpoint.output(options),
+      toolkit,
+      runId: id,
+      account: (state, completed) => Effect.map(machine.books(state, completed), (booked) => booked.state)
+    }, (folded, index) => Effect.succeed(each(folded, index)))
+  })
+
+/** The run as it was at checkpoint `index` of `entries` (its log), once the index is checked. */
+const foldTo = <O, R, E, RU>(
+  options: Options<O, R, E, RU>,
+  id: string,
+  entries: ReadonlyArray<string>,
+  index: number
+) =>
+  Effect.gen(function*() {
+    const at = yield* RunHistory.checkIndex(id, entries.length, index)
+    // Each entry is a checkpoint: the run at one is the fold of the entries up to it.
+    const { last } = yield* foldAll(options, id, entries.slice(0, at + 1), () => undefined)
+    return { at, folded: last! }
+  })
+
+const describe = <O>(folded: AgentCheckpoint.Folded<O>, index: number): Checkpoint => {
+  const { entry, state } = folded
+  const at = { index, time: entry.time, usage: state.usage, cost: state.cost }
+  switch (entry._tag) {
+    case "Answered":
+      return { ...at, kind: "turn", step: entry.step, items: entry.turn.items }
+    case "ToolDone":
+      return { ...at, kind: "tool", step: entry.step, items: [entry.record.output] }
+    case "Decided":
+      return { ...at, kind: "decision", step: entry.step, items: entry.history.append }
+    case "Snapshot":
+      return { ...at, kind: "snapshot", step: state.steps, items: [] }
+    case "Forked":
+      return { ...at, kind: "fork", step: state.steps, items: entry.history?.append ?? [] }
+    case "Finished":
+      return { ...at, kind: "finished", step: state.steps, items: [] }
+  }
+}
+
+const pending = <O>(folded: AgentCheckpoint.Folded<O>): ReadonlyArray<Item.FunctionCall> => {
+  const answered = folded.answered
+  if (answered === undefined || folded.finished !== undefined) return []
+  return Turn.functionCalls(answered.completed.turn).filter((_, index) => !answered.done.has(index))
+}
+
+const stateOf = <O>(folded: AgentCheckpoint.Folded<O>, index: number): State<O> => ({
+  checkpoint: describe(folded, index),
+  history: AgentCheckpoint.history(folded),
+  turns: folded.state.steps,
+  usage: folded.state.usage,
+  cost: folded.state.cost,
+  pending: pending(folded),
+  result: folded.finished
+})
+
+/**
+ * The checkpoints of run `options.runId`, oldest first. Reads the log without
+ * taking the run's lease, so a run in progress can be watched.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const checkpoints = <O, R, E, RU>(
+  options: RunOptions<O, R, E, RU>
+): Effect.Effect<ReadonlyArray<Checkpoint>, ReadError, Checkpointer> =>
+  Effect.gen(function*() {
+    const entries = yield* RunHistory.read(options.runId)
+    return (yield* foldAll(options, options.runId, entries, describe)).each
+  })
+
+/**
+ * Run `options.runId` as it was at checkpoint `index` (`-1` for the last, as
+ * `Array.at` counts): `CheckpointNotFound` when it has none there.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const stateAt = <O, R, E, RU>(
+  options: RunOptions<O, R, E, RU>,
+  index: number
+): Effect.Effect<State<O>, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
+  Effect.gen(function*() {
+    const { at, folded } = yield* foldTo(options, options.runId, yield* RunHistory.read(options.runId), index)
+    return stateOf(folded, at)
+  })
+
+/**
+ * Why a fork failed: the source's history could not be read, the index is out
+ * of range, the new run already has checkpoints, either run could not be
+ * opened (the source is being executed, or the options are not the source's:
+ * `CheckpointMismatch`), or the edit is at a checkpoint with calls pending
+ * (`UneditableCheckpoint`: the history there has calls without outputs,
+ * which no model accepts; fork at the turn's last call, or later).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ForkError =
+  | ReadError
+  | RunHistory.CheckpointNotFound
+  | RunHistory.RunExists
+  | OpenError
+  | RunHistory.UneditableCheckpoint
+
+/**
+ * An edit of a run's history at a checkpoint: the history there, in and out.
+ * Keep the items that stay as they are (the same objects), so the fork
+ * records only what changed.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Edit = (history: ReadonlyArray<Item.Item>) => ReadonlyArray<Item.Item>
+
+/**
+ * Starts run `options.runId` from checkpoint `at` of run `from` (`-1` for the
+ * last), then executing it (`AgentLoop.run` with the same options) goes on
+ * from there: between two turns, in the middle of a turn's tools, or finished.
+ * With `edit`, the history at the checkpoint is edited first and the fork is
+ * between two turns: its next turn asks the model with the edited history.
+ *
+ * The fork is recorded with the fingerprint of `options`, and the source run
+ * is opened with it too: `options` must be those of the source run
+ * (`CheckpointMismatch` otherwise), so the fork executes with them. The
+ * source is not changed, but is opened (its lease taken, briefly): forking a
+ * run that is being executed fails with `RunInProgress`.
+ *
+ * @example
+ * ```ts
+ * import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const options = { input: "Name a colour", runId: "colour" }
+ * const run = (runId: string, answer: string) =>
+ *   Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run({ ...options, runId })).pipe(
+ *     Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn(answer)]))))
+ *   )
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* run("colour", "Blue")
+ *   // Another answer to the same question: the last one dropped, the model asked again.
+ *   yield* AgentHistory.fork({ ...options, runId: "colour-2", from: "colour", at: -1, edit: AgentHistory.dropLastAnswer })
+ *   const again = yield* run("colour-2", "Green")
+ *   console.log(again._tag === "Stopped" && again.output) // Green
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Checkpointer.layerMemory)))
+ * ```
+ *
+ * @since 0.2.0
+ * @category forking
+ */
+export const fork = <O, R, E, RU>(
+  options: RunOptions<O, R, E, RU> & {
+    /** The run to fork. */
+    readonly from: string
+    /** The checkpoint the fork starts from. */
+    readonly at: number
+    readonly edit?: Edit | undefined
+  }
+): Effect.Effect<void, ForkError, Checkpointer> =>
+  Effect.gen(function*() {
+    const { from, edit, runId } = options
+    const fingerprint = yield* AgentCheckpoint.fingerprint(options)
+    const encode = AgentCheckpoint.encode(AgentCheckpoint.output(options), runId)
+    yield* RunHistory.fork({
+      from,
+      to: runId,
+      fingerprint,
+      entries: (recorded) =>
+        Effect.gen(function*() {
+          const { at, folded: there } = yield* foldTo(options, from, recorded, options.at)
+          if (edit !== undefined && pending(there).length > 0) {
+            return yield* new RunHistory.UneditableCheckpoint({
+              id: from,
+              index: at,
+              reason: `calls of turn ${there.state.steps} have not ended there`
+            })
+          }
+          const before = AgentCheckpoint.history(there)
+          const forked = yield* encode({
+            _tag: "Forked",
+            from,
+            index: at,
+            ...(edit === undefined ? {} : { history: AgentCheckpoint.change(before, edit(before)) })
+          })
+          return [...recorded.slice(0, at + 1), forked]
+        })
+    })
+  })
+
+/**
+ * The events a run executed again replays for one entry of its log, folded
+ * (see `AgentCheckpoint.fold`): for a turn's, `TurnStarted` and
+ * `TurnCompleted` (with `accounting` of the run then); for a call's, its
+ * `ToolResult`; for a decision's, its `Verdict` and `Feedback`; for the
+ * result's, `Finished`. The model's deltas and tools' progress are not
+ * recorded: a replayed turn arrives whole, in its `TurnCompleted`.
+ *
+ * @since 0.2.0
+ * @category replaying
+ */
+export const replay = <O>(
+  folded: AgentCheckpoint.Folded<O>,
+  accounting: (state: AgentMachine.State) => Effect.Effect<Accounting>
+): Effect.Effect<ReadonlyArray<AgentEvent.AgentEvent<O>>> => {
+  const { entry, state } = folded
+  switch (entry._tag) {
+    case "Answered": {
+      const { cost, step, turn } = entry
+      return Effect.map(accounting(state), (accounting) => [
+        { _tag: "TurnStarted", step },
+        { _tag: "TurnCompleted", step, turn, cost, accounting }
+      ])
+    }
+    case "ToolDone":
+      return Effect.succeed([{ _tag: "ToolResult", step: entry.step, ...entry.record }])
+    case "Decided":
+      return Effect.succeed(entry.events ?? [])
+    // What a snapshot replaced is no longer recorded; a fork's start tells nothing.
+    case "Snapshot":
+    case "Forked":
+      return Effect.succeed([])
+    case "Finished":
+      // The result as the fold read it: a submitted value brought to its finish tool's output version.
+      return Effect.succeed([...(entry.events ?? []), { _tag: "Finished", result: folded.finished ?? entry.result }])
+  }
+}
+
+/**
+ * Removes the model's last answer from the end of a history: the items it
+ * wrote after the last item it did not (a message of the user, the system or
+ * the developer, or a tool's output). Forking with it asks the model again.
+ *
+ * @since 0.2.0
+ * @category edits
+ */
+export const dropLastAnswer: Edit = (history) => {
+  let end = history.length
+  while (end > 0 && isModelItem(history[end - 1]!)) end--
+  return history.slice(0, end)
+}
+
+const isModelItem = (item: Item.Item): boolean =>
+  item.type === "function_call" || item.type === "reasoning" || (item.type === "message" && item.role === "assistant")
+
+/**
+ * Replaces the output the model reads for call `callId` with `output`.
+ *
+ * @since 0.2.0
+ * @category edits
+ */
+export const replaceToolOutput = (callId: string, output: string): Edit => (history) =>
+  history.map((item) => item.type === "function_call_output" && item.call_id === callId ? { ...item, output } : item)
+
+/**
+ * Adds a user message with `text` at the end of the history.
+ *
+ * @since 0.2.0
+ * @category edits
+ */
+export const addMessage = (text: string): Edit => (history) => [...history, Item.userMessage(text, "user_fork")]

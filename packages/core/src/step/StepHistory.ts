@@ -1,0 +1,369 @@
+/**
+ * The history of a step program's execution recorded in a `Checkpointer`:
+ * its checkpoints, what its ledger held at any of them, and forks from any of
+ * them.
+ *
+ * Each entry of an execution's ledger is a checkpoint: `step` when a step
+ * completed (its output, and its execution's context then), `saved` when a
+ * step's `checkpoint()` saved its context, `turn` once an `llm` step's model
+ * answered, `tool` as each of its calls ended, and `finished` with the
+ * program's output. Sub-agents (`spawn`) record in their parent's ledger,
+ * under their own execution id. A ledger holds everything it needs, so
+ * reading one takes its id only.
+ *
+ * {@link fork} copies an execution's checkpoints up to one of them into a new
+ * execution id: executing the program again with that id skips the steps
+ * recorded there and runs the rest, as after a crash at that checkpoint. The
+ * original is not changed.
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
+import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
+import type { Checkpointer } from "../Checkpointer.ts"
+import type { OpenError } from "../CheckpointStore.ts"
+import * as Cost from "../Cost.ts"
+import type * as Item from "../Item.ts"
+import * as RunHistory from "../RunHistory.ts"
+import * as TokenUsage from "../TokenUsage.ts"
+import type { Toolkit } from "../Toolkit.ts"
+import type { RecordedError } from "./ExecutionContext.ts"
+import { fingerprint } from "./internal/execute.ts"
+import * as Ledger from "./internal/ledger.ts"
+import type * as StepAst from "./StepAst.ts"
+
+/**
+ * What an entry of an execution's ledger is.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Kind = "step" | "saved" | "turn" | "tool" | "finished"
+
+/**
+ * One checkpoint of an execution: entry `index` of its ledger, what it is,
+ * the execution it belongs to (the program's id, or a sub-agent's), the step
+ * (its `stepId` and its `key`: its position in the program; none for
+ * `finished`), when it was written (epoch milliseconds; `undefined` for
+ * entries written before 0.2.0), that execution's usage and cost so far, the
+ * output (of the step, or of the program) and the items it added to the
+ * execution's item log.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Checkpoint {
+  readonly index: number
+  readonly kind: Kind
+  readonly execution: string
+  readonly stepId: string | undefined
+  readonly key: string | undefined
+  readonly time: number | undefined
+  readonly tokens: TokenUsage.TokenUsage
+  readonly cost: Cost.Cost
+  readonly output: Schema.Json | undefined
+  readonly items: ReadonlyArray<Item.Item>
+}
+
+/**
+ * An execution's context as its ledger last wrote it: its item log, its user
+ * state, its books and counters, and the errors its steps recorded.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Context {
+  readonly items: ReadonlyArray<Item.Item>
+  readonly state: Schema.Json | undefined
+  readonly tokens: TokenUsage.TokenUsage
+  readonly cost: Cost.Cost
+  readonly stepCount: number
+  readonly turns: number
+  readonly errors: ReadonlyArray<RecordedError>
+}
+
+/**
+ * What an execution's ledger held at a checkpoint: the steps completed (in
+ * the order they completed, with their outputs), each execution's context as
+ * last written, and the program's output once it ended.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface State {
+  readonly checkpoint: Checkpoint
+  readonly completed: ReadonlyArray<{ readonly execution: string; readonly key: string; readonly output: Schema.Json }>
+  readonly contexts: ReadonlyMap<string, Context>
+  readonly output: Schema.Json | undefined
+}
+
+/**
+ * Why an execution's history could not be read: no checkpoint, a store that
+ * failed, or a ledger that does not decode.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ReadError = RunHistory.ReadError | Schema.SchemaError
+
+/** A context as the ledger restores it, as this module shows it. */
+const contextOf = ({ cost, errors, items, state, stepCount, tokens, turns }: Ledger.Restorable): Context => ({
+  items,
+  state,
+  tokens,
+  cost,
+  stepCount,
+  turns,
+  errors
+})
+
+/** The step id in a key (`<path>/<id>#<n>`). */
+const stepIdOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1, key.lastIndexOf("#"))
+
+/** The checkpoints of execution `id`'s ledger `entries`, and what the ledger held after the last one. */
+const fold = (id: string, entries: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const read = Ledger.reader()
+    const contexts = new Map<string, Context>()
+    const completed: Array<State["completed"][number]> = []
+    let output: Schema.Json | undefined
+    const checkpoints: Array<Checkpoint> = []
+    for (const [index, text] of entries.entries()) {
+      const { entry } = yield* Ledger.decode(text)
+      const books = (execution: string) => contexts.get(execution) ?? { tokens: TokenUsage.empty, cost: Cost.zero }
+      const at = { index, time: entry.time }
+      let checkpoint: Checkpoint
+      switch (entry._tag) {
+        case "Completed":
+        case "Saved": {
+          const context = contextOf(read(entry.execution, entry.context))
+          contexts.set(entry.execution, context)
+          if (entry._tag === "Completed") {
+            completed.push({ execution: entry.execution, key: entry.key, output: entry.output })
+          }
+          checkpoint = {
+            ...at,
+            kind: entry._tag === "Completed" ? "step" : "saved",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens: context.tokens,
+            cost: context.cost,
+            output: entry._tag === "Completed" ? entry.output : undefined,
+            items: entry.context.log.append
+          }
+          break
+        }
+        case "Answered": {
+          const before = books(entry.execution)
+          checkpoint = {
+            ...at,
+            kind: "turn",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens: TokenUsage.add(before.tokens, entry.turn.usage),
+            cost: Cost.add(before.cost, entry.cost),
+            output: undefined,
+            items: entry.turn.items
+          }
+          break
+        }
+        case "ToolDone": {
+          const before = books(entry.execution)
+          checkpoint = {
+            ...at,
+            kind: "tool",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens: before.tokens,
+            cost: before.cost,
+            output: undefined,
+            items: [entry.record.output]
+          }
+          break
+        }
+        case "Finished": {
+          output = entry.output
+          // A sub-agent's usage and cost are its ancestors' too: the program's books hold them all.
+          const { cost, tokens } = books(id)
+          checkpoint = {
+            ...at,
+            kind: "finished",
+            execution: id,
+            stepId: undefined,
+            key: undefined,
+            tokens,
+            cost,
+            output,
+            items: []
+          }
+          break
+        }
+      }
+      checkpoints.push(checkpoint)
+    }
+    const last = checkpoints.at(-1)
+    const state: State | undefined = last === undefined ? undefined : { checkpoint: last, completed, contexts, output }
+    return { checkpoints, state }
+  })
+
+/**
+ * The checkpoints of execution `id`, oldest first. Reads the ledger without
+ * taking the execution's lease, so one in progress can be watched.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const checkpoints = (id: string): Effect.Effect<ReadonlyArray<Checkpoint>, ReadError, Checkpointer> =>
+  Effect.map(
+    Effect.flatMap(RunHistory.read(id), (entries) => fold(id, entries)),
+    (folded) => folded.checkpoints
+  )
+
+/**
+ * What execution `id`'s ledger held at checkpoint `index` (`-1` for the last):
+ * `CheckpointNotFound` when it has none there.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const stateAt = (
+  id: string,
+  index: number
+): Effect.Effect<State, ReadError | RunHistory.CheckpointNotFound, Checkpointer> =>
+  Effect.gen(function*() {
+    const entries = yield* RunHistory.read(id)
+    const at = yield* RunHistory.checkIndex(id, entries.length, index)
+    // Each entry is a checkpoint: the ledger at one is the fold of the entries up to it.
+    const { state } = yield* fold(id, entries.slice(0, at + 1))
+    return state!
+  })
+
+/**
+ * Why a fork failed: the source's ledger could not be read, the index is out
+ * of range, the new execution already has checkpoints, or either could not be
+ * opened (the source is being executed, or the program, input or tools are
+ * not the source's: `CheckpointMismatch`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export type ForkError =
+  | ReadError
+  | RunHistory.CheckpointNotFound
+  | RunHistory.RunExists
+  | RunHistory.UneditableCheckpoint
+  | OpenError
+
+/** An entry of execution `from`'s ledger as execution `id`'s: its execution, or sub-agent (`<from>/…`), renamed. */
+const renamed = (entry: Ledger.Entry, from: string, id: string): Ledger.Entry =>
+  entry._tag === "Finished" || (entry.execution !== from && !entry.execution.startsWith(`${from}/`))
+    ? entry
+    : { ...entry, execution: `${id}${entry.execution.slice(from.length)}` }
+
+/**
+ * An edit of an execution's context at a checkpoint: the context there, in
+ * and out (keep the items that stay the same objects, so the fork records
+ * only what changed).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Edit = (context: Context) => Context
+
+/**
+ * `entries` with the last context execution `execution` recorded in them
+ * edited; `undefined` when it recorded none.
+ */
+const editLast = (
+  entries: ReadonlyArray<Ledger.Entry>,
+  execution: string,
+  edit: Edit
+): ReadonlyArray<Ledger.Entry> | undefined => {
+  const last = entries.findLastIndex((entry) =>
+    (entry._tag === "Completed" || entry._tag === "Saved") && entry.execution === execution
+  )
+  const entry = entries[last]
+  if (entry === undefined || (entry._tag !== "Completed" && entry._tag !== "Saved")) return undefined
+  // The item log each execution had written before it: the base of the edited entry's change.
+  const logs = new Map<string, ReadonlyArray<Item.Item>>()
+  const read = Ledger.reader(logs)
+  for (const before of entries.slice(0, last)) {
+    if (before._tag === "Completed" || before._tag === "Saved") read(before.execution, before.context)
+  }
+  const base = logs.get(execution) ?? []
+  const { items, state, ...books } = edit(contextOf(read(execution, entry.context)))
+  const { state: _, ...kept } = entry.context
+  const context = {
+    ...kept,
+    ...books,
+    log: AgentCheckpoint.change(base, items),
+    ...(state === undefined ? {} : { state })
+  }
+  return [...entries.slice(0, last), { ...entry, context }, ...entries.slice(last + 1)]
+}
+
+/**
+ * Starts execution `id` from checkpoint `at` of execution `from` (`-1` for
+ * the last): its ledger is `from`'s up to that checkpoint (its sub-agents'
+ * execution ids renamed after `id`), so executing
+ * `step` on `input` with `id` (and the same `toolkit`) skips the steps
+ * recorded there and runs the rest. The fork is recorded with the program's
+ * fingerprint, and `from` is opened with it too: the program, input and
+ * tools must be the source's (`CheckpointMismatch` otherwise). `from` is not
+ * changed, but is opened (its lease taken, briefly).
+ *
+ * With `edit`, the last context the program's execution recorded up to the
+ * checkpoint (when a step completed, or saved its context) is edited first:
+ * its item log, its state, its books. The steps that run in the fork start
+ * from it. A checkpoint before any such record cannot be edited
+ * (`UneditableCheckpoint`).
+ *
+ * @since 0.2.0
+ * @category forking
+ */
+export const fork = <RT = never>(
+  step: StepAst.Any,
+  input: unknown,
+  options: {
+    /** The new execution's id. */
+    readonly id: string
+    /** The execution to fork. */
+    readonly from: string
+    /** The checkpoint the fork starts from. */
+    readonly at: number
+    readonly toolkit?: Toolkit<RT> | undefined
+    readonly edit?: Edit | undefined
+  }
+): Effect.Effect<void, ForkError, Checkpointer> =>
+  Effect.gen(function*() {
+    const { at, from, id } = options
+    yield* RunHistory.fork({
+      from,
+      to: id,
+      fingerprint: yield* fingerprint(step, input, options.toolkit),
+      entries: (recorded) =>
+        Effect.gen(function*() {
+          const index = yield* RunHistory.checkIndex(from, recorded.length, at)
+          // Each entry keeps the version of the state it was written at.
+          const kept = yield* Effect.forEach(
+            recorded.slice(0, index + 1),
+            (text) =>
+              Effect.map(Ledger.decode(text), ({ entry, version }) => ({ entry: renamed(entry, from, id), version }))
+          )
+          const entries = kept.map(({ entry }) => entry)
+          const edited = options.edit === undefined ? entries : editLast(entries, id, options.edit)
+          if (edited === undefined) {
+            return yield* new RunHistory.UneditableCheckpoint({
+              id: from,
+              index,
+              reason: "no step had recorded the execution's context there"
+            })
+          }
+          return yield* Effect.forEach(edited, (entry, i) => Ledger.encode({ entry, version: kept[i]!.version }))
+        })
+    })
+  })

@@ -1,0 +1,354 @@
+import { NodeSqliteClient } from "@agentloop/durable"
+import { Reachable } from "@agentloop/testing"
+import { MockLanguageModel } from "@agentloop/testing"
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Schema, Stream } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
+import * as AgentHistory from "../src/agent/AgentHistory.ts"
+import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as Checkpointer from "../src/Checkpointer.ts"
+import * as UIMessageStream from "../src/stream/UIMessageStream.ts"
+import * as Tool from "../src/Tool.ts"
+import * as Toolkit from "../src/Toolkit.ts"
+import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
+import { add } from "./fixtures.ts"
+
+const toolkit = Toolkit.make(add)
+const fresh = (name: string) => `${name}-${Math.random().toString(36).slice(2)}`
+const optionsOf = (runId: string) => ({ input: "What is 1 + 2?", toolkit, model, runId })
+
+/** The mock's script and what it was asked, for a stream of `options`. */
+const streamed = <O = string>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<O>) =>
+  Effect.gen(function*() {
+    const agent = yield* AgentLoop.AgentLoop
+    const events = yield* Stream.runCollect(agent.stream(options))
+    const requests = yield* (yield* MockLanguageModel.MockLanguageModel).requests
+    return { events, requests }
+  }).pipe(
+    Effect.provide(
+      AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))
+    )
+  )
+
+const read = (id: string) => Effect.flatMap(Checkpointer.Checkpointer, (checkpointer) => checkpointer.read(id))
+
+/** A run of two turns: the model adds 1 and 2, then answers. */
+const recorded = (runId: string) => streamed([addCall(1, 2), answer("3")], optionsOf(runId))
+
+const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
+  describe(name, () => {
+    it.effect("lists a run's checkpoints with what each holds, and reads the run at any of them", () =>
+      Effect.gen(function*() {
+        const options = optionsOf(fresh("listed"))
+        yield* recorded(options.runId)
+        const checkpoints = yield* AgentHistory.checkpoints(options)
+        expect(checkpoints.map(({ index, kind, step }) => [index, kind, step])).toStrictEqual([
+          [0, "turn", 1],
+          [1, "tool", 1],
+          [2, "decision", 1],
+          [3, "turn", 2],
+          [4, "finished", 2]
+        ])
+        expect(checkpoints.map((checkpoint) => checkpoint.usage.total)).toStrictEqual([30, 30, 30, 60, 60])
+        expect(checkpoints[0]!.cost).toBeCloseTo(0.00004)
+        expect(checkpoints[4]!.cost).toBeCloseTo(0.00008)
+        expect(checkpoints.every((checkpoint) => typeof checkpoint.time === "number")).toBe(true)
+        expect(checkpoints[0]!.items).toMatchObject([{ type: "function_call", name: "add" }])
+        expect(checkpoints[1]!.items).toMatchObject([{ type: "function_call_output", output: "3" }])
+        expect(checkpoints[3]!.items).toMatchObject([{ type: "message", role: "assistant" }])
+
+        const afterTool = yield* AgentHistory.stateAt(options, 1)
+        expect(afterTool.history.map((item) => item.type)).toStrictEqual([
+          "message",
+          "function_call",
+          "function_call_output"
+        ])
+        expect(afterTool).toMatchObject({ turns: 1, pending: [], result: undefined, checkpoint: { kind: "tool" } })
+        const last = yield* AgentHistory.stateAt(options, -1)
+        expect(last.turns).toBe(2)
+        expect(last.result).toMatchObject({ _tag: "Stopped", output: "3" })
+        expect(last.history).toStrictEqual(last.result?.history)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a turn's calls that have not ended are pending at its checkpoint; a fork there runs only them", () =>
+      Effect.gen(function*() {
+        const ran: Array<string> = []
+        const counted = Toolkit.make(Tool.make({
+          name: "add",
+          description: "Adds two numbers",
+          input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+          output: Schema.Finite,
+          execute: ({ a, b }) => Effect.sync(() => (ran.push(`${a}+${b}`), a + b))
+        }))
+        const options = { ...optionsOf(fresh("pending")), toolkit: counted }
+        const twoCalls = MockLanguageModel.callsTurn([
+          { name: "add", arguments: { a: 1, b: 1 }, callId: "call_a" },
+          { name: "add", arguments: { a: 2, b: 2 }, callId: "call_b" }
+        ], { model, usage })
+        yield* streamed([twoCalls, answer("2 and 4")], options)
+        const turn = yield* AgentHistory.stateAt(options, 0)
+        expect(turn.pending.map((call) => call.call_id)).toStrictEqual(["call_a", "call_b"])
+        const oneDone = yield* AgentHistory.stateAt(options, 1)
+        expect(oneDone.pending.map((call) => call.call_id)).toStrictEqual(["call_b"])
+        expect(oneDone.history.filter((item) => item.type === "function_call_output")).toHaveLength(1)
+
+        // Editing the history where calls are pending would leave calls without outputs.
+        const error = yield* Effect.flip(
+          AgentHistory.fork({ ...options, runId: fresh("fork"), from: options.runId, at: 1, edit: (h) => h })
+        )
+        expect(error).toMatchObject({ _tag: "UneditableCheckpoint", id: options.runId, index: 1 })
+        // Without an edit, the fork is in the middle of the turn: only the call that had not ended runs.
+        const fork = { ...options, runId: fresh("fork") }
+        yield* AgentHistory.fork({ ...fork, from: options.runId, at: 1 })
+        ran.length = 0
+        const { events, requests } = yield* streamed([answer("2 and 4 again")], fork)
+        expect(ran).toStrictEqual(["2+2"])
+        expect(requests).toHaveLength(1)
+        expect(events.filter((event) => event._tag === "ToolResult").map((event) => event.output.output))
+          .toStrictEqual(["2", "4"])
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a log written before entries had a time reads, and replays without its verdicts", () =>
+      Effect.gen(function*() {
+        const source = optionsOf(fresh("timeless"))
+        yield* recorded(source.runId)
+        const old = optionsOf(fresh("old"))
+        const stripped = (yield* read(source.runId)).map((text) => {
+          const { events: _, time: __, ...entry } = JSON.parse(text)
+          return JSON.stringify(entry)
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const checkpointer = yield* Checkpointer.Checkpointer
+          const log = yield* checkpointer.open(old.runId, yield* AgentCheckpoint.fingerprint(old))
+          yield* log.append(stripped)
+        }))
+        const checkpoints = yield* AgentHistory.checkpoints(old)
+        expect(checkpoints.map((checkpoint) => checkpoint.time)).toStrictEqual([
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined
+        ])
+        const { events } = yield* streamed([], old)
+        expect(events.map((event) => event._tag)).toStrictEqual([
+          "TurnStarted",
+          "TurnCompleted",
+          "ToolResult",
+          "TurnStarted",
+          "TurnCompleted",
+          "Finished"
+        ])
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a fork with a tool's output changed goes on from there; the original is untouched", () =>
+      Effect.gen(function*() {
+        const source = optionsOf(fresh("source"))
+        yield* recorded(source.runId)
+        const before = yield* read(source.runId)
+        const fork = { ...source, runId: fresh("fork") }
+        yield* AgentHistory.fork({
+          ...fork,
+          from: source.runId,
+          at: 2,
+          edit: AgentHistory.replaceToolOutput("call_1_2", "4")
+        })
+        expect(yield* read(source.runId)).toStrictEqual(before)
+
+        const { events, requests } = yield* streamed([answer("4, says the tool")], fork)
+        // Only the turn after the checkpoint was asked, with the edited output.
+        expect(requests).toHaveLength(1)
+        expect(requests[0]!.history.filter((item) => item.type === "function_call_output")).toMatchObject([
+          { call_id: "call_1_2", output: "4" }
+        ])
+        expect(events.at(-1)).toMatchObject({ _tag: "Finished", result: { output: "4, says the tool" } })
+        const kinds = (yield* AgentHistory.checkpoints(fork)).map((checkpoint) => checkpoint.kind)
+        expect(kinds).toStrictEqual(["turn", "tool", "decision", "fork", "turn", "finished"])
+        // The original's history still says 3.
+        const original = yield* AgentHistory.stateAt(source, -1)
+        expect(original.result).toMatchObject({ output: "3" })
+        // A fork of the fork goes on from the edited history.
+        const again = { ...source, runId: fresh("fork-of-fork") }
+        yield* AgentHistory.fork({ ...again, from: fork.runId, at: -1, edit: AgentHistory.addMessage("Sure?") })
+        const sure = yield* streamed([answer("Sure: 4")], again)
+        expect(sure.requests[0]!.history.filter((item) => item.type === "function_call_output")).toMatchObject([
+          { output: "4" }
+        ])
+        expect(sure.events.at(-1)).toMatchObject({ _tag: "Finished", result: { output: "Sure: 4" } })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a finished run forked with its last answer dropped, or a message added, asks the model again", () =>
+      Effect.gen(function*() {
+        const source = optionsOf(fresh("finished"))
+        yield* recorded(source.runId)
+
+        const retry = { ...source, runId: fresh("retry") }
+        yield* AgentHistory.fork({ ...retry, from: source.runId, at: -1, edit: AgentHistory.dropLastAnswer })
+        const again = yield* streamed([answer("three")], retry)
+        expect(again.requests).toHaveLength(1)
+        expect(again.requests[0]!.history.at(-1)).toMatchObject({ type: "function_call_output", output: "3" })
+        expect(again.events.at(-1)).toMatchObject({ _tag: "Finished", result: { output: "three" } })
+        expect((yield* AgentHistory.stateAt(retry, -1)).turns).toBe(3)
+
+        const followUp = { ...source, runId: fresh("follow-up") }
+        yield* AgentHistory.fork({
+          ...followUp,
+          from: source.runId,
+          at: 4,
+          edit: AgentHistory.addMessage("And in French?")
+        })
+        const french = yield* streamed([answer("trois")], followUp)
+        expect(french.requests[0]!.history.slice(-2)).toMatchObject([
+          { type: "message", role: "assistant" },
+          { type: "message", role: "user", content: [{ text: "And in French?" }] }
+        ])
+        expect(french.events.at(-1)).toMatchObject({ _tag: "Finished", result: { output: "trois" } })
+
+        // Without an edit, a fork of a finished run is finished: it replays, asking nothing.
+        const copy = { ...source, runId: fresh("copy") }
+        yield* AgentHistory.fork({ ...copy, from: source.runId, at: 4 })
+        const replayed = yield* streamed([], copy)
+        expect(replayed.requests).toHaveLength(0)
+        expect(replayed.events.at(-1)).toMatchObject({ _tag: "Finished", result: { output: "3" } })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a finished run streamed again replays its recorded events, all but the deltas", () =>
+      Effect.gen(function*() {
+        const options = optionsOf(fresh("replayed"))
+        const live = yield* recorded(options.runId)
+        const again = yield* streamed([], options)
+        expect(again.requests).toHaveLength(0)
+        expect(again.events).toStrictEqual(live.events.filter((event) => event._tag !== "Delta"))
+        expect(again.events.map((event) => event._tag)).toStrictEqual([
+          "TurnStarted",
+          "TurnCompleted",
+          "ToolResult",
+          "Verdict",
+          "TurnStarted",
+          "TurnCompleted",
+          "Verdict",
+          "Finished"
+        ])
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a forked run streams its source's events up to the checkpoint, then its own", () =>
+      Effect.gen(function*() {
+        const source = optionsOf(fresh("streamed"))
+        const live = yield* recorded(source.runId)
+        const fork = { ...source, runId: fresh("fork") }
+        yield* AgentHistory.fork({ ...fork, from: source.runId, at: 2 })
+        const { events } = yield* streamed([answer("three")], fork)
+        const firstTurn = live.events.filter((event) => event._tag !== "Delta").slice(0, 4)
+        expect(events.slice(0, 4)).toStrictEqual(firstTurn)
+        expect(events.filter((event) => event._tag !== "Delta").slice(4).map((event) => event._tag)).toStrictEqual([
+          "TurnStarted",
+          "TurnCompleted",
+          "Verdict",
+          "Finished"
+        ])
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("bad input fails typed: unknown run, checkpoint out of range, fork onto a recorded id, other options", () =>
+      Effect.gen(function*() {
+        const source = optionsOf(fresh("bad"))
+        yield* recorded(source.runId)
+        const unknown = optionsOf(fresh("never-recorded"))
+        expect(yield* Effect.flip(AgentHistory.checkpoints(unknown))).toMatchObject({
+          _tag: "UnknownRun",
+          id: unknown.runId
+        })
+        for (const index of [5, -6, 1.5]) {
+          const error = yield* Effect.flip(AgentHistory.stateAt(source, index))
+          expect(error).toMatchObject({ _tag: "CheckpointNotFound", id: source.runId, index, count: 5 })
+          expect(error.message).toContain("0 to 4")
+        }
+
+        const target = fresh("target")
+        const outOfRange = yield* Effect.flip(
+          AgentHistory.fork({ ...source, runId: target, from: source.runId, at: 9 })
+        )
+        expect(outOfRange).toMatchObject({ _tag: "CheckpointNotFound", index: 9 })
+        expect(yield* read(target)).toStrictEqual([])
+        expect(yield* Effect.flip(AgentHistory.fork({ ...source, runId: target, from: unknown.runId, at: 0 })))
+          .toMatchObject({ _tag: "UnknownRun", id: unknown.runId })
+
+        const other = optionsOf(fresh("other"))
+        yield* recorded(other.runId)
+        expect(yield* Effect.flip(AgentHistory.fork({ ...other, from: source.runId, at: 0 }))).toMatchObject({
+          _tag: "RunExists",
+          id: other.runId
+        })
+        expect(yield* Effect.flip(AgentHistory.fork({ ...source, from: source.runId, at: 0 }))).toMatchObject({
+          _tag: "RunExists",
+          id: source.runId
+        })
+        // A fork is made with its source's options: another input would not rebuild its history.
+        expect(
+          yield* Effect.flip(
+            AgentHistory.fork({ ...source, input: "Something else", runId: target, from: source.runId, at: 0 })
+          )
+        ).toMatchObject({ _tag: "CheckpointMismatch", id: source.runId })
+        expect(yield* read(target)).toStrictEqual([])
+      }).pipe(Effect.provide(layer())))
+  })
+
+const postgresReachable = await Reachable.listening(5432)
+if (!postgresReachable) console.warn("AgentHistory: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432")
+
+const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-history-"))
+afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
+
+describe("AgentHistory", () => {
+  suite("in memory", () => Checkpointer.layerMemory)
+
+  it.effect("a replayed run shows in a UI as it did live: the same text and tool outputs", () =>
+    Effect.gen(function*() {
+      const runId = fresh("ui")
+      const ui = (events: Iterable<AgentLoop.AgentEvent<string>>) =>
+        Effect.map(Stream.runCollect(UIMessageStream.fromEvents(Stream.fromIterable(events))), (chunks) => ({
+          text: chunks.flatMap((chunk) => chunk.type === "text-delta" ? [chunk.delta] : []).join(""),
+          tools: chunks.filter((chunk) => chunk.type === "tool-output-available")
+        }))
+      const live = yield* recorded(runId)
+      const replayed = yield* streamed([], optionsOf(runId))
+      const shown = yield* ui(replayed.events)
+      expect(shown).toStrictEqual(yield* ui(live.events))
+      expect(shown.text).toBe("3")
+      expect(shown.tools).toMatchObject([{ output: 3 }])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+  suite(
+    "on the file system",
+    () =>
+      Checkpointer.layerFileSystem(directory, { sync: false }).pipe(
+        Layer.provide(NodeFileSystem.layer),
+        Layer.provide(NodePath.layer)
+      )
+  )
+  suite(
+    "on SQLite",
+    () =>
+      Checkpointer.layerSql().pipe(
+        Layer.provide(NodeSqliteClient.layer({ filename: Path.join(directory, "checkpoints.db") }))
+      )
+  )
+  describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
+    const table = `agentloop_history_test_${process.pid}`
+    const connection = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
+    afterAll(() =>
+      Effect.runPromise(
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          Effect.all([
+            sql`DROP TABLE IF EXISTS ${sql(table)}`,
+            sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`
+          ])).pipe(Effect.provide(PgClient.layer(connection)))
+      )
+    )
+    suite("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(PgClient.layer(connection))))
+  })
+})
