@@ -18,6 +18,7 @@ import type { Snapshot } from "../Snapshot.ts"
 import * as Toolkit from "../Toolkit.ts"
 import type * as Turn from "../Turn.ts"
 import * as Until from "../Until.ts"
+import * as ThreadId from "./ThreadId.ts"
 
 /** The limits of a run, and the termination each one ends it with. */
 export interface Limits {
@@ -42,6 +43,23 @@ export interface Limits {
   readonly toolConcurrency?: number | undefined
   /** Time limit of each tool call (default `Toolkit.defaultTimeout`, five minutes; a tool's own `timeout` wins). */
   readonly toolTimeout?: Toolkit.Options["timeout"]
+}
+
+/**
+ * A run's thread (see `Thread`): its id, and the number of items past which
+ * its history is compacted before a run starts (default: never).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ThreadOptions {
+  readonly id: string
+  /**
+   * When the thread's history holds more items than this as a new run
+   * starts, the `Compactor` in context shortens it first, and the shorter
+   * history is kept for the runs after.
+   */
+  readonly maxItems?: number | undefined
 }
 
 /** What to run. `O` is the structured output's type (the last turn's text without `output`). */
@@ -69,6 +87,13 @@ export interface Options<O = string, R = never, E = never, RU = never> {
   readonly name?: string | undefined
   /** Names the run (in the predicates' snapshots and caches); a random id when absent. */
   readonly runId?: string | undefined
+  /**
+   * The conversation the run belongs to (see `Thread`): with a `Checkpointer`
+   * in context, the run starts from the items the thread's previous runs
+   * added, and adds its own once it finishes well. An id, or the id with the
+   * size past which the thread's history is compacted first.
+   */
+  readonly thread?: string | ThreadOptions | undefined
   /** Nesting depth, for runs started by other runs (default 0). */
   readonly depth?: number | undefined
 }
@@ -114,6 +139,24 @@ const runId: InvalidOptions.Rule = {
   test: Schema.is(RunId.RunId)
 }
 
+/** A run id that is not a thread's log id. */
+const ownRunId: InvalidOptions.Rule = {
+  expected: `a run id that does not start with "${ThreadId.prefix}" (reserved for threads)`,
+  test: (value) => typeof value !== "string" || !value.startsWith(ThreadId.prefix)
+}
+
+const isThreadId = Schema.is(ThreadId.ThreadId)
+
+const thread: InvalidOptions.Rule = {
+  expected:
+    `a thread id (not empty, at most ${ThreadId.maxLength} characters, no control characters), or { id, maxItems? }`,
+  test: (value) =>
+    isThreadId(value) ||
+    (Predicate.hasProperty(value, "id") && isThreadId(value.id) &&
+      (!Predicate.hasProperty(value, "maxItems") || value.maxItems === undefined ||
+        InvalidOptions.positiveInteger.test(value.maxItems)))
+}
+
 /**
  * The first option of a run that cannot work, checked before anything runs:
  * the input, the toolkit and the tools `finish` and `toolChoice` name, the
@@ -150,6 +193,8 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("limits.toolTimeout", limits?.toolTimeout, InvalidOptions.positiveDuration),
     check("name", options.name, InvalidOptions.string),
     check("runId", options.runId, runId),
+    check("runId", options.runId, ownRunId),
+    check("thread", options.thread, thread),
     check("depth", options.depth, InvalidOptions.nonNegativeInteger)
   )
 }
