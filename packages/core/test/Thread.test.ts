@@ -193,12 +193,27 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         expect(onCopy.requests).toStrictEqual([["user: q1", "assistant: a1", "user: q2 on the copy"]])
         expect(yield* history(thread)).toStrictEqual(["user: q1", "assistant: a1"])
         expect(yield* Effect.flip(Thread.fork(thread, copy))).toMatchObject({ _tag: "ThreadExists", thread: copy })
-        // Deleted, a thread starts afresh; its fork keeps its own history.
+        expect(yield* Thread.list).toEqual(expect.arrayContaining([thread, copy]))
+        // Deleted, a thread is no longer listed, and starts afresh; its fork keeps its own history.
         yield* Thread.clear(thread)
         expect(yield* history(thread)).toStrictEqual([])
+        expect(yield* Thread.list).not.toContain(thread)
         const afresh = yield* execute([answer("a")], { input: "q", thread })
         expect(afresh.requests).toStrictEqual([["user: q"]])
+        expect(yield* Thread.list).toEqual(expect.arrayContaining([thread, copy]))
         expect(yield* history(copy)).toHaveLength(4)
+      }).pipe(Effect.provide(layer())))
+
+    // Live: a writer of the list waits for another one on the clock.
+    it.live("threads started at once are all listed, each once", () =>
+      Effect.gen(function*() {
+        const threads = Array.from({ length: 6 }, () => fresh("many"))
+        yield* Effect.forEach(threads, (thread) => execute([answer("a")], { input: "q", thread }), {
+          concurrency: "unbounded",
+          discard: true
+        })
+        const listed = yield* Thread.list
+        for (const thread of threads) expect(listed.filter((id) => id === thread)).toStrictEqual([thread])
       }).pipe(Effect.provide(layer())))
 
     it.effect("a damaged entry fails the thread with a CheckpointError naming it", () =>

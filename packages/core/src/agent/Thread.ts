@@ -22,18 +22,20 @@
  *
  * @since 0.2.0
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
-import type { OpenError, RunInProgress } from "../CheckpointStore.ts"
+import type { Log, OpenError } from "../CheckpointStore.ts"
 import * as Compactor from "../Compactor.ts"
 import * as Item from "../Item.ts"
 import type * as RunFingerprint from "../RunFingerprint.ts"
 import type { InvalidRunId } from "../RunId.ts"
 import { apply, change, HistoryChange } from "./AgentCheckpoint.ts"
 import type { ThreadOptions } from "./AgentOptions.ts"
-import { logId } from "./ThreadId.ts"
+import { indexLogId, logId } from "./ThreadId.ts"
 
 /**
  * A run whose items a later run on the same thread superseded: it started,
@@ -160,6 +162,95 @@ const encode = (thread: string, entries: ReadonlyArray<Entry>) =>
     })
   ))
 
+/** A thread got its first entry. */
+const Added = Schema.TaggedStruct("Added", { thread: Schema.String })
+
+/** A thread was deleted. */
+const Removed = Schema.TaggedStruct("Removed", { thread: Schema.String })
+
+/**
+ * The schema of the entries of the log that lists the threads
+ * (`ThreadId.indexLogId`).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const IndexEntry = Schema.Union([Added, Removed])
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type IndexEntry = typeof IndexEntry.Type
+
+const indexCodec = Schema.fromJsonString(Schema.toCodecJson(IndexEntry))
+const decodeIndexEntry = Schema.decodeUnknownEffect(indexCodec)
+const encodeIndexEntry = Schema.encodeEffect(indexCodec)
+
+/**
+ * How long a writer of the threads' list waits for another one: it holds the
+ * list's lease for one append, so a wait is short, unless its holder died
+ * (then until its lease lapses).
+ */
+const indexBusy = Schedule.max([Schedule.spaced(Duration.millis(20)), Schedule.during(Duration.seconds(15))])
+
+/**
+ * Runs `f` with the log of the threads' list open, waiting while another
+ * writer holds it.
+ */
+const withIndex = <A, E, R>(
+  f: (log: Log) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | OpenError, Checkpointer | R> =>
+  Effect.scoped(
+    Effect.flatMap(Checkpointer, (store) => store.open(indexLogId, fingerprint)).pipe(
+      Effect.retry({ while: (error: OpenError) => error._tag === "RunInProgress", schedule: indexBusy }),
+      Effect.flatMap(f)
+    )
+  )
+
+const writeIndex = (log: Log, entry: IndexEntry) =>
+  encodeIndexEntry(entry).pipe(
+    Effect.mapError((error) =>
+      new CheckpointError({
+        operation: "append",
+        id: indexLogId,
+        message: `an entry of the threads' list could not be encoded: ${error.message}`,
+        cause: error
+      })
+    ),
+    Effect.flatMap((text) => log.append([text]))
+  )
+
+/**
+ * The ids of the threads in the `Checkpointer`, oldest first. The store
+ * itself cannot list its logs: threads are listed in a log of their own
+ * (`ThreadId.indexLogId`), written when a thread gets its first entry and when
+ * it is deleted. A crash between a thread's first run and its first entry
+ * may leave a listed thread with no history.
+ *
+ * @since 0.2.0
+ * @category reading
+ */
+export const list: Effect.Effect<ReadonlyArray<string>, CheckpointError | InvalidRunId, Checkpointer> = Effect.gen(
+  function*() {
+    const entries = yield* (yield* Checkpointer).read(indexLogId)
+    const threads = new Set<string>()
+    for (const [index, text] of entries.entries()) {
+      const entry = yield* decodeIndexEntry(text).pipe(Effect.mapError((error) =>
+        new CheckpointError({
+          operation: "read",
+          id: indexLogId,
+          message: `entry ${index} of the threads' list is damaged: ${error.message}`,
+          cause: error
+        })
+      ))
+      if (entry._tag === "Added") threads.add(entry.thread)
+      else threads.delete(entry.thread)
+    }
+    return [...threads]
+  }
+)
+
 /**
  * Thread `thread`'s history: the items its finished runs added, as its last
  * compaction left them; none for a thread never run. Reads without taking the
@@ -193,7 +284,9 @@ export const fork = (
     const store = yield* Checkpointer
     const log = yield* store.open(logId(to), fingerprint)
     if (log.entries.length > 0) return yield* new ThreadExists({ thread: to })
-    yield* log.append(yield* encode(to, [{ _tag: "Forked", from, history }]))
+    const forked = yield* encode(to, [{ _tag: "Forked", from, history }])
+    yield* withIndex((index) => writeIndex(index, { _tag: "Added", thread: to }))
+    yield* log.append(forked)
   }))
 
 /**
@@ -204,10 +297,13 @@ export const fork = (
  * @since 0.2.0
  * @category deleting
  */
-export const clear = (
-  thread: string
-): Effect.Effect<void, CheckpointError | RunInProgress | InvalidRunId, Checkpointer> =>
-  Effect.flatMap(Checkpointer, (store) => store.clear(logId(thread)))
+export const clear = (thread: string): Effect.Effect<void, OpenError, Checkpointer> =>
+  // With the list's lease held, so that a run that starts the thread again lists it after.
+  withIndex((index) =>
+    Effect.flatMap(Checkpointer, (store) => store.clear(logId(thread))).pipe(
+      Effect.andThen(writeIndex(index, { _tag: "Removed", thread }))
+    )
+  )
 
 /**
  * A run's hold on its thread, while it executes.
@@ -258,7 +354,9 @@ export const open = (
         writes.push({ _tag: "Compacted", history })
       }
       writes.push({ _tag: "Started", run })
-      yield* log.append(yield* encode(thread, writes))
+      const texts = yield* encode(thread, writes)
+      if (log.entries.length === 0) yield* withIndex((index) => writeIndex(index, { _tag: "Added", thread }))
+      yield* log.append(texts)
     }
     const base = history
     return {

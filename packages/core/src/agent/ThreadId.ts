@@ -50,3 +50,13 @@ export const ThreadId = RunId.RunId.check(
  * @category constructors
  */
 export const logId = (thread: string): string => `${prefix}${thread}`
+
+/**
+ * The id of the log that lists the threads in the `Checkpointer`: the
+ * {@link prefix} alone, which no thread's log id is (a thread id is never
+ * empty).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const indexLogId: string = prefix
