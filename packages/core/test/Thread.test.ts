@@ -12,6 +12,7 @@ import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Thread from "../src/agent/Thread.ts"
 import * as ThreadId from "../src/agent/ThreadId.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import { CheckpointError } from "../src/CheckpointStore.ts"
 import * as Compactor from "../src/Compactor.ts"
 import type * as Item from "../src/Item.ts"
 import * as Tool from "../src/Tool.ts"
@@ -243,6 +244,25 @@ afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
 const postgresReachable = await Reachable.listening(5432)
 if (!postgresReachable) console.warn("Thread: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432")
 
+/** A store whose first append of a finished run's items to a thread fails, as a crash there would. */
+const losing = () => {
+  let lose = true
+  return Layer.effect(Checkpointer.Checkpointer)(Effect.map(Checkpointer.Checkpointer, (store) => ({
+    ...store,
+    open: (id, fingerprint) =>
+      Effect.map(store.open(id, fingerprint), (log) => ({
+        ...log,
+        append: (entries, options) => {
+          if (!lose || !entries.some((entry) => entry.includes("\"_tag\":\"Ran\""))) {
+            return log.append(entries, options)
+          }
+          lose = false
+          return Effect.fail(new CheckpointError({ operation: "append", id, message: "lost" }))
+        }
+      }))
+  }))).pipe(Layer.provide(Checkpointer.layerMemory))
+}
+
 describe("Thread", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
   conformance(
@@ -273,6 +293,20 @@ describe("Thread", () => {
     )
     conformance("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))
   })
+
+  it.effect("a run whose items did not reach its thread adds them when executed again, asking nothing", () =>
+    Effect.gen(function*() {
+      const thread = fresh("lost")
+      const options = { input: "q1", thread, runId: fresh("run") }
+      const first = yield* execute([answer("a1")], options)
+      expect(yield* Effect.flip(first.exit)).toMatchObject({ _tag: "CheckpointFailed" })
+      expect(yield* history(thread)).toStrictEqual([])
+      const again = yield* execute([], options)
+      succeeded(again.exit)
+      expect(again.requests).toStrictEqual([])
+      yield* execute([], options)
+      expect(yield* history(thread)).toStrictEqual(["user: q1", "assistant: a1"])
+    }).pipe(Effect.provide(losing())))
 
   it.effect("a run on a thread needs a Checkpointer; thread ids and run ids are checked before anything runs", () =>
     Effect.gen(function*() {
