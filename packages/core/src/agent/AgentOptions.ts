@@ -163,8 +163,7 @@ const thread: InvalidOptions.Rule = {
  * stop predicate (see `Until.invalid`), the sampling parameters, and every
  * limit (counts are positive integers, `maxStructuredOutputRetries` may be 0,
  * the budget a positive number of dollars, durations above 0), the run id
- * (never a thread's log id) and the thread. `undefined`
- * when they all can.
+ * (never a thread's log id) and the thread. `undefined` when they all can.
  *
  * @since 0.2.0
  * @category validation

@@ -43,7 +43,7 @@ export const ThreadId = RunId.RunId.check(
  * ```ts
  * import { ThreadId } from "@agentloop/core"
  *
- * console.log(ThreadId.logId("user-42")) // "@agentloop/thread/user-42"
+ * console.log(ThreadId.logId("user-42")) // @agentloop/thread/user-42
  * ```
  *
  * @since 0.2.0
