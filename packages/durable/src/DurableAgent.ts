@@ -44,12 +44,13 @@ import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
 /**
  * The definition of a durable agent: `AgentLoop.Options` without a run's own
- * `input` and `runId`, and how many executions of a run in a row may die
- * with their process before the run is parked (`maxCrashes`, default
+ * `input` and `runId` (nor `thread`: threads are `AgentLoop`'s, on a
+ * `Checkpointer`), and how many executions of a run in a row may die with
+ * their process before the run is parked (`maxCrashes`, default
  * `RunParking.defaultMaxCrashes`; see `RunParking`).
  */
 export type Options<O = string, R = never, E = never, RU = never> =
-  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId">
+  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId" | "thread">
   & { readonly maxCrashes?: number | undefined }
 
 /** What starts a run: its id (the run's identity: starting the same id again joins it) and its task. */
