@@ -80,10 +80,16 @@ export const stream = <O = string, R = never, E = never, RU = never>(
   Stream.unwrap(Effect.gen(function*() {
     const model = yield* LanguageModel
     const machine = yield* AgentMachine.make(options)
+    const thread = options.thread === undefined
+      ? undefined
+      : typeof options.thread === "string"
+      ? { id: options.thread }
+      : options.thread
     yield* Effect.annotateCurrentSpan({
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.provider.name": Telemetry.providerName(model.provider),
       "agentloop.run.id": machine.runId,
+      ...(thread === undefined ? {} : { "agentloop.thread.id": thread.id }),
       ...(options.model === undefined ? {} : { "gen_ai.request.model": options.model }),
       ...(options.name === undefined ? {} : { "gen_ai.agent.name": options.name })
     })
@@ -100,11 +106,6 @@ export const stream = <O = string, R = never, E = never, RU = never>(
           })
         ))
 
-    const thread = options.thread === undefined
-      ? undefined
-      : typeof options.thread === "string"
-      ? { id: options.thread }
-      : options.thread
     const compactionFailed = (thread: ThreadOptions, error: CompactionError) =>
       Effect.flatMap(machine.accounting(initial), (accounting) =>
         Effect.fail(
@@ -138,7 +139,6 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       ? initial
       : { ...initial, history: [...session.history, ...initial.history] }
     latest = start
-    if (thread !== undefined) yield* Effect.annotateCurrentSpan("agentloop.thread.id", thread.id)
 
     const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     // The log stays open (its lease held) for as long as the run's stream.
