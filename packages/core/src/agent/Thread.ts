@@ -109,20 +109,25 @@ const encodeEntry = Schema.encodeEffect(codec)
  */
 export const fingerprint: RunFingerprint.Fingerprint = { thread: "agentloop thread" }
 
-/** A thread's entries folded: its history, and what each run did on it. */
+/** A thread's entries folded: its history, and what run `run` (when given) did on it. */
 interface Folded {
   readonly history: ReadonlyArray<Item.Item>
-  /** The history each run started from, by run id. */
-  readonly bases: ReadonlyMap<string, ReadonlyArray<Item.Item>>
-  readonly finished: ReadonlySet<string>
+  /** The history run `run` started from, if it started on the thread. */
+  readonly base: ReadonlyArray<Item.Item> | undefined
+  readonly finished: boolean
+  /** The run that started on the thread last. */
   readonly lastStarted: string | undefined
 }
 
-const fold = (thread: string, entries: ReadonlyArray<string>): Effect.Effect<Folded, CheckpointError> =>
+const fold = (
+  thread: string,
+  entries: ReadonlyArray<string>,
+  run?: string
+): Effect.Effect<Folded, CheckpointError> =>
   Effect.gen(function*() {
     let history: ReadonlyArray<Item.Item> = []
-    const bases = new Map<string, ReadonlyArray<Item.Item>>()
-    const finished = new Set<string>()
+    let base: ReadonlyArray<Item.Item> | undefined
+    let finished = false
     let lastStarted: string | undefined
     for (const [index, text] of entries.entries()) {
       const entry = yield* decodeEntry(text).pipe(Effect.mapError((error) =>
@@ -135,13 +140,13 @@ const fold = (thread: string, entries: ReadonlyArray<string>): Effect.Effect<Fol
       ))
       switch (entry._tag) {
         case "Started":
-          bases.set(entry.run, history)
+          if (entry.run === run) base = history
           lastStarted = entry.run
           break
         // A run's change is always to the history it started from: no other run wrote in between.
         case "Ran":
           history = apply(history, entry.history)
-          finished.add(entry.run)
+          if (entry.run === run) finished = true
           break
         case "Compacted":
         case "Forked":
@@ -149,7 +154,7 @@ const fold = (thread: string, entries: ReadonlyArray<string>): Effect.Effect<Fol
           break
       }
     }
-    return { history, bases, finished, lastStarted }
+    return { history, base, finished, lastStarted }
   })
 
 const encode = (thread: string, entries: ReadonlyArray<Entry>) =>
@@ -339,9 +344,9 @@ export const open = (
     const thread = options.id
     const store = yield* Checkpointer
     const log = yield* store.open(logId(thread), fingerprint)
-    const folded = yield* fold(thread, log.entries)
-    let done = folded.finished.has(run)
-    const recorded = folded.bases.get(run)
+    const folded = yield* fold(thread, log.entries, run)
+    let done = folded.finished
+    const recorded = folded.base
     if (recorded !== undefined && !done && folded.lastStarted !== run) {
       return yield* new ThreadSuperseded({ thread, run, by: folded.lastStarted! })
     }
