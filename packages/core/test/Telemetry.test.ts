@@ -5,6 +5,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer } from "effect"
 import type { Tracer } from "effect"
+import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Item from "../src/Item.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
@@ -37,6 +38,16 @@ const tracedRun = (captureContent: boolean) =>
   })
 
 describe("Telemetry", () => {
+  it.effect("names a run's thread on its span", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = otel()
+      yield* runWith([answer("hi")], { input: "Hi", name: "chat", thread: "user-42" }).pipe(
+        Effect.provide(Layer.merge(layer, Checkpointer.layerMemory))
+      )
+      const run = exporter.getFinishedSpans().find((span) => span.name === "invoke_agent chat")!
+      expect(run.attributes).toMatchObject({ "agentloop.thread.id": "user-42", "agentloop.termination": "Stop" })
+    }))
+
   it.effect("traces a run, its model turns and its tool call as OpenTelemetry GenAI spans", () =>
     Effect.gen(function*() {
       const spans = yield* tracedRun(false)

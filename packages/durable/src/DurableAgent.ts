@@ -46,16 +46,17 @@ import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 
 /**
  * The definition of a durable agent: `AgentLoop.Options` without a run's own
- * `input` and `runId` (nor `compactAfter`: the engine keeps its own records),
- * and how many executions of a run in a row may die
- * with their process before the run is parked (`maxCrashes`, default
+ * `input` and `runId` (nor `compactAfter`: the engine keeps its own records;
+ * nor `thread`: threads are `AgentLoop`'s, on a `Checkpointer`), and how many
+ * executions of a run in a row may die with their process before the run is
+ * parked (`maxCrashes`, default
  * `RunParking.defaultMaxCrashes`; see `RunParking`).
  *
  * @since 0.1.0
  * @category models
  */
 export type Options<O = string, R = never, E = never, RU = never> =
-  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId" | "compactAfter">
+  & Omit<AgentLoop.Options<O, R, E, RU>, "input" | "runId" | "compactAfter" | "thread">
   & { readonly maxCrashes?: number | undefined }
 
 /**

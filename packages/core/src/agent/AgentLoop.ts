@@ -17,18 +17,23 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Checkpointer } from "../Checkpointer.ts"
-import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
+import { CheckpointError } from "../CheckpointStore.ts"
+import type { OpenError } from "../CheckpointStore.ts"
+import type { CompactionError } from "../Compactor.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
 import * as Telemetry from "../Telemetry.ts"
 import * as Termination from "../Termination.ts"
 import * as AgentCheckpoint from "./AgentCheckpoint.ts"
 import type * as Events from "./AgentEvent.ts"
 import * as AgentHistory from "./AgentHistory.ts"
 import * as AgentMachine from "./AgentMachine.ts"
-import type { Options } from "./AgentOptions.ts"
+import type { Options, ThreadOptions } from "./AgentOptions.ts"
 import * as AgentRules from "./AgentRules.ts"
 import * as AgentTurn from "./AgentTurn.ts"
+import * as Thread from "./Thread.ts"
+import * as ThreadId from "./ThreadId.ts"
 
 export {
   /** What a run streams, as a `Schema` union a client decodes by `_tag` (see the `AgentEvent` module). */
@@ -89,17 +94,23 @@ export const stream = <O = string, R = never, E = never, RU = never>(
   Stream.unwrap(Effect.gen(function*() {
     const model = yield* LanguageModel
     const machine = yield* AgentMachine.make(options)
+    const thread = options.thread === undefined
+      ? undefined
+      : typeof options.thread === "string"
+      ? { id: options.thread }
+      : options.thread
     yield* Effect.annotateCurrentSpan({
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.provider.name": Telemetry.providerName(model.provider),
       "agentloop.run.id": machine.runId,
+      ...(thread === undefined ? {} : { "agentloop.thread.id": thread.id }),
       ...(options.model === undefined ? {} : { "gen_ai.request.model": options.model }),
       ...(options.name === undefined ? {} : { "gen_ai.agent.name": options.name })
     })
-    const start = yield* machine.start
+    const initial = yield* machine.start
     /** The run as last accounted: what a deadline or a failed turn reports. */
-    let latest = start
-    const checkpointFailed = (error: OpenError | AgentCheckpoint.RecoveryError) =>
+    let latest = initial
+    const checkpointFailed = (error: OpenError | AgentCheckpoint.RecoveryError | Thread.ThreadSuperseded) =>
       Effect.flatMap(machine.accounting(latest), (accounting) =>
         Effect.fail(
           new Termination.CheckpointFailed({
@@ -109,11 +120,51 @@ export const stream = <O = string, R = never, E = never, RU = never>(
           })
         ))
 
+    const compactionFailed = (thread: ThreadOptions, error: CompactionError) =>
+      Effect.flatMap(machine.accounting(initial), (accounting) =>
+        Effect.fail(
+          new Termination.CompactionFailed({
+            message: `thread "${thread.id}" could not be compacted: ${error.message}`,
+            accounting
+          })
+        ))
+    // The thread stays open (its lease held) for as long as the run's stream: one run at a time on a thread.
+    const openThread = (thread: ThreadOptions) =>
+      Effect.gen(function*() {
+        const checkpointer = yield* Effect.serviceOption(Checkpointer)
+        if (Option.isNone(checkpointer)) {
+          return yield* checkpointFailed(
+            new CheckpointError({
+              operation: "open",
+              id: ThreadId.logId(thread.id),
+              message: `thread "${thread.id}" needs a Checkpointer in context`
+            })
+          )
+        }
+        return yield* Thread.open(thread, machine.runId).pipe(
+          Effect.provideService(Checkpointer, checkpointer.value),
+          Effect.catch((error): Effect.Effect<never, Termination.Error> =>
+            error._tag === "CompactionError" ? compactionFailed(thread, error) : checkpointFailed(error)
+          )
+        )
+      })
+    const session = thread === undefined ? undefined : yield* openThread(thread)
+    const start = session === undefined
+      ? initial
+      : { ...initial, history: [...session.history, ...initial.history] }
+    latest = start
+
     const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     // The log stays open (its lease held) for as long as the run's stream.
     const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
       runId: machine.runId,
-      fingerprint: yield* AgentCheckpoint.fingerprint(options),
+      fingerprint: {
+        ...(yield* AgentCheckpoint.fingerprint(options)),
+        // A run on a thread is the same run only from the same history.
+        ...(session === undefined
+          ? {}
+          : { thread: yield* RunFingerprint.digest(RunFingerprint.stableJson(session.history)) })
+      },
       machine,
       output: AgentCheckpoint.output(options),
       toolkit: options.toolkit,
@@ -128,6 +179,9 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     const position = recovered?.position ?? { _tag: "Between" as const, state: start }
     const replayed = Stream.fromIterable(recovered?.each.flat() ?? [])
     if (position._tag === "Finished") {
+      if (session !== undefined) {
+        yield* session.finished(position.result.history).pipe(Effect.catch(checkpointFailed))
+      }
       yield* Termination.annotateCurrentSpan(position.result.termination)
       return replayed
     }
@@ -178,6 +232,10 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     }
 
     const run = Stream.concat(replayed, Loop.loop(position, body)).pipe(
+      // A finished run's items reach its thread before its `Finished` event reaches the consumer.
+      Stream.tap((event) =>
+        session !== undefined && event._tag === "Finished" ? session.finished(event.result.history) : Effect.void
+      ),
       Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
       Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
     )

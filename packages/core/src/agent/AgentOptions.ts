@@ -18,6 +18,7 @@ import type { Snapshot } from "../Snapshot.ts"
 import * as Toolkit from "../Toolkit.ts"
 import type * as Turn from "../Turn.ts"
 import * as Until from "../Until.ts"
+import * as ThreadId from "./ThreadId.ts"
 
 /**
  * The limits of a run, and the termination each one ends it with.
@@ -47,6 +48,23 @@ export interface Limits {
   readonly toolConcurrency?: number | undefined
   /** Time limit of each tool call (default `Toolkit.defaultTimeout`, five minutes; a tool's own `timeout` wins). */
   readonly toolTimeout?: Toolkit.Options["timeout"]
+}
+
+/**
+ * A run's thread (see `Thread`): its id, and the number of items past which
+ * its history is compacted before a run starts (default: never).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface ThreadOptions {
+  readonly id: string
+  /**
+   * When the thread's history holds more items than this as a new run
+   * starts, the `Compactor` in context shortens it first, and the shorter
+   * history is kept for the runs after.
+   */
+  readonly maxItems?: number | undefined
 }
 
 /**
@@ -89,6 +107,13 @@ export interface Options<O = string, R = never, E = never, RU = never> {
    * @since 0.2.0
    */
   readonly compactAfter?: number | undefined
+  /**
+   * The conversation the run belongs to (see `Thread`): with a `Checkpointer`
+   * in context, the run starts from the items the thread's previous runs
+   * added, and adds its own once it finishes well. An id, or the id with the
+   * size past which the thread's history is compacted first.
+   */
+  readonly thread?: string | ThreadOptions | undefined
   /** Nesting depth, for runs started by other runs (default 0). */
   readonly depth?: number | undefined
 }
@@ -134,13 +159,31 @@ const runId: InvalidOptions.Rule = {
   test: Schema.is(RunId.RunId)
 }
 
+/** A run id that is not a thread's log id. */
+const ownRunId: InvalidOptions.Rule = {
+  expected: `a run id that does not start with "${ThreadId.prefix}" (reserved for threads)`,
+  test: (value) => typeof value !== "string" || !value.startsWith(ThreadId.prefix)
+}
+
+const isThreadId = Schema.is(ThreadId.ThreadId)
+
+const thread: InvalidOptions.Rule = {
+  expected:
+    `a thread id (not empty, at most ${ThreadId.maxLength} characters, no control characters), or { id, maxItems? }`,
+  test: (value) =>
+    isThreadId(value) ||
+    (Predicate.hasProperty(value, "id") && isThreadId(value.id) &&
+      (!Predicate.hasProperty(value, "maxItems") || value.maxItems === undefined ||
+        InvalidOptions.positiveInteger.test(value.maxItems)))
+}
+
 /**
  * The first option of a run that cannot work, checked before anything runs:
  * the input, the toolkit and the tools `finish` and `toolChoice` name, the
  * stop predicate (see `Until.invalid`), the sampling parameters, and every
  * limit (counts are positive integers, `maxStructuredOutputRetries` may be 0,
- * the budget a positive number of dollars, durations above 0). `undefined`
- * when they all can.
+ * the budget a positive number of dollars, durations above 0), the run id
+ * (never a thread's log id) and the thread. `undefined` when they all can.
  *
  * @example
  * ```ts
@@ -183,6 +226,8 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("name", options.name, InvalidOptions.string),
     check("runId", options.runId, runId),
     check("compactAfter", options.compactAfter, InvalidOptions.positiveInteger),
+    check("runId", options.runId, ownRunId),
+    check("thread", options.thread, thread),
     check("depth", options.depth, InvalidOptions.nonNegativeInteger)
   )
 }

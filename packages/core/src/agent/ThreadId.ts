@@ -1,0 +1,62 @@
+/**
+ * Thread ids, and where a thread's log lives in the `Checkpointer`: under a
+ * reserved prefix no run id may start with, so no run's log is ever a
+ * thread's (see `Thread`).
+ *
+ * @since 0.2.0
+ */
+import * as Schema from "effect/Schema"
+import * as RunId from "../RunId.ts"
+
+/**
+ * The prefix of a thread's log id in the `Checkpointer`: run ids starting
+ * with it are refused.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const prefix = "@agentloop/thread/"
+
+/**
+ * The longest thread id: a run id's longest, less the {@link prefix}.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const maxLength = RunId.maxLength - prefix.length
+
+/**
+ * A thread id: a run id (see `RunId`) of at most {@link maxLength}
+ * characters.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ThreadId = RunId.RunId.check(
+  Schema.isMaxLength(maxLength, { message: `a thread id must be at most ${maxLength} characters long` })
+)
+
+/**
+ * The id of thread `thread`'s log in the `Checkpointer`.
+ *
+ * @example
+ * ```ts
+ * import { ThreadId } from "@agentloop/core"
+ *
+ * console.log(ThreadId.logId("user-42")) // @agentloop/thread/user-42
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const logId = (thread: string): string => `${prefix}${thread}`
+
+/**
+ * The id of the log that lists the threads in the `Checkpointer`: the
+ * {@link prefix} alone, which no thread's log id is (a thread id is never
+ * empty).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const indexLogId: string = prefix

@@ -1,0 +1,80 @@
+/**
+ * A process of the thread crash tests: it executes one `AgentLoop` run on a
+ * thread, with a `Checkpointer` over files or PostgreSQL, asking the test's
+ * loopback server for its turns. Its `slow` tool never ends the first time it
+ * starts in any process (a marker file says), so the test can kill the
+ * process mid-run. It prints one JSON object per line: `toolStarted`,
+ * `result`, `error`. A run whose lease (or whose thread's) a killed process
+ * still holds is tried again until the lease lapses.
+ */
+import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
+import * as TestProcess from "@agentloop/testing/TestProcess"
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Cause, Effect, Layer, Schedule, Schema } from "effect"
+import * as Fs from "node:fs"
+import * as AgentLoop from "../../src/agent/AgentLoop.ts"
+import * as Checkpointer from "../../src/Checkpointer.ts"
+import * as Tool from "../../src/Tool.ts"
+import * as Toolkit from "../../src/Toolkit.ts"
+
+export const Config = Schema.Struct({
+  store: Schema.Union([
+    Schema.TaggedStruct("files", { directory: Schema.String }),
+    Schema.TaggedStruct("pg", { table: Schema.String })
+  ]),
+  runner: Schema.String,
+  provider: Schema.String,
+  /** The file the slow tool marks when it starts. */
+  marker: Schema.String,
+  runId: Schema.String,
+  thread: Schema.String,
+  /** The lease's duration, in milliseconds. */
+  lease: Schema.Number
+})
+export type Config = typeof Config.Type
+
+const main = (config: Config) => {
+  const slow = Tool.make({
+    name: "slow",
+    description: "Takes forever the first time",
+    input: Schema.Struct({}),
+    output: Schema.String,
+    execute: () =>
+      Effect.sync(() => {
+        const first = !Fs.existsSync(config.marker)
+        Fs.appendFileSync(config.marker, `${config.runner}\n`)
+        return first
+      }).pipe(
+        Effect.tap(() => TestProcess.report({ toolStarted: "slow" })),
+        Effect.flatMap((first) => first ? Effect.never : Effect.succeed("slow done"))
+      )
+  })
+  const options = { lease: config.lease, owner: config.runner }
+  const store: Layer.Layer<Checkpointer.Checkpointer, unknown> = config.store._tag === "files"
+    ? Checkpointer.layerFileSystem(config.store.directory, options).pipe(
+      Layer.provide(NodeFileSystem.layer),
+      Layer.provide(NodePath.layer)
+    )
+    : Checkpointer.layerSql({ ...options, table: config.store.table }).pipe(
+      Layer.provide(PgClient.layer({ host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }))
+    )
+  const held = (error: unknown) =>
+    typeof error === "object" && error !== null && "cause" in error && typeof error.cause === "object" &&
+    error.cause !== null && "_tag" in error.cause && error.cause._tag === "RunInProgress"
+
+  return Effect.flatMap(
+    AgentLoop.AgentLoop,
+    (agent) =>
+      agent.run({ input: "Use the tool", toolkit: Toolkit.make(slow), runId: config.runId, thread: config.thread })
+  ).pipe(
+    Effect.retry({ while: held, schedule: Schedule.spaced("200 millis"), times: 150 }),
+    Effect.flatMap((result) => TestProcess.report({ result: result._tag === "Stopped" ? result.output : result._tag })),
+    Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(LoopbackModel.layer(config.provider, config.runner)))),
+    Effect.provide(store),
+    Effect.catchCause((cause) => TestProcess.report({ error: String(Cause.squash(cause)) }))
+  )
+}
+
+const config = TestProcess.config(Config)
+Effect.runPromise(main(config)).then(() => process.exit(0))
