@@ -101,6 +101,17 @@ export const read = (id: string): Effect.Effect<ReadonlyArray<string>, ReadError
  * counted from the end when negative (`-1` for the last, as `Array.at`
  * counts); {@link CheckpointNotFound} when there is none.
  *
+ * @example
+ * ```ts
+ * import { RunHistory } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // A run with 5 checkpoints: -1 is the last, 7 is none of them.
+ * console.log(Effect.runSync(RunHistory.checkIndex("run-1", 5, -1))) // 4
+ * const missing = Effect.runSync(Effect.flip(RunHistory.checkIndex("run-1", 5, 7)))
+ * console.log(missing._tag) // CheckpointNotFound
+ * ```
+ *
  * @since 0.2.0
  * @category reading
  */

@@ -146,6 +146,22 @@ const prune = (
  * (see {@link Options}); a prune that fails is logged and tried again at the
  * next beat. Options that cannot work fail the layer with `InvalidOptions`.
  *
+ * @example
+ * ```ts
+ * import { DurableRunner } from "@agentloop/durable"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * // A runner that forgets the runs that finished more than 30 days ago, looking every hour.
+ * const runner = DurableRunner.layerSqlite({
+ *   filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db"),
+ *   retention: { finishedBefore: "30 days", every: "1 hour" }
+ * })
+ * Effect.runPromise(Effect.scoped(Layer.build(runner))).then(() => console.log("pruned on a schedule"))
+ * ```
+ *
  * @since 0.2.0
  * @category layers
  */

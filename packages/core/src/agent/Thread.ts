@@ -261,6 +261,28 @@ export const list: Effect.Effect<ReadonlyArray<string>, CheckpointError | Invali
  * compaction left them; none for a thread never run. Reads without taking the
  * thread's lease: a run executing on it adds nothing until it finishes.
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, Checkpointer, Thread } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   // A run on thread "user-42" adds its items to the thread once it finishes.
+ *   yield* agent.run({ input: "My name is Ada.", thread: "user-42" })
+ *   const history = yield* Thread.read("user-42")
+ *   console.log(history.map((item) => item.type)) // [ 'message', 'message' ]
+ *   yield* Thread.fork("user-42", "user-42-draft")
+ *   console.log(yield* Thread.list) // [ 'user-42', 'user-42-draft' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(
+ *   Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Hello, Ada.")])))),
+ *   Effect.provide(Checkpointer.layerMemory)
+ * ))
+ * ```
+ *
  * @since 0.2.0
  * @category reading
  */

@@ -214,6 +214,22 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
  * The checkpoints of execution `id`, oldest first. Reads the ledger without
  * taking the execution's lease, so one in progress can be watched.
  *
+ * @example
+ * ```ts
+ * import { Checkpointer, Step, StepHistory } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const double = Step.run({ id: "double", execute: (n: number) => n * 2 })
+ * const program = Effect.gen(function*() {
+ *   // An execution with an id records each completed step in the Checkpointer.
+ *   console.log(yield* Step.execute(double, 21, { id: "job-1" })) // 42
+ *   const checkpoints = yield* StepHistory.checkpoints("job-1")
+ *   console.log(checkpoints.map((checkpoint) => checkpoint.kind)) // [ 'step', 'finished' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Checkpointer.layerMemory)))
+ * ```
+ *
  * @since 0.2.0
  * @category reading
  */
