@@ -3,14 +3,18 @@
  * recovered from it.
  *
  * A run with a `runId` appends, per turn: `Answered` once the model's turn is
- * complete (the turn, its cost, and how the history changed), `ToolDone` as
- * each tool call ends, and `Decided` once the turn's decision is made (the
- * counters and what the decision added to the history); a run that ends well
- * appends `Finished` with its result. Entries carry what changed, never the
- * whole history again. Recovering folds the entries with the run's own
+ * complete (the turn, its cost, and how the history changed), `ToolStarted`
+ * as a call of a tool that is not idempotent starts, `ToolDone` as each tool
+ * call ends, and `Decided` once the turn's decision is made (the counters and
+ * what the decision added to the history); a run that ends well appends
+ * `Finished` with its result. Entries carry what changed, never the whole
+ * history again. Recovering folds the entries with the run's own
  * `AgentMachine`, so a resumed run is where the crashed one was: between two
- * turns, in the middle of a turn's tools (calls that ended are not run again),
- * or finished.
+ * turns, in the middle of a turn's tools, or finished. In the middle of a
+ * turn's tools, a call that ended is not run again; one that started and did
+ * not end is not run again either when its tool is not idempotent (its
+ * result is `Toolkit.outcomeUnknown`), and is run again, with the same
+ * `Tool.IdempotencyKey`, when it is.
  *
  * A run's log is opened with its fingerprint (its input, instructions, tool
  * names and output schema): executing the run again with another one fails
@@ -18,7 +22,8 @@
  * lease is held for as long as the run executes.
  *
  * Each entry carries the version of the schema that wrote it ({@link version};
- * entries written before entries carried one are version 1): a run recorded by
+ * entries written before entries carried one are version 1, read as version
+ * 2 is, which only added `ToolStarted`): a run recorded by
  * a version of agentloop whose entries this one cannot read fails with
  * `Termination.CheckpointFailed`, its cause a `CheckpointVersionMismatch`
  * naming both versions, before anything runs. A tool whose output schema
@@ -34,6 +39,7 @@ import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import * as CheckpointVersion from "../CheckpointVersion.ts"
 import { Cost } from "../Cost.ts"
+import { idempotencyKey } from "../internal/sha256.ts"
 import * as Item from "../Item.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import type * as Termination from "../Termination.ts"
@@ -112,6 +118,16 @@ export const Answered = Schema.TaggedStruct("Answered", {
 export const ToolDone = Schema.TaggedStruct("ToolDone", { step: Count, index: Count, record: ToolRecord.ToolRecord })
 
 /**
+ * Call `index` of turn `step`, of a tool that is not idempotent, is about to
+ * run (its approval given, if it needed one). Without a `ToolDone` after it,
+ * the call was cut off: a resumed run does not run it again.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ToolStarted = Schema.TaggedStruct("ToolStarted", { step: Count, index: Count })
+
+/**
  * Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history.
  *
  * @since 0.1.0
@@ -134,6 +150,7 @@ export const Decided = Schema.TaggedStruct("Decided", {
 export const Entry = <O extends Schema.Top>(output: O) =>
   Schema.Union([
     Answered,
+    ToolStarted,
     ToolDone,
     Decided,
     // A submitted value is its finish tool's output: `outputVersion` is the tool's, when it declares one.
@@ -152,13 +169,20 @@ export const Entry = <O extends Schema.Top>(output: O) =>
 export type EntryOf<O> = ReturnType<typeof Entry<Schema.Codec<O, unknown>>>["Type"]
 
 /**
- * The version of the schema of the entries this version of agentloop writes,
- * and the only one it reads.
+ * The version of the schema of the entries this version of agentloop writes:
+ * 2, which added `ToolStarted`. It reads version 1 too (an entry of version 1
+ * is one of version 2), and no other.
  *
  * @since 0.2.0
  * @category versions
  */
-export const version = CheckpointVersion.first
+export const version = 2
+
+/** Version 2 only added an entry: a version 1 entry is read as it is. */
+const versioning: CheckpointVersion.Versioning = {
+  version,
+  migrations: [CheckpointVersion.migration(CheckpointVersion.first, version, Schema.Unknown)]
+}
 
 /**
  * The entries of a run as a `Checkpointer` stores them (text, each with its
@@ -178,7 +202,6 @@ export const codec = <O>(output: Schema.Codec<O, unknown>, runId: string): {
   const json = Schema.toCodecJson(Entry(output))
   const encode = Schema.encodeEffect(json)
   const decode = Schema.decodeUnknownEffect(json)
-  const versioning: CheckpointVersion.Versioning = { version }
   const subject = `an entry of run "${runId}"`
   return {
     encode: (entry) => Effect.map(encode(entry), (encoded) => CheckpointVersion.format(version, encoded)),
@@ -223,6 +246,19 @@ export const fingerprint = <R>(options: {
   })
 
 /**
+ * The answered turn with a result for each call that `started` and did not
+ * end: cut off, it is not run again, and its outcome is unknown.
+ */
+const cutOff = (answered: AgentTurn.Answered, started: ReadonlySet<number>): AgentTurn.Answered => {
+  const calls = Turn.functionCalls(answered.completed.turn)
+  const lost = [...started].filter((index) => !answered.done.has(index) && calls[index] !== undefined)
+  if (lost.length === 0) return answered
+  const done = new Map(answered.done)
+  for (const index of lost) done.set(index, Toolkit.outcomeUnknown(calls[index]!))
+  return { ...answered, done }
+}
+
+/**
  * Where a recovered run stands.
  *
  * @since 0.1.0
@@ -258,7 +294,11 @@ export interface Recorder<O> {
     initial: AgentMachine.State
   ) => Effect.Effect<Position<O>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
+  /** Records that call `index` of turn `step` (of a tool that is not idempotent) is about to run. */
+  readonly toolStarted: (step: number, index: number) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
+  /** The `Tool.IdempotencyKey` of call `index` of turn `step`: the same in every execution of the run. */
+  readonly idempotencyKey: (step: number, index: number) => Effect.Effect<string>
   readonly decided: (
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
@@ -325,6 +365,8 @@ export const recorder = <O, R, RU, TR>(options: {
         Effect.gen(function*() {
           let state = initial
           let answered: AgentTurn.Answered | undefined
+          /** The calls of the answered turn that started (of tools that are not idempotent). */
+          let started = new Set<number>()
           let finished: AgentEvent.RunResult<O> | undefined
           for (const text of log.entries) {
             const recorded = yield* decode(text)
@@ -337,8 +379,12 @@ export const recorder = <O, R, RU, TR>(options: {
                 }
                 state = (yield* machine.account(state, completed)).state
                 answered = { completed, done: new Map() }
+                started = new Set()
                 break
               }
+              case "ToolStarted":
+                started.add(recorded.index)
+                break
               case "ToolDone": {
                 if (answered === undefined) break
                 const done = new Map(answered.done).set(recorded.index, yield* restore(recorded.record))
@@ -347,6 +393,7 @@ export const recorder = <O, R, RU, TR>(options: {
               }
               case "Decided": {
                 if (answered === undefined) break
+                answered = cutOff(answered, started)
                 const outputs = [...answered.done.entries()].sort(([a], [b]) => a - b).map(([, result]) =>
                   result.output
                 )
@@ -364,7 +411,7 @@ export const recorder = <O, R, RU, TR>(options: {
           const position: Position<O> = finished !== undefined
             ? { _tag: "Finished", result: finished }
             : answered !== undefined
-            ? { _tag: "Answered", state, answered }
+            ? { _tag: "Answered", state, answered: cutOff(answered, started) }
             : { _tag: "Between", state }
           return position
         })
@@ -379,8 +426,11 @@ export const recorder = <O, R, RU, TR>(options: {
             cost: completed.cost,
             history: change(state.history, completed.history)
           }),
+        // The call runs only once its start is on the disk.
+        toolStarted: (step, index) => write({ _tag: "ToolStarted", step, index }),
         toolDone: (step, index, result) =>
           write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) }),
+        idempotencyKey: (step, index) => idempotencyKey(runId, `tool/${step}/${index}`),
         decided: (outcome, transition) =>
           transition._tag === "Finish"
             ? write(finishedEntry(transition.result))
