@@ -279,6 +279,57 @@ describe("Step.execute with a Checkpointer", () => {
       )
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
+  it.effect("a tool step cut off mid-call runs again with the same key when idempotent, and fails when not", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const keys: Array<string | undefined> = []
+      const blocked = { charge: yield* Deferred.make<void>(), lookup: yield* Deferred.make<void>() }
+      // Each tool never ends the first time it runs.
+      const step = (name: "charge" | "lookup", idempotent: boolean) =>
+        Step.tool({
+          id: name,
+          args: {},
+          tool: Tool.make({
+            name,
+            description: `${name}s`,
+            input: Schema.Struct({}),
+            output: Schema.String,
+            idempotent,
+            execute: () =>
+              Effect.flatMap(Tool.IdempotencyKey, (key) =>
+                Effect.suspend(() => {
+                  ran.push(name)
+                  keys.push(key)
+                  return ran.filter((entry) => entry === name).length === 1
+                    ? Effect.andThen(Deferred.succeed(blocked[name], undefined), Effect.never)
+                    : Effect.succeed(`${name} done`)
+                }))
+          })
+        })
+      const cutOff = (name: "charge" | "lookup", idempotent: boolean) =>
+        Effect.gen(function*() {
+          const first = yield* Effect.forkChild(Step.execute(step(name, idempotent), {}, { id: `exec-${name}` }))
+          yield* Deferred.await(blocked[name])
+          yield* Fiber.interrupt(first)
+          return yield* Effect.exit(Step.execute(step(name, idempotent), {}, { id: `exec-${name}` }))
+        })
+
+      // Idempotent: run again, with the same key.
+      expect(yield* cutOff("lookup", true)).toStrictEqual(Effect.runSync(Effect.exit(Effect.succeed("lookup done"))))
+      expect(ran).toStrictEqual(["lookup", "lookup"])
+      expect(keys[0]).toMatch(/^[0-9a-f]{32}$/)
+      expect(keys[1]).toBe(keys[0])
+
+      // Not idempotent: not run again; the step fails, saying its outcome is unknown.
+      const exit = yield* cutOff("charge", false)
+      expect(ran).toStrictEqual(["lookup", "lookup", "charge"])
+      const error = exit._tag === "Failure" ? exit.cause.reasons[0] : undefined
+      expect(error).toMatchObject({ error: { _tag: "StepFailed", stepId: "charge" } })
+      expect(error?._tag === "Fail" && error.error.message).toContain(
+        "not idempotent, was not run again: whether it took effect is unknown"
+      )
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
   it.effect("entries carry what changed: no entry repeats the item log", () =>
     Effect.gen(function*() {
       const agentOnly = Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model })], until: Until.noToolCalls() })

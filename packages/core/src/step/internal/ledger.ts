@@ -130,6 +130,8 @@ export interface Ledger {
   ) => { readonly output: Output; readonly context: Restorable } | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
   readonly saved: (execution: string, key: string) => Restorable | undefined
+  /** Whether the `tool` step `key` of `execution` (of a tool that is not idempotent) started its tool and did not complete. */
+  readonly toolStepStarted: (execution: string, key: string) => boolean
   /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
   readonly answered: (execution: string, key: string) => Answered | undefined
   /** The program's output, when it ended. */
@@ -140,6 +142,10 @@ export interface Ledger {
     turn: Turn.Turn,
     cost: Cost
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
+  /**
+   * Records that call `index` of the `llm` step `key` of `execution` (of a
+   * tool that is not idempotent) is about to run; for a `tool` step, its one call, index 0.
+   */
   readonly toolStarted: (
     execution: string,
     key: string,
@@ -213,6 +219,8 @@ export const load = (
     const completed = new Map<string, { readonly output: Output; readonly context: Restorable }>()
     const saved = new Map<string, Restorable>()
     const answered = new Map<string, Answered>()
+    /** The `tool` steps that started their tool: a `ToolStarted` of no answered turn. */
+    const startedSteps = new Set<string>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
     let finished: Output | undefined
     const restorable = (execution: string, context: Context): Restorable => {
@@ -248,6 +256,8 @@ export const load = (
               ...turn,
               started: new Set(turn.started).add(entry.index)
             })
+          } else {
+            startedSteps.add(`${entry.execution}|${entry.key}`)
           }
           break
         }
@@ -305,6 +315,8 @@ export const load = (
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
       saved: (execution, key) => saved.get(`${execution}|${key}`),
+      toolStepStarted: (execution, key) =>
+        startedSteps.has(`${execution}|${key}`) && !completed.has(`${execution}|${key}`),
       answered: (execution, key) =>
         completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
