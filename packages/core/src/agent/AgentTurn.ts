@@ -264,10 +264,11 @@ export interface Answered {
 
 /**
  * Finishes a turn that was answered before: runs the calls that have no result
- * yet (a call that ended is not run twice; a recorder answers one of a
- * non-idempotent tool that was cut off with `Toolkit.outcomeUnknown`, in `done`), then streams the events of `then(outcome)`. The
- * model is not asked, and `request.account` is not called: the turn was
- * accounted when it was answered.
+ * in `done` yet (a call that ended is not run twice, and a recorder puts in
+ * `done` the `Toolkit.outcomeUnknown` of a call of a non-idempotent tool that
+ * was cut off), then streams the events of `then(outcome)`. The model is not
+ * asked, and `request.account` is not called: the turn was accounted when it
+ * was answered.
  *
  * @since 0.1.0
  * @category running
