@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as Approval from "../src/Approval.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type * as Item from "../src/Item.ts"
 import * as Tool from "../src/Tool.ts"
@@ -193,6 +194,41 @@ describe("AgentLoop with a Checkpointer", () => {
       expect(ran).toStrictEqual([])
       expect(appended).toStrictEqual(["Answered"])
     }))
+
+  it.effect("a call cut off while it waits for its approval has not started: it is asked again and runs", () =>
+    Effect.gen(function*() {
+      const ran: Array<number> = []
+      const asked = yield* Deferred.make<void>()
+      const charge = Tool.make({
+        name: "charge",
+        description: "Charges the card",
+        input: Schema.Struct({ cents: Schema.Int }),
+        output: Schema.String,
+        needsApproval: true,
+        execute: ({ cents }) => Effect.sync(() => (ran.push(cents), "charged"))
+      })
+      const options = { input: "Charge", toolkit: Toolkit.make(charge), model, runId: "run-approval" }
+      const call = MockLanguageModel.callsTurn([{ name: "charge", arguments: { cents: 5 }, callId: "call_charge" }], {
+        model,
+        usage
+      })
+      // The first approver never answers; the second approves.
+      const waiting = Approval.Approval.of({
+        decide: () => Effect.andThen(Deferred.succeed(asked, undefined), Effect.never)
+      })
+      const first = yield* Effect.forkChild(
+        execute([call], options).pipe(Effect.provideService(Approval.Approval, waiting))
+      )
+      yield* Deferred.await(asked)
+      yield* Fiber.interrupt(first)
+      const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-approval"))
+      expect(entries.map((entry) => JSON.parse(entry)._tag)).toStrictEqual(["Answered"])
+
+      const { exit, requests } = yield* execute([answer("Charged")], options).pipe(Effect.provide(Approval.allowAll))
+      expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe("Charged")
+      expect(ran).toStrictEqual([5])
+      expect(outputs(requests[0]!)).toStrictEqual(["\"charged\""])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a finished run executed again returns its result at once, asking nothing", () =>
     Effect.gen(function*() {
