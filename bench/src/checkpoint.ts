@@ -1,8 +1,12 @@
 /**
  * What checkpointing costs an `AgentLoop` run: 40 turns, each calling one tool,
  * on the mock model (no network, so the checkpoint is the whole difference).
- * Each turn appends three entries (answered, tool done, decided); every store
- * below makes each append durable before it returns, except where it says so:
+ * Each turn appends four entries (answered, tool started, tool done, decided:
+ * the tool is not idempotent); every store below makes each append durable
+ * before it returns, except where it says so (and the decision, which the next
+ * turn's append takes to the disk). The same run with the tool declared
+ * idempotent (three entries a turn: no start recorded) shows what recording a
+ * call's start costs, on files and on SQLite.
  *
  * - baseline: the run with no `Checkpointer`;
  * - `Checkpointer.layerFileSystem` (the embedded default: an append-only log
@@ -32,13 +36,16 @@ import { compare } from "./measure.ts"
 import * as Postgres from "./postgres.ts"
 
 const turns = 40
-const add = Tool.make({
+const adder = {
   name: "add",
   description: "Adds",
   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
   output: Schema.Finite,
-  execute: ({ a, b }) => Effect.succeed(a + b)
-})
+  execute: ({ a, b }: { readonly a: number; readonly b: number }) => Effect.succeed(a + b)
+}
+const add = Tool.make(adder)
+/** The same tool, declared idempotent: its calls record no start. */
+const addIdempotent = Tool.make({ ...adder, idempotent: true })
 const script = [
   ...Array.from(
     { length: turns - 1 },
@@ -51,17 +58,23 @@ const script = [
 ]
 
 let runs = 0
-const run = (checkpointer: Layer.Layer<never> | Layer.Layer<Checkpointer.Checkpointer>) => () =>
+const run = (checkpointer: Layer.Layer<never> | Layer.Layer<Checkpointer.Checkpointer>, tool = add) => () =>
   Effect.runPromise(
-    Effect.flatMap(AgentLoop.AgentLoop, (agent) =>
-      agent.run({ input: "Count", toolkit: Toolkit.make(add), runId: `bench-${runs++}`, limits: { maxTurns: turns } }))
+    Effect.flatMap(
+      AgentLoop.AgentLoop,
+      (agent) =>
+        agent.run({
+          input: "Count",
+          toolkit: Toolkit.make(tool),
+          runId: `bench-${runs++}`,
+          limits: { maxTurns: turns }
+        })
+    )
       .pipe(
         Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script)))),
         Effect.provide(checkpointer)
       )
-  ).then(() =>
-    undefined
-  )
+  ).then(() => undefined)
 
 const directory = mkdtempSync(join(tmpdir(), "agentloop-bench-checkpoints-"))
 const platform = Layer.mergeAll(NodeFileSystem.layer, NodePath.layer)
@@ -103,9 +116,11 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       baseline: { name: "AgentLoop.run without a Checkpointer", run: run(Layer.empty) },
       cases: [
         { name: "layerFileSystem (the embedded default)", run: run(stores.files) },
+        { name: "layerFileSystem, the tool idempotent", run: run(stores.files, addIdempotent) },
         { name: "layerFileSystem, sync: false", run: run(stores.unsynced) },
         { name: "0.1 layout: key-value files, no sync", run: run(stores.keyValueFiles) },
         { name: "layerSql on SQLite (synchronous FULL)", run: run(stores.sqlite) },
+        { name: "layerSql on SQLite, the tool idempotent", run: run(stores.sqlite, addIdempotent) },
         ...(pg === undefined ? [] : [{ name: "layerSql on PostgreSQL", run: run(pg) }])
       ]
     })
@@ -122,7 +137,7 @@ await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
 })))
 rmSync(directory, { recursive: true, force: true })
 
-// A run's entries (three a turn), encoded again and again: with their version, and as before.
+// A run's entries (four a turn), encoded again and again: with their version, and as before.
 const versioned = AgentCheckpoint.codec(Schema.String, "bench-versions")
 const entries = await Effect.runPromise(
   Effect.gen(function*() {

@@ -13,6 +13,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { sha256Hex } from "./internal/sha256.ts"
 
 /**
  * A run's fingerprint: field name → text.
@@ -72,9 +73,6 @@ export const differences = (recorded: Fingerprint, given: Fingerprint): Readonly
   })
 }
 
-const hex = (bytes: ArrayBuffer): string =>
-  Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("")
-
 /**
  * The SHA-256 digest of `text` (UTF-8), as `sha256:` and 32 hex digits (the
  * first 128 bits): what a fingerprint keeps of a value that may be large.
@@ -83,10 +81,7 @@ const hex = (bytes: ArrayBuffer): string =>
  * @since 0.2.0
  * @category constructors
  */
-export const digest = (text: string): Effect.Effect<string> =>
-  Effect.promise(() => globalThis.crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))).pipe(
-    Effect.map((bytes) => `sha256:${hex(bytes).slice(0, 32)}`)
-  )
+export const digest = (text: string): Effect.Effect<string> => Effect.map(sha256Hex(text), (hex) => `sha256:${hex}`)
 
 /**
  * The JSON text of `value` with object keys sorted, so equal values give equal

@@ -157,7 +157,7 @@ export interface Tool<Name extends string, Input, Output, Failure = never, P = n
   readonly timeout: Duration.Duration | undefined
   /** The JSON Schema of the arguments, as sent to the model. */
   readonly parameters: JsonSchema.JsonSchema
-  /** Whether running a call again is safe; see the `idempotent` option of {@link make}. */
+  /** Whether running a call again is safe (a recorded run runs such a call again after a crash); see the `idempotent` option of {@link make}. */
   readonly idempotent: boolean
   /** The schemas this tool's call and result items must satisfy; see {@link ItemSchemas}. */
   readonly itemSchemas: ItemSchemas | undefined
@@ -220,9 +220,16 @@ export type Services<T> = T extends Any<infer R> ? R : never
  *
  * `idempotent` (default `false`) says that running a call again is safe: the
  * tool only reads, or its writes are deduplicated by the {@link IdempotencyKey}
- * it passes on. A durable engine runs such a call again when a crash cut it
- * short; a call of any other tool is not run again, and the model is told that
- * its outcome is unknown.
+ * it passes on. It matters to recorded runs (an `AgentLoop` run with a
+ * `runId` and a `Checkpointer`, a step program executed with an `id` and a
+ * `Checkpointer`, a run of `@agentloop/durable`), which record that a call
+ * of a tool that is not idempotent starts (after its approval) before it
+ * runs: when a crash or an interruption cuts such a call short, the resumed
+ * run does not run it again, and the model is told that its outcome is
+ * unknown (`Toolkit.outcomeUnknown`; a step program's `tool` step fails with
+ * `StepFailed` instead). A call of an idempotent tool cut short runs again,
+ * with the same `IdempotencyKey`, and its start costs no record. A run
+ * without a record (no `runId`, no `Checkpointer`) never runs a call again.
  *
  * `content` (new in 0.2.0) shows the model images or files besides the
  * output's JSON: a screenshot the tool took, a page it rendered. They go in
@@ -377,11 +384,40 @@ export const acceptsCall = (tool: Any<unknown>, call: Item.FunctionCall): boolea
 }
 
 /**
- * The key of the call a tool is running, when the engine running it can run
- * it again (a durable run after a crash): the same key every time the same call
- * runs, a different key for every other call. Pass it to a service that
- * deduplicates writes (an `Idempotency-Key` header, a unique column), and
- * declare the tool `idempotent`. `undefined` where calls are never run again.
+ * The key of the call a tool is running, in a recorded run that can run it
+ * again after a crash: an `AgentLoop` run with a `runId` and a
+ * `Checkpointer` (the key derives from the run id and the call's place: its
+ * turn and its position in it), a step program executed with an `id` and a
+ * `Checkpointer` (its `llm` steps' calls and its `tool` steps), and a run of
+ * `@agentloop/durable`. The same key every time the same call of the same
+ * run runs, a different key for every other call: 32 hex digits. Pass it to
+ * a service that deduplicates writes (an `Idempotency-Key` header, a unique
+ * column), and declare the tool `idempotent`. `undefined` where calls are
+ * never run again (a run without a record, `Toolkit.executeAllSafe` called
+ * directly).
+ *
+ * @example
+ * ```ts
+ * import { Tool } from "@agentloop/core"
+ * import { Effect, Schema } from "effect"
+ *
+ * // Safe to run again: the payment service charges once per key.
+ * const charge = Tool.make({
+ *   name: "charge",
+ *   description: "Charges the card",
+ *   input: Schema.Struct({ cents: Schema.Int }),
+ *   output: Schema.String,
+ *   idempotent: true,
+ *   execute: ({ cents }) =>
+ *     Effect.map(Tool.IdempotencyKey, (key) => `charged ${cents} (Idempotency-Key: ${key ?? "none"})`)
+ * })
+ *
+ * const once = charge.execute({ cents: 500 })
+ * if (Effect.isEffect(once)) {
+ *   Effect.runPromise(Effect.provideService(once, Tool.IdempotencyKey, "5f0c")).then(console.log)
+ *   // charged 500 (Idempotency-Key: 5f0c)
+ * }
+ * ```
  *
  * @since 0.1.0
  * @category services

@@ -285,13 +285,40 @@ export type Event =
   | { readonly _tag: "Result"; readonly index: number; readonly result: Result }
 
 /**
+ * The options of {@link streamAll}, for an engine that records its calls:
+ * `E` and `R` are those of its hooks.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface StreamOptions<E, R> extends Omit<Options, "onProgress"> {
+  /**
+   * Runs as soon as a call ends, before its result is emitted and whether or
+   * not anyone pulls it, and is not interrupted once started (to record the
+   * result durably); its failure fails the stream.
+   */
+  readonly onResult?: ((index: number, result: Result) => Effect.Effect<void, E, R>) | undefined
+  /**
+   * Runs when a call is about to run its tool (its arguments decoded, its
+   * approval given, if it needed one), right before the tool's `execute`, to
+   * record that it started; its failure fails the stream, and the tool does
+   * not run. A call that ends before (an unknown tool, invalid arguments, a
+   * denial) never starts.
+   */
+  readonly onStart?: ((index: number, tool: Tool.Any<unknown>) => Effect.Effect<void, E, R>) | undefined
+  /**
+   * The `Tool.IdempotencyKey` call `index` runs with: the same every time the
+   * same call runs (none: the tools see `undefined`).
+   */
+  readonly idempotencyKey?: ((index: number) => Effect.Effect<string>) | undefined
+}
+
+/**
  * Like {@link executeAllSafe}, as a stream for a UI: progress events, and each
  * result as its call ends (so in completion order; `index` is the call's
- * position). Ending the stream early interrupts the running tools.
- *
- * `onResult` runs as soon as a call ends, before its result is emitted and
- * whether or not anyone pulls it, and is not interrupted once started (to
- * record the result durably); its failure fails the stream.
+ * position). Ending the stream early interrupts the running tools. The hooks
+ * of {@link StreamOptions} let an engine record each call as it starts and
+ * as it ends.
  *
  * @since 0.1.0
  * @category execution
@@ -299,9 +326,7 @@ export type Event =
 export const streamAll = <R, E = never, R2 = never>(
   toolkit: Toolkit<R>,
   calls: Iterable<Item.FunctionCall>,
-  options?: Omit<Options, "onProgress"> & {
-    readonly onResult?: ((index: number, result: Result) => Effect.Effect<void, E, R2>) | undefined
-  }
+  options?: StreamOptions<E, R2>
 ): Stream.Stream<Event, E, R | R2> =>
   Stream.callback<Event, E, R | R2>((queue) => {
     const emit = (event: Event) => Effect.asVoid(Queue.offer(queue, event))
@@ -320,15 +345,17 @@ export const streamAll = <R, E = never, R2 = never>(
     ).pipe(Effect.andThen(Queue.end(queue)))
   })
 
-const executeOne = <R>(
+const executeOne = <R, E = never, R2 = never>(
   toolkit: Toolkit<R>,
   call: Item.FunctionCall,
   index: number,
-  options: Options | undefined
-): Effect.Effect<Result, never, R> => {
+  options: Options & Omit<StreamOptions<E, R2>, "onResult"> | undefined
+): Effect.Effect<Result, E, R | R2> => {
   const tool = toolkit.byName.get(call.name)
   /** The call's arguments, once they decoded: what the tool's `decorateResultItem` is given. */
   let args: unknown = undefined
+  /** Why recording the call's start failed: the stream's failure, not a mistake the model reads. */
+  let notStarted: Cause.Cause<E> | undefined = undefined
   return Effect.gen(function*() {
     if (tool === undefined) return mistake(call, "unknown_tool", unknownToolReason(toolkit, call.name))
     if (!Tool.acceptsCall(tool, call)) {
@@ -369,10 +396,24 @@ const executeOne = <R>(
       if (decision.value._tag === "Denied") return mistake(call, "denied", decision.value.reason)
     }
 
+    const onStart = options?.onStart
+    if (onStart !== undefined) {
+      const started = yield* Effect.exit(onStart(index, tool))
+      if (Exit.isFailure(started)) {
+        notStarted = started.cause
+        return yield* Effect.failCause(started.cause)
+      }
+    }
+    const idempotencyKey = options?.idempotencyKey
+    const execute = run(tool, call, index, input, options?.onProgress)
     const limit = tool.timeout ??
       (options?.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout))
     // Timed out or interrupted, the call ends at once: a tool that cannot stop is left to finish on its own.
-    const running = detached(run(tool, call, index, input, options?.onProgress))
+    const running = detached(
+      idempotencyKey === undefined
+        ? execute
+        : Effect.flatMap(idempotencyKey(index), (key) => Effect.provideService(execute, Tool.IdempotencyKey, key))
+    )
     const exit = yield* Effect.exit(
       Duration.isFinite(limit) ? Effect.timeoutOption(running, limit) : Effect.map(running, Option.some)
     )
@@ -405,7 +446,9 @@ const executeOne = <R>(
   }).pipe(
     // A throwing `needsApproval` is a bug of the tool, not a reason to fail the whole batch.
     Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
+      notStarted !== undefined
+        ? Effect.failCause(notStarted)
+        : Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
         : Effect.succeed(mistake(call, "defect", `Tool "${call.name}" crashed: ${causeMessage(cause)}`))
     ),
@@ -500,12 +543,54 @@ const failed = <R>(tool: Tool.Any<R>, call: Item.FunctionCall, cause: Cause.Caus
   )
 }
 
-const mistake = (call: Item.FunctionCall, outcome: Mistake["outcome"], reason: string): Mistake => ({
+/**
+ * The result of `call` when it did not produce an output, for `reason`: the
+ * model reads `{"error": reason}`. What every mistake of {@link executeAllSafe}
+ * is, for an engine that answers a call without running it.
+ *
+ * @example
+ * ```ts
+ * import { Item, Toolkit } from "@agentloop/core"
+ *
+ * const call: Item.FunctionCall = {
+ *   type: "function_call",
+ *   id: "fc_1",
+ *   status: "completed",
+ *   call_id: "c1",
+ *   name: "charge",
+ *   arguments: "{}"
+ * }
+ * const result = Toolkit.mistake(call, "failure", "The card service is down.")
+ * console.log(result.output.output) // {"error":"The card service is down."}
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const mistake = (call: Item.FunctionCall, outcome: Mistake["outcome"], reason: string): Mistake => ({
   outcome,
   call,
   reason,
   output: outputItem(call, "incomplete", { error: reason })
 })
+
+/**
+ * The result of a call of a tool that is not `idempotent` whose run was cut
+ * off (a crash, an interruption) after the call started and before it ended:
+ * it is not run again, and the model reads that whether it took effect is
+ * unknown, to check before it acts on it. Recorded runs (an `AgentLoop` run
+ * with a `Checkpointer`, a durable run) answer such a call with it when they
+ * resume.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const outcomeUnknown = (call: Item.FunctionCall): Mistake =>
+  mistake(
+    call,
+    "failure",
+    `Tool "${call.name}" was cut short by a crash and, as it is not idempotent, was not run again: whether it took effect is unknown.`
+  )
 
 const outputItem = (call: Item.FunctionCall, status: Item.Status, json: unknown): Item.FunctionCallOutput => ({
   type: "function_call_output",

@@ -84,6 +84,7 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
           description: "Adds two numbers",
           input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
           output: Schema.Finite,
+          idempotent: true,
           execute: ({ a, b }) => Effect.sync(() => (ran.push(`${a}+${b}`), a + b))
         }))
         const options = { ...optionsOf(fresh("pending")), toolkit: counted }

@@ -3,37 +3,52 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as Approval from "../src/Approval.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import type * as Item from "../src/Item.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
 
-/** A counting `add` tool, and one that waits until released (so a test can interrupt a run mid-tool). */
-const tools = Effect.gen(function*() {
-  const ran: Array<string> = []
-  const started = yield* Deferred.make<void>()
-  const add = Tool.make({
-    name: "add",
-    description: "Adds two numbers",
-    input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-    output: Schema.Finite,
-    execute: ({ a, b }) => Effect.sync(() => (ran.push(`add ${a} ${b}`), a + b))
+/**
+ * A counting `add` tool (idempotent), and `slow`, which waits until released the first time (so a test can
+ * interrupt a run mid-tool), idempotent or not, noting the `Tool.IdempotencyKey` of each of its runs.
+ */
+const tools = (slowIdempotent = false) =>
+  Effect.gen(function*() {
+    const ran: Array<string> = []
+    const keys: Array<string | undefined> = []
+    const started = yield* Deferred.make<void>()
+    const add = Tool.make({
+      name: "add",
+      description: "Adds two numbers",
+      input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+      output: Schema.Finite,
+      idempotent: true,
+      execute: ({ a, b }) => Effect.sync(() => (ran.push(`add ${a} ${b}`), a + b))
+    })
+    const slow = Tool.make({
+      name: "slow",
+      description: "Takes forever the first time",
+      input: Schema.Struct({ id: Schema.String }),
+      output: Schema.String,
+      idempotent: slowIdempotent,
+      execute: ({ id }) =>
+        Effect.flatMap(Tool.IdempotencyKey, (key) =>
+          Effect.suspend(() => {
+            ran.push(`slow ${id}`)
+            keys.push(key)
+            return ran.filter((entry) => entry === `slow ${id}`).length === 1
+              ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never)
+              : Effect.succeed(`done ${id}`)
+          }))
+    })
+    return { ran, keys, started, toolkit: Toolkit.make(add, slow) }
   })
-  const slow = Tool.make({
-    name: "slow",
-    description: "Takes forever the first time",
-    input: Schema.Struct({ id: Schema.String }),
-    output: Schema.String,
-    execute: ({ id }) =>
-      Effect.suspend(() => {
-        ran.push(`slow ${id}`)
-        return ran.filter((entry) => entry === `slow ${id}`).length === 1
-          ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never)
-          : Effect.succeed(`done ${id}`)
-      })
-  })
-  return { ran, started, toolkit: Toolkit.make(add, slow) }
-})
+
+/** The texts of the tool outputs a request sent the model. */
+const outputs = (request: MockLanguageModel.Request) =>
+  request.history.flatMap((item) => item.type === "function_call_output" ? [item.output] : [])
 
 /** Runs `options` on a fresh mock answering `script`, against the checkpointer in context; returns the exit and the requests. */
 const execute = <O>(script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options<O>) =>
@@ -51,7 +66,7 @@ const execute = <O>(script: ReadonlyArray<MockLanguageModel.Reply>, options: Age
 describe("AgentLoop with a Checkpointer", () => {
   it.effect("a run interrupted mid-tool resumes from its last turn: no turn asked twice, no finished call run again", () =>
     Effect.gen(function*() {
-      const { ran, started, toolkit } = yield* tools
+      const { keys, ran, started, toolkit } = yield* tools(true)
       const options = { input: "Work", toolkit, model, runId: "run-interrupted" }
       // Turn 1 adds; turn 2 calls add and slow together; slow never returns the first time.
       const twoCalls = MockLanguageModel.callsTurn([
@@ -66,14 +81,154 @@ describe("AgentLoop with a Checkpointer", () => {
       const { exit, requests } = yield* execute([answer("all done")], options)
       expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe("all done")
       // The resumed run asked the model once: for the third turn. The second turn's add was not run again;
-      // slow, interrupted before it ended, ran again (a call is at-least-once until it ends).
+      // slow, idempotent and interrupted before it ended, ran again, with the same idempotency key.
       expect(requests).toHaveLength(1)
       expect(ran).toStrictEqual(["add 2 2", "add 1 2", "slow x", "slow x"])
-      expect(requests[0]!.history.filter((item) => item.type === "function_call_output").map((item) => item.output))
-        .toStrictEqual(["4", "3", "\"done x\""])
+      expect(keys).toHaveLength(2)
+      expect(keys[0]).toMatch(/^[0-9a-f]{32}$/)
+      expect(keys[1]).toBe(keys[0])
+      expect(outputs(requests[0]!)).toStrictEqual(["4", "3", "\"done x\""])
       if (exit._tag !== "Success") return expect.unreachable()
       expect(exit.value.termination.accounting.steps).toBe(3)
       expect(exit.value.termination.accounting.usage.total).toBe(usage.total * 3)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a call of a non-idempotent tool cut off mid-run is not run again: the model reads its outcome is unknown", () =>
+    Effect.gen(function*() {
+      const { keys, ran, started, toolkit } = yield* tools(false)
+      const options = { input: "Work", toolkit, model, runId: "run-unknown" }
+      const twoCalls = MockLanguageModel.callsTurn([
+        { name: "add", arguments: { a: 1, b: 2 }, callId: "call_add" },
+        { name: "slow", arguments: { id: "x" }, callId: "call_slow" }
+      ], { model, usage })
+      const first = yield* Effect.forkChild(execute([twoCalls, answer("never")], options))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(first)
+      // Its start was recorded before it ran; add, idempotent, records no start.
+      const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-unknown"))
+      expect(entries.map((entry) => JSON.parse(entry))).toMatchObject([
+        { _tag: "Answered", v: 2 },
+        { _tag: "ToolStarted", step: 1, index: 1, v: 2 },
+        { _tag: "ToolDone", index: 0 }
+      ])
+
+      const { exit, requests } = yield* execute([answer("I will check the order first")], options)
+      expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe(
+        "I will check the order first"
+      )
+      // slow ran once, in the first execution; the model was told its outcome is unknown.
+      expect(ran).toStrictEqual(["add 1 2", "slow x"])
+      expect(keys).toHaveLength(1)
+      expect(keys[0]).toMatch(/^[0-9a-f]{32}$/)
+      expect(requests).toHaveLength(1)
+      const unknown = Toolkit.outcomeUnknown(twoCalls.items[1] as Item.FunctionCall)
+      expect(outputs(requests[0]!)).toStrictEqual(["3", unknown.output.output])
+      expect(JSON.parse(unknown.output.output).error).toContain("whether it took effect is unknown")
+      if (exit._tag !== "Success") return expect.unreachable()
+      expect(exit.value.history.find((item) => item.type === "function_call_output" && item.call_id === "call_slow"))
+        .toMatchObject({ status: "incomplete" })
+
+      // Executed again, the finished run is what it was: the unknown outcome is part of its history.
+      const again = yield* execute([], options)
+      expect(again.exit).toStrictEqual(exit)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a run recorded before ToolStarted existed resumes as before: a call cut off runs again", () =>
+    Effect.gen(function*() {
+      const { ran, started, toolkit } = yield* tools(false)
+      const options = { input: "Work", toolkit, model, runId: "run-old" }
+      const slowCall = MockLanguageModel.callsTurn([{ name: "slow", arguments: { id: "z" }, callId: "call_slow" }], {
+        model,
+        usage
+      })
+      const first = yield* Effect.forkChild(execute([slowCall], options))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(first)
+      // The same log as a version of agentloop before ToolStarted wrote it: version 1, no ToolStarted.
+      const log = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-old"))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* Checkpointer.Checkpointer
+        const old = yield* store.open("run-old-v1", yield* AgentCheckpoint.fingerprint(options))
+        yield* old.append(
+          log.map((entry) => JSON.parse(entry)).filter((entry) => entry._tag !== "ToolStarted").map((entry) =>
+            JSON.stringify({ ...entry, v: 1 })
+          )
+        )
+      }))
+      const { exit, requests } = yield* execute([answer("done")], { ...options, runId: "run-old-v1" })
+      expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe("done")
+      expect(ran).toStrictEqual(["slow z", "slow z"])
+      expect(outputs(requests[0]!)).toStrictEqual(["\"done z\""])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a call whose start cannot be recorded does not run: the run ends with CheckpointFailed", () =>
+    Effect.gen(function*() {
+      const { ran, toolkit } = yield* tools(false)
+      const appended: Array<string> = []
+      const noStarts = Layer.succeed(Checkpointer.Checkpointer, {
+        open: (id) =>
+          Effect.succeed({
+            entries: [],
+            append: (entries: ReadonlyArray<string>) =>
+              entries.some((entry) => entry.includes("ToolStarted"))
+                ? Effect.fail(new Checkpointer.CheckpointError({ operation: "append", id, message: "disk full" }))
+                : Effect.sync(() => void appended.push(...entries.map((entry) => JSON.parse(entry)._tag)))
+          }),
+        read: () => Effect.succeed([]),
+        clear: () => Effect.void,
+        prune: () => Effect.succeed({ runs: [] })
+      })
+      const slowCall = MockLanguageModel.callsTurn([{ name: "slow", arguments: { id: "w" }, callId: "call_slow" }], {
+        model,
+        usage
+      })
+      const { exit } = yield* execute([slowCall, answer("never")], {
+        input: "Work",
+        toolkit,
+        model,
+        runId: "run-nostart"
+      })
+        .pipe(Effect.provide(noStarts))
+      expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({
+        error: { _tag: "CheckpointFailed", message: "the run's checkpoint failed: disk full" }
+      })
+      expect(ran).toStrictEqual([])
+      expect(appended).toStrictEqual(["Answered"])
+    }))
+
+  it.effect("a call cut off while it waits for its approval has not started: it is asked again and runs", () =>
+    Effect.gen(function*() {
+      const ran: Array<number> = []
+      const asked = yield* Deferred.make<void>()
+      const charge = Tool.make({
+        name: "charge",
+        description: "Charges the card",
+        input: Schema.Struct({ cents: Schema.Int }),
+        output: Schema.String,
+        needsApproval: true,
+        execute: ({ cents }) => Effect.sync(() => (ran.push(cents), "charged"))
+      })
+      const options = { input: "Charge", toolkit: Toolkit.make(charge), model, runId: "run-approval" }
+      const call = MockLanguageModel.callsTurn([{ name: "charge", arguments: { cents: 5 }, callId: "call_charge" }], {
+        model,
+        usage
+      })
+      // The first approver never answers; the second approves.
+      const waiting = Approval.Approval.of({
+        decide: () => Effect.andThen(Deferred.succeed(asked, undefined), Effect.never)
+      })
+      const first = yield* Effect.forkChild(
+        execute([call], options).pipe(Effect.provideService(Approval.Approval, waiting))
+      )
+      yield* Deferred.await(asked)
+      yield* Fiber.interrupt(first)
+      const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-approval"))
+      expect(entries.map((entry) => JSON.parse(entry)._tag)).toStrictEqual(["Answered"])
+
+      const { exit, requests } = yield* execute([answer("Charged")], options).pipe(Effect.provide(Approval.allowAll))
+      expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe("Charged")
+      expect(ran).toStrictEqual([5])
+      expect(outputs(requests[0]!)).toStrictEqual(["\"charged\""])
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a finished run executed again returns its result at once, asking nothing", () =>
@@ -87,7 +242,7 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("a run that hit its turn limit continues from its last turn when run again with a higher one", () =>
     Effect.gen(function*() {
-      const { toolkit } = yield* tools
+      const { toolkit } = yield* tools()
       const options = { input: "Add", toolkit, model, runId: "run-limited" }
       const limited = yield* execute([addCall(1, 1), addCall(1, 2)], { ...options, limits: { maxTurns: 2 } })
       expect(limited.exit._tag === "Failure" && limited.exit.cause.reasons[0]).toMatchObject({
@@ -100,7 +255,7 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("each turn appends what changed, not the history again", () =>
     Effect.gen(function*() {
-      const { toolkit } = yield* tools
+      const { toolkit } = yield* tools()
       const long = "a long question ".repeat(200)
       yield* execute([addCall(1, 1), addCall(1, 2), addCall(1, 3), answer("done")], {
         input: long,
@@ -122,6 +277,7 @@ describe("AgentLoop with a Checkpointer", () => {
         "Answered",
         "Finished"
       ])
+      // add is idempotent: its calls record no start, only their end.
       // The input comes with the options when the run is executed again, so no turn's entry repeats it: each
       // is as small as its turn. (The Finished entry holds the result, whole history included, once.)
       for (const entry of entries.slice(0, -1)) {
@@ -132,7 +288,7 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("a checkpoint that cannot be written ends the run with CheckpointFailed, before anything more runs", () =>
     Effect.gen(function*() {
-      const { ran, toolkit } = yield* tools
+      const { ran, toolkit } = yield* tools()
       const full = Layer.succeed(Checkpointer.Checkpointer, {
         open: (id) =>
           Effect.succeed({
@@ -188,7 +344,7 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("a second executor of a run in progress ends at once with RunInProgress, asking nothing", () =>
     Effect.gen(function*() {
-      const { ran, started, toolkit } = yield* tools
+      const { ran, started, toolkit } = yield* tools(true)
       const options = { input: "Work", toolkit, model, runId: "run-twice" }
       const slow = MockLanguageModel.callsTurn([{ name: "slow", arguments: { id: "y" }, callId: "call_slow" }], {
         model,
@@ -212,7 +368,7 @@ describe("AgentLoop with a Checkpointer", () => {
 
   it.effect("a run executed again with another input, tools or output fails with CheckpointMismatch, asking nothing", () =>
     Effect.gen(function*() {
-      const { toolkit } = yield* tools
+      const { toolkit } = yield* tools()
       const options = { input: "Question A", toolkit, model, runId: "run-fingerprinted" }
       yield* execute([addCall(1, 1), answer("A")], options)
       for (

@@ -4,7 +4,9 @@
  * A child executing a run is killed (`SIGKILL`) in the middle of a turn whose
  * calls (or a fork whose paths) ended in the same tick while one more never
  * ends; a new process executes the run again from the same store, waiting for
- * the dead one's lease to lapse. The loopback server records every model
+ * the dead one's lease to lapse. The call cut off is not run again when its
+ * tool is not idempotent (the model reads that its outcome is unknown), and
+ * runs again with the same idempotency key when it is. The loopback server records every model
  * request of every process, so the test sees that no turn was asked twice and
  * that the history sent to the model pairs every call with its output; the
  * marker files show which call ran, and in which process; the store is read
@@ -104,8 +106,11 @@ const ended = (message: TestProcess.Message) => TestProcess.has("result")(messag
 
 const Body = Schema.Struct({ history: Item.History })
 
-/** Kills a process mid-turn once the quick calls (or paths) are recorded, and resumes the run in another. */
-const crashAndResume = (store: (dir: string) => Store, program: Config["program"]) =>
+/**
+ * Kills a process mid-turn once the quick calls (or paths) are recorded, and resumes the run in another;
+ * `slowIdempotent` declares the tool cut off idempotent (in the agent run).
+ */
+const crashAndResume = (store: (dir: string) => Store, program: Config["program"], slowIdempotent = false) =>
   Effect.gen(function*() {
     const { dir, store: chosen } = yield* workspace(store)
     const server = yield* ProviderServer.ProviderServer
@@ -123,7 +128,8 @@ const crashAndResume = (store: (dir: string) => Store, program: Config["program"
       runId: `crash/${program}`,
       lease: 1500,
       waitForLease: true,
-      quick
+      quick,
+      slowIdempotent
     })
     // What the first process must have recorded before it is killed: the quick calls' results (or paths' outputs).
     const recordedTag = program === "agent" ? "ToolDone" : "Completed"
@@ -143,11 +149,19 @@ const crashAndResume = (store: (dir: string) => Store, program: Config["program"
       result: program === "agent" ? "done" : "alpha done, beta done, gamma done, slow done"
     })
 
-    // No finished call (or path) ran again; the one cut off did, in the second process.
+    // No finished call (or path) ran again. The one cut off ran again in the second process when it may
+    // (a fork path; an idempotent tool, with the same idempotency key), and not when its tool is not idempotent.
     // (The embedded SQLite file is the process's until it exits.)
     yield* two.exit
     for (const name of quick) expect(lines(Path.join(dir, `${name}.log`)), name).toStrictEqual(["one"])
-    expect(lines(Path.join(dir, "slow.log"))).toStrictEqual(["one", "two"])
+    const runAgain = program === "fork" || slowIdempotent
+    expect(lines(Path.join(dir, "slow.log"))).toStrictEqual(runAgain ? ["one", "two"] : ["one"])
+    if (program === "agent") {
+      const keys = lines(Path.join(dir, "slow.keys"))
+      expect(keys).toHaveLength(runAgain ? 2 : 1)
+      expect(keys[0]).toMatch(/^[0-9a-f]{32}$/)
+      expect(new Set(keys).size).toBe(1)
+    }
 
     const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(`crash/${program}`)).pipe(
       Effect.provide(checkpointer(chosen)),
@@ -159,16 +173,27 @@ const crashAndResume = (store: (dir: string) => Store, program: Config["program"
       for (const name of [...quick, "slow"]) expect(keys.filter((key) => key.includes(name))).toHaveLength(1)
       return
     }
-    // Every call's result recorded once; the turn asked once, by the first process; the history pairs every call.
-    const indices = entries.filter((entry) => entry["_tag"] === "ToolDone").map((entry) => entry["index"])
-    expect([...indices].sort()).toStrictEqual([0, 1, 2, 3])
+    // Every call's result recorded once (but slow's when it was not run again); the start of every call of a
+    // tool that is not idempotent recorded once; the turn asked once, by the first process; the history pairs
+    // every call.
+    const indices = (tag: string) =>
+      entries.filter((entry) => entry["_tag"] === tag).map((entry) => entry["index"]).sort()
+    expect(indices("ToolDone")).toStrictEqual(slowIdempotent ? [0, 1, 2, 3] : [0, 1, 2])
+    expect(indices("ToolStarted")).toStrictEqual(slowIdempotent ? [0, 1, 2] : [0, 1, 2, 3])
     const requests = yield* server.requests
     expect(requests.map((request) => request.headers["x-runner"])).toStrictEqual(["one", "two"])
     const history = Schema.decodeUnknownSync(Body)(requests[1]?.body).history
     const callIds = history.flatMap((item) => item.type === "function_call" ? [item.call_id] : [])
-    const outputIds = history.flatMap((item) => item.type === "function_call_output" ? [item.call_id] : [])
+    const outputs = history.flatMap((item) => item.type === "function_call_output" ? [item] : [])
     expect(callIds).toStrictEqual(calls.map((call) => call.callId))
-    expect(outputIds).toStrictEqual(callIds)
+    expect(outputs.map((item) => item.call_id)).toStrictEqual(callIds)
+    // What the model read of slow: its output, or that its outcome is unknown.
+    const slow = outputs.at(-1)
+    if (slowIdempotent) expect(slow?.output).toBe("\"slow done\"")
+    else {
+      expect(slow?.status).toBe("incomplete")
+      expect(slow?.output).toContain("was not run again: whether it took effect is unknown")
+    }
   }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
 
 /**
@@ -195,7 +220,9 @@ const crashAfterCompaction = (store: (dir: string) => Store) =>
       lease: 1500,
       waitForLease: true,
       quick,
-      compactAfter: 2
+      compactAfter: 2,
+      // Idempotent: the call cut off runs again in the second process.
+      slowIdempotent: true
     })
     const one = yield* TestProcess.spawn(child, config("one"), sources)
     yield* one.waitFor(() => started(one.messages, "slow") || one.messages.some(ended))
@@ -246,7 +273,8 @@ const twoWriters = (store: (dir: string) => Store) =>
       runId: "contended",
       lease: 10_000,
       waitForLease: false,
-      quick
+      quick,
+      slowIdempotent: false
     })
     const first = yield* TestProcess.spawn(child, config("first"), sources)
     const second = yield* TestProcess.spawn(child, config("second"), sources)
@@ -271,8 +299,14 @@ describe.concurrent("checkpoints across processes", () => {
   for (const { name, skip, store } of stores) {
     describe.skipIf(skip)(`on ${name}`, () => {
       it.live(
-        "an AgentLoop run killed mid-turn, its parallel calls recorded, resumes in a new process",
+        "an AgentLoop run killed mid-turn, its parallel calls recorded, resumes in a new process without running its non-idempotent call again",
         () => crashAndResume(store, "agent"),
+        hangs
+      )
+      // Whether a call runs again does not depend on the store: one store is enough for the idempotent case.
+      it.live.skipIf(name !== "files")(
+        "an AgentLoop run killed mid-call of an idempotent tool runs the call again, with the same idempotency key",
+        () => crashAndResume(store, "agent", true),
         hangs
       )
       it.live(

@@ -4,6 +4,8 @@ import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type { ExecutionContext } from "../src/step/ExecutionContext.ts"
 import * as Step from "../src/step/Step.ts"
+import * as Tool from "../src/Tool.ts"
+import * as Toolkit from "../src/Toolkit.ts"
 import * as Until from "../src/Until.ts"
 import { addCall, answer, model, pricing, toolkit, usage } from "./agentFixtures.ts"
 
@@ -223,6 +225,109 @@ describe("Step.execute with a Checkpointer", () => {
         _tag: "ExecutionCheckpointFailed",
         cause: { _tag: "InvalidRunId" }
       })
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("an llm step cut off mid-call runs an idempotent call again with the same key, and not a non-idempotent one", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const keys: Array<string | undefined> = []
+      const blocked = { charge: yield* Deferred.make<void>(), lookup: yield* Deferred.make<void>() }
+      // Each tool never ends the first time it runs.
+      const tool = (name: "charge" | "lookup", idempotent: boolean) =>
+        Tool.make({
+          name,
+          description: `${name}s`,
+          input: Schema.Struct({}),
+          output: Schema.String,
+          idempotent,
+          execute: () =>
+            Effect.flatMap(Tool.IdempotencyKey, (key) =>
+              Effect.suspend(() => {
+                ran.push(name)
+                keys.push(key)
+                return ran.filter((entry) => entry === name).length === 1
+                  ? Effect.andThen(Deferred.succeed(blocked[name], undefined), Effect.never)
+                  : Effect.succeed(`${name} done`)
+              }))
+        })
+      const agent = Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model })], until: Until.noToolCalls() })
+      const options = { id: "exec-9", toolkit: Toolkit.make(tool("charge", false), tool("lookup", true)) }
+      const call = (name: string) =>
+        MockLanguageModel.callsTurn([{ name, arguments: {}, callId: `call_${name}` }], { model, usage })
+
+      // Turn 1 looks up, cut off; the resumed execution looks up again and goes on to turn 2, which charges.
+      const first = yield* Effect.forkChild(execute(Step.execute(agent, "Buy", options), [call("lookup")]))
+      yield* Deferred.await(blocked.lookup)
+      yield* Fiber.interrupt(first)
+      const second = yield* Effect.forkChild(execute(Step.execute(agent, "Buy", options), [call("charge")]))
+      yield* Deferred.await(blocked.charge)
+      yield* Fiber.interrupt(second)
+      expect(ran).toStrictEqual(["lookup", "lookup", "charge"])
+      expect(keys[1]).toBe(keys[0])
+      expect(keys[2]).toMatch(/^[0-9a-f]{32}$/)
+      expect(keys[2]).not.toBe(keys[0])
+
+      // Charge, not idempotent, is not run again: the model reads that its outcome is unknown.
+      const { exit, requests } = yield* execute(Step.execute(agent, "Buy", options), [answer("Checking first")])
+      expect(exit).toStrictEqual(Effect.runSync(Effect.exit(Effect.succeed("Checking first"))))
+      expect(ran).toStrictEqual(["lookup", "lookup", "charge"])
+      expect(requests).toHaveLength(1)
+      const told = requests[0]!.history.flatMap((item) => item.type === "function_call_output" ? [item.output] : [])
+      expect(told[0]).toBe("\"lookup done\"")
+      expect(JSON.parse(told[1]!).error).toContain(
+        "not idempotent, was not run again: whether it took effect is unknown"
+      )
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a tool step cut off mid-call runs again with the same key when idempotent, and fails when not", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const keys: Array<string | undefined> = []
+      const blocked = { charge: yield* Deferred.make<void>(), lookup: yield* Deferred.make<void>() }
+      // Each tool never ends the first time it runs.
+      const step = (name: "charge" | "lookup", idempotent: boolean) =>
+        Step.tool({
+          id: name,
+          args: {},
+          tool: Tool.make({
+            name,
+            description: `${name}s`,
+            input: Schema.Struct({}),
+            output: Schema.String,
+            idempotent,
+            execute: () =>
+              Effect.flatMap(Tool.IdempotencyKey, (key) =>
+                Effect.suspend(() => {
+                  ran.push(name)
+                  keys.push(key)
+                  return ran.filter((entry) => entry === name).length === 1
+                    ? Effect.andThen(Deferred.succeed(blocked[name], undefined), Effect.never)
+                    : Effect.succeed(`${name} done`)
+                }))
+          })
+        })
+      const cutOff = (name: "charge" | "lookup", idempotent: boolean) =>
+        Effect.gen(function*() {
+          const first = yield* Effect.forkChild(Step.execute(step(name, idempotent), {}, { id: `exec-${name}` }))
+          yield* Deferred.await(blocked[name])
+          yield* Fiber.interrupt(first)
+          return yield* Effect.exit(Step.execute(step(name, idempotent), {}, { id: `exec-${name}` }))
+        })
+
+      // Idempotent: run again, with the same key.
+      expect(yield* cutOff("lookup", true)).toStrictEqual(Effect.runSync(Effect.exit(Effect.succeed("lookup done"))))
+      expect(ran).toStrictEqual(["lookup", "lookup"])
+      expect(keys[0]).toMatch(/^[0-9a-f]{32}$/)
+      expect(keys[1]).toBe(keys[0])
+
+      // Not idempotent: not run again; the step fails, saying its outcome is unknown.
+      const exit = yield* cutOff("charge", false)
+      expect(ran).toStrictEqual(["lookup", "lookup", "charge"])
+      const error = exit._tag === "Failure" ? exit.cause.reasons[0] : undefined
+      expect(error).toMatchObject({ error: { _tag: "StepFailed", stepId: "charge" } })
+      expect(error?._tag === "Fail" && error.error.message).toContain(
+        "not idempotent, was not run again: whether it took effect is unknown"
+      )
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("entries carry what changed: no entry repeats the item log", () =>

@@ -49,6 +49,8 @@ const stalling = Effect.gen(function*() {
     description: "Waits",
     input: Schema.Struct({}),
     output: Schema.String,
+    // Run again when a run cut off in it resumes.
+    idempotent: true,
     execute: () =>
       Effect.suspend(() =>
         ++calls === 1 ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never) : Effect.succeed("waited")

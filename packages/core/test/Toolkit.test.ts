@@ -558,6 +558,49 @@ describe("Toolkit.executeAllSafe", () => {
       expect(recorded).toStrictEqual([0])
     }))
 
+  it.effect("onStart runs once a call may run (after its approval), before its tool; its failure runs nothing", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const keyed = (name: string, needsApproval: boolean) =>
+        Tool.make({
+          name,
+          description: name,
+          input: Schema.Struct({}),
+          output: Schema.String,
+          needsApproval,
+          execute: () => Effect.map(Tool.IdempotencyKey, (key) => (ran.push(`${name} ${key}`), name))
+        })
+      const toolkit = Toolkit.make(keyed("free", false), keyed("guarded", true))
+      const calls = [call("free", "{}", "c1"), call("guarded", "{}", "c2"), call("nothing", "{}", "c3")]
+      const started: Array<string> = []
+      const events = yield* Toolkit.streamAll(toolkit, calls, {
+        onStart: (index, tool) => Effect.sync(() => started.push(`${index} ${tool.name}`)),
+        idempotencyKey: (index) => Effect.succeed(`key-${index}`)
+      }).pipe(Stream.runCollect, Effect.provide(Approval.denyAll("no")))
+      // The denied call and the unknown tool never start; the call that runs sees its key.
+      expect(started).toStrictEqual(["0 free"])
+      expect(ran).toStrictEqual(["free key-0"])
+      expect(events.flatMap((event) => event._tag === "Result" ? [event.result.outcome] : []).sort()).toStrictEqual([
+        "denied",
+        "success",
+        "unknown_tool"
+      ])
+
+      // A start that cannot be recorded fails the stream, and the tool does not run.
+      const failed = yield* Toolkit.streamAll(toolkit, [call("free", "{}", "c4")], {
+        onStart: () => Effect.fail("not recorded")
+      }).pipe(Stream.runDrain, Effect.flip)
+      expect(failed).toBe("not recorded")
+      expect(ran).toStrictEqual(["free key-0"])
+    }))
+
+  it("outcomeUnknown tells the model the call was cut short and its outcome is unknown", () => {
+    const result = Toolkit.outcomeUnknown(call("charge", "{}", "c9"))
+    expect(result).toMatchObject({ outcome: "failure", output: { call_id: "c9", status: "incomplete" } })
+    expect(JSON.parse(result.output.output)).toStrictEqual({ error: result.reason })
+    expect(result.reason).toContain("not run again: whether it took effect is unknown")
+  })
+
   it.effect("counts mistakes and collects output items in order", () =>
     Effect.gen(function*() {
       const results = yield* Toolkit.executeAllSafe(toolkit, [

@@ -16,7 +16,10 @@ import { model, pricing, usage } from "./agentFixtures.ts"
 
 export const fingerprint = { input: "sha256:aa" }
 
-/** An `add` tool, and a `slow` one that never ends the first time it is called (so a run can be cut off in it). */
+/**
+ * An `add` tool, and a `slow` one that never ends the first time it is called (so a run can be cut off in it), both
+ * idempotent.
+ */
 export const tools = Effect.gen(function*() {
   const started = yield* Deferred.make<void>()
   let slowCalls = 0
@@ -25,6 +28,7 @@ export const tools = Effect.gen(function*() {
     description: "Adds two numbers",
     input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
     output: Schema.Finite,
+    idempotent: true,
     execute: ({ a, b }) => Effect.succeed(a + b)
   })
   const slow = Tool.make({
@@ -32,6 +36,8 @@ export const tools = Effect.gen(function*() {
     description: "Takes forever the first time",
     input: Schema.Struct({}),
     output: Schema.String,
+    // Run again when a run cut off in it resumes (a tool that is not idempotent would not be: see AgentLoopResume).
+    idempotent: true,
     execute: () =>
       Effect.suspend(() =>
         ++slowCalls === 1 ? Effect.andThen(Deferred.succeed(started, undefined), Effect.never) : Effect.succeed("done")

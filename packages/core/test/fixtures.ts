@@ -9,6 +9,8 @@ export const add = Tool.make({
   description: "Adds two numbers",
   input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
   output: Schema.Finite,
+  // Pure: a checkpointed run need not record its calls' starts.
+  idempotent: true,
   execute: ({ a, b }) => Effect.succeed(a + b)
 })
 

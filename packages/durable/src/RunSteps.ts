@@ -126,19 +126,6 @@ export const turn = <O, R, RU>(
   )
 }
 
-const notRun = (call: Item.FunctionCall, reason: string): Toolkit.Mistake => ({
-  outcome: "failure",
-  call,
-  reason,
-  output: {
-    type: "function_call_output",
-    id: `fco_${call.call_id}`,
-    status: "incomplete",
-    call_id: call.call_id,
-    output: JSON.stringify({ error: reason })
-  }
-})
-
 /**
  * What a call needs to run as a recorded step.
  *
@@ -198,15 +185,14 @@ export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => 
       const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
       if (first._tag === "Failure") {
         return ToolRecord.fromResult(
-          notRun(call, `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`)
+          Toolkit.mistake(
+            call,
+            "failure",
+            `Tool "${call.name}" was not run: its start could not be recorded (${first.failure.message}).`
+          )
         )
       }
-      if (!first.success) {
-        return ToolRecord.fromResult(notRun(
-          call,
-          `Tool "${call.name}" was cut short by a crash and, as it is not idempotent, was not run again: whether it took effect is unknown.`
-        ))
-      }
+      if (!first.success) return ToolRecord.fromResult(Toolkit.outcomeUnknown(call))
     }
     const decision = options.decision
     const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
@@ -237,7 +223,9 @@ export const result = <R>(
   record: ToolRecord.ToolRecord
 ): Effect.Effect<Toolkit.Result> =>
   ToolRecord.toResult(toolkit ?? Toolkit.make(), record).pipe(
-    Effect.catch((error) => Effect.succeed(notRun(record.call, `Tool "${record.call.name}": ${error.message}.`)))
+    Effect.catch((error) =>
+      Effect.succeed(Toolkit.mistake(record.call, "failure", `Tool "${record.call.name}": ${error.message}.`))
+    )
   )
 
 /** The next state of a run without its history: what a `Continue` decision records. */

@@ -128,7 +128,9 @@ const scopeOf = (name: string) => `crash-test-${Math.random().toString(36).slice
  *     ]
  *   })
  *   yield* CrashReport.verify(report)
- *   console.log(report.killPoints.map((point) => point.entry)) // Answered, ToolDone, Decided, Answered, Finished
+ *   // charge is not idempotent: its start is recorded before it runs.
+ *   console.log(report.killPoints.map((point) => point.entry).join(", "))
+ *   // Answered, ToolStarted, ToolDone, Decided, Answered, Finished
  * })
  *
  * Effect.runPromise(test)

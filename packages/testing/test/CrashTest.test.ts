@@ -40,12 +40,14 @@ describe("CrashTest.everyCheckpoint", () => {
 
       const { uninterrupted } = report
       expect(uninterrupted.result).toStrictEqual({ _tag: "Success", value: "Charged 7.50 for tea and cake." })
+      // charge, not idempotent, records its start before it runs; lookup, idempotent, only its end.
       expect(uninterrupted.observed.appends).toStrictEqual([
         "Answered",
         "ToolDone",
         "ToolDone",
         "Decided",
         "Answered",
+        "ToolStarted",
         "ToolDone",
         "Decided",
         "Answered",
@@ -66,10 +68,22 @@ describe("CrashTest.everyCheckpoint", () => {
       for (const point of report.killPoints) {
         expect(point.problems, `after ${point.after}`).toStrictEqual([])
         expect(point.result).toStrictEqual(uninterrupted.result)
-        // Over both halves: three turns asked, the card charged once, each step recorded once.
+        // Over both halves: three turns asked, each step recorded once, and the card charged once, except
+        // when the run was killed once charge's start was recorded: then it was charged never, and the model
+        // was told that the charge's outcome is unknown.
         expect(point.observed.turns, `after ${point.after}`).toHaveLength(3)
-        expect(point.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(1)
-        expect(point.observed.appends).toStrictEqual(uninterrupted.observed.appends)
+        const lost = point.entry === "ToolStarted"
+        expect(point.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(lost ? 0 : 1)
+        expect(point.observed.turns[2]!.at(-1)).toMatchObject(
+          lost
+            ? { type: "function_call_output", call_id: "call_charge", status: "incomplete" }
+            : { type: "function_call_output", call_id: "call_charge", status: "completed" }
+        )
+        expect(point.observed.appends).toStrictEqual(
+          lost
+            ? uninterrupted.observed.appends.filter((_, index) => index !== 6)
+            : uninterrupted.observed.appends
+        )
       }
     }))
 
@@ -92,6 +106,7 @@ describe("CrashTest.everyCheckpoint", () => {
         "ToolDone",
         "Completed",
         "Answered",
+        "ToolStarted",
         "ToolDone",
         "Completed",
         "Answered",
@@ -101,11 +116,12 @@ describe("CrashTest.everyCheckpoint", () => {
         "Completed",
         "Finished"
       ])
-      expect(report.killPoints).toHaveLength(13)
+      expect(report.killPoints).toHaveLength(14)
       for (const point of report.killPoints) {
         expect(point.observed.turns, `after ${point.after}`).toHaveLength(3)
+        // Killed once charge's start was recorded, the resumed program does not charge: its outcome is unknown.
         expect(point.observed.effects.filter((effect) => effect.name !== "lookup").map((effect) => effect.name))
-          .toStrictEqual(["charge", "email"])
+          .toStrictEqual(point.entry === "ToolStarted" ? ["email"] : ["charge", "email"])
       }
     }))
 
@@ -161,11 +177,11 @@ describe("CrashTest.everyCheckpoint", () => {
         program: order("Tea and cake, please", "order-1"),
         layer: AgentLoop.layer,
         model: script,
-        at: [5, 6]
+        at: [5, 7]
       })
       expect(report.killPoints.map((point) => [point.after, point.entry, point.problems])).toStrictEqual([
         [5, "Answered", []],
-        [6, "ToolDone", []]
+        [7, "ToolDone", []]
       ])
     }))
 })
@@ -182,15 +198,15 @@ describe("CrashTest finds a broken app", () => {
         layer: AgentLoop.layer,
         model: script
       })
-      expect(report.killPoints).toHaveLength(9)
+      expect(report.killPoints).toHaveLength(10)
       for (const point of report.killPoints) {
         expect(point.problems).toStrictEqual([
           `"reserve" tea, cake, which is not idempotent, ran 2 times (the uninterrupted run: once)`
         ])
       }
       const message = yield* failure(report)
-      expect(message).toContain("the run broke its invariants at 9 of 9 kill points:")
-      expect(message).toContain("killed after append 6 (ToolDone), then resumed:")
+      expect(message).toContain("the run broke its invariants at 10 of 10 kill points:")
+      expect(message).toContain("killed after append 7 (ToolDone), then resumed:")
     }))
 
   it.effect("a run whose input changes from one execution to the next cannot resume", () =>
@@ -220,7 +236,7 @@ describe("CrashTest finds a broken app", () => {
         layer: AgentLoop.layer,
         // The model answers from the history, so a request asked again gets the same turn.
         model: respond,
-        at: [6]
+        at: [7]
       })
       const [point] = report.killPoints
       expect(point?.problems).toStrictEqual([

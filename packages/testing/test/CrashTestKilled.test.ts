@@ -31,22 +31,32 @@ describe("CrashTest.everyCheckpointKilled", () => {
           config: { directory },
           model: script,
           execArgv: ["--conditions=@agentloop/source"],
-          at: [5, 6]
+          at: [6, 7]
         })
         yield* CrashReport.verify(report)
         expect(report.uninterrupted.result).toStrictEqual({ _tag: "Success", value: "Charged 7.50 for tea and cake." })
-        expect(report.uninterrupted.observed.appends).toHaveLength(9)
+        expect(report.uninterrupted.observed.appends).toHaveLength(10)
+        // Killed once charge's start is recorded, and once its end is.
         expect(report.killPoints.map((point) => [point.after, point.entry])).toStrictEqual([
-          [5, "Answered"],
-          [6, "ToolDone"]
+          [6, "ToolStarted"],
+          [7, "ToolDone"]
         ])
+        const [started, done] = report.killPoints
         for (const point of report.killPoints) {
           expect(point.result).toStrictEqual(report.uninterrupted.result)
-          // The killed process recorded the steps up to its kill point and no more; the new one, the others once.
-          expect(point.observed.appends).toStrictEqual(report.uninterrupted.observed.appends)
           expect(point.observed.turns).toHaveLength(3)
-          expect(point.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(1)
         }
+        // Killed after its start: charge, not idempotent, is not run again (its outcome unknown to the model),
+        // and its end is never recorded.
+        expect(started!.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(0)
+        expect(started!.observed.appends).toStrictEqual(
+          report.uninterrupted.observed.appends.filter((_, index) => index !== 6)
+        )
+        expect(started!.observed.turns[2]!.at(-1)).toMatchObject({ call_id: "call_charge", status: "incomplete" })
+        // Killed after its end: it ran once; the killed process recorded the steps up to its kill point and no
+        // more, the new one the others once.
+        expect(done!.observed.effects.filter((effect) => effect.name === "charge")).toHaveLength(1)
+        expect(done!.observed.appends).toStrictEqual(report.uninterrupted.observed.appends)
       }).pipe(Effect.scoped),
     hangs
   )

@@ -3,8 +3,9 @@
  * recovered from it.
  *
  * A run with a `runId` appends, per turn: `Answered` once the model's turn is
- * complete (the turn, its cost, and how the history changed), `ToolDone` as
- * each tool call ends, and `Decided` once the turn's decision is made (the
+ * complete (the turn, its cost, and how the history changed), `ToolStarted`
+ * as a call of a tool that is not idempotent starts, `ToolDone` as each tool
+ * call ends, and `Decided` once the turn's decision is made (the
  * counters, what the decision added to the history, its verdict and
  * feedback); a run that ends well appends `Finished` with its result, marked
  * as the append that finishes the run (so the store can expire the run, or
@@ -16,11 +17,15 @@
  * state instead, which replaces the log (a compacting append), so its log
  * stays bounded, at the price of the turns before it. Recovering folds the
  * entries with the run's own `AgentMachine`, so a resumed run is where the
- * crashed one was: between two turns, in the middle of a turn's tools (calls
- * that ended are not run again), or finished.
+ * crashed one was: between two turns, in the middle of a turn's tools, or
+ * finished. In the middle of a turn's tools, a call that ended is not run
+ * again; one that started and did not end is not run again either when its
+ * tool is not idempotent (its result is `Toolkit.outcomeUnknown`), and is run
+ * again, with the same `Tool.IdempotencyKey`, when it is.
  *
  * Each entry carries the version of the schema that wrote it ({@link version};
- * entries written before entries carried one are version 1): a run recorded by
+ * entries written before entries carried one are version 1, read as version
+ * 2 is, which only added `ToolStarted`): a run recorded by
  * a version of agentloop whose entries this one cannot read fails with
  * `Termination.CheckpointFailed`, its cause a `CheckpointVersionMismatch`
  * naming both versions, before anything runs. A tool whose output schema
@@ -43,6 +48,7 @@ import type * as CheckpointStore from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import * as CheckpointVersion from "../CheckpointVersion.ts"
 import { Cost } from "../Cost.ts"
+import { idempotencyKey } from "../internal/sha256.ts"
 import * as Item from "../Item.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import type * as Termination from "../Termination.ts"
@@ -137,6 +143,16 @@ export const ToolDone = Schema.TaggedStruct("ToolDone", {
 })
 
 /**
+ * Call `index` of turn `step`, of a tool that is not idempotent, is about to
+ * run (its approval given, if it needed one). Without a `ToolDone` after it,
+ * the call was cut off: a resumed run does not run it again.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ToolStarted = Schema.TaggedStruct("ToolStarted", { step: Count, index: Count, time: Time })
+
+/**
  * Turn `step` was decided, and the run goes on: the counters, and what the decision added to the history.
  *
  * @since 0.1.0
@@ -185,6 +201,7 @@ export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.St
 export const Entry = <O extends Schema.Top>(output: O) =>
   Schema.Union([
     Answered,
+    ToolStarted,
     ToolDone,
     Decided,
     Forked,
@@ -199,13 +216,20 @@ export const Entry = <O extends Schema.Top>(output: O) =>
   ])
 
 /**
- * The version of the schema of the entries this version of agentloop writes,
- * and the only one it reads.
+ * The version of the schema of the entries this version of agentloop writes:
+ * 2, which added `ToolStarted`. It reads version 1 too (an entry of version 1
+ * is one of version 2), and no other.
  *
  * @since 0.2.0
  * @category versions
  */
-export const version = CheckpointVersion.first
+export const version = 2
+
+/** Version 2 only added an entry: a version 1 entry is read as it is. */
+const versioning: CheckpointVersion.Versioning = {
+  version,
+  migrations: [CheckpointVersion.migration(CheckpointVersion.first, version, Schema.Unknown)]
+}
 
 /**
  * The entries of a run as a `Checkpointer` stores them (text, each with its
@@ -225,7 +249,6 @@ export const codec = <O>(output: Schema.Codec<O, unknown>, runId: string): {
   const json = Schema.toCodecJson(Entry(output))
   const encode = Schema.encodeEffect(json)
   const decode = Schema.decodeUnknownEffect(json)
-  const versioning: CheckpointVersion.Versioning = { version }
   const subject = `an entry of run "${runId}"`
   return {
     encode: (entry) => Effect.map(encode(entry), (encoded) => CheckpointVersion.format(version, encoded)),
@@ -288,6 +311,19 @@ export const fingerprint = <R>(options: {
       )
     }
   })
+
+/**
+ * The answered turn with a result for each call that `started` and did not
+ * end: cut off, it is not run again, and its outcome is unknown.
+ */
+const cutOff = (answered: AgentTurn.Answered, started: ReadonlySet<number>): AgentTurn.Answered => {
+  const calls = Turn.functionCalls(answered.completed.turn)
+  const lost = [...started].filter((index) => !answered.done.has(index) && calls[index] !== undefined)
+  if (lost.length === 0) return answered
+  const done = new Map(answered.done)
+  for (const index of lost) done.set(index, Toolkit.outcomeUnknown(calls[index]!))
+  return { ...answered, done }
+}
 
 /**
  * Where a recovered run stands.
@@ -396,6 +432,8 @@ export const fold = <O, TR, A, E, R, E2, R2>(
     let last: Folded<O> | undefined
     let state = initial
     let answered: AgentTurn.Answered | undefined
+    // The calls of the answered turn that started (of tools that are not idempotent): cut off unless they ended.
+    let started = new Set<number>()
     let finished: AgentEvent.RunResult<O> | undefined
     for (const text of entries) {
       const entry = yield* decode(text)
@@ -408,8 +446,12 @@ export const fold = <O, TR, A, E, R, E2, R2>(
           }
           state = yield* options.account(state, completed)
           answered = { completed, done: new Map() }
+          started = new Set()
           break
         }
+        case "ToolStarted":
+          started.add(entry.index)
+          break
         case "ToolDone": {
           if (answered === undefined) break
           const done = new Map(answered.done).set(
@@ -421,7 +463,7 @@ export const fold = <O, TR, A, E, R, E2, R2>(
         }
         case "Decided": {
           if (answered === undefined) break
-          const history = apply([...answered.completed.history, ...outputs(answered)], entry.history)
+          const history = apply([...answered.completed.history, ...outputs(cutOff(answered, started))], entry.history)
           const { mistakes, progress, repairs } = entry
           state = { ...state, history, mistakes, progress, repairs }
           answered = undefined
@@ -429,7 +471,8 @@ export const fold = <O, TR, A, E, R, E2, R2>(
         }
         case "Forked": {
           if (entry.history === undefined) break
-          state = { ...state, history: apply(history({ state, answered, finished }), entry.history) }
+          const before = history({ state, answered: answered && cutOff(answered, started), finished })
+          state = { ...state, history: apply(before, entry.history) }
           answered = undefined
           finished = undefined
           break
@@ -442,7 +485,7 @@ export const fold = <O, TR, A, E, R, E2, R2>(
           finished = yield* submitted(options.toolkit, entry.result, entry.outputVersion)
           break
       }
-      last = { entry, state, answered, finished }
+      last = { entry, state, answered: answered && cutOff(answered, started), finished }
       made.push(yield* each(last, made.length))
     }
     return { last, each: made }
@@ -500,7 +543,11 @@ export interface Recorder<O> {
     each: (folded: Folded<O>) => Effect.Effect<A>
   ) => Effect.Effect<Recovered<O, A>, RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel>
   readonly answered: (state: AgentMachine.State, completed: AgentTurn.Completed) => Effect.Effect<void, CheckpointError>
+  /** Records that call `index` of turn `step` (of a tool that is not idempotent) is about to run. */
+  readonly toolStarted: (step: number, index: number) => Effect.Effect<void, CheckpointError>
   readonly toolDone: (step: number, index: number, result: Toolkit.Result) => Effect.Effect<void, CheckpointError>
+  /** The `Tool.IdempotencyKey` of call `index` of turn `step`: the same in every execution of the run. */
+  readonly idempotencyKey: (step: number, index: number) => Effect.Effect<string>
   readonly decided: (
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
@@ -595,6 +642,9 @@ export const recorder = <O, R, RU, TR>(options: {
             cost: completed.cost,
             history: change(state.history, completed.history)
           })),
+        // The call runs only once its start is on the disk.
+        toolStarted: (step, index) => counted(write({ _tag: "ToolStarted", step, index })),
+        idempotencyKey: (step, index) => idempotencyKey(runId, `tool/${step}/${index}`),
         toolDone: (step, index, result) =>
           counted(write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) })),
         decided: (outcome, transition) => {

@@ -36,14 +36,15 @@ import * as AgentMachine from "./AgentMachine.ts"
 import type { Options } from "./AgentOptions.ts"
 
 /**
- * What an entry of a run's log is (`snapshot`: a decision written as the
+ * What an entry of a run's log is (`started`: a call of a tool that is not
+ * idempotent about to run; `snapshot`: a decision written as the
  * run's whole state, which replaced the entries before it; see the
  * `compactAfter` option).
  *
  * @since 0.2.0
  * @category models
  */
-export type Kind = "turn" | "tool" | "decision" | "snapshot" | "fork" | "finished"
+export type Kind = "turn" | "started" | "tool" | "decision" | "snapshot" | "fork" | "finished"
 
 /**
  * One checkpoint of a run: entry `index` of its log, what it is, the turn it
@@ -141,6 +142,8 @@ const describe = <O>(folded: AgentCheckpoint.Folded<O>, index: number): Checkpoi
   switch (entry._tag) {
     case "Answered":
       return { ...at, kind: "turn", step: entry.step, items: entry.turn.items }
+    case "ToolStarted":
+      return { ...at, kind: "started", step: entry.step, items: [] }
     case "ToolDone":
       return { ...at, kind: "tool", step: entry.step, items: [entry.record.output] }
     case "Decided":
@@ -335,7 +338,8 @@ export const replay = <O>(
       return Effect.succeed([{ _tag: "ToolResult", step: entry.step, ...entry.record }])
     case "Decided":
       return Effect.succeed(entry.events ?? [])
-    // What a snapshot replaced is no longer recorded; a fork's start tells nothing.
+    // A call's start shows as its result; what a snapshot replaced is no longer recorded; a fork's start tells nothing.
+    case "ToolStarted":
     case "Snapshot":
     case "Forked":
       return Effect.succeed([])

@@ -208,7 +208,9 @@ export const stream = <O = string, R = never, E = never, RU = never>(
           }),
         // Every paid turn is reported: a budget it reached ends the run after its `TurnCompleted`.
         afterAccount: (completed, accounting) => machine.budget(accounted, completed, accounting),
-        onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result)
+        onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result),
+        onToolStart: recorder === undefined ? undefined : (index) => recorder.toolStarted(step, index),
+        idempotencyKey: recorder === undefined ? undefined : (index) => recorder.idempotencyKey(step, index)
       }
       const then = (outcome: AgentTurn.Outcome) =>
         Effect.gen(function*() {

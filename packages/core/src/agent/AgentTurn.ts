@@ -63,6 +63,15 @@ export interface Request<E, R> {
   readonly afterAccount?: ((completed: Completed, accounting: Accounting) => Effect.Effect<void, E, R>) | undefined
   /** Called with each call's result (and its index in the turn) as soon as it ends, to record it; its failure ends the turn. */
   readonly onToolResult?: ((index: number, result: Toolkit.Result) => Effect.Effect<void, E, R>) | undefined
+  /**
+   * Called when a call of a tool that is not `idempotent` is about to run
+   * (after its approval, if it needed one), with its index in the turn, to
+   * record that it started; its failure ends the turn, and the call does not
+   * run. Calls of idempotent tools are not announced.
+   */
+  readonly onToolStart?: ((index: number, call: Item.FunctionCall) => Effect.Effect<void, E, R>) | undefined
+  /** The `Tool.IdempotencyKey` of the call at `index` in the turn (none: tools see `undefined`). */
+  readonly idempotencyKey?: ((index: number) => Effect.Effect<string>) | undefined
 }
 
 /**
@@ -255,9 +264,11 @@ export interface Answered {
 
 /**
  * Finishes a turn that was answered before: runs the calls that have no result
- * yet (none is run twice), then streams the events of `then(outcome)`. The
- * model is not asked, and `request.account` is not called: the turn was
- * accounted when it was answered.
+ * in `done` yet (a call that ended is not run twice, and a recorder puts in
+ * `done` the `Toolkit.outcomeUnknown` of a call of a non-idempotent tool that
+ * was cut off), then streams the events of `then(outcome)`. The model is not
+ * asked, and `request.account` is not called: the turn was accounted when it
+ * was answered.
  *
  * @since 0.1.0
  * @category running
@@ -290,9 +301,15 @@ const runTools = <E, R, A, S, E2, R2>(
   for (const [index, result] of done) results[index] = result
   const pending = calls.flatMap((call, index) => done.has(index) ? [] : [{ call, index }])
   const onResult = request.onToolResult
+  const onStart = request.onToolStart
+  const idempotencyKey = request.idempotencyKey
   const tools = Toolkit.streamAll(request.toolkit ?? Toolkit.make(), pending.map(({ call }) => call), {
     ...request.tools,
-    onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result)
+    onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result),
+    onStart: onStart === undefined
+      ? undefined
+      : (i, tool) => tool.idempotent ? Effect.void : onStart(pending[i]!.index, pending[i]!.call),
+    idempotencyKey: idempotencyKey === undefined ? undefined : (i) => idempotencyKey(pending[i]!.index)
   }).pipe(
     Stream.map((event): AgentEvent.ToolProgress | AgentEvent.ToolResult => {
       if (event._tag === "Progress") return { _tag: "ToolProgress", step, call: event.call, value: event.value }

@@ -161,6 +161,8 @@ export const llm = Llm.make
 
 /**
  * A step that runs a tool on its input merged over preset `args`, decoded with the tool's input schema.
+ * In a checkpointed execution, a step of a tool that is not `idempotent` cut off while its tool ran is not
+ * run again: it fails with `StepFailed`, saying the tool's outcome is unknown.
  *
  * @since 0.1.0
  * @category constructors

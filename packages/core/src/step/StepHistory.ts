@@ -39,7 +39,7 @@ import type * as StepAst from "./StepAst.ts"
  * @since 0.2.0
  * @category models
  */
-export type Kind = "step" | "saved" | "turn" | "tool" | "finished"
+export type Kind = "step" | "saved" | "turn" | "started" | "tool" | "finished"
 
 /**
  * One checkpoint of an execution: entry `index` of its ledger, what it is,
@@ -167,6 +167,21 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
             cost: Cost.add(before.cost, entry.cost),
             output: undefined,
             items: entry.turn.items
+          }
+          break
+        }
+        case "ToolStarted": {
+          const before = books(entry.execution)
+          checkpoint = {
+            ...at,
+            kind: "started",
+            execution: entry.execution,
+            stepId: stepIdOf(entry.key),
+            key: entry.key,
+            tokens: before.tokens,
+            cost: before.cost,
+            output: undefined,
+            items: []
           }
           break
         }

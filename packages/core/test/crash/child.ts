@@ -7,7 +7,9 @@
  * a checkpoint failure).
  *
  * Every tool (and every fork path) appends the runner's name to
- * `<markers>/<name>.log` when it starts. `quick` tools end at once, so the
+ * `<markers>/<name>.log` when it starts; `slow` also appends the
+ * `Tool.IdempotencyKey` it runs with to `<markers>/slow.keys`, and is
+ * idempotent or not as `slowIdempotent` says. `quick` tools end at once, so the
  * calls of one turn end in the same tick; `slow` never ends the first time, so
  * the test can kill the process in the middle of the turn. With `waitForLease`,
  * a run whose lease another executor still holds (one that was just killed) is
@@ -47,7 +49,9 @@ export const Config = Schema.Struct({
   /** The names of the quick tools (and fork paths): they end at once. */
   quick: Schema.Array(Schema.String),
   /** The `AgentLoop` run's `compactAfter`, if any. */
-  compactAfter: Schema.optionalKey(Schema.Number)
+  compactAfter: Schema.optionalKey(Schema.Number),
+  /** Whether the `slow` tool is declared idempotent. */
+  slowIdempotent: Schema.Boolean
 })
 export type Config = typeof Config.Type
 
@@ -76,7 +80,16 @@ const main = (config: Config) => {
     description: "Takes forever the first time",
     input: Schema.Struct({}),
     output: Schema.String,
-    execute: () => Effect.flatMap(started("slow"), (first) => first ? Effect.never : Effect.succeed("slow done"))
+    idempotent: config.slowIdempotent,
+    execute: () =>
+      Effect.flatMap(
+        Tool.IdempotencyKey,
+        (key) =>
+          Effect.sync(() => Fs.appendFileSync(Path.join(config.markers, "slow.keys"), `${key}\n`)).pipe(
+            Effect.andThen(started("slow")),
+            Effect.flatMap((first) => first ? Effect.never : Effect.succeed("slow done"))
+          )
+      )
   })
   const toolkit = Toolkit.make(...config.quick.map(quickTool), slow)
 

@@ -3,9 +3,11 @@
  * that completed (its output and its context then), the context a step's
  * `checkpoint()` saved, and the program's output once it ended.
  *
- * An `llm` step also records its turn once the model answered it, and each of
- * its tool calls as it ends, so one cut off in the middle of its tools runs
- * only the calls that had not ended, without asking the model again.
+ * An `llm` step also records its turn once the model answered it, each call
+ * of a tool that is not idempotent as it starts, and each of its tool calls
+ * as it ends, so one cut off in the middle of its tools runs only the calls
+ * that had not ended, without asking the model again, and not a call of a
+ * tool that is not idempotent that had started (its outcome is unknown).
  *
  * A step is known by its key: its position in the program (the keys of the
  * steps around it, a loop's iteration, a fork's path, and how many times a
@@ -31,6 +33,7 @@ import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
 import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import { Cost } from "../../Cost.ts"
+import { idempotencyKey } from "../../internal/sha256.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
 import { StepMeta } from "../../StepMeta.ts"
@@ -89,7 +92,8 @@ const Entry = Schema.Union([
     time: Time
   }),
   Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context, time: Time }),
-  // An `llm` step's turn, once the model answered it, and each of its calls as it ended.
+  // An `llm` step's turn, once the model answered it, each call of a tool that is not idempotent as it
+  // started, and each of its calls as it ended.
   Schema.TaggedStruct("Answered", {
     execution: Schema.String,
     key: Schema.String,
@@ -97,6 +101,7 @@ const Entry = Schema.Union([
     cost: Cost,
     time: Time
   }),
+  Schema.TaggedStruct("ToolStarted", { execution: Schema.String, key: Schema.String, index: Count, time: Time }),
   Schema.TaggedStruct("ToolDone", {
     execution: Schema.String,
     key: Schema.String,
@@ -152,11 +157,12 @@ export const reader =
     return { ...rest, items }
   }
 
-/** The turn an `llm` step's model answered, and the calls of it that ended, by index. */
+/** The turn an `llm` step's model answered, the calls of it that ended, by index, and those that started (not idempotent). */
 export interface Answered {
   readonly turn: Turn.Turn
   readonly cost: Cost
   readonly done: ReadonlyMap<number, ToolRecord.ToolRecord>
+  readonly started: ReadonlySet<number>
 }
 
 /** The ledger of one execution id. */
@@ -168,6 +174,8 @@ export interface Ledger {
   ) => { readonly output: Output; readonly context: Restorable } | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
   readonly saved: (execution: string, key: string) => Restorable | undefined
+  /** Whether the `tool` step `key` of `execution` (of a tool that is not idempotent) started its tool and did not complete. */
+  readonly toolStepStarted: (execution: string, key: string) => boolean
   /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
   readonly answered: (execution: string, key: string) => Answered | undefined
   /** The program's output, when it ended. */
@@ -178,12 +186,23 @@ export interface Ledger {
     turn: Turn.Turn,
     cost: Cost
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
+  /**
+   * Records that call `index` of the `llm` step `key` of `execution` (of a
+   * tool that is not idempotent) is about to run; for a `tool` step, its one call, index 0.
+   */
+  readonly toolStarted: (
+    execution: string,
+    key: string,
+    index: number
+  ) => Effect.Effect<void, ExecutionCheckpointFailed>
   readonly toolDone: (
     execution: string,
     key: string,
     index: number,
     record: ToolRecord.ToolRecord
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
+  /** The `Tool.IdempotencyKey` of call `index` of the `llm` step `key` of `execution`: the same in every execution. */
+  readonly idempotencyKey: (execution: string, key: string, index: number) => Effect.Effect<string>
   /** Records the step `key` as completed with `output` (checked to be JSON as it is written). */
   readonly complete: (
     execution: Execution<unknown>,
@@ -244,6 +263,8 @@ export const load = (
     const completed = new Map<string, { readonly output: Output; readonly context: Restorable }>()
     const saved = new Map<string, Restorable>()
     const answered = new Map<string, Answered>()
+    /** The `tool` steps that started their tool: a `ToolStarted` of no answered turn. */
+    const startedSteps = new Set<string>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
     let finished: Output | undefined
     const restorable = reader(logs)
@@ -260,8 +281,25 @@ export const load = (
           saved.set(`${entry.execution}|${entry.key}`, restorable(entry.execution, entry.context))
           break
         case "Answered":
-          answered.set(`${entry.execution}|${entry.key}`, { turn: entry.turn, cost: entry.cost, done: new Map() })
+          answered.set(`${entry.execution}|${entry.key}`, {
+            turn: entry.turn,
+            cost: entry.cost,
+            done: new Map(),
+            started: new Set()
+          })
           break
+        case "ToolStarted": {
+          const turn = answered.get(`${entry.execution}|${entry.key}`)
+          if (turn !== undefined) {
+            answered.set(`${entry.execution}|${entry.key}`, {
+              ...turn,
+              started: new Set(turn.started).add(entry.index)
+            })
+          } else {
+            startedSteps.add(`${entry.execution}|${entry.key}`)
+          }
+          break
+        }
         case "ToolDone": {
           const turn = answered.get(`${entry.execution}|${entry.key}`)
           if (turn !== undefined) {
@@ -319,11 +357,15 @@ export const load = (
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
       saved: (execution, key) => saved.get(`${execution}|${key}`),
+      toolStepStarted: (execution, key) =>
+        startedSteps.has(`${execution}|${key}`) && !completed.has(`${execution}|${key}`),
       answered: (execution, key) =>
         completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
       answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
+      toolStarted: (execution, key, index) => write({ _tag: "ToolStarted", execution, key, index }),
       toolDone: (execution, key, index, record) => write({ _tag: "ToolDone", execution, key, index, record }),
+      idempotencyKey: (execution, key, index) => idempotencyKey(id, `${execution}|${key}/tool/${index}`),
       complete: (execution, key, output) =>
         Effect.suspend(() =>
           write({ _tag: "Completed", execution: execution.id, key, ...output, context: context(execution) })

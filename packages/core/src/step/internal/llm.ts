@@ -165,7 +165,13 @@ const build = <I, O, E, R, S>(
           onToolResult: ledger === undefined
             ? undefined
             : (index: number, result: Toolkit.Result) =>
-              Effect.orDie(ledger.toolDone(execution.id, key, index, ToolRecord.fromResult(result, toolkit)))
+              Effect.orDie(ledger.toolDone(execution.id, key, index, ToolRecord.fromResult(result, toolkit))),
+          onToolStart: ledger === undefined
+            ? undefined
+            : (index: number) => Effect.orDie(ledger.toolStarted(execution.id, key, index)),
+          idempotencyKey: ledger === undefined
+            ? undefined
+            : (index: number) => ledger.idempotencyKey(execution.id, key, index)
         }
         const then = (done: AgentTurn.Outcome) => {
           outcome = done
@@ -236,7 +242,9 @@ export function make<O, I, E, R, S>(
 /**
  * The turn a checkpointed `llm` step was answered before it was cut off: its
  * usage and cost accounted again (the context it was restored to predates
- * them), and the results of the calls that had ended.
+ * them), and the results of the calls that had ended, and of those of tools
+ * that are not idempotent that had started (`Toolkit.outcomeUnknown`: they
+ * are not run again).
  */
 const resumeTurn = <RT>(
   stepId: string,
@@ -260,6 +268,11 @@ const resumeTurn = <RT>(
         Effect.orDie
       )
       done.set(index, result)
+    }
+    const calls = Turn.functionCalls(answered.turn)
+    for (const index of answered.started) {
+      const call = calls[index]
+      if (!done.has(index) && call !== undefined) done.set(index, Toolkit.outcomeUnknown(call))
     }
     return {
       completed: { turn: answered.turn, cost: answered.cost, history: [...history, ...answered.turn.items] },

@@ -15,6 +15,7 @@ import { detached } from "../../internal/detached.ts"
 import type * as Item from "../../Item.ts"
 import * as Termination from "../../Termination.ts"
 import * as Tool from "../../Tool.ts"
+import * as Toolkit from "../../Toolkit.ts"
 import type { StepTool } from "../StepAst.ts"
 import { InvalidToolInput, StepFailed, StepTimeout, ToolDenied } from "../StepError.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
@@ -59,7 +60,10 @@ const run = <Output, Failure, P, R>(
  * asking the `Approval` service first when the tool needs approval
  * (`ToolDenied`), within the tool's own `timeout` (`StepTimeout`). The output
  * is the tool's; the tool's own failures (and `Halt`) fail the step as they
- * are. `ctx.lastStepMeta` gets the call and its output as items, the output's
+ * are. In a checkpointed execution the tool runs with a `Tool.IdempotencyKey`,
+ * and a tool that is not idempotent records its start first: a step cut off
+ * after that is not run again, and fails with `StepFailed` saying its
+ * outcome is unknown. `ctx.lastStepMeta` gets the call and its output as items, the output's
  * as the tool's `decorateResultItem` makes it (`StepFailed` when it cannot).
  */
 export const make = <
@@ -104,6 +108,12 @@ export const make = <
           name: tool.name,
           arguments: JSON.stringify(encoded) ?? "{}"
         }
+        const { execution, ledger, path: key } = scope
+        // A checkpointed step of a tool that is not idempotent, cut off after its tool started, is not run again.
+        const recorded = ledger !== undefined && !tool.idempotent
+        if (recorded && ledger.toolStepStarted(execution.id, key)) {
+          return yield* new StepFailed({ stepId: id, message: `step ${id}: ${Toolkit.outcomeUnknown(call).reason}` })
+        }
         if (tool.needsApproval(decoded)) {
           const approval = yield* Approval.Approval
           const decision = yield* approval.decide({ tool: tool.name, call, input: decoded })
@@ -111,9 +121,18 @@ export const make = <
             return yield* new ToolDenied({ stepId: id, tool: tool.name, reason: decision.reason })
           }
         }
+        if (recorded) yield* Effect.orDie(ledger.toolStarted(execution.id, key, 0))
         const limit = tool.timeout
+        const execute = run(tool, decoded)
         // At its time limit the step ends at once: a tool that cannot stop is left to finish on its own.
-        const running = detached(run(tool, decoded))
+        const running = detached(
+          ledger === undefined
+            ? execute
+            : Effect.flatMap(
+              ledger.idempotencyKey(execution.id, key, 0),
+              (idempotencyKey) => Effect.provideService(execute, Tool.IdempotencyKey, idempotencyKey)
+            )
+        )
         const output = limit === undefined || !Duration.isFinite(limit)
           ? yield* running
           : yield* Effect.timeoutOrElse(running, {
