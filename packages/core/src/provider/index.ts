@@ -3,6 +3,7 @@
  *
  * @since 0.2.0
  */
+export * as EventHandlers from "./EventHandlers.ts"
 export * as Provider from "./Provider.ts"
 export * as ProviderContent from "./ProviderContent.ts"
 export * as ProviderHttp from "./ProviderHttp.ts"
