@@ -116,7 +116,7 @@ export interface Options {
   readonly model?: string | undefined
   /** Names the turn's items and made-up call ids when the stream carries no id. */
   readonly fallbackKey: string
-  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
+  /** Per tool name, the normalizer of its arguments (see `StrictSchema.Strict.normalize`). */
   readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
   /** The normalizer of a structured output, applied to the answer's text. */
   readonly output?: ((text: string) => string) | undefined

@@ -94,7 +94,7 @@ type Draft =
     arguments: string
     /** The arguments already sent as deltas. */
     streamed: string
-    /** The tool's normalizer (see `ResponsesStrict`): its argument deltas are held back until the call is done. */
+    /** The tool's normalizer (see `StrictSchema`): its argument deltas are held back until the call is done. */
     readonly normalize: ((text: string) => string) | undefined
   }
   | {
@@ -159,7 +159,7 @@ const normalizeMessage = (item: Item.Item, normalize: (text: string) => string):
 export interface Options {
   /** The requested model, reported when the stream names none. */
   readonly model?: string | undefined
-  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
+  /** Per tool name, the normalizer of its arguments (see `StrictSchema.Strict.normalize`). */
   readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
   /** The normalizer of a structured output, applied to the assembled message text. */
   readonly output?: ((text: string) => string) | undefined
