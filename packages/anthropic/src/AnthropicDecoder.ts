@@ -363,18 +363,13 @@ class Decoder implements ProviderStream.Decoder {
     // A turn cut by max_tokens ends in the middle of its last item.
     if (reason === "max_tokens" && last !== undefined) items[items.length - 1] = { ...last, status: "incomplete" }
     const reported = this.startUsage !== undefined || this.lastUsage !== undefined
-    const turnUsage = reported ? usage(this.startUsage, this.lastUsage) : TokenUsage.empty
-    if (reported) out.push({ type: "usage", usage: turnUsage })
-    out.push({
-      type: "turn_complete",
-      turn: {
-        items,
-        usage: turnUsage,
-        stopReason: reason,
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(this.messageId === undefined ? {} : { responseId: this.messageId }),
-        ...(this.stopReason === undefined ? {} : { providerStopReason: this.stopReason })
-      }
+    ProviderStream.complete(out, {
+      items,
+      usage: reported ? usage(this.startUsage, this.lastUsage) : undefined,
+      stopReason: reason,
+      model: this.model,
+      responseId: this.messageId,
+      providerStopReason: this.stopReason
     })
   }
 }

@@ -335,23 +335,17 @@ class Decoder implements ProviderStream.Decoder {
     const status = incompleteReason === undefined ? "completed" : "incomplete"
     const items = inOrder(this.items).map((entry) => isDraft(entry) ? settle(entry, status) : entry)
     const output = this.options.output
-    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
-    if (response.usage != null) out.push({ type: "usage", usage })
     const hasCalls = items.some((item) => item.type === "function_call")
-    const cost = response.usage?.cost ?? undefined
-    out.push({
-      type: "turn_complete",
-      turn: {
-        items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
-        usage,
-        stopReason: incompleteReason === undefined
-          ? (hasCalls ? "tool_calls" : "stop")
-          : stopReasonOf(incompleteReason),
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(responseId === undefined ? {} : { responseId }),
-        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason }),
-        ...(cost === undefined ? {} : { cost })
-      }
+    ProviderStream.complete(out, {
+      items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
+      usage: response.usage == null ? undefined : usageOf(response.usage),
+      stopReason: incompleteReason === undefined
+        ? (hasCalls ? "tool_calls" : "stop")
+        : stopReasonOf(incompleteReason),
+      model: this.model,
+      responseId,
+      providerStopReason: incompleteReason,
+      cost: response.usage?.cost ?? undefined
     })
     return undefined
   }
