@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { AiError, ProviderStream, TokenUsage } from "@agentloop/core"
+import { AiError, EventHandlers, ProviderStream, TokenUsage } from "@agentloop/core"
 import type { Item, Turn, TurnDelta } from "@agentloop/core"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
@@ -191,12 +191,7 @@ class Decoder implements ProviderStream.Decoder {
   }
 
   event(name: string, data: string, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
-    const json = ProviderStream.parseJson(provider, name, data)
-    if (Result.isFailure(json)) return json.failure
-    const typed = decodeTyped(name, json.success)
-    if (Result.isFailure(typed)) return typed.failure
-    const type = typed.success.type
-    return handlers.get(type)?.(this, type, json.success, out)
+    return dispatch(this, name, data, out)
   }
 
   end(): AiError.AiError {
@@ -368,18 +363,13 @@ class Decoder implements ProviderStream.Decoder {
     // A turn cut by max_tokens ends in the middle of its last item.
     if (reason === "max_tokens" && last !== undefined) items[items.length - 1] = { ...last, status: "incomplete" }
     const reported = this.startUsage !== undefined || this.lastUsage !== undefined
-    const turnUsage = reported ? usage(this.startUsage, this.lastUsage) : TokenUsage.empty
-    if (reported) out.push({ type: "usage", usage: turnUsage })
-    out.push({
-      type: "turn_complete",
-      turn: {
-        items,
-        usage: turnUsage,
-        stopReason: reason,
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(this.messageId === undefined ? {} : { responseId: this.messageId }),
-        ...(this.stopReason === undefined ? {} : { providerStopReason: this.stopReason })
-      }
+    ProviderStream.complete(out, {
+      items,
+      usage: reported ? usage(this.startUsage, this.lastUsage) : undefined,
+      stopReason: reason,
+      model: this.model,
+      responseId: this.messageId,
+      providerStopReason: this.stopReason
     })
   }
 }
@@ -450,27 +440,10 @@ const blockOf = (
   }
 }
 
-type Handler = (
-  decoder: Decoder,
-  event: string,
-  json: unknown,
-  out: Array<TurnDelta.TurnDelta>
-) => AiError.AiError | undefined
-
-/** A handler of the events `schema` decodes: `f` sees the decoded event, or the stream fails with the decoding error. */
-const on = <A>(
-  schema: Schema.Decoder<A>,
-  f: (decoder: Decoder, e: A, out: Array<TurnDelta.TurnDelta>, event: string) => AiError.AiError | void
-): Handler => {
-  const decode = decoder(schema)
-  return (self, event, json, out) => {
-    const decoded = decode(event, json)
-    return Result.isFailure(decoded) ? decoded.failure : f(self, decoded.success, out, event) ?? undefined
-  }
-}
+const on = EventHandlers.on<Decoder>(provider)
 
 /** The events this layer reads, by type. */
-const handlers: ReadonlyMap<string, Handler> = new Map([
+const handlers: EventHandlers.Handlers<Decoder> = new Map([
   [
     "message_start",
     on(AnthropicEvent.MessageStart, (self, { message }) => {
@@ -502,3 +475,5 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
   }],
   ["error", on(AnthropicEvent.ErrorEvent, (_, e) => AnthropicError.fromObject(e.error))]
 ])
+
+const dispatch = EventHandlers.dispatch(provider, handlers)

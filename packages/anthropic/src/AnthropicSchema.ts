@@ -15,8 +15,8 @@
  *
  * @since 0.1.0
  */
+import { StrictSchema } from "@agentloop/core"
 import type * as JsonSchema from "effect/JsonSchema"
-import * as Predicate from "effect/Predicate"
 
 // What the API's structured output takes, besides the keywords that hold schemas (handled apart).
 const kept = new Set(["type", "title", "description", "enum", "const", "required", "pattern"])
@@ -24,26 +24,7 @@ const kept = new Set(["type", "title", "description", "enum", "const", "required
 const formats = new Set(["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"])
 
 // Keywords whose schema the API cannot take with another shape: the schema goes through a tool.
-const refused = new Set([
-  "$ref",
-  "$defs",
-  "definitions",
-  "prefixItems",
-  "patternProperties",
-  "propertyNames",
-  "dependentSchemas",
-  "not",
-  "if",
-  "then",
-  "else",
-  "contains",
-  "unevaluatedProperties",
-  "unevaluatedItems"
-])
-
-type Json = Readonly<Record<string, unknown>>
-
-const isObject = (value: unknown): value is Json => Predicate.isReadonlyObject(value) && !Array.isArray(value)
+const refused = new Set([...StrictSchema.unsupported, "$ref", "$defs", "definitions", "prefixItems"])
 
 /**
  * The form of `schema` the API's structured output takes, or `undefined` when
@@ -70,16 +51,16 @@ const isObject = (value: unknown): value is Json => Predicate.isReadonlyObject(v
 export const structuredOutput = (schema: JsonSchema.JsonSchema): JsonSchema.JsonSchema | undefined => {
   let takes = true
   const rewrite = (schema: unknown): unknown => {
-    if (!isObject(schema)) return schema
+    if (!StrictSchema.isJsonObject(schema)) return schema
     const out: Record<string, unknown> = {}
     const dropped: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(schema)) {
       // An object whose extra keys have a schema (a record) stays open, which the API does not take.
-      if (refused.has(key) || (key === "additionalProperties" && isObject(value))) takes = false
+      if (refused.has(key) || (key === "additionalProperties" && StrictSchema.isJsonObject(value))) takes = false
       else if (kept.has(key)) out[key] = value
-      else if (key === "properties" && isObject(value)) {
+      else if (key === "properties" && StrictSchema.isJsonObject(value)) {
         out.properties = Object.fromEntries(Object.entries(value).map(([name, property]) => [name, rewrite(property)]))
-      } else if (key === "items" && isObject(value)) out.items = rewrite(value)
+      } else if (key === "items" && StrictSchema.isJsonObject(value)) out.items = rewrite(value)
       else if ((key === "anyOf" || key === "oneOf" || key === "allOf") && Array.isArray(value)) {
         // The API has no `oneOf`; `anyOf` takes the same values, and the application's Schema tells them apart.
         out[key === "oneOf" ? "anyOf" : key] = value.map(rewrite)
@@ -95,5 +76,5 @@ export const structuredOutput = (schema: JsonSchema.JsonSchema): JsonSchema.Json
     return out
   }
   const result = rewrite(schema)
-  return takes && isObject(result) ? result : undefined
+  return takes && StrictSchema.isJsonObject(result) ? result : undefined
 }

@@ -18,8 +18,7 @@
  *
  * @since 0.2.0
  */
-import { type LanguageModel, Provider } from "@agentloop/core"
-import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
+import { type LanguageModel, Provider, StrictSchema } from "@agentloop/core"
 import * as EffectConfig from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -54,7 +53,7 @@ export interface Config extends Provider.CommonSettings {
   readonly model?: string | undefined
   /**
    * Whether tools and structured output are sent with `strict: true`
-   * (OpenAI's strict mode, the schema made strict as `ResponsesStrict` does)
+   * (OpenAI's strict mode, the schema made strict as `StrictSchema` does)
    * where their schema allows it. Default `true`; `false` sends every schema as
    * it is, for servers that refuse `strict` or its schemas.
    */
@@ -118,11 +117,11 @@ export const spec: Provider.Spec<Config> = {
       }))
       const tools = new Map<string, (text: string) => string>()
       for (const tool of strict ? options.tools ?? [] : []) {
-        const normalize = ResponsesStrict.make(tool.parameters).normalize
+        const normalize = StrictSchema.make(tool.parameters).normalize
         if (normalize !== undefined) tools.set(tool.name, normalize)
       }
       const output = strict && options.output !== undefined
-        ? ResponsesStrict.make(options.output.schema).normalize
+        ? StrictSchema.make(options.output.schema).normalize
         : undefined
       const fallbackKey = (yield* Random.nextIntBetween(0, Number.MAX_SAFE_INTEGER)).toString(36)
       return {

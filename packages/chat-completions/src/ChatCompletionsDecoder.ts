@@ -36,7 +36,7 @@
  *
  * @since 0.2.0
  */
-import { AiError, type Item, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
+import { AiError, type Item, ProviderStream, type Turn, type TurnDelta } from "@agentloop/core"
 import type { SseParser } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
@@ -116,7 +116,7 @@ export interface Options {
   readonly model?: string | undefined
   /** Names the turn's items and made-up call ids when the stream carries no id. */
   readonly fallbackKey: string
-  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
+  /** Per tool name, the normalizer of its arguments (see `StrictSchema.Strict.normalize`). */
   readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
   /** The normalizer of a structured output, applied to the answer's text. */
   readonly output?: ((text: string) => string) | undefined
@@ -341,21 +341,14 @@ class Decoder implements ProviderStream.Decoder {
     const last = items[items.length - 1]
     // A turn cut by the token limit ends in the middle of its last item.
     if (reason === "max_tokens" && last !== undefined) items[items.length - 1] = { ...last, status: "incomplete" }
-    const reported = ChatCompletionsUsage.isReported(this.counts)
-    const usage = reported ? ChatCompletionsUsage.toTokenUsage(this.counts) : TokenUsage.empty
-    if (reported) out.push({ type: "usage", usage })
-    const cost = this.counts.cost
-    out.push({
-      type: "turn_complete",
-      turn: {
-        items,
-        usage,
-        stopReason: reason,
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(this.id === undefined ? {} : { responseId: this.id }),
-        ...(this.finishReason === undefined ? {} : { providerStopReason: this.finishReason }),
-        ...(cost === undefined ? {} : { cost })
-      }
+    ProviderStream.complete(out, {
+      items,
+      usage: ChatCompletionsUsage.isReported(this.counts) ? ChatCompletionsUsage.toTokenUsage(this.counts) : undefined,
+      stopReason: reason,
+      model: this.model,
+      responseId: this.id,
+      providerStopReason: this.finishReason,
+      cost: this.counts.cost
     })
     return undefined
   }

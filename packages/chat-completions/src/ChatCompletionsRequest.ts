@@ -4,8 +4,7 @@
  *
  * @since 0.2.0
  */
-import { AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/core"
-import * as ResponsesStrict from "@agentloop/responses/ResponsesStrict"
+import { AiError, Item, type LanguageModel, ProviderContent, StrictSchema } from "@agentloop/core"
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Result from "effect/Result"
 import * as ChatCompletionsContent from "./ChatCompletionsContent.ts"
@@ -391,7 +390,7 @@ export const messages = (
 
 /**
  * A schema as sent: the strict form with `strict: true` when `strict` is on and
- * OpenAI's strict mode can take it (see `ResponsesStrict`), else as it is
+ * OpenAI's strict mode can take it (see `StrictSchema`), else as it is
  * (without its `$schema` dialect, which some servers refuse) and no `strict`.
  *
  * @since 0.2.0
@@ -401,7 +400,7 @@ export const schemaOf = (
   schema: JsonSchema.JsonSchema,
   strict: boolean
 ): { readonly schema: JsonSchema.JsonSchema; readonly strict?: true } => {
-  const made = ResponsesStrict.make(schema)
+  const made = StrictSchema.make(schema)
   return strict && made.strict ? { schema: made.schema, strict: true } : { schema: strictless(schema) }
 }
 

@@ -184,3 +184,39 @@ describe("ProviderStream.sanitizeErrors", () => {
       )
     }))
 })
+
+describe("ProviderStream.complete", () => {
+  it("pushes the usage delta only when usage was reported, then one turn_complete without the unknown fields", () => {
+    const reported: Array<TurnDelta.TurnDelta> = []
+    const usage = { input: 3, output: 5, total: 8 }
+    ProviderStream.complete(reported, {
+      items: [],
+      usage,
+      stopReason: "max_tokens",
+      model: "m",
+      responseId: "r",
+      providerStopReason: "length",
+      cost: 0.5
+    })
+    expect(reported).toStrictEqual([
+      { type: "usage", usage },
+      {
+        type: "turn_complete",
+        turn: {
+          items: [],
+          usage,
+          stopReason: "max_tokens",
+          model: "m",
+          responseId: "r",
+          providerStopReason: "length",
+          cost: 0.5
+        }
+      }
+    ])
+    const unreported: Array<TurnDelta.TurnDelta> = []
+    ProviderStream.complete(unreported, { items: [], usage: undefined, stopReason: "stop", model: undefined })
+    expect(unreported).toStrictEqual([
+      { type: "turn_complete", turn: { items: [], usage: { input: 0, output: 0, total: 0 }, stopReason: "stop" } }
+    ])
+  })
+})

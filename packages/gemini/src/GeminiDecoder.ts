@@ -219,17 +219,14 @@ class Decoder implements ProviderStream.Decoder {
       return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before a chunk with a finishReason` })
     }
     this.close(reason.stop === "stop" || reason.stop === "tool_calls" ? "completed" : "incomplete")
-    const turnUsage = this.usageMetadata === undefined ? TokenUsage.empty : usage(this.usageMetadata)
-    out.push({ type: "usage", usage: turnUsage }, {
-      type: "turn_complete",
-      turn: {
-        items: this.items,
-        usage: turnUsage,
-        stopReason: reason.stop,
-        model: this.modelVersion ?? this.model,
-        providerStopReason: reason.raw,
-        ...(this.responseId === undefined ? {} : { responseId: this.responseId })
-      }
+    // The usage delta always goes out, empty when no chunk carried usageMetadata.
+    ProviderStream.complete(out, {
+      items: this.items,
+      usage: this.usageMetadata === undefined ? TokenUsage.empty : usage(this.usageMetadata),
+      stopReason: reason.stop,
+      model: this.modelVersion ?? this.model,
+      responseId: this.responseId,
+      providerStopReason: reason.raw
     })
     return undefined
   }

@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { type LanguageModel, Provider } from "@agentloop/core"
+import { type LanguageModel, Provider, StrictSchema } from "@agentloop/core"
 import * as EffectConfig from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -24,7 +24,6 @@ import type * as Layer from "effect/Layer"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
 import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesRequest from "./ResponsesRequest.ts"
-import * as ResponsesStrict from "./ResponsesStrict.ts"
 
 /**
  * The provider name in errors and on `LanguageModel.provider`.
@@ -102,7 +101,7 @@ export const spec: Provider.Spec<Config> = {
       const requestOptions = yield* RequestOptions
       const tools = new Map<string, (text: string) => string>()
       for (const tool of options.tools ?? []) {
-        const normalize = ResponsesStrict.make(tool.parameters).normalize
+        const normalize = StrictSchema.make(tool.parameters).normalize
         if (normalize !== undefined) tools.set(tool.name, normalize)
       }
       const body = yield* Effect.fromResult(ResponsesRequest.body(history, { ...options, model }, {
@@ -115,7 +114,7 @@ export const spec: Provider.Spec<Config> = {
       const decoder = ResponsesDecoder.make({
         model: body.model,
         tools,
-        output: options.output === undefined ? undefined : ResponsesStrict.make(options.output.schema).normalize
+        output: options.output === undefined ? undefined : StrictSchema.make(options.output.schema).normalize
       })
       return { request: { path: "/responses", body }, decoder }
     })

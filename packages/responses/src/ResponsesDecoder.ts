@@ -13,7 +13,15 @@
  *
  * @since 0.1.0
  */
-import { AiError, type Item, ProviderStream, TokenUsage, type Turn, type TurnDelta } from "@agentloop/core"
+import {
+  AiError,
+  EventHandlers,
+  type Item,
+  ProviderStream,
+  TokenUsage,
+  type Turn,
+  type TurnDelta
+} from "@agentloop/core"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as ResponsesError from "./ResponsesError.ts"
@@ -86,7 +94,7 @@ type Draft =
     arguments: string
     /** The arguments already sent as deltas. */
     streamed: string
-    /** The tool's normalizer (see `ResponsesStrict`): its argument deltas are held back until the call is done. */
+    /** The tool's normalizer (see `StrictSchema`): its argument deltas are held back until the call is done. */
     readonly normalize: ((text: string) => string) | undefined
   }
   | {
@@ -151,7 +159,7 @@ const normalizeMessage = (item: Item.Item, normalize: (text: string) => string):
 export interface Options {
   /** The requested model, reported when the stream names none. */
   readonly model?: string | undefined
-  /** Per tool name, the normalizer of its arguments (see `ResponsesStrict.Strict.normalize`). */
+  /** Per tool name, the normalizer of its arguments (see `StrictSchema.Strict.normalize`). */
   readonly tools?: ReadonlyMap<string, (text: string) => string> | undefined
   /** The normalizer of a structured output, applied to the assembled message text. */
   readonly output?: ((text: string) => string) | undefined
@@ -202,18 +210,7 @@ class Decoder implements ProviderStream.Decoder {
   }
 
   event(name: string, data: string, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
-    if (name !== "message") {
-      // The API names every event: an unknown name is skipped without parsing its data.
-      const handle = handlers.get(name)
-      if (handle === undefined) return undefined
-      const json = ProviderStream.parseJson(provider, name, data)
-      return Result.isFailure(json) ? json.failure : handle(this, name, json.success, out)
-    }
-    const json = ProviderStream.parseJson(provider, name, data)
-    if (Result.isFailure(json)) return json.failure
-    const typed = decodeTyped(name, json.success)
-    if (Result.isFailure(typed)) return typed.failure
-    return handlers.get(typed.success.type)?.(this, typed.success.type, json.success, out)
+    return dispatch(this, name, data, out)
   }
 
   end(): AiError.AiError {
@@ -338,23 +335,17 @@ class Decoder implements ProviderStream.Decoder {
     const status = incompleteReason === undefined ? "completed" : "incomplete"
     const items = inOrder(this.items).map((entry) => isDraft(entry) ? settle(entry, status) : entry)
     const output = this.options.output
-    const usage = response.usage == null ? TokenUsage.empty : usageOf(response.usage)
-    if (response.usage != null) out.push({ type: "usage", usage })
     const hasCalls = items.some((item) => item.type === "function_call")
-    const cost = response.usage?.cost ?? undefined
-    out.push({
-      type: "turn_complete",
-      turn: {
-        items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
-        usage,
-        stopReason: incompleteReason === undefined
-          ? (hasCalls ? "tool_calls" : "stop")
-          : stopReasonOf(incompleteReason),
-        ...(this.model === undefined ? {} : { model: this.model }),
-        ...(responseId === undefined ? {} : { responseId }),
-        ...(incompleteReason === undefined ? {} : { providerStopReason: incompleteReason }),
-        ...(cost === undefined ? {} : { cost })
-      }
+    ProviderStream.complete(out, {
+      items: output === undefined ? items : items.map((item) => normalizeMessage(item, output)),
+      usage: response.usage == null ? undefined : usageOf(response.usage),
+      stopReason: incompleteReason === undefined
+        ? (hasCalls ? "tool_calls" : "stop")
+        : stopReasonOf(incompleteReason),
+      model: this.model,
+      responseId,
+      providerStopReason: incompleteReason,
+      cost: response.usage?.cost ?? undefined
     })
     return undefined
   }
@@ -385,24 +376,7 @@ const decodePart = (
   return Result.succeed(undefined)
 }
 
-type Handler = (
-  decoder: Decoder,
-  event: string,
-  json: unknown,
-  out: Array<TurnDelta.TurnDelta>
-) => AiError.AiError | undefined
-
-/** A handler of the events `schema` decodes: `f` sees the decoded event, or the stream fails with the decoding error. */
-const on = <A>(
-  schema: Schema.Decoder<A>,
-  f: (decoder: Decoder, e: A, out: Array<TurnDelta.TurnDelta>, event: string) => AiError.AiError | void
-): Handler => {
-  const decode = decoder(schema)
-  return (self, event, json, out) => {
-    const decoded = decode(event, json)
-    return Result.isFailure(decoded) ? decoded.failure : f(self, decoded.success, out, event) ?? undefined
-  }
-}
+const on = EventHandlers.on<Decoder>(provider)
 
 const started = on(ResponsesEvent.Lifecycle, (self, { response }) => {
   if (response.id !== undefined) self.responseId = response.id
@@ -424,7 +398,7 @@ const part = on(ResponsesEvent.ContentPartEvent, (self, e, _, event) => {
 })
 
 /** The events this layer reads, by type. */
-const handlers: ReadonlyMap<string, Handler> = new Map([
+const handlers: EventHandlers.Handlers<Decoder> = new Map([
   ["response.created", started],
   ["response.in_progress", started],
   ["response.output_item.added", added],
@@ -553,3 +527,6 @@ const handlers: ReadonlyMap<string, Handler> = new Map([
  * @category constants
  */
 export const eventTypes: ReadonlySet<string> = new Set(handlers.keys())
+
+// The API names every event: an unknown name is skipped without parsing its data.
+const dispatch = EventHandlers.dispatch(provider, handlers, { byName: true })

@@ -4,12 +4,11 @@
  *
  * @since 0.1.0
  */
-import { type AiError, Item, type LanguageModel, ProviderContent } from "@agentloop/core"
+import { type AiError, Item, type LanguageModel, ProviderContent, StrictSchema } from "@agentloop/core"
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Result from "effect/Result"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
 import * as ResponsesError from "./ResponsesError.ts"
-import * as ResponsesStrict from "./ResponsesStrict.ts"
 
 /**
  * Settings of the provider layer that shape every request.
@@ -297,13 +296,13 @@ export const input = (history: ReadonlyArray<Item.Item>): Result.Result<Array<In
 }
 
 /**
- * A tool definition as a function tool, strict whenever its schema can be made strict (see `ResponsesStrict`).
+ * A tool definition as a function tool, strict whenever its schema can be made strict (see `StrictSchema`).
  *
  * @since 0.1.0
  * @category encoding
  */
 export const tool = (definition: LanguageModel.ToolDefinition): FunctionTool => {
-  const strict = ResponsesStrict.make(definition.parameters)
+  const strict = StrictSchema.make(definition.parameters)
   return {
     type: "function",
     name: definition.name,
@@ -314,7 +313,7 @@ export const tool = (definition: LanguageModel.ToolDefinition): FunctionTool => 
 }
 
 const outputFormat = (output: LanguageModel.OutputFormat): NonNullable<Body["text"]>["format"] => {
-  const strict = ResponsesStrict.make(output.schema)
+  const strict = StrictSchema.make(output.schema)
   return { type: "json_schema", name: output.name, schema: strict.schema, strict: strict.strict }
 }
 

@@ -21,6 +21,9 @@ import type * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
+import type * as Item from "../Item.ts"
+import * as TokenUsage from "../TokenUsage.ts"
+import type * as Turn from "../Turn.ts"
 import type * as TurnDelta from "../TurnDelta.ts"
 import * as SseParser from "./SseParser.ts"
 import * as WireDecoder from "./WireDecoder.ts"
@@ -137,6 +140,59 @@ export const decode: {
       })
       return next
     })))
+
+/**
+ * What a decoder knows of its turn when it completes it (see {@link complete}).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Completion {
+  readonly items: ReadonlyArray<Item.Item>
+  /** The usage the stream reported; `undefined` when it reported none (the turn's usage is then `TokenUsage.empty`). */
+  readonly usage: TokenUsage.TokenUsage | undefined
+  readonly stopReason: Turn.StopReason
+  readonly model?: string | undefined
+  readonly responseId?: string | undefined
+  readonly providerStopReason?: string | undefined
+  /** The cost the provider reported, if it did. */
+  readonly cost?: number | undefined
+}
+
+/**
+ * Completes a decoder's turn: pushes to `out` a `usage` delta when the stream
+ * reported usage, then the turn's one `turn_complete`, whose `Turn` carries
+ * `model`, `responseId`, `providerStopReason` and `cost` when they are known.
+ *
+ * @example
+ * ```ts
+ * import { ProviderStream, TokenUsage, TurnDelta } from "@agentloop/core"
+ *
+ * const out: Array<TurnDelta.TurnDelta> = []
+ * ProviderStream.complete(out, { items: [], usage: TokenUsage.make(3, 5), stopReason: "stop", model: "m" })
+ * console.log(out.map((delta) => delta.type)) // [ 'usage', 'turn_complete' ]
+ * ```
+ *
+ * @since 0.2.0
+ * @category decoding
+ */
+export const complete = (out: Array<TurnDelta.TurnDelta>, completion: Completion): void => {
+  const { cost, model, providerStopReason, responseId } = completion
+  const usage = completion.usage ?? TokenUsage.empty
+  if (completion.usage !== undefined) out.push({ type: "usage", usage })
+  out.push({
+    type: "turn_complete",
+    turn: {
+      items: completion.items,
+      usage,
+      stopReason: completion.stopReason,
+      ...(model === undefined ? {} : { model }),
+      ...(responseId === undefined ? {} : { responseId }),
+      ...(providerStopReason === undefined ? {} : { providerStopReason }),
+      ...(cost === undefined ? {} : { cost })
+    }
+  })
+}
 
 const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 

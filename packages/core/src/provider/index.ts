@@ -3,6 +3,7 @@
  *
  * @since 0.2.0
  */
+export * as EventHandlers from "./EventHandlers.ts"
 export * as Provider from "./Provider.ts"
 export * as ProviderContent from "./ProviderContent.ts"
 export * as ProviderHttp from "./ProviderHttp.ts"
@@ -11,4 +12,5 @@ export * as ProviderStream from "./ProviderStream.ts"
 export * as ProviderTimeout from "./ProviderTimeout.ts"
 export * as ProviderWire from "./ProviderWire.ts"
 export * as SseParser from "./SseParser.ts"
+export * as StrictSchema from "./StrictSchema.ts"
 export * as WireDecoder from "./WireDecoder.ts"

@@ -1,7 +1,9 @@
 /**
- * OpenAI's strict mode for tool parameters and structured output.
+ * The subsets of JSON Schema vendors take in strict mode, for tool parameters
+ * and structured output: the keywords none of them takes, and OpenAI's strict
+ * mode, which the Responses and Chat Completions wires both speak.
  *
- * Strict mode guarantees the model's JSON matches the schema, but takes a
+ * OpenAI's strict mode guarantees the model's JSON matches the schema, but takes a
  * subset of JSON Schema: every object closes its properties
  * (`additionalProperties: false`) and requires all of them. A schema with
  * optional keys is made strict the way OpenAI documents: each optional key
@@ -10,7 +12,7 @@
  * application's own `Schema` decodes it as the absent key it means. A schema
  * that uses a keyword strict mode rejects is sent as it is, non-strict.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Predicate from "effect/Predicate"
@@ -18,7 +20,7 @@ import * as Predicate from "effect/Predicate"
 /**
  * A schema as sent to OpenAI, and how to read the model's JSON back.
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category models
  */
 export interface Strict {
@@ -32,38 +34,53 @@ export interface Strict {
   readonly normalize: ((text: string) => string) | undefined
 }
 
-// Keywords strict mode rejects (OpenAI answers e.g. "'oneOf' is not permitted"); `Schema.Union(..., { mode: "oneOf" })` emits one.
-const unsupported = [
-  "oneOf",
-  "allOf",
+/**
+ * The keywords no vendor's strict subset takes (neither OpenAI's strict mode
+ * nor Anthropic's structured output): negation, conditionals, `contains`, and
+ * the schemas of property names, patterned properties, dependencies and unevaluated keys or items.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const unsupported: ReadonlySet<string> = new Set([
   "not",
   "if",
   "then",
   "else",
-  "dependentRequired",
   "dependentSchemas",
   "patternProperties",
   "propertyNames",
   "unevaluatedProperties",
   "unevaluatedItems",
   "contains"
-]
+])
+
+// What OpenAI's strict mode rejects besides (it answers e.g. "'oneOf' is not permitted"); `Schema.Union(..., { mode: "oneOf" })` emits one.
+const openAiUnsupported = [...unsupported, "oneOf", "allOf", "dependentRequired"]
 
 type Json = Readonly<Record<string, unknown>>
 
-const isObject = (value: unknown): value is Json => Predicate.isReadonlyObject(value) && !Array.isArray(value)
+/**
+ * Whether a JSON value is an object (not `null`, not an array): in a schema, a
+ * schema object rather than a boolean schema or a list of schemas.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isJsonObject = (value: unknown): value is Json =>
+  Predicate.isReadonlyObject(value) && !Array.isArray(value)
 
 const acceptsNull = (schema: Json): boolean =>
   schema.type === "null" ||
   (Array.isArray(schema.type) && schema.type.includes("null")) ||
   (Array.isArray(schema.enum) && schema.enum.includes(null)) ||
   schema.const === null ||
-  (Array.isArray(schema.anyOf) && schema.anyOf.some((branch) => isObject(branch) && acceptsNull(branch)))
+  (Array.isArray(schema.anyOf) && schema.anyOf.some((branch) => isJsonObject(branch) && acceptsNull(branch)))
 
 const mapValues = (value: unknown, f: (schema: unknown) => unknown): unknown =>
   Array.isArray(value)
     ? value.map(f)
-    : isObject(value)
+    : isJsonObject(value)
     ? Object.fromEntries(Object.entries(value).map(([key, schema]) => [key, f(schema)]))
     : value
 
@@ -75,8 +92,8 @@ interface Rewrite {
 }
 
 const rewrite = (schema: unknown): Rewrite => {
-  if (!isObject(schema)) return { schema, strict: true, nullable: false }
-  let strict = !unsupported.some((keyword) => keyword in schema)
+  if (!isJsonObject(schema)) return { schema, strict: true, nullable: false }
+  let strict = !openAiUnsupported.some((keyword) => keyword in schema)
   let nullable = false
   const sub = (value: unknown): unknown => {
     const result = rewrite(value)
@@ -88,22 +105,22 @@ const rewrite = (schema: unknown): Rewrite => {
   for (const keyword of ["$defs", "definitions", "anyOf", "prefixItems"]) {
     if (keyword in schema) out[keyword] = mapValues(schema[keyword], sub)
   }
-  if ("items" in schema) out.items = isObject(schema.items) ? sub(schema.items) : mapValues(schema.items, sub)
+  if ("items" in schema) out.items = isJsonObject(schema.items) ? sub(schema.items) : mapValues(schema.items, sub)
   const properties = schema.properties
-  if (schema.type === "object" || isObject(properties)) {
+  if (schema.type === "object" || isJsonObject(properties)) {
     if (schema.additionalProperties !== false) strict = false
     const required = Array.isArray(schema.required) ? schema.required : []
     const rewritten: Record<string, unknown> = {}
-    for (const [key, property] of Object.entries(isObject(properties) ? properties : {})) {
+    for (const [key, property] of Object.entries(isJsonObject(properties) ? properties : {})) {
       const value = sub(property)
-      if (required.includes(key) || (isObject(value) && acceptsNull(value))) {
+      if (required.includes(key) || (isJsonObject(value) && acceptsNull(value))) {
         rewritten[key] = value
       } else {
         rewritten[key] = { anyOf: [value, { type: "null" }] }
         nullable = true
       }
     }
-    if (isObject(properties)) {
+    if (isJsonObject(properties)) {
       out.properties = rewritten
       out.required = Object.keys(rewritten)
     }
@@ -115,30 +132,30 @@ const refPrefix = "#/$defs/"
 
 /** Removes `null` values of keys that were optional in `schema` from `value`; `changed` says whether any went. */
 const normalizer = (root: Json) => {
-  const definitions = isObject(root.$defs) ? root.$defs : {}
+  const definitions = isJsonObject(root.$defs) ? root.$defs : {}
   let changed = false
   const walk = (value: unknown, schema: unknown, depth: number): unknown => {
-    if (!isObject(schema) || depth > 64) return value
+    if (!isJsonObject(schema) || depth > 64) return value
     const ref = schema.$ref
     if (typeof ref === "string" && ref.startsWith(refPrefix)) {
       return walk(value, definitions[ref.slice(refPrefix.length)], depth + 1)
     }
     if (Array.isArray(value)) {
-      return isObject(schema.items) ? value.map((item) => walk(item, schema.items, depth + 1)) : value
+      return isJsonObject(schema.items) ? value.map((item) => walk(item, schema.items, depth + 1)) : value
     }
-    if (!isObject(value)) return value
+    if (!isJsonObject(value)) return value
     if (Array.isArray(schema.anyOf)) {
       const branch = schema.anyOf.find((branch) =>
-        isObject(branch) && (branch.type === "object" || "properties" in branch || "$ref" in branch)
+        isJsonObject(branch) && (branch.type === "object" || "properties" in branch || "$ref" in branch)
       )
       return walk(value, branch, depth + 1)
     }
-    const properties = isObject(schema.properties) ? schema.properties : {}
+    const properties = isJsonObject(schema.properties) ? schema.properties : {}
     const required = Array.isArray(schema.required) ? schema.required : []
     const out: Record<string, unknown> = {}
     for (const [key, item] of Object.entries(value)) {
       const property = properties[key]
-      if (item === null && !required.includes(key) && !(isObject(property) && acceptsNull(property))) {
+      if (item === null && !required.includes(key) && !(isJsonObject(property) && acceptsNull(property))) {
         changed = true
         continue
       }
@@ -164,7 +181,7 @@ const normalizer = (root: Json) => {
  *
  * @example
  * ```ts
- * import { ResponsesStrict } from "@agentloop/responses"
+ * import { StrictSchema } from "@agentloop/core"
  *
  * const city = {
  *   type: "object",
@@ -172,13 +189,13 @@ const normalizer = (root: Json) => {
  *   required: ["city"],
  *   additionalProperties: false
  * }
- * console.log(ResponsesStrict.isStrictCompatible(city)) // true
+ * console.log(StrictSchema.isStrictCompatible(city)) // true
  * // An open record cannot be strict: the API requires every object to list its properties.
  * const open = { type: "object", additionalProperties: { type: "string" } }
- * console.log(ResponsesStrict.isStrictCompatible(open)) // false
+ * console.log(StrictSchema.isStrictCompatible(open)) // false
  * ```
  *
- * @since 0.1.0
+ * @since 0.2.0
  * @category guards
  */
 export const isStrictCompatible = (schema: JsonSchema.JsonSchema): boolean => {
@@ -187,14 +204,30 @@ export const isStrictCompatible = (schema: JsonSchema.JsonSchema): boolean => {
 }
 
 /**
- * The strict form of `schema` (without its `$schema` dialect, which OpenAI rejects), or the schema itself, non-strict.
+ * The form of `schema` OpenAI's strict mode takes (without its `$schema`
+ * dialect, which OpenAI rejects), or the schema itself, non-strict.
  *
- * @since 0.1.0
+ * @example
+ * ```ts
+ * import { StrictSchema } from "@agentloop/core"
+ *
+ * // An optional key becomes required and nullable; the model's `null` for it is taken out again.
+ * const strict = StrictSchema.make({
+ *   type: "object",
+ *   properties: { city: { type: "string" }, unit: { type: "string" } },
+ *   required: ["city"],
+ *   additionalProperties: false
+ * })
+ * console.log(strict.strict, strict.schema.required) // true [ 'city', 'unit' ]
+ * console.log(strict.normalize?.("{\"city\":\"Oslo\",\"unit\":null}")) // {"city":"Oslo"}
+ * ```
+ *
+ * @since 0.2.0
  * @category constructors
  */
 export const make = (schema: JsonSchema.JsonSchema): Strict => {
   const { $schema: _, ...rest } = schema
   const result = rewrite(rest)
-  if (!result.strict || !isObject(result.schema)) return { schema: rest, strict: false, normalize: undefined }
+  if (!result.strict || !isJsonObject(result.schema)) return { schema: rest, strict: false, normalize: undefined }
   return { schema: result.schema, strict: true, normalize: result.nullable ? normalizer(rest) : undefined }
 }
