@@ -14,10 +14,11 @@
 import { Tool, Toolkit } from "@agentloop/core"
 import type { Item } from "@agentloop/core"
 import { McpProtocol, McpSchema, McpServer } from "effect/ai"
+import * as ByteSize from "effect/ByteSize"
 import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type { HttpRouter } from "effect/http"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
@@ -117,7 +118,8 @@ export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =
  * Serves MCP's streamable HTTP transport at `path` of the `HttpRouter`: give
  * the result to `HttpRouter.serve`. Authenticate requests in the router (any
  * caller holding a session id can use it); a request with an `Origin` header
- * is refused unless the origin is in `allowedOrigins`.
+ * is refused unless the origin is in `allowedOrigins`. A request body larger
+ * than `maxBodySize` (default 4 MiB) is refused without being read whole.
  *
  * @example
  * ```ts
@@ -148,15 +150,44 @@ export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =
 export const layerServerHttp = (options: {
   readonly path: HttpRouter.PathInput
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /** The largest request body read (default 4 MiB): a larger one is refused, the connection closed. */
+  readonly maxBodySize?: ByteSize.Input | undefined
 }): Layer.Layer<ServerTransport, never, HttpRouter.HttpRouter> =>
-  Layer.effect(ServerTransport)(Effect.map(Effect.context<HttpRouter.HttpRouter>(), (router) =>
-    ServerTransport.of({
+  Layer.effect(ServerTransport)(Effect.map(Effect.context<HttpRouter.HttpRouter>(), (context) => {
+    const { maxBodySize, ...http } = options
+    const limit = maxBodySize === undefined ? defaultMaxBodySize : ByteSize.fromInputUnsafe(maxBodySize)
+    const router = boundedBodies(Context.get(context, HttpRouter.HttpRouter), limit)
+    return ServerTransport.of({
       serve: (info, registrations) =>
-        McpServer.layerHttp({ ...info, ...options, protocols, registrations, allowSessionTermination: true }).pipe(
-          Layer.provide(Layer.succeedContext(router)),
+        McpServer.layerHttp({ ...info, ...http, protocols, registrations, allowSessionTermination: true }).pipe(
+          Layer.provide(Layer.succeed(HttpRouter.HttpRouter, router)),
           running
         )
-    })))
+    })
+  }))
+
+const defaultMaxBodySize = ByteSize.mebibytes(4)
+
+// `effect/http` reads a body whole, unbounded unless `MaxBodySize` says otherwise: the MCP routes say so.
+const boundedBodies = (router: HttpRouter.HttpRouter, limit: ByteSize.ByteSize): HttpRouter.HttpRouter =>
+  HttpRouter.HttpRouter.of({
+    ...router,
+    add: (method, path, handler, routeOptions) =>
+      router.add(
+        method,
+        path,
+        Effect.provideService(
+          HttpServerResponse.isHttpServerResponse(handler)
+            ? Effect.succeed(handler)
+            : Effect.isEffect(handler)
+            ? handler
+            : Effect.flatMap(HttpServerRequest.HttpServerRequest, handler),
+          HttpIncomingMessage.MaxBodySize,
+          limit
+        ),
+        routeOptions
+      )
+  })
 
 // A server layer, without the services it provides: what runs is the point.
 const running = <A, E>(server: Layer.Layer<A, E>): Layer.Layer<never, E> => Layer.provide(Layer.empty, server)
