@@ -82,6 +82,11 @@ export const start: Effect.Effect<SdkHttpServer, never, Scope.Scope> = Effect.ac
   Effect.promise(() => {
     const calls: Array<string> = []
     const http = createServer((request, response) => {
+      // An old address of the endpoint, moved on the same origin.
+      if (request.url === "/moved") {
+        response.writeHead(307, { location: "/mcp" }).end()
+        return
+      }
       if (request.headers.authorization !== `Bearer ${token}`) {
         response.writeHead(401, { "www-authenticate": "Bearer" }).end()
         return
