@@ -215,4 +215,36 @@ describe("Mcp.serve over HTTP, against a hostile client", () => {
       expect(small.status).toBe(200)
       expect(small.text).toContain("agentloop-http-test")
     }).pipe(Effect.scoped))
+
+  it.live("keeps at most maxSessions sessions, ending the least recently used; an initialize is bounded to 64 KiB", () =>
+    Effect.gen(function*() {
+      const url = yield* serveHttp({ maxSessions: 2 })
+      const open = Effect.gen(function*() {
+        const response = yield* Effect.promise(() =>
+          fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+            body: initialize("raw")
+          })
+        )
+        yield* Effect.promise(() => response.text())
+        return response.headers.get("mcp-session-id")!
+      })
+      const list = (session: string) =>
+        post(url, JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }), {
+          "mcp-session-id": session,
+          "mcp-protocol-version": "2025-11-25"
+        })
+      const first = yield* open
+      const second = yield* open
+      expect((yield* list(first)).text).toContain(`"add"`)
+      // The first was used last: opening a third ends the second.
+      const third = yield* open
+      expect((yield* list(second)).status).toBe(404)
+      expect((yield* list(first)).text).toContain(`"add"`)
+      expect((yield* list(third)).text).toContain(`"add"`)
+      // What a session keeps of its initialize is bounded: a client name of 100 KiB is refused.
+      const big = yield* post(url, initialize("x".repeat(100 * 1024)))
+      expect(big.text).not.toContain("agentloop-http-test")
+    }).pipe(Effect.scoped))
 })
