@@ -8,8 +8,7 @@
  *
  * @since 0.2.0
  */
-import { McpClient, McpProtocol } from "effect/ai"
-import type { McpClientError } from "effect/ai"
+import { McpClient, McpClientError, McpProtocol } from "effect/ai"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -267,6 +266,15 @@ const safeEnvironment = (): Record<string, string> => {
 
 const httpTransport = (server: Http) =>
   Effect.gen(function*() {
+    if (server.url.username !== "" || server.url.password !== "") {
+      // `fetch` refuses such a URL with an error that prints it, password and all: say why without it.
+      return yield* new McpClientError.McpClientError({
+        reason: new McpClientError.ConfigurationError({
+          description: `the URL of MCP server ${server.url.host} carries credentials (user:password@host); ` +
+            "pass them as a header (authorization) instead"
+        })
+      })
+    }
     const client = yield* HttpClient.HttpClient
     const init = Option.getOrUndefined(yield* Effect.serviceOption(FetchHttpClient.RequestInit))
     const secretNames = Object.entries(server.headers).flatMap(([key, value]) =>

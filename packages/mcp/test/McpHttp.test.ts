@@ -82,6 +82,14 @@ describe("Mcp.http", () => {
       expect(error.reason._tag).toBe("TransportError")
     }).pipe(run))
 
+  it.live("a URL with credentials in it is refused before any request, and the error does not print them", () =>
+    Effect.gen(function*() {
+      const error = yield* Mcp.toolkit(Mcp.http({ url: "http://user:pass-1234@127.0.0.1:9/mcp" })).pipe(Effect.flip)
+      expect(error.reason._tag).toBe("ConfigurationError")
+      expect(Cause.pretty(Cause.fail(error))).not.toContain("pass-1234")
+      expect(error.message).toContain("127.0.0.1:9")
+    }).pipe(run))
+
   it.live("follows a 307 to the server's own origin", () =>
     run(Effect.gen(function*() {
       const server = yield* SdkHttpServer.start
