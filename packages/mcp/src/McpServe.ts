@@ -248,8 +248,10 @@ const guarded = (router: HttpRouter.HttpRouter, limits: Limits): HttpRouter.Http
         // The session id of an initialize is set on the response as it is sent: look then.
         return Effect.tap(bounded, () =>
           HttpEffect.appendPreResponseHandler((_, response) => {
-            if (response.status === 404 && session !== undefined) sessions.delete(session)
-            else touch(session ?? response.headers[sessionHeader])
+            // Only ids the server issued are kept: a made-up one must not take a place.
+            if (session === undefined) touch(response.headers[sessionHeader])
+            else if (response.status === 404) sessions.delete(session)
+            else if (sessions.has(session)) touch(session)
             return Effect.as(evict(request), response)
           }))
       }, routeOptions)
