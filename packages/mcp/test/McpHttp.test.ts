@@ -9,7 +9,7 @@ import { FetchHttpClient } from "effect/http"
 import type { HttpClient } from "effect/http"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import { Mcp } from "../src/index.ts"
+import { Mcp, McpToolkit } from "../src/index.ts"
 import { call } from "./fixtures.ts"
 import * as SdkHttpServer from "./sdkHttpServer.ts"
 
@@ -89,6 +89,28 @@ describe("Mcp.http", () => {
       expect(Cause.pretty(Cause.fail(error))).not.toContain("pass-1234")
       expect(error.message).toContain("127.0.0.1:9")
     }).pipe(run))
+
+  it.live("bounds what a server's tool costs every model request: a description cut, a huge schema left out", () =>
+    run(Effect.gen(function*() {
+      const server = yield* SdkHttpServer.startWith([
+        { name: "verbose", description: `Read this. ${"x".repeat(200_000)}`, inputSchema: { type: "object" } },
+        {
+          name: "bloated",
+          description: "Has a huge schema",
+          inputSchema: {
+            type: "object",
+            properties: Object.fromEntries(
+              Array.from({ length: 5000 }, (_, i) => [`field${i}`, { type: "string", description: "y".repeat(40) }])
+            )
+          }
+        }
+      ])
+      const toolkit = yield* Mcp.toolkit(authorized(server.url))
+      expect(toolkit.tools.map((tool) => tool.name)).toEqual(["multiply", "tag", "fail", "verbose"])
+      const verbose = toolkit.byName.get("verbose")!
+      expect(verbose.description.startsWith("Read this. xxx")).toBe(true)
+      expect(verbose.description.length).toBeLessThanOrEqual(McpToolkit.maxDescriptionLength)
+    })))
 
   it.live("follows a 307 to the server's own origin", () =>
     run(Effect.gen(function*() {
