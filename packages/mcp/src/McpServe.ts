@@ -242,7 +242,11 @@ const guarded = (router: HttpRouter.HttpRouter, limits: Limits): HttpRouter.Http
           ByteSize.min(limit, limits.body)
         )
         if (method === "DELETE") {
-          return Effect.tap(bounded, () => Effect.sync(() => session !== undefined && sessions.delete(session)))
+          // Only a DELETE that ended the session (not one refused for its origin) frees its place.
+          return Effect.tap(
+            bounded,
+            (response) => Effect.sync(() => session !== undefined && response.status < 300 && sessions.delete(session))
+          )
         }
         if (method !== "POST") return bounded
         // The session id of an initialize is set on the response as it is sent: look then.

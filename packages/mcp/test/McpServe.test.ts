@@ -236,6 +236,11 @@ describe("Mcp.serve over HTTP, against a hostile client", () => {
           "mcp-protocol-version": "2025-11-25"
         })
       const first = yield* open
+      // A DELETE refused for its origin ends nothing, and frees no place.
+      const refused = yield* Effect.promise(() =>
+        fetch(url, { method: "DELETE", headers: { "mcp-session-id": first, origin: "https://evil.example" } })
+      )
+      expect(refused.status).toBe(403)
       const second = yield* open
       expect((yield* list(first)).text).toContain(`"add"`)
       // The first was used last: opening a third ends the second.
