@@ -12,8 +12,8 @@ import { instructions } from "@agentloop/example-terminal/Demo"
 import { question } from "@agentloop/example-terminal/script"
 import { toolkit as demoTools } from "@agentloop/example-terminal/tools"
 import { memoized } from "@agentloop/example-web/bundle"
-import { Effect, Layer, Stream } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Effect, Layer, Stream } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { page } from "./page.ts"
 
 /** The page's script: `client.tsx` with React, `@ai-sdk/react` and what they import. */
@@ -31,6 +31,9 @@ const chat = (
   ).pipe(Stream.provide(AgentLoop.layer.pipe(Layer.provide(model))))
 
 const badRequest = (message: string) => HttpServerResponse.text(`bad request: ${message}\n`, { status: 400 })
+
+/** The body is read whole: bounded, so that one request cannot take the server's memory. */
+const bounded = Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
 /**
  * The routes. `model` is built anew for every request, so a scripted model
@@ -54,6 +57,7 @@ export const routes = (options: {
       "POST",
       "/api/chat",
       HttpServerRequest.schemaBodyJson(UIMessage.ChatRequest).pipe(
+        bounded,
         Effect.flatMap(({ messages }) => {
           const conversation = UIMessage.toConversation(messages)
           const toolkit = options.toolkit ?? demoTools

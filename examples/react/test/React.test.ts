@@ -199,3 +199,31 @@ describe.skipIf(!hasChromium)("the useChat page in Chromium", () => {
     60_000
   )
 })
+
+describe("POST /api/chat", () => {
+  it.live("refuses a body over 1 MiB before decoding it, and answers the next request", () =>
+    Effect.gen(function*() {
+      const url = yield* serve("mock", MockLanguageModel.layer([MockLanguageModel.textTurn("Hello.")]))
+      const post = (...texts: ReadonlyArray<string>) =>
+        Effect.promise(() =>
+          fetch(new URL("/api/chat", url), {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              messages: [{ id: "m1", role: "user", parts: texts.map((text) => ({ type: "text", text })) }]
+            })
+          }).then(
+            async (response) => ({ status: response.status, text: await response.text() }),
+            (error) => ({ status: 0, text: String(error) })
+          )
+        )
+      // Each part is within the schema's bounds; together they are not.
+      const part = "x".repeat(800_000)
+      const huge = yield* post(part, part, part)
+      expect(huge.status === 400 || huge.status === 0, `${huge.status} ${huge.text.slice(0, 200)}`).toBe(true)
+      expect(huge.text).not.toContain("Hello.")
+      const small = yield* post("Hi")
+      expect(small.status).toBe(200)
+      expect(small.text).toContain("Hello.")
+    }).pipe(Effect.scoped))
+})

@@ -10,8 +10,8 @@ import type { LanguageModel } from "@agentloop/core"
 import { DurableAgent, DurableRunner, DurableStream } from "@agentloop/durable"
 import { instructions } from "@agentloop/example-terminal/Demo"
 import { toolkit } from "@agentloop/example-terminal/tools"
-import { Effect, Layer, Option, Schema } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Effect, Layer, Option, Schema } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { memoized } from "./bundle.ts"
 
 /** The demo agent, durable. */
@@ -57,7 +57,10 @@ export const routes = Layer.mergeAll(
     "/runs/:id",
     Effect.gen(function*() {
       const id = yield* runId
-      const input = yield* (yield* HttpServerRequest.HttpServerRequest).text
+      // Read whole, so bounded: a message is at most 4000 characters, of at most 4 bytes each.
+      const input = yield* (yield* HttpServerRequest.HttpServerRequest).text.pipe(
+        Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.kibibytes(16))
+      )
       if (input === "" || input.length > 4000) return badRequest("the message is empty or too long")
       yield* agent.start({ runId: id, input })
       return HttpServerResponse.empty({ status: 202 })

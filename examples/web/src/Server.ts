@@ -10,8 +10,8 @@ import type { LanguageModel } from "@agentloop/core"
 import { instructions } from "@agentloop/example-terminal/Demo"
 import { question } from "@agentloop/example-terminal/script"
 import { toolkit } from "@agentloop/example-terminal/tools"
-import { Effect, Layer, Schema, Stream } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Effect, Layer, Schema, Stream } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { bundle } from "./bundle.ts"
 import { page } from "./page.ts"
 
@@ -28,6 +28,9 @@ const chat = (model: Layer.Layer<LanguageModel.LanguageModel>, message: string) 
   ).pipe(
     Stream.provide(AgentLoop.layer.pipe(Layer.provide(model)))
   )
+
+/** The body is read whole: bounded, so that one request cannot take the server's memory. */
+const bounded = Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
 
 /**
  * The routes. `model` is built anew for every chat, so a scripted model replays
@@ -48,6 +51,7 @@ export const routes = (options: {
       "POST",
       "/chat",
       HttpServerRequest.schemaBodyJson(ChatRequest).pipe(
+        bounded,
         Effect.flatMap(({ message }) => EventStream.toHttpResponse(chat(options.model, message), EventStream.agent)),
         Effect.catch((error) =>
           Effect.succeed(HttpServerResponse.text(`bad request: ${error.message}\n`, { status: 400 }))

@@ -28,11 +28,16 @@ const toy = (): ProviderStream.Decoder & { readonly seen: Array<string> } => {
 
 const bytes = (...texts: ReadonlyArray<string>) => Stream.fromIterable(texts.map((text) => encoder.encode(text)))
 
-const run = (body: Stream.Stream<Uint8Array>, decoder: ProviderStream.Decoder, maxEventSize?: number) =>
+const run = (
+  body: Stream.Stream<Uint8Array>,
+  decoder: ProviderStream.Decoder,
+  maxEventSize?: number,
+  maxResponseSize?: number
+) =>
   Effect.gen(function*() {
     const deltas: Array<TurnDelta.TurnDelta> = []
     const exit = yield* body.pipe(
-      ProviderStream.decode(decoder, { provider: "toy", maxEventSize }),
+      ProviderStream.decode(decoder, { provider: "toy", maxEventSize, maxResponseSize }),
       Stream.runForEach((delta) => Effect.sync(() => deltas.push(delta))),
       Effect.exit
     )
@@ -97,6 +102,31 @@ describe("ProviderStream.decode", () => {
         })
       ))
     }))
+  it.effect("fails a body longer than maxResponseSize, however small its events, and stops reading it", () =>
+    Effect.gen(function*() {
+      // A server streaming small deltas for as long as the turn lasts: generated as it is read.
+      let pulled = 0
+      const endless = Stream.fromIterable({
+        *[Symbol.iterator]() {
+          while (true) {
+            pulled++
+            yield encoder.encode(`event: text\ndata: ${"x".repeat(1000)}\n\n`)
+          }
+        }
+      })
+      const { deltas, exit } = yield* run(endless, toy(), undefined, 1024 * 1024)
+      expect(exit).toStrictEqual(Exit.fail(
+        new AiError.MalformedEvent({
+          provider: "toy",
+          event: "(too large)",
+          message: `the response is longer than ${1024 * 1024} characters`
+        })
+      ))
+      expect(deltas.length).toBeLessThan(1100)
+      // One chunk of the iterable (4096 events) is pulled, no more.
+      expect(pulled).toBeLessThanOrEqual(4096)
+    }))
+
   it.effect("reads the body in the decoder's dialect: field lines as events, and the last event without its blank line", () =>
     Effect.gen(function*() {
       const decoder = Object.assign(toy(), { dialect: { fieldEvents: ["fail"] } })

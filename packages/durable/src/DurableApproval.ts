@@ -117,6 +117,11 @@ const encodeToken = Schema.encodeSync(TokenFromString)
  * @category errors
  */
 export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
+  /**
+   * The token as an error may show it, without its secret: the approval it
+   * names when it decodes, else only its length (a real token with a
+   * character pasted after it would carry its secret into a log).
+   */
   token: Schema.String,
   reason: Schema.String
 }) {
@@ -281,10 +286,18 @@ export const approve = (
   decision: Approval.Decision
 ): Effect.Effect<void, ApproveError, WorkflowEngine | RunStore> =>
   Effect.gen(function*() {
-    const invalid = (reason: string) => new InvalidToken({ token: token.slice(0, 512), reason })
     const parsed = yield* Schema.decodeUnknownEffect(TokenFromString)(token).pipe(
-      Effect.mapError(() => invalid("it does not decode"))
+      Effect.mapError(() =>
+        new InvalidToken({ token: `${token.length} characters that do not decode`, reason: "it does not decode" })
+      )
     )
+    const invalid = (reason: string) =>
+      new InvalidToken({
+        token: `${parsed.wait.slice(0, 80)} of run ${JSON.stringify(parsed.runId.slice(0, 80))} of agent ${
+          JSON.stringify(parsed.agent.slice(0, 80))
+        }`,
+        reason
+      })
     if (parsed.agent !== workflow._tag) {
       return yield* invalid(`it names ${parsed.wait} of agent ${JSON.stringify(parsed.agent)}`)
     }

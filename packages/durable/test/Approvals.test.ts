@@ -7,13 +7,14 @@ import { Approval } from "@agentloop/core"
 import { RunId } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Cause, Effect, Layer, Schema, Stream } from "effect"
 import * as DurableDeferred from "effect/workflow/DurableDeferred"
 import * as Path from "node:path"
 import { DurableAgent, DurableApproval, DurableRunner } from "../src/index.ts"
 import { answer, call, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
 
 const agent = DurableAgent.make("guarded", { model: "test-model", instructions: "Use the tools.", toolkit })
+const other = DurableAgent.make("other", { model: "test-model", instructions: "Use the tools.", toolkit })
 
 const decodeToken = Schema.decodeSync(DurableApproval.TokenFromString)
 const encodeToken = Schema.encodeSync(DurableApproval.TokenFromString)
@@ -74,6 +75,16 @@ describe("durable approval tokens", () => {
             executionId: yield* agent.workflow.executionId({ runId: "g1", input: "" })
           })
           expect((yield* Effect.flip(agent.approve(engineToken, Approval.approved)))._tag).toBe("InvalidToken")
+          // The real token sent to another agent, or with its first character lost: the error, logged, must not carry it.
+          const elsewhere = yield* Effect.flip(DurableApproval.approve(other.workflow, token, Approval.approved))
+          const cut = yield* Effect.flip(agent.approve(token.slice(1), Approval.approved))
+          for (const refused of [elsewhere, cut]) {
+            expect(refused._tag).toBe("InvalidToken")
+            // The token's tail encodes its secret (the last field).
+            expect(JSON.stringify(refused)).not.toContain(token.slice(-24))
+            expect(Cause.pretty(Cause.fail(refused))).not.toContain(token.slice(-24))
+          }
+          expect(elsewhere).toMatchObject({ token: `approval/1/0 of run "g1" of agent "guarded"` })
           expect(ran.remove).toBe(before)
 
           yield* agent.approve(token, Approval.approved)

@@ -6,7 +6,11 @@
  * The check is `@cfworker/json-schema`'s: every keyword of drafts 4, 7,
  * 2019-09 and 2020-12 (the dialect the schema's `$schema` names, 2020-12 when
  * it names none, as MCP says), interpreted rather than compiled, so a schema
- * from a server is never turned into code.
+ * from a server is never turned into code. Its regular expressions are not
+ * run either (`pattern` is left out, and a schema with `patternProperties`
+ * checks only that the arguments are an object): a pattern that backtracks
+ * exponentially would block the process for hours on a short string, and no
+ * time limit can stop a regular expression. The server checks them.
  *
  * @since 0.2.0
  */
@@ -48,8 +52,10 @@ export const schema = (jsonSchema: JsonSchema.JsonSchema): Schema.Codec<Argument
 const JsonObject: Schema.Codec<Arguments> = Schema.Record(Schema.String, Schema.Json)
 
 const validator = (jsonSchema: JsonSchema.JsonSchema): ((input: unknown) => ReadonlyArray<OutputUnit>) | undefined => {
+  const safe = withoutPatterns(jsonSchema)
+  if (safe === undefined) return undefined
   try {
-    const compiled = new Validator(jsonSchema as JsonSchemaDocument, draft(jsonSchema.$schema), false)
+    const compiled = new Validator(safe as JsonSchemaDocument, draft(jsonSchema.$schema), false)
     return (input) => {
       try {
         return compiled.validate(input).errors
@@ -59,6 +65,57 @@ const validator = (jsonSchema: JsonSchema.JsonSchema): ((input: unknown) => Read
       }
     }
   } catch {
+    return undefined
+  }
+}
+
+// Keywords whose value names schemas: its keys are names, not keywords.
+const schemaMaps = new Set(["$defs", "definitions", "dependencies", "dependentSchemas", "properties"])
+// Keywords whose value is data, not a schema.
+const dataKeywords = new Set(["const", "default", "enum", "examples"])
+
+const regexKeywords = (key: string) => key === "pattern" || key === "patternProperties"
+
+class Refused {}
+
+/**
+ * `schema` without `pattern`; `undefined` when it has `patternProperties`
+ * (leaving its expressions out would refuse the properties they allow), or
+ * when data in it looks like a schema with either (a `$ref` may point into
+ * any part of the document). A property named `pattern` stays.
+ */
+const withoutPatterns = (schema: unknown): unknown => {
+  const data = (value: unknown): unknown => {
+    if (Array.isArray(value)) value.forEach(data)
+    else if (typeof value === "object" && value !== null) {
+      for (const [key, member] of Object.entries(value)) {
+        if (regexKeywords(key)) throw new Refused()
+        data(member)
+      }
+    }
+    return value
+  }
+  const names = (value: unknown): unknown =>
+    typeof value === "object" && value !== null && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).map(([name, member]) => [name, walk(member)]))
+      : walk(value)
+  const walk = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(walk)
+    if (typeof value !== "object" || value === null) return value
+    if ("patternProperties" in value) throw new Refused()
+    // `Object.fromEntries` defines every key as its own: a `__proto__` key stays a key.
+    return Object.fromEntries(
+      Object.entries(value).flatMap(([key, member]) =>
+        key === "pattern"
+          ? []
+          : [[key, dataKeywords.has(key) ? data(member) : schemaMaps.has(key) ? names(member) : walk(member)]]
+      )
+    )
+  }
+  try {
+    return walk(schema)
+  } catch {
+    // `Refused`, or a schema nested deeper than the stack: the server checks it.
     return undefined
   }
 }

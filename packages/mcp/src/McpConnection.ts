@@ -8,13 +8,14 @@
  *
  * @since 0.2.0
  */
-import { McpClient, McpProtocol } from "effect/ai"
-import type { McpClientError } from "effect/ai"
+import { McpClient, McpClientError, McpProtocol } from "effect/ai"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import type { HttpClient } from "effect/http"
+import { FetchHttpClient, Headers, HttpClient, HttpClientError, HttpClientRequest } from "effect/http"
+import type { HttpClientResponse } from "effect/http"
+import * as Option from "effect/Option"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
@@ -113,8 +114,9 @@ export const stdio = (options: {
 /**
  * Describes a server at `url`, speaking MCP's streamable HTTP transport.
  * `headers` go with every request (a `Redacted` value for a token keeps it out
- * of logs). `name` names the server in traces; by default, the name the server
- * reports.
+ * of logs and spans), and only to `url`'s origin: a redirect there (307, 308)
+ * is followed, one elsewhere refused. `name` names the server in traces; by
+ * default, the name the server reports.
  *
  * @example
  * ```ts
@@ -263,13 +265,86 @@ const safeEnvironment = (): Record<string, string> => {
 }
 
 const httpTransport = (server: Http) =>
-  McpClient.http({
-    url: server.url,
-    protocol,
-    headers: Object.fromEntries(
-      Object.entries(server.headers).map((
-        [key, value]
-      ) => [key, Redacted.isRedacted(value) ? Redacted.value(value) : value])
+  Effect.gen(function*() {
+    if (server.url.username !== "" || server.url.password !== "") {
+      // `fetch` refuses such a URL with an error that prints it, password and all: say why without it.
+      return yield* new McpClientError.McpClientError({
+        reason: new McpClientError.ConfigurationError({
+          description: `the URL of MCP server ${server.url.host} carries credentials (user:password@host); ` +
+            "pass them as a header (authorization) instead"
+        })
+      })
+    }
+    const client = yield* HttpClient.HttpClient
+    const init = Option.getOrUndefined(yield* Effect.serviceOption(FetchHttpClient.RequestInit))
+    const secretNames = Object.entries(server.headers).flatMap(([key, value]) =>
+      Redacted.isRedacted(value) ? [key.toLowerCase()] : []
+    )
+    return yield* McpClient.http({
+      url: server.url,
+      protocol,
+      headers: Object.fromEntries(
+        Object.entries(server.headers).map((
+          [key, value]
+        ) => [key, Redacted.isRedacted(value) ? Redacted.value(value) : value])
+      )
+    }).pipe(Effect.provideService(
+      HttpClient.HttpClient,
+      HttpClient.transform(client, (response, request) =>
+        sameOriginRedirects(client, response, request, server.url.origin).pipe(
+          // `fetch` follows redirects itself, the headers given included: here they are seen and checked.
+          Effect.provideService(FetchHttpClient.RequestInit, { ...init, redirect: "manual" }),
+          Effect.updateService(Headers.CurrentRedactedNames, (names) => [...names, ...secretNames])
+        ))
+    ))
+  })
+
+const maxRedirects = 5
+
+/**
+ * Follows a 307 or 308 (which keep the method and body) to the server's own
+ * origin; refuses any other redirect, which would carry the request's
+ * headers, credentials among them, elsewhere.
+ */
+const sameOriginRedirects = <E, R>(
+  client: HttpClient.HttpClient,
+  response: Effect.Effect<HttpClientResponse.HttpClientResponse, E, R>,
+  request: HttpClientRequest.HttpClientRequest,
+  origin: string,
+  redirects = 0
+): Effect.Effect<HttpClientResponse.HttpClientResponse, E | HttpClientError.HttpClientError, R> =>
+  Effect.flatMap(response, (response) => {
+    if (response.status < 300 || response.status >= 400) return Effect.succeed(response)
+    const location = response.headers.location
+    const target = location === undefined || !URL.canParse(location, request.url)
+      ? undefined
+      : new URL(location, request.url)
+    const refused = target === undefined
+      ? "to nowhere readable"
+      : target.origin !== origin
+      ? `to another origin, ${target.protocol}//${target.host}; the headers are sent only to the configured URL`
+      : response.status !== 307 && response.status !== 308
+      ? "with a status that would drop the request body; only 307 and 308 are followed"
+      : redirects >= maxRedirects
+      ? `more than ${maxRedirects} times`
+      : undefined
+    if (refused !== undefined) {
+      return Effect.fail(
+        new HttpClientError.HttpClientError({
+          reason: new HttpClientError.TransportError({
+            request,
+            description: `the MCP server redirected (${response.status}) ${refused}`
+          })
+        })
+      )
+    }
+    const next = HttpClientRequest.setUrl(request, target!.href)
+    return sameOriginRedirects(
+      client,
+      client.execute(next),
+      next,
+      origin,
+      redirects + 1
     )
   })
 

@@ -125,7 +125,17 @@ const blockText = (block: McpSchema.ContentBlock): string => {
 
 const lastSegment = (url: string): string => {
   const path = new URL(url).pathname
-  return decodeURIComponent(path.slice(path.lastIndexOf("/") + 1)) || url
+  const segment = path.slice(path.lastIndexOf("/") + 1)
+  // A segment that is not valid percent-encoding (a link found on a hostile page) is kept as it is.
+  return decoded(segment) || url
+}
+
+const decoded = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
 }
 
 const notSent = (part: Item.MediaPart, position: number, why: string): McpSchema.ContentBlock => ({

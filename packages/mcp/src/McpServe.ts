@@ -14,10 +14,18 @@
 import { Tool, Toolkit } from "@agentloop/core"
 import type { Item } from "@agentloop/core"
 import { McpProtocol, McpSchema, McpServer } from "effect/ai"
+import * as ByteSize from "effect/ByteSize"
 import type * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type { HttpRouter } from "effect/http"
+import {
+  Headers,
+  HttpEffect,
+  HttpIncomingMessage,
+  HttpRouter,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
@@ -117,7 +125,12 @@ export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =
  * Serves MCP's streamable HTTP transport at `path` of the `HttpRouter`: give
  * the result to `HttpRouter.serve`. Authenticate requests in the router (any
  * caller holding a session id can use it); a request with an `Origin` header
- * is refused unless the origin is in `allowedOrigins`.
+ * is refused unless the origin is in `allowedOrigins`. A request body larger
+ * than `maxBodySize` (default 4 MiB; 64 KiB for an initialize, which a
+ * session keeps) is refused without being read whole. A session lives until
+ * its client ends it, which most clients never do: past `maxSessions`
+ * (default 1000), the least recently used one is ended, and its client must
+ * initialize again.
  *
  * @example
  * ```ts
@@ -148,15 +161,107 @@ export const layerServerStdio = (): Layer.Layer<ServerTransport, never, Stdio> =
 export const layerServerHttp = (options: {
   readonly path: HttpRouter.PathInput
   readonly allowedOrigins?: ReadonlyArray<string> | undefined
+  /** The largest request body read (default 4 MiB): a larger one is refused, the connection closed. */
+  readonly maxBodySize?: ByteSize.Input | undefined
+  /** The most sessions kept (default 1000): past it, the least recently used one is ended. */
+  readonly maxSessions?: number | undefined
 }): Layer.Layer<ServerTransport, never, HttpRouter.HttpRouter> =>
-  Layer.effect(ServerTransport)(Effect.map(Effect.context<HttpRouter.HttpRouter>(), (router) =>
-    ServerTransport.of({
+  Layer.effect(ServerTransport)(Effect.map(Effect.context<HttpRouter.HttpRouter>(), (context) => {
+    const { maxBodySize, maxSessions, ...http } = options
+    const limits: Limits = {
+      body: maxBodySize === undefined ? defaultMaxBodySize : ByteSize.fromInputUnsafe(maxBodySize),
+      sessions: Math.max(1, maxSessions ?? 1000)
+    }
+    return ServerTransport.of({
       serve: (info, registrations) =>
-        McpServer.layerHttp({ ...info, ...options, protocols, registrations, allowSessionTermination: true }).pipe(
-          Layer.provide(Layer.succeedContext(router)),
+        McpServer.layerHttp({ ...info, ...http, protocols, registrations, allowSessionTermination: true }).pipe(
+          Layer.provide(
+            Layer.sync(HttpRouter.HttpRouter, () => guarded(Context.get(context, HttpRouter.HttpRouter), limits))
+          ),
           running
         )
-    })))
+    })
+  }))
+
+interface Limits {
+  readonly body: ByteSize.ByteSize
+  readonly sessions: number
+}
+
+const defaultMaxBodySize = ByteSize.mebibytes(4)
+
+// Only an initialize comes without a session, and a session keeps its payload for as long as it lives.
+const sessionlessMaxBodySize = ByteSize.kibibytes(64)
+
+type Handler = (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+
+const sessionHeader = "mcp-session-id"
+
+/**
+ * The router `McpServer` adds its routes to, with what it does not bound
+ * bounded: `effect/http` reads a body whole, unbounded unless `MaxBodySize`
+ * says otherwise, and a session lives until its client ends it, which most
+ * never do. Past `limits.sessions`, the least recently used one is ended as
+ * its client's DELETE would end it.
+ */
+const guarded = (router: HttpRouter.HttpRouter, limits: Limits): HttpRouter.HttpRouter => {
+  // Sessions by id, least recently used first.
+  const sessions = new Set<string>()
+  let terminate: Handler | undefined
+  const touch = (id: string | undefined) => {
+    if (id === undefined) return
+    sessions.delete(id)
+    sessions.add(id)
+  }
+  const evict = (request: HttpServerRequest.HttpServerRequest): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const oldest = sessions.size > limits.sessions ? sessions.values().next().value : undefined
+      if (oldest === undefined || terminate === undefined) return Effect.void
+      sessions.delete(oldest)
+      return Effect.andThen(
+        terminate(request.modify({ headers: Headers.set(request.headers, sessionHeader, oldest) })),
+        evict(request)
+      )
+    })
+  return HttpRouter.HttpRouter.of({
+    ...router,
+    add: (method, path, handler, routeOptions) => {
+      const handle: Handler = (request) =>
+        (HttpServerResponse.isHttpServerResponse(handler)
+          ? Effect.succeed(handler)
+          : Effect.isEffect(handler)
+          ? handler
+          : handler(request)) as Effect.Effect<HttpServerResponse.HttpServerResponse>
+      if (method === "DELETE") terminate = handle
+      return router.add(method, path, (request) => {
+        const session = request.headers[sessionHeader]
+        const limit = session === undefined ? sessionlessMaxBodySize : limits.body
+        const bounded = Effect.provideService(
+          handle(request),
+          HttpIncomingMessage.MaxBodySize,
+          ByteSize.min(limit, limits.body)
+        )
+        if (method === "DELETE") {
+          // Only a DELETE that ended the session (not one refused for its origin) frees its place.
+          return Effect.tap(
+            bounded,
+            (response) => Effect.sync(() => session !== undefined && response.status < 300 && sessions.delete(session))
+          )
+        }
+        if (method !== "POST") return bounded
+        // The session id of an initialize is set on the response as it is sent: look then.
+        return Effect.tap(bounded, () =>
+          HttpEffect.appendPreResponseHandler((_, response) => {
+            // Only ids the server issued are kept: a made-up one must not take a place.
+            if (session === undefined) touch(response.headers[sessionHeader])
+            else if (response.status === 404) sessions.delete(session)
+            else if (sessions.has(session)) touch(session)
+            return Effect.as(evict(request), response)
+          }))
+      }, routeOptions)
+    }
+  })
+}
 
 // A server layer, without the services it provides: what runs is the point.
 const running = <A, E>(server: Layer.Layer<A, E>): Layer.Layer<never, E> => Layer.provide(Layer.empty, server)

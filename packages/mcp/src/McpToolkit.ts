@@ -117,6 +117,12 @@ export const toolkit = <S extends McpConnection.Server>(
     const names = new Set<string>()
     for (const descriptor of descriptors) {
       const name = `${options.prefix ?? ""}${descriptor.name}`
+      if (validName.test(name) && !names.has(name) && !schemaFits(descriptor.inputSchema)) {
+        yield* Effect.logWarning(
+          `MCP server "${connection.name}": tool "${name}" left out: its input schema is over ${maxSchemaLength} characters`
+        )
+        continue
+      }
       if (!validName.test(name) || names.has(name)) {
         yield* Effect.logWarning(
           `MCP server "${connection.name}": tool "${name.slice(0, 80)}" left out: ${
@@ -134,6 +140,38 @@ export const toolkit = <S extends McpConnection.Server>(
     })
     return Toolkit.make(...tools)
   }).pipe(Effect.withSpan("Mcp.toolkit", { attributes: { "agentloop.mcp.transport": server._tag } }))
+
+/**
+ * The longest description of a server's tool kept, in characters: every
+ * model request carries it, and a hostile server could make each one cost
+ * a fortune. A longer one is cut.
+ *
+ * @since 0.2.0
+ * @category limits
+ */
+export const maxDescriptionLength = 8192
+
+/**
+ * The largest input schema of a server's tool, as JSON characters: every
+ * model request carries it too. A tool with a larger one is left out, with a
+ * warning in the log.
+ *
+ * @since 0.2.0
+ * @category limits
+ */
+export const maxSchemaLength = 65_536
+
+const schemaFits = (schema: unknown): boolean => {
+  try {
+    return (JSON.stringify(schema) ?? "").length <= maxSchemaLength
+  } catch {
+    // Nested deeper than the stack: no model would take it either.
+    return false
+  }
+}
+
+const bounded = (description: string): string =>
+  description.length <= maxDescriptionLength ? description : `${description.slice(0, maxDescriptionLength - 1)}…`
 
 // What OpenAI, Gemini and Anthropic all accept as a function name.
 const validName = /^[a-zA-Z0-9_-]{1,64}$/
@@ -156,7 +194,7 @@ const fromDescriptor = (
   const approval = options.needsApproval
   const tool = Tool.make({
     name,
-    description: descriptor.description ?? descriptor.title ?? "",
+    description: bounded(descriptor.description ?? descriptor.title ?? ""),
     input: McpArguments.schema(descriptor.inputSchema),
     output: Output,
     content: (shown) => shown.content,

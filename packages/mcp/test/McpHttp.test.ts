@@ -3,11 +3,13 @@
  */
 import { Toolkit } from "@agentloop/core"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Cause, Effect, Redacted } from "effect"
 import type { Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
 import type { HttpClient } from "effect/http"
-import { Mcp } from "../src/index.ts"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { Mcp, McpToolkit } from "../src/index.ts"
 import { call } from "./fixtures.ts"
 import * as SdkHttpServer from "./sdkHttpServer.ts"
 
@@ -79,4 +81,75 @@ describe("Mcp.http", () => {
       expect(error._tag).toBe("McpClientError")
       expect(error.reason._tag).toBe("TransportError")
     }).pipe(run))
+
+  it.live("a URL with credentials in it is refused before any request, and the error does not print them", () =>
+    Effect.gen(function*() {
+      const error = yield* Mcp.toolkit(Mcp.http({ url: "http://user:pass-1234@127.0.0.1:9/mcp" })).pipe(Effect.flip)
+      expect(error.reason._tag).toBe("ConfigurationError")
+      expect(Cause.pretty(Cause.fail(error))).not.toContain("pass-1234")
+      expect(error.message).toContain("127.0.0.1:9")
+    }).pipe(run))
+
+  it.live("bounds what a server's tool costs every model request: a description cut, a huge schema left out", () =>
+    run(Effect.gen(function*() {
+      const server = yield* SdkHttpServer.startWith([
+        { name: "verbose", description: `Read this. ${"x".repeat(200_000)}`, inputSchema: { type: "object" } },
+        {
+          name: "bloated",
+          description: "Has a huge schema",
+          inputSchema: {
+            type: "object",
+            properties: Object.fromEntries(
+              Array.from({ length: 5000 }, (_, i) => [`field${i}`, { type: "string", description: "y".repeat(40) }])
+            )
+          }
+        }
+      ])
+      const toolkit = yield* Mcp.toolkit(authorized(server.url))
+      expect(toolkit.tools.map((tool) => tool.name)).toEqual(["multiply", "tag", "fail", "verbose"])
+      const verbose = toolkit.byName.get("verbose")!
+      expect(verbose.description.startsWith("Read this. xxx")).toBe(true)
+      expect(verbose.description.length).toBeLessThanOrEqual(McpToolkit.maxDescriptionLength)
+    })))
+
+  it.live("follows a 307 to the server's own origin", () =>
+    run(Effect.gen(function*() {
+      const server = yield* SdkHttpServer.start
+      const toolkit = yield* Mcp.toolkit(authorized(server.url.replace(/\/mcp$/, "/moved")))
+      expect(toolkit.tools.map((tool) => tool.name)).toContain("multiply")
+      expect((yield* one(toolkit, "multiply", { a: 2, b: 3 })).output.output).toBe(JSON.stringify("6"))
+    })))
+
+  it.live("refuses a redirect to another origin: the headers given, credentials among them, are not sent there", () =>
+    run(Effect.gen(function*() {
+      const seen: Array<Http.IncomingHttpHeaders> = []
+      const elsewhere = yield* listen((request, response) => {
+        seen.push(request.headers)
+        response.writeHead(500).end()
+      })
+      // "localhost" is another origin than "127.0.0.1".
+      const redirector = yield* listen((_, response) =>
+        response.writeHead(307, { location: `http://localhost:${elsewhere.port}/mcp` }).end()
+      )
+      const error = yield* Mcp.toolkit(Mcp.http({
+        url: `http://127.0.0.1:${redirector.port}/mcp`,
+        headers: { authorization: Redacted.make("Bearer secret-1"), "x-tenant-key": Redacted.make("secret-2") }
+      })).pipe(Effect.flip)
+      expect(seen).toEqual([])
+      expect(error.reason._tag).toBe("TransportError")
+      expect(String(Cause.pretty(Cause.fail(error)))).toContain("another origin")
+      expect(String(Cause.pretty(Cause.fail(error)))).not.toContain("secret-")
+    })))
 })
+
+/** A plain HTTP server on a loopback port for the scope. */
+const listen = (handler: Http.RequestListener) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<Http.Server>((resolve) => {
+        const server = Http.createServer(handler)
+        server.listen(0, "127.0.0.1", () => resolve(server))
+      })
+    ),
+    (server) => Effect.sync(() => server.close())
+  ).pipe(Effect.map((server) => ({ port: (server.address() as AddressInfo).port })))

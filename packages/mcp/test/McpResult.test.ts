@@ -58,4 +58,16 @@ describe("McpResult.blocks", () => {
       { type: "resource_link", uri: "https://example.com/a%20b.pdf", name: "spec.pdf", mimeType: "application/pdf" }
     ])
   })
+
+  it("a URL whose last segment is not valid percent-encoding is named by that segment as it is", () => {
+    // A link a tool found on a hostile page: decoding it would throw, and fail the whole result.
+    expect(McpResult.blocks([Item.fileUrl("https://example.com/report%E0%A4%A.pdf")])).toEqual([
+      {
+        type: "resource_link",
+        uri: "https://example.com/report%E0%A4%A.pdf",
+        name: "report%E0%A4%A.pdf",
+        mimeType: "application/pdf"
+      }
+    ])
+  })
 })

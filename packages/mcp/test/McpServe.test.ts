@@ -35,22 +35,23 @@ const connect = (transport: Transport) =>
 const stdioClient = connect(new StdioClientTransport({ command: process.execPath, args: nodeArgs, stderr: "ignore" }))
 
 /** Serves the toolkit over streamable HTTP on a random local port for the scope; returns the endpoint. */
-const httpServer = Effect.gen(function*() {
-  const nodeServer = Http.createServer()
-  yield* Layer.build(
-    HttpRouter.serve(
-      Mcp.serve(toolkit, { name: "agentloop-http-test", version: "1.0.0" }).pipe(
-        Layer.provide(Mcp.layerServerHttp({ path: "/mcp" }))
-      ),
-      { disableLogger: true, disableListenLog: true }
-    ).pipe(Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" })))
-  )
-  yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
-  const address = nodeServer.address()
-  return new URL(`http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/mcp`)
-})
+const serveHttp = (options: Omit<Parameters<typeof Mcp.layerServerHttp>[0], "path"> = {}) =>
+  Effect.gen(function*() {
+    const nodeServer = Http.createServer()
+    yield* Layer.build(
+      HttpRouter.serve(
+        Mcp.serve(toolkit, { name: "agentloop-http-test", version: "1.0.0" }).pipe(
+          Layer.provide(Mcp.layerServerHttp({ ...options, path: "/mcp" }))
+        ),
+        { disableLogger: true, disableListenLog: true }
+      ).pipe(Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" })))
+    )
+    yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
+    const address = nodeServer.address()
+    return new URL(`http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/mcp`)
+  })
 
-const httpClient = Effect.flatMap(httpServer, (url) => connect(new StreamableHTTPClientTransport(url)))
+const httpClient = Effect.flatMap(serveHttp(), (url) => connect(new StreamableHTTPClientTransport(url)))
 
 const text = (result: Awaited<ReturnType<Client["callTool"]>>): string => {
   const content = result.content as ReadonlyArray<{ readonly type: string; readonly text?: string }>
@@ -179,4 +180,76 @@ describe("Mcp.serve over stdio", () => {
       expect(JSON.parse(lines[2]!).error.code).toBe(-32602)
       expect(JSON.parse(lines[3]!).result.content[0].text).toBe("3")
     })))
+})
+
+describe("Mcp.serve over HTTP, against a hostile client", () => {
+  /** Posts `body` as a JSON-RPC message; the response's status, or the transport's failure when the server hung up. */
+  const post = (url: URL, body: string, headers: Record<string, string> = {}) =>
+    Effect.promise(() =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body
+      }).then(async (response) => ({ status: response.status, text: await response.text() }), (error) => ({
+        status: 0,
+        text: String(error)
+      }))
+    )
+
+  const initialize = (clientName: string) =>
+    JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: clientName, version: "1" } }
+    })
+
+  it.live("refuses a request body larger than maxBodySize without reading it all; the server goes on", () =>
+    Effect.gen(function*() {
+      const url = yield* serveHttp({ maxBodySize: "64 KiB" })
+      const huge = yield* post(url, initialize("x".repeat(256 * 1024)))
+      // Answered as a body that is not JSON (or the connection cut), never initialized.
+      expect(huge.text).not.toContain("agentloop-http-test")
+      expect(huge.status === 0 || huge.text.includes("-32700"), huge.text.slice(0, 200)).toBe(true)
+      const small = yield* post(url, initialize("raw"))
+      expect(small.status).toBe(200)
+      expect(small.text).toContain("agentloop-http-test")
+    }).pipe(Effect.scoped))
+
+  it.live("keeps at most maxSessions sessions, ending the least recently used; an initialize is bounded to 64 KiB", () =>
+    Effect.gen(function*() {
+      const url = yield* serveHttp({ maxSessions: 2 })
+      const open = Effect.gen(function*() {
+        const response = yield* Effect.promise(() =>
+          fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+            body: initialize("raw")
+          })
+        )
+        yield* Effect.promise(() => response.text())
+        return response.headers.get("mcp-session-id")!
+      })
+      const list = (session: string) =>
+        post(url, JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" }), {
+          "mcp-session-id": session,
+          "mcp-protocol-version": "2025-11-25"
+        })
+      const first = yield* open
+      // A DELETE refused for its origin ends nothing, and frees no place.
+      const refused = yield* Effect.promise(() =>
+        fetch(url, { method: "DELETE", headers: { "mcp-session-id": first, origin: "https://evil.example" } })
+      )
+      expect(refused.status).toBe(403)
+      const second = yield* open
+      expect((yield* list(first)).text).toContain(`"add"`)
+      // The first was used last: opening a third ends the second.
+      const third = yield* open
+      expect((yield* list(second)).status).toBe(404)
+      expect((yield* list(first)).text).toContain(`"add"`)
+      expect((yield* list(third)).text).toContain(`"add"`)
+      // What a session keeps of its initialize is bounded: a client name of 100 KiB is refused.
+      const big = yield* post(url, initialize("x".repeat(100 * 1024)))
+      expect(big.text).not.toContain("agentloop-http-test")
+    }).pipe(Effect.scoped))
 })

@@ -59,9 +59,9 @@ const tools = [
   }
 ]
 
-const makeServer = (calls: Array<string>): Server => {
+const makeServer = (calls: Array<string>, extra: ReadonlyArray<object>): Server => {
   const server = new Server({ name: "sdk-http-test", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }))
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools, ...extra] }) as never)
   server.setRequestHandler(CallToolRequestSchema, (request) => {
     calls.push(request.params.name)
     const args = request.params.arguments ?? {}
@@ -77,29 +77,38 @@ const makeServer = (calls: Array<string>): Server => {
   return server
 }
 
-/** Starts the server for as long as the scope is open; stateless, one SDK server per request. */
-export const start: Effect.Effect<SdkHttpServer, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.promise(() => {
-    const calls: Array<string> = []
-    const http = createServer((request, response) => {
-      if (request.headers.authorization !== `Bearer ${token}`) {
-        response.writeHead(401, { "www-authenticate": "Bearer" }).end()
-        return
-      }
-      const server = makeServer(calls)
-      const transport = new StreamableHTTPServerTransport({})
-      response.on("close", () => {
-        void transport.close()
-        void server.close()
+/** Starts the server, listing `extra` tools after its own, for as long as the scope is open; stateless, one SDK server per request. */
+export const startWith = (extra: ReadonlyArray<object>): Effect.Effect<SdkHttpServer, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.promise(() => {
+      const calls: Array<string> = []
+      const http = createServer((request, response) => {
+        // An old address of the endpoint, moved on the same origin.
+        if (request.url === "/moved") {
+          response.writeHead(307, { location: "/mcp" }).end()
+          return
+        }
+        if (request.headers.authorization !== `Bearer ${token}`) {
+          response.writeHead(401, { "www-authenticate": "Bearer" }).end()
+          return
+        }
+        const server = makeServer(calls, extra)
+        const transport = new StreamableHTTPServerTransport({})
+        response.on("close", () => {
+          void transport.close()
+          void server.close()
+        })
+        void server.connect(transport).then(() => transport.handleRequest(request, response))
       })
-      void server.connect(transport).then(() => transport.handleRequest(request, response))
-    })
-    return new Promise<{ readonly http: typeof http; readonly server: SdkHttpServer }>((resolve) =>
-      http.listen(0, "127.0.0.1", () => {
-        const { port } = http.address() as AddressInfo
-        resolve({ http, server: { url: `http://127.0.0.1:${port}/mcp`, calls } })
-      })
-    )
-  }),
-  ({ http }) => Effect.promise(() => new Promise<void>((resolve) => http.close(() => resolve())))
-).pipe(Effect.map(({ server }) => server))
+      return new Promise<{ readonly http: typeof http; readonly server: SdkHttpServer }>((resolve) =>
+        http.listen(0, "127.0.0.1", () => {
+          const { port } = http.address() as AddressInfo
+          resolve({ http, server: { url: `http://127.0.0.1:${port}/mcp`, calls } })
+        })
+      )
+    }),
+    ({ http }) => Effect.promise(() => new Promise<void>((resolve) => http.close(() => resolve())))
+  ).pipe(Effect.map(({ server }) => server))
+
+/** The server with its own tools only. */
+export const start: Effect.Effect<SdkHttpServer, never, Scope.Scope> = startWith([])

@@ -61,32 +61,59 @@ export interface Decoder {
 export const defaultMaxEventSize = 16 * 1024 * 1024
 
 /**
+ * The longest response body, in UTF-16 code units (128 Mi: a turn of 128K
+ * output tokens streams some 40 MiB of events, its final event included).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultMaxResponseSize = 128 * 1024 * 1024
+
+/**
+ * How {@link decode} bounds what it reads.
+ *
+ * @since 0.2.0
+ * @category decoding
+ */
+export interface DecodeOptions {
+  readonly provider: string
+  /** The longest event (default {@link defaultMaxEventSize}). */
+  readonly maxEventSize?: number | undefined
+  /** The longest body, all events together (default {@link defaultMaxResponseSize}). */
+  readonly maxResponseSize?: number | undefined
+}
+
+/**
  * Decodes a response body into turn deltas with `decoder`. Deltas decoded
  * before a failure reach the consumer first; the failure follows on the next
  * pull. The stream ends as soon as the decoder is complete. An event longer
- * than `maxEventSize` (default {@link defaultMaxEventSize}) fails the stream with
+ * than `maxEventSize` (default {@link defaultMaxEventSize}), or a body longer
+ * than `maxResponseSize` (default {@link defaultMaxResponseSize}: a server
+ * streaming deltas for as long as the turn lasts), fails the stream with
  * `AiError.MalformedEvent` instead of buffering without bound.
  *
  * @since 0.1.0
  * @category decoding
  */
 export const decode: {
-  (decoder: Decoder, options: { readonly provider: string; readonly maxEventSize?: number | undefined }): <E, R>(
+  (decoder: Decoder, options: DecodeOptions): <E, R>(
     body: Stream.Stream<Uint8Array, E, R>
   ) => Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R>
   <E, R>(
     body: Stream.Stream<Uint8Array, E, R>,
     decoder: Decoder,
-    options: { readonly provider: string; readonly maxEventSize?: number | undefined }
+    options: DecodeOptions
   ): Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R>
 } = Function.dual(3, <E, R>(
   body: Stream.Stream<Uint8Array, E, R>,
   decoder: Decoder,
-  options: { readonly provider: string; readonly maxEventSize?: number | undefined }
+  options: DecodeOptions
 ): Stream.Stream<TurnDelta.TurnDelta, E | AiError.AiError, R> =>
   Stream.transformPull(body, (upstream) =>
     Effect.sync(() => {
       const maxEventSize = options.maxEventSize ?? defaultMaxEventSize
+      const maxResponseSize = options.maxResponseSize ?? defaultMaxResponseSize
+      let read = 0
       const text = new TextDecoder()
       let out: Array<TurnDelta.TurnDelta> = []
       let failure: AiError.AiError | undefined
@@ -100,7 +127,14 @@ export const decode: {
         }
       })
       const feed = (piece: string): void => {
-        if (piece.length > 0 && parser.feed(piece) === "too-large") {
+        read += piece.length
+        if (read > maxResponseSize) {
+          failure = new AiError.MalformedEvent({
+            provider: options.provider,
+            event: "(too large)",
+            message: `the response is longer than ${maxResponseSize} characters`
+          })
+        } else if (piece.length > 0 && parser.feed(piece) === "too-large") {
           failure = new AiError.MalformedEvent({
             provider: options.provider,
             event: "(too large)",

@@ -138,6 +138,9 @@ export type UIMessage = typeof UIMessage.Type
  * The body `DefaultChatTransport` posts: the chat's id, its messages, and why
  * it sends them (a new message, or regenerating the last answer). An app's
  * own `body` fields are ignored here; decode them with a schema of its own.
+ * Its bounds apply once the body is read: bound the body itself first
+ * (`HttpIncomingMessage.MaxBodySize`), and treat its history as the client's
+ * word, which may include calls and outputs no model made.
  *
  * @since 0.2.0
  * @category messages
