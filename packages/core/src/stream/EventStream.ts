@@ -33,6 +33,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../agent/AgentEvent.ts"
+import * as JsonEncoder from "../internal/jsonEncoder.ts"
 import * as StepError from "../step/StepError.ts"
 import * as StepEvent from "../step/StepEvent.ts"
 import * as Termination from "../Termination.ts"
@@ -105,7 +106,7 @@ const messages = <A, E, R>(
   stream: Stream.Stream<A, E, R>,
   events: Schema.Codec<A, unknown>
 ): Stream.Stream<string, E | Schema.SchemaError, R> => {
-  const encodeEvent = Schema.encodeExit(Schema.fromJsonString(Schema.toCodecJson(events)))
+  const encodeEvent = JsonEncoder.make(Schema.toCodecJson(events))
   return Stream.transformPull(stream, (pull) =>
     Effect.sync(() => {
       let failure: Effect.Effect<never, Schema.SchemaError> | undefined
