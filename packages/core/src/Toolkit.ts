@@ -327,6 +327,8 @@ const withToolSpan =
       (captureContent) =>
         Effect.withSpan(self, Telemetry.toolSpanName(call.name), {
           kind: "internal",
+          // A captured stack costs a `new Error()` per call and would only name this module.
+          captureStackTrace: false,
           attributes: Telemetry.toolAttributes({ call, description, captureContent })
         })
     )

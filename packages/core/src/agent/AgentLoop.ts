@@ -171,7 +171,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
     ))
   })).pipe(
     Stream.tapError((termination: Termination.Error) => Termination.annotateCurrentSpan(termination)),
-    Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
+    Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal", captureStackTrace: false })
   )
 
 /** Runs to the end; the result is the `Finished` event's. */

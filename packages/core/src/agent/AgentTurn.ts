@@ -275,6 +275,8 @@ const modelTurn = (
           ),
           Stream.withSpan(Telemetry.chatSpanName(options.model), {
             kind: "client",
+            // A captured stack costs a `new Error()` per turn and would only name this module.
+            captureStackTrace: false,
             attributes: Telemetry.chatAttributes({
               provider: model.provider,
               request: options,
