@@ -158,9 +158,15 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       )
     }
 
+    // One catch for both (a layer fewer on every pull of the run).
     const run = Loop.loop(position, body).pipe(
-      Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
-      Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
+      Stream.catch((failure) =>
+        failure._tag === "CheckpointError"
+          ? Stream.fromEffect(checkpointFailed(failure))
+          : AgentRules.isTurnFailure(failure)
+          ? Stream.fromEffect(machine.turnFailed(failure, latest))
+          : Stream.fail(failure)
+      )
     )
     const deadline = machine.maxDurationMs
     if (deadline === undefined) return run

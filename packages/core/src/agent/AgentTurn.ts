@@ -117,29 +117,32 @@ export const complete = <A, S, E2, R2>(
   let turn: Turn.Turn | undefined
   let asked = request.history
 
-  const deltas = Stream.unwrap(Effect.map(LanguageModel, (model) => {
-    turn = undefined
-    asked = request.history
-    const attempt = (history: ReadonlyArray<Item.Item>) =>
-      modelTurn(model, history, request.options, step, (completed) => {
-        turn = completed
-      })
-    return attempt(request.history).pipe(
-      Stream.catchTag("ContextLengthExceeded", (overflow) =>
-        Stream.unwrap(Effect.gen(function*() {
-          const compactor = yield* Compactor.Compactor
-          const shorter = yield* compactor.compact(request.history).pipe(
-            Effect.mapError((error) => new CompactionFailure({ overflow, error }))
-          )
-          asked = shorter
-          const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
-            { _tag: "AttemptDiscarded", step, cause: overflow },
-            { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
-          ]
-          return Stream.concat(Stream.fromIterable(discarded), attempt(shorter))
-        })))
-    )
-  }))
+  const deltas = Stream.unwrap(
+    Effect.flatMap(LanguageModel, (model) =>
+      Effect.map(Telemetry.CaptureContent, (captureContent) => {
+        turn = undefined
+        asked = request.history
+        const attempt = (history: ReadonlyArray<Item.Item>) =>
+          modelTurn(model, captureContent, history, request.options, step, (completed) => {
+            turn = completed
+          })
+        return attempt(request.history).pipe(
+          Stream.catchTag("ContextLengthExceeded", (overflow) =>
+            Stream.unwrap(Effect.gen(function*() {
+              const compactor = yield* Compactor.Compactor
+              const shorter = yield* compactor.compact(request.history).pipe(
+                Effect.mapError((error) => new CompactionFailure({ overflow, error }))
+              )
+              asked = shorter
+              const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
+                { _tag: "AttemptDiscarded", step, cause: overflow },
+                { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
+              ]
+              return Stream.concat(Stream.fromIterable(discarded), attempt(shorter))
+            })))
+        )
+      }))
+  )
 
   return Loop.decideAfter(deltas, () =>
     Effect.gen(function*() {
@@ -254,37 +257,35 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
   ...ToolRecord.fromResult(result)
 })
 
-/** One request to the model, in its `chat` span: its deltas as `Delta` events, up to its `turn_complete`. */
+/**
+ * One request to the model, in its `chat` span: its deltas as `Delta` events,
+ * up to its `turn_complete`. The span is read where the pull is made, inside
+ * it: no stream layer of its own per turn.
+ */
 const modelTurn = (
   model: LanguageModel["Service"],
+  captureContent: boolean,
   history: ReadonlyArray<Item.Item>,
   options: TurnOptions,
   step: number,
   onTurn: (turn: Turn.Turn) => void
 ): Stream.Stream<AgentEvent.Delta, AiError.AiError> =>
-  Stream.unwrap(
-    Effect.map(Telemetry.CaptureContent, (captureContent) =>
-      Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
-        Stream.transformPull(model.streamTurn(history, options), (pull) =>
-          Effect.succeed(untilComplete(pull, step, (turn) => {
-            Telemetry.annotateTurn(span, turn, captureContent)
-            onTurn(turn)
-          }))))).pipe(
-          Stream.tapError((error) =>
-            Effect.annotateCurrentSpan("error.type", error._tag)
-          ),
-          Stream.withSpan(Telemetry.chatSpanName(options.model), {
-            kind: "client",
-            // A captured stack costs a `new Error()` per turn and would only name this module.
-            captureStackTrace: false,
-            attributes: Telemetry.chatAttributes({
-              provider: model.provider,
-              request: options,
-              history,
-              captureContent
-            })
-          })
-        ))
+  Stream.transformPull(
+    model.streamTurn(history, options),
+    (pull) =>
+      Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
+        untilComplete(pull, step, (turn) => {
+          Telemetry.annotateTurn(span, turn, captureContent)
+          onTurn(turn)
+        }))
+  ).pipe(
+    Stream.tapError((error) => Effect.annotateCurrentSpan("error.type", error._tag)),
+    Stream.withSpan(Telemetry.chatSpanName(options.model), {
+      kind: "client",
+      // A captured stack costs a `new Error()` per turn and would only name this module.
+      captureStackTrace: false,
+      attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
+    })
   )
 
 /**
