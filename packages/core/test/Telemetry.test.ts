@@ -47,6 +47,10 @@ describe("Telemetry", () => {
       expect(parentOf(run)).toBeUndefined()
       expect(chats).toHaveLength(2)
       for (const span of [...chats, tool]) expect(parentOf(span)).toBe(run.spanContext().spanId)
+      // Each turn's verdict, in a span of the run.
+      const verdicts = spans.filter((span) => span.name === "Until.evaluate")
+      expect(verdicts.map((span) => span.attributes["until.stop"])).toStrictEqual([false, true])
+      for (const span of verdicts) expect(parentOf(span)).toBe(run.spanContext().spanId)
 
       expect(run.attributes).toMatchObject({
         "gen_ai.operation.name": "invoke_agent",
