@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Res from "effect/Result"
 import * as Schema from "effect/Schema"
+import type * as SchemaAST from "effect/SchemaAST"
 import * as Stream from "effect/Stream"
 import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
@@ -211,6 +212,29 @@ export const streamAll = <R, E = never, R2 = never>(
     ).pipe(Effect.andThen(Queue.end(queue)))
   })
 
+/** A tool's input decoder and output encoder, made once per tool rather than once per call. */
+interface Codecs {
+  readonly decodeInput: (
+    input: unknown,
+    options?: SchemaAST.ParseOptions
+  ) => Effect.Effect<unknown, Schema.SchemaError>
+  readonly encodeOutput: (output: unknown) => Effect.Effect<unknown, Schema.SchemaError>
+}
+
+const codecs = new WeakMap<Tool.Any<unknown>, Codecs>()
+
+const codecsOf = <R>(tool: Tool.Any<R>): Codecs => {
+  let found = codecs.get(tool)
+  if (found === undefined) {
+    found = {
+      decodeInput: Schema.decodeUnknownEffect(Schema.toCodecJson(tool.input)),
+      encodeOutput: Schema.encodeUnknownEffect(Schema.toCodecJson(tool.output))
+    }
+    codecs.set(tool, found)
+  }
+  return found
+}
+
 const executeOne = <R>(
   toolkit: Toolkit<R>,
   call: Item.FunctionCall,
@@ -238,9 +262,7 @@ const executeOne = <R>(
         `The arguments of tool "${tool.name}" are not valid JSON (${json.message}). Send one JSON object.`
       )
     }
-    const decoded = yield* Effect.exit(
-      Schema.decodeUnknownEffect(Schema.toCodecJson(tool.input))(json.value, { errors: "all" })
-    )
+    const decoded = yield* Effect.exit(codecsOf(tool).decodeInput(json.value, { errors: "all" }))
     if (Exit.isFailure(decoded)) {
       return mistake(
         call,
@@ -276,7 +298,7 @@ const executeOne = <R>(
       )
     }
     const value = exit.value.value
-    const encoded = yield* Effect.exit(Schema.encodeUnknownEffect(Schema.toCodecJson(tool.output))(value))
+    const encoded = yield* Effect.exit(codecsOf(tool).encodeOutput(value))
     if (Exit.isFailure(encoded)) {
       return mistake(
         call,
