@@ -124,32 +124,33 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         options: machine.turnOptions,
         toolkit: options.toolkit,
         tools: machine.tools,
-        account: (completed) =>
-          Effect.gen(function*() {
-            if (recorder !== undefined) {
-              yield* recorder.answered(state, completed)
-            }
-            const books = yield* machine.books(state, completed)
+        account: (completed) => {
+          const booked = Effect.map(machine.books(state, completed), (books) => {
             latest = accounted = books.state
             return books.accounting
-          }),
+          })
+          return recorder === undefined ? booked : Effect.andThen(recorder.answered(state, completed), booked)
+        },
         // Every paid turn is reported: a budget it reached ends the run after its `TurnCompleted`.
         afterAccount: (completed, accounting) => machine.budget(accounted, completed, accounting),
         onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result)
       }
+      // Combinators rather than a generator: this runs once per turn.
+      const next = (transition: AgentMachine.Transition<O>) =>
+        transition._tag === "Continue"
+          ? Effect.succeed(Loop.nextAfter(Stream.fromIterable(transition.events), {
+            _tag: "Between" as const,
+            state: transition.state
+          }))
+          : Effect.as(
+            Termination.annotateCurrentSpan(transition.result.termination),
+            Loop.stopAfter(Stream.fromIterable(transition.events))
+          )
       const then = (outcome: AgentTurn.Outcome) =>
-        Effect.gen(function*() {
-          const transition = yield* machine.decide(accounted, outcome)
-          if (recorder !== undefined) yield* Effect.uninterruptible(recorder.decided(outcome, transition))
-          if (transition._tag === "Continue") {
-            return Loop.nextAfter(Stream.fromIterable(transition.events), {
-              _tag: "Between" as const,
-              state: transition.state
-            })
-          }
-          yield* Termination.annotateCurrentSpan(transition.result.termination)
-          return Loop.stopAfter(Stream.fromIterable(transition.events))
-        })
+        Effect.flatMap(machine.decide(accounted, outcome), (transition) =>
+          recorder === undefined
+            ? next(transition)
+            : Effect.andThen(Effect.uninterruptible(recorder.decided(outcome, transition)), next(transition)))
       if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
       return Effect.as(

@@ -144,17 +144,22 @@ export const complete = <A, S, E2, R2>(
       }))
   )
 
-  return Loop.decideAfter(deltas, () =>
-    Effect.gen(function*() {
-      if (turn === undefined) {
-        return yield* new AiError.IncompleteTurn({
-          message: "The model's stream ended before its turn_complete: the turn is lost"
-        })
-      }
-      const cost = yield* Pricing.turnCost(turn)
-      const next = then({ turn, cost, history: [...asked, ...turn.items] })
-      return Effect.isEffect(next) ? yield* next : next
-    }))
+  return Loop.decideAfter(deltas, (): Effect.Effect<
+    Stream.Stream<Loop.Event<A, S>, E2, R2>,
+    AiError.IncompleteTurn | E2,
+    R2 | Scope.Scope
+  > => {
+    const completed = turn
+    if (completed === undefined) {
+      return Effect.fail(
+        new AiError.IncompleteTurn({ message: "The model's stream ended before its turn_complete: the turn is lost" })
+      )
+    }
+    return Effect.flatMap(Pricing.turnCost(completed), (cost) => {
+      const next = then({ turn: completed, cost, history: [...asked, ...completed.items] })
+      return Effect.isEffect(next) ? next : Effect.succeed(next)
+    })
+  })
 }
 
 /**
@@ -172,9 +177,8 @@ export const stream = <E, R, A, S, E2, R2>(
 ): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
   const { step } = request
   const rest = (completed: Completed) =>
-    Effect.gen(function*() {
-      // The turn is complete: accounting for it (and recording it) is not cut off halfway.
-      const accounting = yield* Effect.uninterruptible(request.account(completed))
+    // The turn is complete: accounting for it (and recording it) is not cut off halfway.
+    Effect.map(Effect.uninterruptible(request.account(completed)), (accounting) => {
       const event: AgentEvent.TurnCompleted = {
         _tag: "TurnCompleted",
         step,
