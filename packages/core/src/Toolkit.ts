@@ -198,8 +198,9 @@ export const streamAll = <R, E = never, R2 = never>(
   Stream.callback<Event, E, R | R2>((queue) => {
     const emit = (event: Event) => Effect.asVoid(Queue.offer(queue, event))
     const onResult = options?.onResult
+    const list = Array.from(calls)
     return Effect.forEach(
-      calls,
+      list,
       (call, index) =>
         // Once a call has ended, its result is recorded even if the stream is being interrupted.
         Effect.uninterruptibleMask((restore) =>
@@ -208,7 +209,8 @@ export const streamAll = <R, E = never, R2 = never>(
             onProgress: (event) => emit({ _tag: "Progress", ...event })
           })).pipe(Effect.tap((result) => onResult === undefined ? Effect.void : onResult(index, result)))
         ).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
-      { concurrency: options?.concurrency ?? defaultConcurrency, discard: true }
+      // A single call (the common turn) runs in this fiber: no fiber forked for it.
+      { concurrency: list.length > 1 ? options?.concurrency ?? defaultConcurrency : 1, discard: true }
     ).pipe(Effect.andThen(Queue.end(queue)))
   })
 

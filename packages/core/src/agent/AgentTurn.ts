@@ -239,10 +239,16 @@ const runTools = <E, R, A, S, E2, R2>(
   for (const [index, result] of done) results[index] = result
   const pending = calls.flatMap((call, index) => done.has(index) ? [] : [{ call, index }])
   const onResult = request.onToolResult
-  const tools = Toolkit.streamAll(request.toolkit ?? Toolkit.make(), pending.map(({ call }) => call), {
-    ...request.tools,
-    onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result)
-  }).pipe(
+  // A turn without calls to run (an answer) starts no tool stream: no fiber, no queue.
+  const events = pending.length === 0 ? Stream.empty : Toolkit.streamAll(
+    request.toolkit ?? Toolkit.make(),
+    pending.map(({ call }) => call),
+    {
+      ...request.tools,
+      onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result)
+    }
+  )
+  const tools = events.pipe(
     Stream.map((event): AgentEvent.ToolProgress | AgentEvent.ToolResult => {
       if (event._tag === "Progress") return { _tag: "ToolProgress", step, call: event.call, value: event.value }
       results[pending[event.index]!.index] = event.result
