@@ -287,10 +287,7 @@ const executeOne = <R>(
     const limit = tool.timeout ??
       (options?.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout))
     // Timed out or interrupted, the call ends at once: a tool that cannot stop is left to finish on its own.
-    const running = detached(run(tool, call, index, input, options?.onProgress))
-    const exit = yield* Effect.exit(
-      Duration.isFinite(limit) ? Effect.timeoutOption(running, limit) : Effect.map(running, Option.some)
-    )
+    const exit = yield* Effect.exit(detached(run(tool, call, index, input, options?.onProgress), limit))
     if (Exit.isFailure(exit)) return yield* failed(tool, call, exit.cause)
     if (Option.isNone(exit.value)) {
       return mistake(

@@ -113,13 +113,11 @@ export const make = <
         }
         const limit = tool.timeout
         // At its time limit the step ends at once: a tool that cannot stop is left to finish on its own.
-        const running = detached(run(tool, decoded))
-        const output = limit === undefined || !Duration.isFinite(limit)
-          ? yield* running
-          : yield* Effect.timeoutOrElse(running, {
-            duration: limit,
-            orElse: () => Effect.fail(new StepTimeout({ stepId: id, timeoutMs: Duration.toMillis(limit) }))
-          })
+        const finished = yield* detached(run(tool, decoded), limit)
+        if (Option.isNone(finished)) {
+          return yield* new StepTimeout({ stepId: id, timeoutMs: Duration.toMillis(limit ?? Duration.infinity) })
+        }
+        const output = finished.value
         const json = yield* Effect.mapError(encodeOutput(output), (error) =>
           new StepFailed({
             stepId: id,
