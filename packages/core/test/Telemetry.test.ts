@@ -5,6 +5,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer } from "effect"
 import type { Tracer } from "effect"
+import * as AiError from "../src/AiError.ts"
 import * as Item from "../src/Item.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
@@ -37,6 +38,15 @@ const tracedRun = (captureContent: boolean) =>
   })
 
 describe("Telemetry", () => {
+  it.effect("a model turn that fails has its error's tag as error.type on its chat span", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = otel()
+      const failure = new AiError.AuthFailed({ provider: "mock", status: 401, message: "bad key" })
+      yield* Effect.flip(runWith([failure], { input: "Hi", model })).pipe(Effect.provide(layer))
+      const chat = exporter.getFinishedSpans().find((span) => span.name === `chat ${model}`)
+      expect(chat?.attributes["error.type"]).toBe("AuthFailed")
+    }))
+
   it.effect("traces a run, its model turns and its tool call as OpenTelemetry GenAI spans", () =>
     Effect.gen(function*() {
       const spans = yield* tracedRun(false)

@@ -269,8 +269,9 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
 
 /**
  * One request to the model, in its `chat` span: its deltas as `Delta` events,
- * up to its `turn_complete`. The span is read where the pull is made, inside
- * it: no stream layer of its own per turn.
+ * up to its `turn_complete`, the span annotated with the `error.type` of a
+ * failure. The span is read where the pull is made, inside it: no stream layer
+ * of its own per turn.
  */
 const modelTurn = (
   model: LanguageModel["Service"],
@@ -284,12 +285,17 @@ const modelTurn = (
     model.streamTurn(history, options),
     (pull) =>
       Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
-        untilComplete(pull, step, (turn) => {
-          Telemetry.annotateTurn(span, turn, captureContent)
-          onTurn(turn)
-        }))
+        untilComplete(
+          // Every failure of the model's stream, its setup's included, comes through its pull.
+          Effect.tapError(pull, (error) =>
+            Cause.isDone(error) ? Effect.void : Effect.sync(() => span.attribute("error.type", error._tag))),
+          step,
+          (turn) => {
+            Telemetry.annotateTurn(span, turn, captureContent)
+            onTurn(turn)
+          }
+        ))
   ).pipe(
-    Stream.tapError((error) => Effect.annotateCurrentSpan("error.type", error._tag)),
     Stream.withSpan(Telemetry.chatSpanName(options.model), {
       kind: "client",
       // A captured stack costs a `new Error()` per turn and would only name this module.
