@@ -68,11 +68,15 @@ const isRecoveryFailure = (
   error: AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
 ): error is AgentCheckpoint.RecoveryError => error._tag === "RestoreFailed" || error._tag === "SchemaError"
 
+/** Records the termination an effect fails with on the current span (the run's). */
+const annotated = <A, R>(effect: Effect.Effect<A, Termination.Error, R>): Effect.Effect<A, Termination.Error, R> =>
+  Effect.tapError(effect, Termination.annotateCurrentSpan)
+
 /** The stream of one run; `stream` and `run` of the service are built on it. */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
-  Stream.unwrap(Effect.gen(function*() {
+  Stream.unwrap(annotated(Effect.gen(function*() {
     const model = yield* LanguageModel
     const machine = yield* AgentMachine.make(options)
     yield* Effect.annotateCurrentSpan({
@@ -159,25 +163,27 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       )
     }
 
-    // One catch for both (a layer fewer on every pull of the run).
+    // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
+    // terminations and records the termination on the run's span (no stream layer of its own for either).
     const run = Loop.loop(position, body).pipe(
       Stream.catch((failure) =>
-        failure._tag === "CheckpointError"
-          ? Stream.fromEffect(checkpointFailed(failure))
-          : AgentRules.isTurnFailure(failure)
-          ? Stream.fromEffect(machine.turnFailed(failure, latest))
-          : Stream.fail(failure)
+        Stream.fromEffect(annotated(
+          failure._tag === "CheckpointError"
+            ? checkpointFailed(failure)
+            : AgentRules.isTurnFailure(failure)
+            ? machine.turnFailed(failure, latest)
+            : Effect.fail(failure)
+        ))
       )
     )
     const deadline = machine.maxDurationMs
     if (deadline === undefined) return run
     return run.pipe(Stream.interruptWhen(
       Effect.sleep(deadline).pipe(
-        Effect.andThen(Effect.suspend(() => machine.deadlinePassed(latest)))
+        Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
       )
     ))
-  })).pipe(
-    Stream.tapError((termination: Termination.Error) => Termination.annotateCurrentSpan(termination)),
+  }))).pipe(
     Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal", captureStackTrace: false })
   )
 
