@@ -1,12 +1,15 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import * as OtelTracer from "@effect/opentelemetry/OtelTracer"
 import { describe, expect, it } from "@effect/vitest"
 import { SpanKind } from "@opentelemetry/api"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import type { Tracer } from "effect"
+import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Item from "../src/Item.ts"
+import * as LanguageModel from "../src/LanguageModel.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import { addCall, answer, model, runWith, toolkit } from "./agentFixtures.ts"
@@ -38,6 +41,25 @@ const tracedRun = (captureContent: boolean) =>
   })
 
 describe("Telemetry", () => {
+  it.effect("the model's stream runs in its turn's chat span, its setup and its pulls", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const spanName = Effect.map(Effect.orDie(Effect.currentSpan), (span) => {
+        seen.push(span.name)
+      })
+      const model = Layer.succeed(LanguageModel.LanguageModel, {
+        provider: "mock",
+        streamTurn: () =>
+          Stream.unwrap(Effect.as(spanName, Stream.fromIterable(MockLanguageModel.deltas(answer("hi"))))).pipe(
+            Stream.tap(() => spanName)
+          )
+      })
+      const agent = yield* AgentLoop.make.pipe(Effect.provide(model))
+      yield* agent.run({ input: "Hi", model: "m" })
+      expect(seen.length).toBeGreaterThan(1)
+      expect(new Set(seen)).toStrictEqual(new Set(["chat m"]))
+    }))
+
   it.effect("a model turn that fails has its error's tag as error.type on its chat span", () =>
     Effect.gen(function*() {
       const { exporter, layer } = otel()

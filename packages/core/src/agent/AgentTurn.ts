@@ -17,6 +17,7 @@
  */
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
+import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
 import * as Schema from "effect/Schema"
@@ -26,6 +27,7 @@ import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import * as Compactor from "../Compactor.ts"
 import type { Cost } from "../Cost.ts"
+import * as SpanStream from "../internal/spanStream.ts"
 import type * as Item from "../Item.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import type { TurnOptions } from "../LanguageModel.ts"
@@ -270,8 +272,7 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
 /**
  * One request to the model, in its `chat` span: its deltas as `Delta` events,
  * up to its `turn_complete`, the span annotated with the `error.type` of a
- * failure. The span is read where the pull is made, inside it: no stream layer
- * of its own per turn.
+ * failure. The span and the pull are one stream layer (see `internal/spanStream`).
  */
 const modelTurn = (
   model: LanguageModel["Service"],
@@ -280,29 +281,26 @@ const modelTurn = (
   options: TurnOptions,
   step: number,
   onTurn: (turn: Turn.Turn) => void
-): Stream.Stream<AgentEvent.Delta, AiError.AiError> =>
-  Stream.transformPull(
-    model.streamTurn(history, options),
-    (pull) =>
-      Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
-        untilComplete(
-          // Every failure of the model's stream, its setup's included, comes through its pull.
-          Effect.tapError(pull, (error) =>
-            Cause.isDone(error) ? Effect.void : Effect.sync(() => span.attribute("error.type", error._tag))),
-          step,
-          (turn) => {
-            Telemetry.annotateTurn(span, turn, captureContent)
-            onTurn(turn)
-          }
-        ))
-  ).pipe(
-    Stream.withSpan(Telemetry.chatSpanName(options.model), {
-      kind: "client",
-      // A captured stack costs a `new Error()` per turn and would only name this module.
-      captureStackTrace: false,
-      attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
-    })
-  )
+): Stream.Stream<AgentEvent.Delta, AiError.AiError> => {
+  const deltas = model.streamTurn(history, options)
+  return SpanStream.make(Telemetry.chatSpanName(options.model), {
+    kind: "client",
+    attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
+  }, (span, scope) =>
+    Effect.map(Channel.toPullScoped(deltas.channel, scope), (pull) =>
+      untilComplete(
+        // Every failure of the model's stream, its setup's included, comes through its pull.
+        Effect.tapError(
+          pull,
+          (error) => Cause.isDone(error) ? Effect.void : Effect.sync(() => span.attribute("error.type", error._tag))
+        ),
+        step,
+        (turn) => {
+          Telemetry.annotateTurn(span, turn, captureContent)
+          onTurn(turn)
+        }
+      )))
+}
 
 /**
  * Wraps each delta in a `Delta` event, hands the `turn_complete`'s turn to
