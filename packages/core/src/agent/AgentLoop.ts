@@ -11,14 +11,17 @@
  *
  * @since 0.1.0
  */
+import * as Channel from "effect/Channel"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Checkpointer } from "../Checkpointer.ts"
 import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
+import * as SpanStream from "../internal/spanStream.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
 import * as Telemetry from "../Telemetry.ts"
@@ -72,11 +75,25 @@ const isRecoveryFailure = (
 const annotated = <A, R>(effect: Effect.Effect<A, Termination.Error, R>): Effect.Effect<A, Termination.Error, R> =>
   Effect.tapError(effect, Termination.annotateCurrentSpan)
 
-/** The stream of one run; `stream` and `run` of the service are built on it. */
+/**
+ * The stream of one run; `stream` and `run` of the service are built on it.
+ * The run's span and its stream are one layer (see `internal/spanStream`): the
+ * run is built when its stream starts, in the stream's scope (a checkpoint
+ * log stays open as long as the stream).
+ */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
-  Stream.unwrap(annotated(Effect.gen(function*() {
+  SpanStream.make(
+    Telemetry.agentSpanName(options.name),
+    { kind: "internal" },
+    (_, scope) =>
+      Effect.flatMap(Scope.provide(build(options), scope), (run) => Channel.toPullScoped(run.channel, scope))
+  )
+
+/** Builds a run: its machine, its checkpoint's recovery, and the loop of its turns. */
+const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
+  annotated(Effect.gen(function*() {
     const model = yield* LanguageModel
     const machine = yield* AgentMachine.make(options)
     yield* Effect.annotateCurrentSpan({
@@ -183,9 +200,7 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
       )
     ))
-  }))).pipe(
-    Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal", captureStackTrace: false })
-  )
+  }))
 
 /** Runs to the end; the result is the `Finished` event's. */
 export const run = <O = string, R = never, E = never, RU = never>(
