@@ -192,10 +192,11 @@ const twoWriters = (store: (dir: string) => Store) =>
     })
     const first = yield* TestProcess.spawn(child, config("first"), sources)
     const second = yield* TestProcess.spawn(child, config("second"), sources)
-    // Whichever took the run runs the slow tool (for ever); the other ends with an error.
+    // Whichever took the run runs the slow tool (for ever); the other ends with an error, which may
+    // come first: the race waits for the one that starts the tool (a `raceFirst` lost to the refusal).
     const runs = (process: TestProcess.Child) =>
       Effect.as(process.waitFor(() => started(process.messages, "slow")), process)
-    const running = yield* Effect.raceFirst(runs(first), runs(second))
+    const running = yield* Effect.race(runs(first), runs(second))
     const refused = running === first ? second : first
     const error = yield* refused.waitFor(ended)
     expect(running.messages.some(ended)).toBe(false)
