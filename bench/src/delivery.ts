@@ -101,12 +101,16 @@ const agentUrl = `http://127.0.0.1:${(agentServer.address() as AddressInfo).port
 const inProcess = ManagedRuntime.make(agentLayer)
 const encodedInProcess = () =>
   inProcess.runPromise(Effect.gen(function*() {
+    const decoder = new TextDecoder()
     let frames = 0
-    yield* Stream.runForEachArray(EventStream.encodeBytes(EventStream.agent)(run), (chunks) =>
+    yield* Stream.runForEachArray(EventStream.encodeBytes(run, EventStream.agent), (chunks) =>
       Effect.sync(() => {
-        frames += chunks.length
+        for (const bytes of chunks) {
+          const text = decoder.decode(bytes)
+          for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n", end + 2)) frames++
+        }
       }))
-    if (frames < deltas) throw new Error(`encodeBytes gave ${frames} chunks for ${deltas} deltas`)
+    if (frames < deltas) throw new Error(`encodeBytes gave ${frames} frames for ${deltas} deltas`)
   }))
 
 const urls = {

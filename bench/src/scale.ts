@@ -2,8 +2,10 @@
  * Runs at scale, in one process, on the mock model (`npm run bench -- scale`:
  * a few minutes and several GiB; `AGENTLOOP_BENCH_SCALE_RUNS` sets the count,
  * 100,000 by default). Each run is two turns of `agentScript.ts`: a call of
- * `add`, then the answer; every run's first model request waits at a gate, so
- * all of them are in flight at once. Three rounds, each:
+ * `add`, then the answer; every run's first model request waits at a gate of
+ * its own (one `Deferred` shared by all would make interrupting them quadratic:
+ * each interrupted waiter is spliced out of the one array of waiters), so all
+ * of them are in flight at once. Three rounds, each:
  *
  * - start every run and wait until all wait at the gate: the heap per run in
  *   flight (issue 20: at most 20 KiB);
@@ -42,7 +44,8 @@ const arrivals = (expected: number) => {
   }
 }
 
-let gate = Deferred.makeUnsafe<void>()
+/** The gates of the runs waiting in their first model request, one each. */
+let gates: Array<Deferred.Deferred<void>> = []
 let waiting = arrivals(0)
 
 const model = Layer.succeed(LanguageModel.LanguageModel, {
@@ -51,7 +54,12 @@ const model = Layer.succeed(LanguageModel.LanguageModel, {
     const results = resultsIn(history)
     const deltas = Stream.fromIterable(deltasFor(results, turns))
     if (results > 0) return deltas
-    return Stream.unwrap(Effect.as(Effect.andThen(Effect.sync(() => waiting.arrive()), Deferred.await(gate)), deltas))
+    return Stream.unwrap(Effect.suspend(() => {
+      const gate = Deferred.makeUnsafe<void>()
+      gates.push(gate)
+      waiting.arrive()
+      return Effect.as(Deferred.await(gate), deltas)
+    }))
   }
 })
 const runtime = ManagedRuntime.make(AgentLoop.layer.pipe(Layer.provide(model)))
@@ -75,9 +83,9 @@ const stopwatch = () => {
 const timing = (t: { readonly ms: number; readonly cpuMs: number }) => `${seconds(t.ms)} (${seconds(t.cpuMs)} of CPU)`
 const rssMiB = () => process.memoryUsage().rss / 1024 / 1024
 
-/** Starts `count` runs and waits until all wait at a new gate; returns their fibers and the heap they hold. */
+/** Starts `count` runs and waits until all wait at their gates; returns their fibers and the heap they hold. */
 const startAll = async (count: number) => {
-  gate = Deferred.makeUnsafe<void>()
+  gates = []
   waiting = arrivals(count)
   const before = heapUsedMiB()
   const started = performance.now()
@@ -93,7 +101,7 @@ const startAll = async (count: number) => {
 const agentloopRound = async (count: number) => {
   const { fibers, ...inFlight } = await startAll(count)
   const finishing = stopwatch()
-  Deferred.doneUnsafe(gate, Exit.void)
+  for (const gate of gates) Deferred.doneUnsafe(gate, Exit.void)
   const results = await runtime.runPromise(Fiber.joinAll(fibers))
   const finish = finishing()
   for (const result of results) checkResult(result, turns)
@@ -101,6 +109,7 @@ const agentloopRound = async (count: number) => {
   const stopping = stopwatch()
   await runtime.runPromise(Fiber.interruptAll(interrupted.fibers))
   const interrupt = stopping()
+  gates = []
   return { ...inFlight, finish, interrupt }
 }
 

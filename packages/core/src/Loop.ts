@@ -149,7 +149,7 @@ export const stop: Stream.Stream<Event<never, never>> = decided(Stream.empty, st
 export const nextAfter: {
   <S>(state: S): <A, E, R>(values: Stream.Stream<A, E, R>) => Stream.Stream<Event<A, S>, E, R>
   <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S): Stream.Stream<Event<A, S>, E, R>
-} = dual(2, <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S) => decided(values, next(state)))
+} = /* @__PURE__ */ dual(2, <A, E, R, S>(values: Stream.Stream<A, E, R>, state: S) => decided(values, next(state)))
 
 /**
  * Emits the values of `values`, then ends the loop.
@@ -191,7 +191,7 @@ export const decideAfter: {
     values: Stream.Stream<A, E, R>,
     then: () => Stream.Stream<Event<A2, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A2, S>, E2, R2>, E3, R3>
   ): Stream.Stream<Event<A | A2, S>, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>>
-} = dual(2, <A, E, R, A2, S, E2, R2, E3, R3>(
+} = /* @__PURE__ */ dual(2, <A, E, R, A2, S, E2, R2, E3, R3>(
   values: Stream.Stream<A, E, R>,
   then: () => Stream.Stream<Event<A2, S>, E2, R2> | Effect.Effect<Stream.Stream<Event<A2, S>, E2, R2>, E3, R3>
 ): Stream.Stream<Event<A | A2, S>, E | E2 | E3, R | R2 | Exclude<R3, Scope.Scope>> =>
@@ -309,4 +309,4 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
 export const loop: {
   <S, A, E, R>(body: Body<S, A, E, R>): (initial: S) => Stream.Stream<A, E, R>
   <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, E, R>
-} = dual(2, make)
+} = /* @__PURE__ */ dual(2, make)

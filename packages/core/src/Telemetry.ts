@@ -82,9 +82,13 @@ export const toolSpanName = (tool: string): string => `execute_tool ${tool}`
 export const agentSpanName = (name: string | undefined): string =>
   name === undefined ? "invoke_agent" : `invoke_agent ${name}`
 
+// Spans are made for every turn and tool call: a plain loop, no `Object.entries` pairs.
 const defined = (attributes: Record<string, unknown>): Attributes => {
   const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(attributes)) if (value !== undefined) out[key] = value
+  for (const key in attributes) {
+    const value = attributes[key]
+    if (value !== undefined) out[key] = value
+  }
   return out
 }
 
@@ -169,7 +173,7 @@ export const annotateTurn = (span: Tracer.Span, turn: Turn, captureContent: bool
       ? JSON.stringify(messages(turn.items).map((message) => ({ ...message, finish_reason: turn.stopReason })))
       : undefined
   })
-  for (const [key, value] of Object.entries(attributes)) span.attribute(key, value)
+  for (const key in attributes) span.attribute(key, attributes[key])
 }
 
 /**

@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Res from "effect/Result"
 import * as Schema from "effect/Schema"
+import type * as SchemaAST from "effect/SchemaAST"
 import * as Stream from "effect/Stream"
 import * as Approval from "./Approval.ts"
 import { Halt } from "./Halt.ts"
@@ -331,8 +332,9 @@ export const streamAll = <R, E = never, R2 = never>(
   Stream.callback<Event, E, R | R2>((queue) => {
     const emit = (event: Event) => Effect.asVoid(Queue.offer(queue, event))
     const onResult = options?.onResult
+    const list = Array.from(calls)
     return Effect.forEach(
-      calls,
+      list,
       (call, index) =>
         // Once a call has ended, its result is recorded even if the stream is being interrupted.
         Effect.uninterruptibleMask((restore) =>
@@ -341,9 +343,33 @@ export const streamAll = <R, E = never, R2 = never>(
             onProgress: (event) => emit({ _tag: "Progress", ...event })
           })).pipe(Effect.tap((result) => onResult === undefined ? Effect.void : onResult(index, result)))
         ).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
-      { concurrency: options?.concurrency ?? defaultConcurrency, discard: true }
+      // A single call (the common turn) runs in this fiber: no fiber forked for it.
+      { concurrency: list.length > 1 ? options?.concurrency ?? defaultConcurrency : 1, discard: true }
     ).pipe(Effect.andThen(Queue.end(queue)))
   })
+
+/** A tool's input decoder and output encoder, made once per tool rather than once per call. */
+interface Codecs {
+  readonly decodeInput: (
+    input: unknown,
+    options?: SchemaAST.ParseOptions
+  ) => Effect.Effect<unknown, Schema.SchemaError>
+  readonly encodeOutput: (output: unknown) => Effect.Effect<unknown, Schema.SchemaError>
+}
+
+const codecs = new WeakMap<Tool.Any<unknown>, Codecs>()
+
+const codecsOf = <R>(tool: Tool.Any<R>): Codecs => {
+  let found = codecs.get(tool)
+  if (found === undefined) {
+    found = {
+      decodeInput: Schema.decodeUnknownEffect(Schema.toCodecJson(tool.input)),
+      encodeOutput: Schema.encodeUnknownEffect(Schema.toCodecJson(tool.output))
+    }
+    codecs.set(tool, found)
+  }
+  return found
+}
 
 const executeOne = <R, E = never, R2 = never>(
   toolkit: Toolkit<R>,
@@ -374,9 +400,7 @@ const executeOne = <R, E = never, R2 = never>(
         `The arguments of tool "${tool.name}" are not valid JSON (${json.message}). Send one JSON object.`
       )
     }
-    const decoded = yield* Effect.exit(
-      Schema.decodeUnknownEffect(Schema.toCodecJson(tool.input))(json.value, { errors: "all" })
-    )
+    const decoded = yield* Effect.exit(codecsOf(tool).decodeInput(json.value, { errors: "all" }))
     if (Exit.isFailure(decoded)) {
       return mistake(
         call,
@@ -409,14 +433,10 @@ const executeOne = <R, E = never, R2 = never>(
     const limit = tool.timeout ??
       (options?.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout))
     // Timed out or interrupted, the call ends at once: a tool that cannot stop is left to finish on its own.
-    const running = detached(
-      idempotencyKey === undefined
-        ? execute
-        : Effect.flatMap(idempotencyKey(index), (key) => Effect.provideService(execute, Tool.IdempotencyKey, key))
-    )
-    const exit = yield* Effect.exit(
-      Duration.isFinite(limit) ? Effect.timeoutOption(running, limit) : Effect.map(running, Option.some)
-    )
+    const running = idempotencyKey === undefined
+      ? execute
+      : Effect.flatMap(idempotencyKey(index), (key) => Effect.provideService(execute, Tool.IdempotencyKey, key))
+    const exit = yield* Effect.exit(detached(running, limit))
     if (Exit.isFailure(exit)) return yield* failed(tool, call, exit.cause)
     if (Option.isNone(exit.value)) {
       return mistake(
@@ -426,7 +446,7 @@ const executeOne = <R, E = never, R2 = never>(
       )
     }
     const value = exit.value.value
-    const encoded = yield* Effect.exit(Schema.encodeUnknownEffect(Schema.toCodecJson(tool.output))(value))
+    const encoded = yield* Effect.exit(codecsOf(tool).encodeOutput(value))
     if (Exit.isFailure(encoded)) {
       return mistake(
         call,
@@ -479,6 +499,8 @@ const withToolSpan =
       (captureContent) =>
         Effect.withSpan(self, Telemetry.toolSpanName(call.name), {
           kind: "internal",
+          // A captured stack costs a `new Error()` per call and would only name this module.
+          captureStackTrace: false,
           attributes: Telemetry.toolAttributes({ call, description, captureContent })
         })
     )

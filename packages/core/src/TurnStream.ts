@@ -93,7 +93,7 @@ export const streamUntilComplete: {
       turn: Turn
     ) => Stream.Stream<Loop.Event<A, S>, E2, R2> | Effect.Effect<Stream.Stream<Loop.Event<A, S>, E2, R2>, E3, R3>
   ): Stream.Stream<Loop.Event<TurnDelta | A, S>, E | E2 | E3 | IncompleteTurn, R | R2 | Exclude<R3, Scope.Scope>>
-} = dual(2, <E, R, A, S, E2, R2, E3, R3>(
+} = /* @__PURE__ */ dual(2, <E, R, A, S, E2, R2, E3, R3>(
   deltas: Stream.Stream<TurnDelta, E, R>,
   then: (
     turn: Turn

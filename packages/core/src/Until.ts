@@ -126,18 +126,17 @@ export const toEffect = <E, R>(
  * @since 0.1.0
  * @category evaluation
  */
-export const evaluate: <E, R>(
-  until: Until<E, R>,
-  snapshot: Snapshot
-) => Effect.Effect<Verdict.Verdict, PredicateFailed, R> = Effect.fn("Until.evaluate")(
-  function*<E, R>(until: Until<E, R>, snapshot: Snapshot) {
-    const verdict = yield* toEffect(until, snapshot).pipe(
-      Effect.mapError((error) => error instanceof PredicateFailed ? error : failed("until predicate failed", error))
-    )
-    yield* Verdict.annotateCurrentSpan(verdict)
-    return verdict
-  }
-)
+export const evaluate = <E, R>(until: Until<E, R>, snapshot: Snapshot): Effect.Effect<
+  Verdict.Verdict,
+  PredicateFailed,
+  R
+> =>
+  toEffect(until, snapshot).pipe(
+    Effect.mapError((error) => error instanceof PredicateFailed ? error : failed("until predicate failed", error)),
+    Effect.tap((verdict) => Verdict.annotateCurrentSpan(verdict)),
+    // Evaluated once per turn: no `new Error()` for a stack trace that would name only this module.
+    Effect.withSpan("Until.evaluate", undefined, { captureStackTrace: false })
+  )
 
 const proceed = Verdict.continue()
 

@@ -377,6 +377,23 @@ describe("AgentLoop spans", () => {
       expect(verdicts[0]?.parent).toMatchObject({ _tag: "Some", value: { spanId: run?.spanId } })
     }))
 
+  it.effect("records the termination of a run that fails before its first turn, or on a failed turn", () =>
+    Effect.gen(function*() {
+      const terminationOf = (script: ReadonlyArray<MockLanguageModel.Reply>, options: AgentLoop.Options) =>
+        Effect.gen(function*() {
+          const { spans, tracer } = SpanRecorder.make()
+          yield* Effect.exit(runWith(script, options).pipe(Effect.withTracer(tracer)))
+          const run = spans.find((span) => span.name === "invoke_agent")
+          return [run?.attributes.get("agentloop.termination"), run?.attributes.get("error.type")]
+        })
+      expect(
+        yield* terminationOf([answer("never")], { input: "Hi", model: "my-local-model", limits: { maxBudgetUsd: 1 } })
+      )
+        .toStrictEqual(["UnpricedModel", "UnpricedModel"])
+      const refused = new AiError.AuthFailed({ provider: "mock", status: 401, message: "bad key" })
+      expect(yield* terminationOf([refused], { input: "Hi", model })).toStrictEqual(["ProviderAuth", "ProviderAuth"])
+    }))
+
   it.effect("records a success, its usage and the verdict's reason", () =>
     Effect.gen(function*() {
       const { spans, tracer } = SpanRecorder.make()

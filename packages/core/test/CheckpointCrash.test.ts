@@ -278,7 +278,8 @@ const twoWriters = (store: (dir: string) => Store) =>
     })
     const first = yield* TestProcess.spawn(child, config("first"), sources)
     const second = yield* TestProcess.spawn(child, config("second"), sources)
-    // Whichever took the run runs the slow tool (for ever); the other ends with an error, maybe first.
+    // Whichever took the run runs the slow tool (for ever); the other ends with an error, which may
+    // come first: the race waits for the one that starts the tool (a `raceFirst` lost to the refusal).
     const runs = (process: TestProcess.Child) =>
       Effect.as(process.waitFor(() => started(process.messages, "slow")), process)
     const running = yield* Effect.race(runs(first), runs(second))

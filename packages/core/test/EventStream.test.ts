@@ -70,6 +70,37 @@ describe("EventStream", () => {
       expect(failed).toBe("event: failure\ndata: {\"_tag\":\"Broke\",\"why\":\"x\"}\n\n")
     }))
 
+  it.effect("encode, encodeBytes and toHttpResponse are dual: data-first and in a pipe give the same", () =>
+    Effect.gen(function*() {
+      const options = { keepAlive: Duration.infinity }
+      const first = (yield* Stream.runCollect(EventStream.encode(countsOf(2), counts, options))).join("")
+      const last = (yield* Stream.runCollect(countsOf(2).pipe(EventStream.encode(counts, options)))).join("")
+      expect(first).toBe(last)
+      expect(first).toContain("event: end")
+      const decoder = new TextDecoder()
+      const bytes = yield* Stream.runCollect(EventStream.encodeBytes(countsOf(2), counts, options))
+      expect(bytes.map((chunk) => decoder.decode(chunk)).join("")).toBe(first)
+      const response = yield* countsOf(2).pipe(EventStream.toHttpResponse(counts, options))
+      expect(response.headers["content-type"]).toBe(EventStream.headers["content-type"])
+    }))
+
+  it.effect("a chunk of events is one frame string, so a server writes it at once", () =>
+    Effect.gen(function*() {
+      const frames = yield* Stream.runCollect(EventStream.encode(countsOf(3), counts, { keepAlive: Duration.infinity }))
+      expect(frames).toHaveLength(2)
+      expect(frames[0]!.match(/^data: /gm)).toHaveLength(3)
+      expect(frames[1]).toBe("event: end\ndata: {}\n\n")
+    }))
+
+  it.effect("an event that does not encode mid-chunk: the events before it go out, then the error", () =>
+    Effect.gen(function*() {
+      const chunk = Stream.make(count(0), { n: 1, at: new Date(Number.NaN) }, count(2))
+      const frames = yield* Stream.runCollect(EventStream.encode(chunk, counts))
+      expect(frames[0]).toBe("data: {\"n\":0,\"at\":\"2026-11-23T00:00:00.000Z\"}\n\n")
+      expect(frames.slice(1).join("")).toMatch(/^event: error\ndata: \{"message":"the server failed \(error err_\w+/)
+      expect(frames.join("")).not.toContain("\"n\":2")
+    }).pipe(Effect.provide(Logger.layer([]))))
+
   it.effect("a stream cut off before its end event fails as truncated, not as a shorter success", () =>
     Effect.gen(function*() {
       const cut = "data: {\"n\":0,\"at\":\"2026-11-23T00:00:00.000Z\"}\n\ndata: {\"n\":1"

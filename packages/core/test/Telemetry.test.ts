@@ -1,12 +1,16 @@
+import { MockLanguageModel } from "@agentloop/testing"
 import * as OtelTracer from "@effect/opentelemetry/OtelTracer"
 import { describe, expect, it } from "@effect/vitest"
 import { SpanKind } from "@opentelemetry/api"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import type { Tracer } from "effect"
+import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as AiError from "../src/AiError.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Item from "../src/Item.ts"
+import * as LanguageModel from "../src/LanguageModel.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
 import { addCall, answer, model, runWith, toolkit } from "./agentFixtures.ts"
@@ -48,6 +52,34 @@ describe("Telemetry", () => {
       expect(run.attributes).toMatchObject({ "agentloop.thread.id": "user-42", "agentloop.termination": "Stop" })
     }))
 
+  it.effect("the model's stream runs in its turn's chat span, its setup and its pulls", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const spanName = Effect.map(Effect.orDie(Effect.currentSpan), (span) => {
+        seen.push(span.name)
+      })
+      const model = Layer.succeed(LanguageModel.LanguageModel, {
+        provider: "mock",
+        streamTurn: () =>
+          Stream.unwrap(Effect.as(spanName, Stream.fromIterable(MockLanguageModel.deltas(answer("hi"))))).pipe(
+            Stream.tap(() => spanName)
+          )
+      })
+      const agent = yield* AgentLoop.make.pipe(Effect.provide(model))
+      yield* agent.run({ input: "Hi", model: "m" })
+      expect(seen.length).toBeGreaterThan(1)
+      expect(new Set(seen)).toStrictEqual(new Set(["chat m"]))
+    }))
+
+  it.effect("a model turn that fails has its error's tag as error.type on its chat span", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = otel()
+      const failure = new AiError.AuthFailed({ provider: "mock", status: 401, message: "bad key" })
+      yield* Effect.flip(runWith([failure], { input: "Hi", model })).pipe(Effect.provide(layer))
+      const chat = exporter.getFinishedSpans().find((span) => span.name === `chat ${model}`)
+      expect(chat?.attributes["error.type"]).toBe("AuthFailed")
+    }))
+
   it.effect("traces a run, its model turns and its tool call as OpenTelemetry GenAI spans", () =>
     Effect.gen(function*() {
       const spans = yield* tracedRun(false)
@@ -58,6 +90,10 @@ describe("Telemetry", () => {
       expect(parentOf(run)).toBeUndefined()
       expect(chats).toHaveLength(2)
       for (const span of [...chats, tool]) expect(parentOf(span)).toBe(run.spanContext().spanId)
+      // Each turn's verdict, in a span of the run.
+      const verdicts = spans.filter((span) => span.name === "Until.evaluate")
+      expect(verdicts.map((span) => span.attributes["until.stop"])).toStrictEqual([false, true])
+      for (const span of verdicts) expect(parentOf(span)).toBe(run.spanContext().spanId)
 
       expect(run.attributes).toMatchObject({
         "gen_ai.operation.name": "invoke_agent",

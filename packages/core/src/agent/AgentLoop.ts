@@ -11,15 +11,18 @@
  *
  * @since 0.1.0
  */
+import * as Channel from "effect/Channel"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Checkpointer } from "../Checkpointer.ts"
 import { CheckpointError } from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import type { CompactionError } from "../Compactor.ts"
+import * as SpanStream from "../internal/spanStream.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
@@ -82,16 +85,29 @@ const isRecoveryFailure = (
   error: AgentCheckpoint.RecoveryError | Termination.MaxBudgetUsd | Termination.UnpricedModel
 ): error is AgentCheckpoint.RecoveryError => error._tag !== "MaxBudgetUsd" && error._tag !== "UnpricedModel"
 
+/** Records the termination an effect fails with on the current span (the run's). */
+const annotated = <A, R>(effect: Effect.Effect<A, Termination.Error, R>): Effect.Effect<A, Termination.Error, R> =>
+  Effect.tapError(effect, Termination.annotateCurrentSpan)
+
 /**
  * The stream of one run; `stream` and `run` of the service are built on it.
- *
- * @since 0.1.0
- * @category running
+ * The run's span and its stream are one layer (see `internal/spanStream`): the
+ * run is built when its stream starts, in the stream's scope (a checkpoint
+ * log stays open as long as the stream).
  */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
 ): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
-  Stream.unwrap(Effect.gen(function*() {
+  SpanStream.make(
+    Telemetry.agentSpanName(options.name),
+    { kind: "internal" },
+    (_, scope) =>
+      Effect.flatMap(Scope.provide(build(options), scope), (run) => Channel.toPullScoped(run.channel, scope))
+  )
+
+/** Builds a run: its machine, its checkpoint's recovery, and the loop of its turns. */
+const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
+  annotated(Effect.gen(function*() {
     const model = yield* LanguageModel
     const machine = yield* AgentMachine.make(options)
     const thread = options.thread === undefined
@@ -197,34 +213,35 @@ export const stream = <O = string, R = never, E = never, RU = never>(
         options: machine.turnOptions,
         toolkit: options.toolkit,
         tools: machine.tools,
-        account: (completed) =>
-          Effect.gen(function*() {
-            if (recorder !== undefined) {
-              yield* recorder.answered(state, completed)
-            }
-            const books = yield* machine.books(state, completed)
+        account: (completed) => {
+          const booked = Effect.map(machine.books(state, completed), (books) => {
             latest = accounted = books.state
             return books.accounting
-          }),
+          })
+          return recorder === undefined ? booked : Effect.andThen(recorder.answered(state, completed), booked)
+        },
         // Every paid turn is reported: a budget it reached ends the run after its `TurnCompleted`.
         afterAccount: (completed, accounting) => machine.budget(accounted, completed, accounting),
         onToolResult: recorder === undefined ? undefined : (index, result) => recorder.toolDone(step, index, result),
         onToolStart: recorder === undefined ? undefined : (index) => recorder.toolStarted(step, index),
         idempotencyKey: recorder === undefined ? undefined : (index) => recorder.idempotencyKey(step, index)
       }
+      // Combinators rather than a generator: this runs once per turn.
+      const next = (transition: AgentMachine.Transition<O>) =>
+        transition._tag === "Continue"
+          ? Effect.succeed(Loop.nextAfter(Stream.fromIterable(transition.events), {
+            _tag: "Between" as const,
+            state: transition.state
+          }))
+          : Effect.as(
+            Termination.annotateCurrentSpan(transition.result.termination),
+            Loop.stopAfter(Stream.fromIterable(transition.events))
+          )
       const then = (outcome: AgentTurn.Outcome) =>
-        Effect.gen(function*() {
-          const transition = yield* machine.decide(accounted, outcome)
-          if (recorder !== undefined) yield* Effect.uninterruptible(recorder.decided(outcome, transition))
-          if (transition._tag === "Continue") {
-            return Loop.nextAfter(Stream.fromIterable(transition.events), {
-              _tag: "Between" as const,
-              state: transition.state
-            })
-          }
-          yield* Termination.annotateCurrentSpan(transition.result.termination)
-          return Loop.stopAfter(Stream.fromIterable(transition.events))
-        })
+        Effect.flatMap(machine.decide(accounted, outcome), (transition) =>
+          recorder === undefined
+            ? next(transition)
+            : Effect.andThen(Effect.uninterruptible(recorder.decided(outcome, transition)), next(transition)))
       if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
       return Effect.as(
@@ -233,25 +250,31 @@ export const stream = <O = string, R = never, E = never, RU = never>(
       )
     }
 
+    // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
+    // terminations and records the termination on the run's span (no stream layer of its own for either).
     const run = Stream.concat(replayed, Loop.loop(position, body)).pipe(
       // A finished run's items reach its thread before its `Finished` event reaches the consumer.
       Stream.tap((event) =>
         session !== undefined && event._tag === "Finished" ? session.finished(event.result.history) : Effect.void
       ),
-      Stream.catchIf(AgentRules.isTurnFailure, (failure) => Stream.fromEffect(machine.turnFailed(failure, latest))),
-      Stream.catchTag("CheckpointError", (failure) => Stream.fromEffect(checkpointFailed(failure)))
+      Stream.catch((failure) =>
+        Stream.fromEffect(annotated(
+          failure._tag === "CheckpointError"
+            ? checkpointFailed(failure)
+            : AgentRules.isTurnFailure(failure)
+            ? machine.turnFailed(failure, latest)
+            : Effect.fail(failure)
+        ))
+      )
     )
     const deadline = machine.maxDurationMs
     if (deadline === undefined) return run
     return run.pipe(Stream.interruptWhen(
       Effect.sleep(deadline).pipe(
-        Effect.andThen(Effect.suspend(() => machine.deadlinePassed(latest)))
+        Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
       )
     ))
-  })).pipe(
-    Stream.tapError((termination: Termination.Error) => Termination.annotateCurrentSpan(termination)),
-    Stream.withSpan(Telemetry.agentSpanName(options.name), { kind: "internal" })
-  )
+  }))
 
 /**
  * Runs to the end; the result is the `Finished` event's.

@@ -17,6 +17,7 @@
  */
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
+import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
 import type * as Scope from "effect/Scope"
@@ -25,6 +26,7 @@ import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import * as Compactor from "../Compactor.ts"
 import type { Cost } from "../Cost.ts"
+import * as SpanStream from "../internal/spanStream.ts"
 import type * as Item from "../Item.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import type { TurnOptions } from "../LanguageModel.ts"
@@ -143,35 +145,40 @@ export const complete = <A, S, E2, R2>(
   const completion = TurnStream.completion()
   let asked = request.history
 
-  const deltas = Stream.unwrap(Effect.map(LanguageModel, (model) => {
-    completion.reset()
-    asked = request.history
-    const attempt = (history: ReadonlyArray<Item.Item>) =>
-      modelTurn(model, history, request.options, step, completion.complete)
-    return attempt(request.history).pipe(
-      Stream.catchTag("ContextLengthExceeded", (overflow) =>
-        Stream.unwrap(Effect.gen(function*() {
-          const compactor = yield* Compactor.Compactor
-          const shorter = yield* compactor.compact(request.history).pipe(
-            Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
-          )
-          asked = shorter
-          const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
-            { _tag: "AttemptDiscarded", step, cause: overflow },
-            { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
-          ]
-          return Stream.concat(Stream.fromIterable(discarded), attempt(shorter))
-        })))
-    )
-  }))
+  const deltas = Stream.unwrap(
+    Effect.flatMap(LanguageModel, (model) =>
+      Effect.map(Telemetry.CaptureContent, (captureContent) => {
+        completion.reset()
+        asked = request.history
+        const attempt = (history: ReadonlyArray<Item.Item>) =>
+          modelTurn(model, captureContent, history, request.options, step, completion.complete)
+        return attempt(request.history).pipe(
+          Stream.catchTag("ContextLengthExceeded", (overflow) =>
+            Stream.unwrap(Effect.gen(function*() {
+              const compactor = yield* Compactor.Compactor
+              const shorter = yield* compactor.compact(request.history).pipe(
+                Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
+              )
+              asked = shorter
+              const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
+                { _tag: "AttemptDiscarded", step, cause: overflow },
+                { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
+              ]
+              return Stream.concat(Stream.fromIterable(discarded), attempt(shorter))
+            })))
+        )
+      }))
+  )
 
-  return Loop.decideAfter(deltas, () =>
-    Effect.gen(function*() {
-      const turn = yield* completion.turn
-      const cost = yield* Pricing.turnCost(turn)
-      const next = then({ turn, cost, history: [...asked, ...turn.items] })
-      return Effect.isEffect(next) ? yield* next : next
-    }))
+  return Loop.decideAfter(
+    deltas,
+    () =>
+      Effect.flatMap(completion.turn, (turn) =>
+        Effect.flatMap(Pricing.turnCost(turn), (cost) => {
+          const next = then({ turn, cost, history: [...asked, ...turn.items] })
+          return Effect.isEffect(next) ? next : Effect.succeed(next)
+        }))
+  )
 }
 
 /**
@@ -228,9 +235,8 @@ export const stream = <E, R, A, S, E2, R2>(
 ): Stream.Stream<Loop.Event<AgentEvent.TurnEvent | A, S>, Failure | E | E2, R | R2 | LanguageModel> => {
   const { step } = request
   const rest = (completed: Completed) =>
-    Effect.gen(function*() {
-      // The turn is complete: accounting for it (and recording it) is not cut off halfway.
-      const accounting = yield* Effect.uninterruptible(request.account(completed))
+    // The turn is complete: accounting for it (and recording it) is not cut off halfway.
+    Effect.map(Effect.uninterruptible(request.account(completed)), (accounting) => {
       const event: AgentEvent.TurnCompleted = {
         _tag: "TurnCompleted",
         step,
@@ -303,14 +309,20 @@ const runTools = <E, R, A, S, E2, R2>(
   const onResult = request.onToolResult
   const onStart = request.onToolStart
   const idempotencyKey = request.idempotencyKey
-  const tools = Toolkit.streamAll(request.toolkit ?? Toolkit.make(), pending.map(({ call }) => call), {
-    ...request.tools,
-    onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result),
-    onStart: onStart === undefined
-      ? undefined
-      : (i, tool) => tool.idempotent ? Effect.void : onStart(pending[i]!.index, pending[i]!.call),
-    idempotencyKey: idempotencyKey === undefined ? undefined : (i) => idempotencyKey(pending[i]!.index)
-  }).pipe(
+  // A turn without calls to run (an answer) starts no tool stream: no fiber, no queue.
+  const events = pending.length === 0 ? Stream.empty : Toolkit.streamAll(
+    request.toolkit ?? Toolkit.make(),
+    pending.map(({ call }) => call),
+    {
+      ...request.tools,
+      onResult: onResult === undefined ? undefined : (i, result) => onResult(pending[i]!.index, result),
+      onStart: onStart === undefined
+        ? undefined
+        : (i, tool) => tool.idempotent ? Effect.void : onStart(pending[i]!.index, pending[i]!.call),
+      idempotencyKey: idempotencyKey === undefined ? undefined : (i) => idempotencyKey(pending[i]!.index)
+    }
+  )
+  const tools = events.pipe(
     Stream.map((event): AgentEvent.ToolProgress | AgentEvent.ToolResult => {
       if (event._tag === "Progress") return { _tag: "ToolProgress", step, call: event.call, value: event.value }
       results[pending[event.index]!.index] = event.result
@@ -329,36 +341,38 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
   ...ToolRecord.fromResult(result)
 })
 
-/** One request to the model, in its `chat` span: its deltas as `Delta` events, up to its `turn_complete`. */
+/**
+ * One request to the model, in its `chat` span: its deltas as `Delta` events,
+ * up to its `turn_complete`, the span annotated with the `error.type` of a
+ * failure. The span and the pull are one stream layer (see `internal/spanStream`).
+ */
 const modelTurn = (
   model: LanguageModel["Service"],
+  captureContent: boolean,
   history: ReadonlyArray<Item.Item>,
   options: TurnOptions,
   step: number,
   onTurn: (turn: Turn.Turn) => void
-): Stream.Stream<AgentEvent.Delta, AiError.AiError> =>
-  Stream.unwrap(
-    Effect.map(Telemetry.CaptureContent, (captureContent) =>
-      Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) =>
-        Stream.transformPull(model.streamTurn(history, options), (pull) =>
-          Effect.succeed(untilComplete(pull, step, (turn) => {
-            Telemetry.annotateTurn(span, turn, captureContent)
-            onTurn(turn)
-          }))))).pipe(
-          Stream.tapError((error) =>
-            Effect.annotateCurrentSpan("error.type", error._tag)
-          ),
-          Stream.withSpan(Telemetry.chatSpanName(options.model), {
-            kind: "client",
-            attributes: Telemetry.chatAttributes({
-              provider: model.provider,
-              request: options,
-              history,
-              captureContent
-            })
-          })
-        ))
-  )
+): Stream.Stream<AgentEvent.Delta, AiError.AiError> => {
+  const deltas = model.streamTurn(history, options)
+  return SpanStream.make(Telemetry.chatSpanName(options.model), {
+    kind: "client",
+    attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
+  }, (span, scope) =>
+    Effect.map(Channel.toPullScoped(deltas.channel, scope), (pull) =>
+      untilComplete(
+        // Every failure of the model's stream, its setup's included, comes through its pull.
+        Effect.tapError(
+          pull,
+          (error) => Cause.isDone(error) ? Effect.void : Effect.sync(() => span.attribute("error.type", error._tag))
+        ),
+        step,
+        (turn) => {
+          Telemetry.annotateTurn(span, turn, captureContent)
+          onTurn(turn)
+        }
+      )))
+}
 
 /**
  * Wraps each delta in a `Delta` event, hands the `turn_complete`'s turn to

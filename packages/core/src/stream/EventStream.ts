@@ -25,6 +25,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Sse } from "effect/encoding"
 import * as Exit from "effect/Exit"
+import { dual } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
 import * as Pull from "effect/Pull"
 import * as Random from "effect/Random"
@@ -32,6 +33,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../agent/AgentEvent.ts"
+import * as JsonEncoder from "../internal/jsonEncoder.ts"
 import * as StepError from "../step/StepError.ts"
 import * as StepEvent from "../step/StepEvent.ts"
 import * as Termination from "../Termination.ts"
@@ -118,10 +120,47 @@ const broken = (what: string, cause: Cause.Cause<unknown>): Stream.Stream<string
   }))
 
 /**
+ * The `message` frames of a stream's events, one string for each chunk of
+ * events: a run's deltas arrive a network read at a time, and go on as one
+ * write. An event that does not encode fails the stream with its
+ * `SchemaError` after the frames of the events before it.
+ */
+const messages = <A, E, R>(
+  stream: Stream.Stream<A, E, R>,
+  events: Schema.Codec<A, unknown>
+): Stream.Stream<string, E | Schema.SchemaError, R> => {
+  const encodeEvent = JsonEncoder.make(Schema.toCodecJson(events))
+  return Stream.transformPull(stream, (pull) =>
+    Effect.sync(() => {
+      let failure: Effect.Effect<never, Schema.SchemaError> | undefined
+      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<string>, E | Schema.SchemaError, void> = Effect.suspend(() =>
+        failure ?? Effect.flatMap(pull, (chunk): Pull.Pull<Arr.NonEmptyReadonlyArray<string>, Schema.SchemaError> => {
+          let text = ""
+          for (const event of chunk) {
+            const data = encodeEvent(event)
+            if (Exit.isFailure(data)) {
+              if (text === "") return Effect.failCause(data.cause)
+              failure = Effect.failCause(data.cause)
+              break
+            }
+            text += frame("message", data.value)
+          }
+          return Effect.succeed(Arr.of(text))
+        })
+      )
+      return next
+    }))
+}
+
+/**
  * The SSE text of a stream: one `message` per event, then `end`, or `failure`
  * with the encoded error. The result never fails; a defect, or an event or
  * error that its schema cannot encode (a bug of the server), ends it with an
  * `error` event that carries only an id, logged with the details.
+ *
+ * The events of each chunk of `stream` are encoded into one string, so a
+ * server writes a chunk of deltas at once rather than one write per delta.
+ * Data-first (`encode(stream, codec)`) or data-last, in a pipe.
  *
  * @example
  * ```ts
@@ -145,13 +184,21 @@ const broken = (what: string, cause: Cause.Cause<unknown>): Stream.Stream<string
  * @since 0.1.0
  * @category encoding
  */
-export const encode =
-  <A, E>(codec: Codec<A, E>, options: EncodeOptions = {}) =>
-  <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<string, never, R> => {
-    const encodeEvent = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.events)))
+export const encode: {
+  <A, E>(
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): <R>(stream: Stream.Stream<A, E, R>) => Stream.Stream<string, never, R>
+  <A, E, R>(
+    stream: Stream.Stream<A, E, R>,
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): Stream.Stream<string, never, R>
+} = /* @__PURE__ */ dual(
+  (args) => Stream.isStream(args[0]),
+  <A, E, R>(stream: Stream.Stream<A, E, R>, codec: Codec<A, E>, options: EncodeOptions = {}) => {
     const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
-    const frames = stream.pipe(
-      Stream.mapEffect((event) => Effect.map(encodeEvent(event), (data) => frame("message", data))),
+    const frames = messages(stream, codec.events).pipe(
       Stream.concat(Stream.succeed(frame("end", "{}"))),
       Stream.catchCause((cause): Stream.Stream<string> => {
         const failure = Cause.findErrorOption(cause)
@@ -169,6 +216,7 @@ export const encode =
     const keepAlives = Stream.fromSchedule(Schedule.spaced(every)).pipe(Stream.map(() => keepAliveFrame))
     return Stream.merge(frames, keepAlives, { haltStrategy: "left" })
   }
+)
 
 /**
  * The SSE bytes of a stream, as {@link encode} writes them.
@@ -176,29 +224,65 @@ export const encode =
  * @since 0.1.0
  * @category encoding
  */
-export const encodeBytes =
-  <A, E>(codec: Codec<A, E>, options?: EncodeOptions) =>
-  <R>(stream: Stream.Stream<A, E, R>): Stream.Stream<Uint8Array, never, R> =>
-    Stream.encodeText(encode(codec, options)(stream))
+export const encodeBytes: {
+  <A, E>(
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): <R>(stream: Stream.Stream<A, E, R>) => Stream.Stream<Uint8Array, never, R>
+  <A, E, R>(
+    stream: Stream.Stream<A, E, R>,
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): Stream.Stream<Uint8Array, never, R>
+} = /* @__PURE__ */ dual(
+  (args) => Stream.isStream(args[0]),
+  <A, E, R>(stream: Stream.Stream<A, E, R>, codec: Codec<A, E>, options?: EncodeOptions) =>
+    Stream.encodeText(encode(stream, codec, options))
+)
 
 /**
  * An `effect/http` response streaming `stream` as Server-Sent Events. The
  * stream runs with the services of the handler that built the response; when
  * the client goes away, it is interrupted.
  *
+ * @example
+ * ```ts
+ * import { Schema, Stream } from "effect"
+ * import { EventStream } from "@agentloop/core"
+ *
+ * const codec = { events: Schema.Struct({ n: Schema.Number }), failure: Schema.Never }
+ * const numbers = Stream.make({ n: 1 }, { n: 2 })
+ * // data-first, or data-last in a pipe
+ * const response = EventStream.toHttpResponse(numbers, codec)
+ * const same = numbers.pipe(EventStream.toHttpResponse(codec))
+ * ```
+ *
  * @since 0.1.0
  * @category conversions
  */
-export const toHttpResponse = <A, E, R>(
-  stream: Stream.Stream<A, E, R>,
-  codec: Codec<A, E>,
-  options?: EncodeOptions
-): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
-  Effect.map(
-    Effect.context<R>(),
-    (context) =>
-      HttpServerResponse.stream(Stream.provideContext(encodeBytes(codec, options)(stream), context), { headers })
-  )
+export const toHttpResponse: {
+  <A, E>(
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): <R>(stream: Stream.Stream<A, E, R>) => Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+  <A, E, R>(
+    stream: Stream.Stream<A, E, R>,
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
+} = /* @__PURE__ */ dual(
+  (args) => Stream.isStream(args[0]),
+  <A, E, R>(
+    stream: Stream.Stream<A, E, R>,
+    codec: Codec<A, E>,
+    options?: EncodeOptions
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+    Effect.map(
+      Effect.context<R>(),
+      (context) =>
+        HttpServerResponse.stream(Stream.provideContext(encodeBytes(stream, codec, options), context), { headers })
+    )
+)
 
 /**
  * A web `Response` streaming `stream` as Server-Sent Events, for any framework
@@ -239,7 +323,7 @@ export const toWebResponse = <A, E, R>(
   options?: EncodeOptions
 ): Effect.Effect<Response, never, R> =>
   Effect.map(
-    Stream.toReadableStreamEffect(encodeBytes(codec, options)(stream)),
+    Stream.toReadableStreamEffect(encodeBytes(stream, codec, options)),
     (body) => new Response(body, { headers })
   )
 

@@ -441,7 +441,7 @@ const defaultKeepAlive = Duration.seconds(15)
 export const encode: {
   (options?: Options): <E, R>(stream: Stream.Stream<Source, E, R>) => Stream.Stream<string, never, R>
   <E, R>(stream: Stream.Stream<Source, E, R>, options?: Options): Stream.Stream<string, never, R>
-} = dual((args) => Stream.isStream(args[0]), <E, R>(
+} = /* @__PURE__ */ dual((args) => Stream.isStream(args[0]), <E, R>(
   stream: Stream.Stream<Source, E, R>,
   options: Options = {}
 ): Stream.Stream<string, never, R> => {
@@ -467,7 +467,7 @@ export const encode: {
 export const toResponse: {
   (options?: Options): <E, R>(stream: Stream.Stream<Source, E, R>) => Effect.Effect<Response, never, R>
   <E, R>(stream: Stream.Stream<Source, E, R>, options?: Options): Effect.Effect<Response, never, R>
-} = dual((args) => Stream.isStream(args[0]), <E, R>(
+} = /* @__PURE__ */ dual((args) => Stream.isStream(args[0]), <E, R>(
   stream: Stream.Stream<Source, E, R>,
   options?: Options
 ): Effect.Effect<Response, never, R> =>
@@ -491,7 +491,7 @@ export const toHttpResponse: {
     stream: Stream.Stream<Source, E, R>,
     options?: Options
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R>
-} = dual((args) => Stream.isStream(args[0]), <E, R>(
+} = /* @__PURE__ */ dual((args) => Stream.isStream(args[0]), <E, R>(
   stream: Stream.Stream<Source, E, R>,
   options?: Options
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>

@@ -125,20 +125,17 @@ export const make = <
         const limit = tool.timeout
         const execute = run(tool, decoded)
         // At its time limit the step ends at once: a tool that cannot stop is left to finish on its own.
-        const running = detached(
-          ledger === undefined
-            ? execute
-            : Effect.flatMap(
-              ledger.idempotencyKey(execution.id, key, 0),
-              (idempotencyKey) => Effect.provideService(execute, Tool.IdempotencyKey, idempotencyKey)
-            )
-        )
-        const output = limit === undefined || !Duration.isFinite(limit)
-          ? yield* running
-          : yield* Effect.timeoutOrElse(running, {
-            duration: limit,
-            orElse: () => Effect.fail(new StepTimeout({ stepId: id, timeoutMs: Duration.toMillis(limit) }))
-          })
+        const running = ledger === undefined
+          ? execute
+          : Effect.flatMap(
+            ledger.idempotencyKey(execution.id, key, 0),
+            (idempotencyKey) => Effect.provideService(execute, Tool.IdempotencyKey, idempotencyKey)
+          )
+        const finished = yield* detached(running, limit)
+        if (Option.isNone(finished)) {
+          return yield* new StepTimeout({ stepId: id, timeoutMs: Duration.toMillis(limit ?? Duration.infinity) })
+        }
+        const output = finished.value
         const json = yield* Effect.mapError(encodeOutput(output), (error) =>
           new StepFailed({
             stepId: id,
