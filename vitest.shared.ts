@@ -11,3 +11,9 @@ import { defaultServerConditions } from "vite"
 const conditions = ["@agentloop/source", ...defaultServerConditions.filter((condition) => condition !== "module")]
 
 export const sources = { resolve: { conditions }, ssr: { resolve: { conditions } } }
+
+// Every project runs its files on this many workers, all projects at once (vitest's default is one
+// worker fewer than the cores: one, on a two-core machine, which ran every file of the suite one
+// after another). Much of the suite waits (child processes, a browser, sockets, real-time servers),
+// so more workers than cores keep both cores busy.
+export const maxWorkers = 3

@@ -1,7 +1,7 @@
 import { defineProject } from "vitest/config"
-import { sources } from "../../vitest.shared.ts"
+import { maxWorkers, sources } from "../../vitest.shared.ts"
 
 export default defineProject({
   ...sources,
-  test: { name: "example-terminal", include: ["test/**/*.test.ts"] }
+  test: { maxWorkers, name: "example-terminal", include: ["test/**/*.test.ts"] }
 })
