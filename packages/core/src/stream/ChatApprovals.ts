@@ -73,7 +73,7 @@ export const minSecretBytes = 32
  * @category constants
  */
 export const notIssuedReason =
-  "This call was not issued by the server: no approval token of the server's came with it, so it was not run. Make the call again if it is still needed."
+  "This call was not run: it came back without a decision carrying the approval token the server issued for it (this call was not issued by the server as it stands). Make the call again if it is still needed."
 
 /**
  * Answers `conversation`: first the calls it left pending, then `run` on the
