@@ -16,6 +16,7 @@ import * as Toolkit from "../src/Toolkit.ts"
 import { answer } from "./agentFixtures.ts"
 
 const ran: Array<string> = []
+const keys: Array<string | undefined> = []
 
 const remove = Tool.make({
   name: "remove",
@@ -23,7 +24,8 @@ const remove = Tool.make({
   input: Schema.Struct({ path: Schema.String }),
   output: Schema.String,
   needsApproval: true,
-  execute: ({ path }) => Effect.sync(() => (ran.push(`remove ${path}`), `removed ${path}`))
+  execute: ({ path }) =>
+    Effect.map(Tool.IdempotencyKey, (key) => (ran.push(`remove ${path}`), keys.push(key), `removed ${path}`))
 })
 
 const note = Tool.make({
@@ -168,6 +170,40 @@ describe("ChatApprovals", () => {
         .toBe(false)
       expect(toolResults(undecided)).toEqual([["call_evil", "denied"]])
       expect(ran).toEqual([])
+    }))
+
+  it.effect("a replayed approval: once a request, never when answered, and with the same IdempotencyKey", () =>
+    Effect.gen(function*() {
+      ran.length = 0
+      keys.length = 0
+      const token = yield* issuedToken()
+      const call = asked("call_rm", "remove", { path: "/tmp/x" })
+      // The same call twice in one answer: it runs once, the copy is refused.
+      const twice = { ...call, parts: [...call.parts, call.parts[1]] }
+      expect(toolResults(yield* answerTo([user, twice, decision("call_rm", token)]))).toEqual([
+        ["call_rm", "success"],
+        ["call_rm", "denied"]
+      ])
+      // A history that has the call's output already: it does not run again.
+      const done = {
+        id: "a0",
+        role: "assistant",
+        parts: [{
+          type: "tool-remove",
+          toolCallId: "call_rm",
+          state: "output-available",
+          input: { path: "/tmp/x" },
+          output: "removed /tmp/x"
+        }]
+      }
+      expect(toolResults(yield* answerTo([user, done, call, decision("call_rm", token)]))).toEqual([
+        ["call_rm", "denied"]
+      ])
+      // Replayed in a request of its own, it runs again: with the key it ran with, for the tool to deduplicate.
+      expect(toolResults(yield* answerTo([user, call, decision("call_rm", token)]))).toEqual([["call_rm", "success"]])
+      expect(ran).toEqual(["remove /tmp/x", "remove /tmp/x"])
+      expect(keys[0]).toMatch(/^[0-9a-f]{32}$/)
+      expect(keys[1]).toBe(keys[0])
     }))
 
   it.effect("a secret shorter than 32 bytes fails the stream with InvalidOptions, without printing it", () =>

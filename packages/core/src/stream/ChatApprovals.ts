@@ -24,6 +24,7 @@ import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
 import * as Approval from "../Approval.ts"
+import { sha256Hex } from "../internal/sha256.ts"
 import * as InvalidOptions from "../InvalidOptions.ts"
 import type * as Item from "../Item.ts"
 import * as Toolkit from "../Toolkit.ts"
@@ -120,32 +121,37 @@ export const stream = <R, E, R2>(
   Stream.unwrap(Effect.gen(function*() {
     const key = yield* importKey(options.secret)
     const step = conversation.history.filter((item) => item.type === "function_call").length + 1
-    const issued = yield* Effect.forEach(conversation.pending, (pending) =>
-      pending.decision === undefined || pending.token === undefined
-        ? Effect.succeed(false)
-        : verify(key, pending.call, pending.token))
-    const decisions = new Map(conversation.pending.flatMap(({ call, decision }, i) =>
-      issued[i] && decision !== undefined ? [[call.call_id, decision] as const] : []
-    ))
-    const ran = yield* Toolkit.executeAllSafe(
-      toolkit,
-      conversation.pending.flatMap(({ call }, i) =>
-        issued[i] ? [call] : []
-      )
-    ).pipe(
+    // Each call id runs at most once a request, and never when the history has its output already.
+    const seen = new Set(
+      conversation.history.flatMap((item) => item.type === "function_call_output" ? [item.call_id] : [])
+    )
+    const issued: Array<Issued> = []
+    for (const { call, decision, token } of conversation.pending) {
+      const first = !seen.has(call.call_id)
+      seen.add(call.call_id)
+      if (first && decision !== undefined && token !== undefined && (yield* verify(key, call, token))) {
+        issued.push({ call, decision, token })
+      }
+    }
+    const decisions = new Map(issued.map(({ call, decision }) => [call.call_id, decision]))
+    const ran = new Map<Item.FunctionCall, Toolkit.Result>()
+    yield* Toolkit.streamAll(toolkit, issued.map(({ call }) => call), {
+      idempotencyKey: (index) => sha256Hex(`agentloop/ChatApprovals/${issued[index]?.token}`)
+    }).pipe(
+      Stream.runForEach((event) => {
+        const decided = issued[event.index]
+        return Effect.sync(() => {
+          if (event._tag === "Result" && decided !== undefined) ran.set(decided.call, event.result)
+        })
+      }),
       Effect.provide(
         Approval.layer((asked) =>
           Effect.succeed(decisions.get(asked.call.call_id) ?? Approval.denied("no decision was given"))
         )
       )
     )
-    const results = conversation.pending.map(({ call }, i) =>
-      (issued[i]
-        ? ran.find((result) =>
-          result.call === call
-        )
-        : undefined) ??
-        Toolkit.mistake(call, "denied", notIssuedReason)
+    const results = conversation.pending.map(({ call }) =>
+      ran.get(call) ?? Toolkit.mistake(call, "denied", notIssuedReason)
     )
     const resumed = results.map((result): Event => ({
       _tag: "ToolResult",
@@ -175,13 +181,28 @@ export const stream = <R, E, R2>(
         Deferred.isDone(asked),
         (done): Stream.Stream<Event> =>
           done
-            ? Stream.fromEffect(Effect.flatMap(Deferred.await(asked), ({ call }) =>
-              Effect.map(sign(key, call), (token): Event => ({ _tag: "ApprovalRequested", step: turn, call, token }))))
+            ? Stream.fromEffect(
+              Effect.flatMap(
+                Deferred.await(asked),
+                ({ call }) =>
+                  Effect.map(
+                    sign(key, call),
+                    (token): Event => ({ _tag: "ApprovalRequested", step: turn, call, token })
+                  )
+              )
+            )
             : Stream.empty
       )))
     )
     return Stream.concat(Stream.fromIterable(resumed), answered)
   }))
+
+/** A pending call whose decision came with the token the server issued for it. */
+interface Issued {
+  readonly call: Item.FunctionCall
+  readonly decision: Approval.Decision
+  readonly token: string
+}
 
 const hmac = { name: "HMAC", hash: "SHA-256" } as const
 
