@@ -82,8 +82,12 @@ export const notIssuedReason =
  * person's reason) only when its decision came with the token issued for
  * that very call; any other (no decision, no token, another call's token, a
  * token of other arguments or of another secret) does not run, and the model
- * reads {@link notIssuedReason} as its output. A call the run makes that needs
- * approval ends the response with its request and its token: the run is
+ * reads {@link notIssuedReason} as its output. Nor does a call id run twice in
+ * one request, or once its output is in the history; a call that runs gets a
+ * `Tool.IdempotencyKey` derived from its token, the same if a client posts the
+ * approval again in another request (the server keeps no record), for a tool
+ * whose effect must happen once to deduplicate. A call the run makes that
+ * needs approval ends the response with its request and its token: the run is
  * interrupted while it waits, and its other calls with it.
  *
  * `run` gets the history to continue; the approvals it needs are provided to
