@@ -13,6 +13,7 @@ import { question } from "@agentloop/example-terminal/script"
 import { toolkit as demoTools } from "@agentloop/example-terminal/tools"
 import { memoized } from "@agentloop/example-web/bundle"
 import { ByteSize, Effect, Layer, Stream } from "effect"
+import type { Redacted } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { page } from "./page.ts"
 
@@ -30,6 +31,14 @@ const chat = (
       agent.stream({ input: history, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }))
   ).pipe(Stream.provide(AgentLoop.layer.pipe(Layer.provide(model))))
 
+/**
+ * The key that signs the approval requests of this process: random, so an
+ * approval asked before a restart is refused after it. Use a stable secret
+ * from config in production so approvals survive a restart (and every server
+ * of the app accepts them).
+ */
+const processSecret = globalThis.crypto.getRandomValues(new Uint8Array(32))
+
 const badRequest = (message: string) => HttpServerResponse.text(`bad request: ${message}\n`, { status: 400 })
 
 /** The body is read whole: bounded, so that one request cannot take the server's memory. */
@@ -39,12 +48,14 @@ const bounded = Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.
  * The routes. `model` is built anew for every request, so a scripted model
  * replays its script each time; pass a built layer (`Layer.succeedContext`) to share one.
  * `toolkit` is the demo's calculator and unit converter unless given; a call of
- * a tool that needs approval ends the answer with a request the page shows.
+ * a tool that needs approval ends the answer with a request the page shows,
+ * signed with `secret` (this process's random one unless given).
  */
 export const routes = (options: {
   readonly provider: string
   readonly model: Layer.Layer<LanguageModel.LanguageModel>
   readonly toolkit?: Toolkit.Toolkit<never> | undefined
+  readonly secret?: Redacted.Redacted<string> | Uint8Array | undefined
 }) =>
   Layer.mergeAll(
     HttpRouter.add("GET", "/", HttpServerResponse.html(page(options.provider, question))),
@@ -64,7 +75,9 @@ export const routes = (options: {
           return conversation.history.length === 0
             ? Effect.succeed(badRequest("the conversation has no message to answer"))
             : UIMessageStream.toHttpResponse(
-              ChatApprovals.stream(conversation, toolkit, (history) => chat(options.model, toolkit, history))
+              ChatApprovals.stream(conversation, toolkit, (history) => chat(options.model, toolkit, history), {
+                secret: options.secret ?? processSecret
+              })
             )
         }),
         Effect.catch((error) => Effect.succeed(badRequest(error.message)))

@@ -19,7 +19,7 @@ type ChatMessage = UIMessage<unknown, {
   readonly "agentloop-termination": UIMessageChunk.TerminationData
   readonly "agentloop-notice": UIMessageChunk.NoticeData
   readonly "agentloop-approval": UIMessageChunk.ApprovalData
-  readonly "agentloop-decision": { readonly toolCallId: string; readonly approved: boolean }
+  readonly "agentloop-decision": { readonly toolCallId: string; readonly token: string; readonly approved: boolean }
 }>
 
 type Part = ChatMessage["parts"][number]
@@ -28,8 +28,8 @@ const usd = (cost: number | null) => cost === null ? "cost unknown" : `$${cost.t
 
 const json = (value: unknown) => JSON.stringify(value) ?? ""
 
-/** Sends a person's decision on a call, as the next message. */
-type Decide = (toolCallId: string, approved: boolean) => void
+/** Sends a person's decision on a call, as the next message, with the request's token. */
+type Decide = (request: UIMessageChunk.ApprovalData, approved: boolean) => void
 
 const PartView = ({ decide, part }: { readonly part: Part; readonly decide: Decide | undefined }): ReactNode => {
   if (part.type === "text") return <div className="text">{part.text}</div>
@@ -64,10 +64,10 @@ const PartView = ({ decide, part }: { readonly part: Part; readonly decide: Deci
         <div className="approval">
           {part.data.toolName} {json(part.data.input)} needs your approval {decide === undefined ? null : (
             <>
-              <button type="button" className="approve" onClick={() => decide(part.data.toolCallId, true)}>
+              <button type="button" className="approve" onClick={() => decide(part.data, true)}>
                 Approve
               </button>{" "}
-              <button type="button" className="deny" onClick={() => decide(part.data.toolCallId, false)}>Deny</button>
+              <button type="button" className="deny" onClick={() => decide(part.data, false)}>Deny</button>
             </>
           )}
         </div>
@@ -112,8 +112,8 @@ const App = ({ question }: { readonly question: string }): ReactNode => {
   const [input, setInput] = useState(question)
   const { error, messages, sendMessage, status, stop } = useChat<ChatMessage>({ transport })
   const running = status === "submitted" || status === "streaming"
-  const decide: Decide = (toolCallId, approved) =>
-    void sendMessage({ parts: [{ type: "data-agentloop-decision", data: { toolCallId, approved } }] })
+  const decide: Decide = ({ toolCallId, token }, approved) =>
+    void sendMessage({ parts: [{ type: "data-agentloop-decision", data: { toolCallId, token, approved } }] })
   const submit = (event: FormEvent) => {
     event.preventDefault()
     const text = input.trim()

@@ -8,7 +8,7 @@ import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import * as AI7 from "ai"
 import * as AI5 from "ai-v5"
-import { Deferred, Effect, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Layer, Redacted, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import type * as Item from "../src/Item.ts"
 import * as Step from "../src/step/Step.ts"
@@ -382,10 +382,12 @@ describe("UIMessage", () => {
       }
     ])
     expect(history.map((item) => item.type === "message" ? item.role : item.type)).toEqual(["user"])
-    expect(pending.map(({ call, decision }) => [call.call_id, call.name, call.arguments, decision])).toEqual([
-      ["call_1", "delete", "{\"path\":\"/tmp/x\"}", { _tag: "Denied", reason: "too risky" }],
-      ["call_2", "list", "{}", undefined]
-    ])
+    // The approval's id is the token the decision came with.
+    expect(pending.map(({ call, decision, token }) => [call.call_id, call.name, call.arguments, decision, token]))
+      .toEqual([
+        ["call_1", "delete", "{\"path\":\"/tmp/x\"}", { _tag: "Denied", reason: "too risky" }, "ap1"],
+        ["call_2", "list", "{}", undefined, undefined]
+      ])
   })
 
   it.effect("a malformed or oversized body is refused", () =>
@@ -438,7 +440,7 @@ describe("ChatApprovals", () => {
         Stream.unwrap(Effect.map(AgentLoop.AgentLoop, (agent) =>
           agent.stream({ input, toolkit: tools }))).pipe(
             Stream.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(respond))))
-          ))
+          ), { secret: Redacted.make("a secret of 32 bytes or more, for the tests") })
       return yield* UIMessageStream.toResponse(events)
     })
   const user = { id: "u1", role: "user", parts: [{ type: "text", text: "Remove /tmp/x" }] }
@@ -449,17 +451,19 @@ describe("ChatApprovals", () => {
       const first = yield* readAs("v7", yield* respondTo([user]))
       expect(first.errors).toEqual([])
       const parts = first.message?.parts ?? []
-      expect(parts.find((part) => part.type === "data-agentloop-approval")).toMatchObject({
-        data: { toolCallId: "call_rm", toolName: "remove", input: { path: "/tmp/x" } }
+      const request = parts.find((part) => part.type === "data-agentloop-approval")
+      expect(request).toMatchObject({
+        data: { toolCallId: "call_rm", toolName: "remove", input: { path: "/tmp/x" }, token: expect.any(String) }
       })
+      const { token } = Schema.decodeUnknownSync(UIMessageChunk.ApprovalData)(request?.["data"])
       expect(parts.find((part) => part.type === "tool-remove")).toMatchObject({ state: "input-available" })
       expect(removed).toBe(before)
 
-      // The person approves: a user message with the decision, after the answer that asked.
+      // The person approves: a user message with the decision and the request's token, after the answer that asked.
       const decision = {
         id: "u2",
         role: "user",
-        parts: [{ type: "data-agentloop-decision", data: { toolCallId: "call_rm", approved: true } }]
+        parts: [{ type: "data-agentloop-decision", data: { toolCallId: "call_rm", token, approved: true } }]
       }
       const second = yield* Effect.promise(async () => {
         const response = await Effect.runPromise(respondTo([user, { ...first.message, id: "a1" }, decision]))
@@ -477,12 +481,14 @@ describe("ChatApprovals", () => {
     Effect.gen(function*() {
       const before = removed
       const first = yield* readAs("v5", yield* respondTo([user]))
+      const request = (first.message?.parts ?? []).find((part) => part.type === "data-agentloop-approval")
+      const { token } = Schema.decodeUnknownSync(UIMessageChunk.ApprovalData)(request?.["data"])
       const decision = {
         id: "u2",
         role: "user",
         parts: [{
           type: "data-agentloop-decision",
-          data: { toolCallId: "call_rm", approved: false, reason: "keep it" }
+          data: { toolCallId: "call_rm", token, approved: false, reason: "keep it" }
         }]
       }
       const second = yield* readAs("v7", yield* respondTo([user, { ...first.message, id: "a1" }, decision]))

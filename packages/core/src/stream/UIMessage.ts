@@ -27,7 +27,8 @@ export const TextPart = Schema.Struct({ type: Schema.Literal("text"), text: Text
 export type TextPart = typeof TextPart.Type
 
 /**
- * A person's answer to an approval request, as `useChat`'s `addToolApprovalResponse` records it.
+ * A person's answer to an approval request, as `useChat`'s `addToolApprovalResponse` records it:
+ * `id` is the request's approval id, the token the server issued with it.
  *
  * @since 0.2.0
  * @category parts
@@ -87,13 +88,20 @@ export type StepStartPart = typeof StepStartPart.Type
  * A person's decision on a call that waited for one (`data-agentloop-approval`),
  * sent back as a part of the next user message: works with every `useChat`
  * version (`sendMessage({ parts: [{ type: "data-agentloop-decision", data }] })`).
+ * `token` is the request's, echoed: without the token issued for that call,
+ * the server does not run it.
  *
  * @since 0.2.0
  * @category parts
  */
 export const DecisionPart = Schema.Struct({
   type: Schema.Literal("data-agentloop-decision"),
-  data: Schema.Struct({ toolCallId: Id, approved: Schema.Boolean, reason: Schema.optionalKey(Text) })
+  data: Schema.Struct({
+    toolCallId: Id,
+    approved: Schema.Boolean,
+    reason: Schema.optionalKey(Text),
+    token: Schema.optionalKey(Id)
+  })
 })
 export type DecisionPart = typeof DecisionPart.Type
 
@@ -198,7 +206,8 @@ const toolItems = (part: ToolPart | DynamicToolPart, id: string) => {
 
 /**
  * A call of the history that has no output yet, and the person's decision on
- * it when the UI asked for one.
+ * it when the UI asked for one, with the approval token the decision came
+ * with (the client's word: `ChatApprovals` checks it).
  *
  * @since 0.2.0
  * @category history
@@ -206,6 +215,7 @@ const toolItems = (part: ToolPart | DynamicToolPart, id: string) => {
 export interface PendingCall {
   readonly call: Item.FunctionCall
   readonly decision: Approval.Decision | undefined
+  readonly token: string | undefined
 }
 
 /**
@@ -221,12 +231,13 @@ export interface Conversation {
   readonly pending: ReadonlyArray<PendingCall>
 }
 
-const decision = (part: ToolPart | DynamicToolPart): Approval.Decision | undefined =>
+const decided = (approved: boolean, reason: string | undefined): Approval.Decision =>
+  approved ? { _tag: "Approved" } : { _tag: "Denied", reason: reason ?? "a person denied the call" }
+
+const pendingOf = (part: ToolPart | DynamicToolPart, call: Item.FunctionCall): PendingCall =>
   part.state !== "approval-responded" || part.approval?.approved === undefined
-    ? undefined
-    : part.approval.approved
-    ? { _tag: "Approved" }
-    : { _tag: "Denied", reason: part.approval.reason ?? "a person denied the call" }
+    ? { call, decision: undefined, token: undefined }
+    : { call, decision: decided(part.approval.approved, part.approval.reason), token: part.approval.id }
 
 /**
  * The history of a chat's messages: users' text as user messages, and each
@@ -254,17 +265,14 @@ export const toConversation = (messages: ReadonlyArray<UIMessage>): Conversation
   for (const message of messages) {
     if (message.role === "system") continue
     if (message.role === "user") {
-      const decided = new Map<string, Approval.Decision>()
+      const decisions = new Map<string, { readonly decision: Approval.Decision; readonly token: string | undefined }>()
       for (const part of message.parts) {
         if (part.type !== "data-agentloop-decision" || !("data" in part)) continue
-        const { approved, reason, toolCallId } = part.data
-        decided.set(
-          toolCallId,
-          approved ? { _tag: "Approved" } : { _tag: "Denied", reason: reason ?? "a person denied the call" }
-        )
+        const { approved, reason, token, toolCallId } = part.data
+        decisions.set(toolCallId, { decision: decided(approved, reason), token })
       }
       // A message that only decides keeps the answer's pending calls, now with their decisions.
-      pending = pending.map((call) => ({ ...call, decision: decided.get(call.call.call_id) ?? call.decision }))
+      pending = pending.map((pending) => ({ ...pending, ...decisions.get(pending.call.call_id) }))
       const content = message.parts.flatMap((part) =>
         "text" in part ? [{ type: "input_text", text: part.text } as const] : []
       )
@@ -300,7 +308,7 @@ export const toConversation = (messages: ReadonlyArray<UIMessage>): Conversation
       else if ("text" in part) texts.push({ type: "output_text", text: part.text })
       else if ("toolCallId" in part) {
         const items = toolItems(part, `${message.id}_${part.toolCallId}`)
-        if (items.output === undefined) pending.push({ call: items.call, decision: decision(part) })
+        if (items.output === undefined) pending.push(pendingOf(part, items.call))
         else {
           calls.push(items.call)
           outputs.push(items.output)

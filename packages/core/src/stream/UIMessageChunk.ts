@@ -152,7 +152,9 @@ export type NoticeData = typeof NoticeData.Type
 
 /**
  * `data-agentloop-approval`: call `toolCallId` of turn `step` waits for a
- * person's decision; `token` is what the server needs back to record it.
+ * person's decision; `token` is what the server needs back with the decision
+ * (for `ChatApprovals`, a signature of this very call: without it the call
+ * does not run).
  *
  * @since 0.2.0
  * @category data parts
