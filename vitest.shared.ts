@@ -16,4 +16,4 @@ export const sources = { resolve: { conditions }, ssr: { resolve: { conditions }
 // worker fewer than the cores: one, on a two-core machine, which ran every file of the suite one
 // after another). Much of the suite waits (child processes, a browser, sockets, real-time servers),
 // so more workers than cores keep both cores busy.
-export const maxWorkers = 3
+export const maxWorkers = 2
