@@ -94,6 +94,9 @@ const annotated = <A, R>(effect: Effect.Effect<A, Termination.Error, R>): Effect
  * The run's span and its stream are one layer (see `internal/spanStream`): the
  * run is built when its stream starts, in the stream's scope (a checkpoint
  * log stays open as long as the stream).
+ *
+ * @since 0.1.0
+ * @category running
  */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
