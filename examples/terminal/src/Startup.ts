@@ -6,7 +6,8 @@ import { McpClientError } from "effect/ai"
 import { MissingApiKey } from "./Provider.ts"
 
 /** The settings the demos read from the environment, and what each must be. */
-const settings = "AGENTLOOP_PROVIDER is mock, responses, gemini or anthropic; AGENTLOOP_WEB_PORT is a port number"
+const settings =
+  "AGENTLOOP_PROVIDER is mock, responses, gemini, anthropic or chat-completions; AGENTLOOP_WEB_PORT is a port number"
 
 /** An error's tag and message, whichever it has, or its text. */
 const describe = (error: unknown): string => {
