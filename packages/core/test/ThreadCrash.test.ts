@@ -94,7 +94,7 @@ const crashAndResume = (store: Config["store"], layer: Layer.Layer<Checkpointer.
       ])
   }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer))
 
-describe("Thread across processes", () => {
+describe.concurrent("Thread across processes", () => {
   it.live("a run on a thread killed mid-tool and resumed in another process adds its items once (files)", () => {
     const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-thread-store-"))
     return crashAndResume(

@@ -60,7 +60,7 @@ const setup = Effect.gen(function*() {
   }
 })
 
-describe("the embedded runner across processes", () => {
+describe.concurrent("the embedded runner across processes", () => {
   it.live(
     "a process that only starts a runner resumes a killed run by itself (no turn asked twice, an idempotent call run again, another reported as unknown); a decision requested before a crash is granted by a later process",
     () =>
