@@ -133,71 +133,47 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
       const { entry } = yield* Ledger.decode(text)
       const books = (execution: string) => contexts.get(execution) ?? { tokens: TokenUsage.empty, cost: Cost.zero }
       const at = { index, time: entry.time }
+      // A step's checkpoint: where it stands in the ledger, and what the entry added.
+      const ofStep = (
+        step: { readonly execution: string; readonly key: string },
+        fields: Pick<Checkpoint, "kind" | "tokens" | "cost" | "output" | "items">
+      ): Checkpoint => ({ ...at, execution: step.execution, stepId: stepIdOf(step.key), key: step.key, ...fields })
       let checkpoint: Checkpoint
       switch (entry._tag) {
         case "Completed":
         case "Saved": {
           const context = contextOf(read(entry.execution, entry.context))
           contexts.set(entry.execution, context)
+          const stepOutput = entry._tag === "Completed" ? entry.output : undefined
           if (entry._tag === "Completed") {
             completed.push({ execution: entry.execution, key: entry.key, output: entry.output })
           }
-          checkpoint = {
-            ...at,
+          checkpoint = ofStep(entry, {
             kind: entry._tag === "Completed" ? "step" : "saved",
-            execution: entry.execution,
-            stepId: stepIdOf(entry.key),
-            key: entry.key,
             tokens: context.tokens,
             cost: context.cost,
-            output: entry._tag === "Completed" ? entry.output : undefined,
+            output: stepOutput,
             items: entry.context.log.append
-          }
+          })
           break
         }
         case "Answered": {
           const before = books(entry.execution)
-          checkpoint = {
-            ...at,
+          checkpoint = ofStep(entry, {
             kind: "turn",
-            execution: entry.execution,
-            stepId: stepIdOf(entry.key),
-            key: entry.key,
             tokens: TokenUsage.add(before.tokens, entry.turn.usage),
             cost: Cost.add(before.cost, entry.cost),
             output: undefined,
             items: entry.turn.items
-          }
+          })
           break
         }
-        case "ToolStarted": {
-          const before = books(entry.execution)
-          checkpoint = {
-            ...at,
-            kind: "started",
-            execution: entry.execution,
-            stepId: stepIdOf(entry.key),
-            key: entry.key,
-            tokens: before.tokens,
-            cost: before.cost,
-            output: undefined,
-            items: []
-          }
-          break
-        }
+        case "ToolStarted":
         case "ToolDone": {
-          const before = books(entry.execution)
-          checkpoint = {
-            ...at,
-            kind: "tool",
-            execution: entry.execution,
-            stepId: stepIdOf(entry.key),
-            key: entry.key,
-            tokens: before.tokens,
-            cost: before.cost,
-            output: undefined,
-            items: [entry.record.output]
-          }
+          const { cost, tokens } = books(entry.execution)
+          checkpoint = entry._tag === "ToolStarted"
+            ? ofStep(entry, { kind: "started", tokens, cost, output: undefined, items: [] })
+            : ofStep(entry, { kind: "tool", tokens, cost, output: undefined, items: [entry.record.output] })
           break
         }
         case "Finished": {
