@@ -34,28 +34,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { compare } from "./measure.ts"
 import * as Postgres from "./postgres.ts"
+import { add, adder, script as scriptOf } from "./scriptedRun.ts"
 
 const turns = 40
-const adder = {
-  name: "add",
-  description: "Adds",
-  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-  output: Schema.Finite,
-  execute: ({ a, b }: { readonly a: number; readonly b: number }) => Effect.succeed(a + b)
-}
-const add = Tool.make(adder)
 /** The same tool, declared idempotent: its calls record no start. */
 const addIdempotent = Tool.make({ ...adder, idempotent: true })
-const script = [
-  ...Array.from(
-    { length: turns - 1 },
-    (_, i) =>
-      MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 }, callId: `call_${i}` }], {
-        model: "gpt-5-mini"
-      })
-  ),
-  MockLanguageModel.textTurn("done", { model: "gpt-5-mini" })
-]
+const script = scriptOf(turns)
 
 let runs = 0
 const run = (checkpointer: Layer.Layer<never> | Layer.Layer<Checkpointer.Checkpointer>, tool = add) => () =>

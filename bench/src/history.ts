@@ -11,36 +11,21 @@
  *   lease, 1,500 entries written to a new run in one append;
  * - the replay: `AgentLoop.stream` of the finished run, asking no model.
  */
-import { AgentHistory, AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
+import { AgentHistory, AgentLoop, Checkpointer, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Schema, Stream } from "effect"
+import { Context, Effect, Layer, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { compare } from "./measure.ts"
 import * as Postgres from "./postgres.ts"
+import { add, script as scriptOf } from "./scriptedRun.ts"
 
 const turns = 1000
-const add = Tool.make({
-  name: "add",
-  description: "Adds",
-  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-  output: Schema.Finite,
-  execute: ({ a, b }) => Effect.succeed(a + b)
-})
-const script = [
-  ...Array.from(
-    { length: turns - 1 },
-    (_, i) =>
-      MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 }, callId: `call_${i}` }], {
-        model: "gpt-5-mini"
-      })
-  ),
-  MockLanguageModel.textTurn("done", { model: "gpt-5-mini" })
-]
+const script = scriptOf(turns)
 const options = {
   input: "Count",
   toolkit: Toolkit.make(add),

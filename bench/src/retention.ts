@@ -13,7 +13,7 @@
  * The file log is written with `sync: false` here: the sizes are the point,
  * and a thousand syncs would only make the suite slow.
  */
-import { AgentLoop, Checkpointer, Tool, Toolkit } from "@agentloop/core"
+import { AgentLoop, Checkpointer, Toolkit } from "@agentloop/core"
 import { NodeSqliteClient } from "@agentloop/durable"
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
@@ -24,25 +24,10 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Postgres from "./postgres.ts"
+import { add, script as scriptOf } from "./scriptedRun.ts"
 
 const turns = 1000
-const add = Tool.make({
-  name: "add",
-  description: "Adds",
-  input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-  output: Schema.Finite,
-  execute: ({ a, b }) => Effect.succeed(a + b)
-})
-const script = [
-  ...Array.from(
-    { length: turns - 1 },
-    (_, i) =>
-      MockLanguageModel.callsTurn([{ name: "add", arguments: { a: i, b: 1 }, callId: `call_${i}` }], {
-        model: "gpt-5-mini"
-      })
-  ),
-  MockLanguageModel.textTurn("done", { model: "gpt-5-mini" })
-]
+const script = scriptOf(turns)
 
 const runId = "bench-retention"
 const executeAs = (id: string, compactAfter?: number) =>
