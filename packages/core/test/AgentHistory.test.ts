@@ -1,14 +1,6 @@
-import { NodeSqliteClient } from "@agentloop/durable"
-import { Reachable } from "@agentloop/testing"
 import { MockLanguageModel } from "@agentloop/testing"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema, Stream } from "effect"
-import { SqlClient } from "effect/sql"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentHistory from "../src/agent/AgentHistory.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
@@ -17,6 +9,7 @@ import * as UIMessageStream from "../src/stream/UIMessageStream.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { addCall, answer, model, pricing, usage } from "./agentFixtures.ts"
+import { eachStore } from "./checkpointFixtures.ts"
 import { add } from "./fixtures.ts"
 
 const toolkit = Toolkit.make(add)
@@ -299,14 +292,8 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
       }).pipe(Effect.provide(layer())))
   })
 
-const postgresReachable = await Reachable.listening(5432)
-if (!postgresReachable) console.warn("AgentHistory: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432")
-
-const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-history-"))
-afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
-
 describe("AgentHistory", () => {
-  suite("in memory", () => Checkpointer.layerMemory)
+  eachStore("history", suite)
 
   it.effect("a replayed run shows in a UI as it did live: the same text and tool outputs", () =>
     Effect.gen(function*() {
@@ -323,33 +310,4 @@ describe("AgentHistory", () => {
       expect(shown.text).toBe("3")
       expect(shown.tools).toMatchObject([{ output: 3 }])
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
-  suite(
-    "on the file system",
-    () =>
-      Checkpointer.layerFileSystem(directory, { sync: false }).pipe(
-        Layer.provide(NodeFileSystem.layer),
-        Layer.provide(NodePath.layer)
-      )
-  )
-  suite(
-    "on SQLite",
-    () =>
-      Checkpointer.layerSql().pipe(
-        Layer.provide(NodeSqliteClient.layer({ filename: Path.join(directory, "checkpoints.db") }))
-      )
-  )
-  describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
-    const table = `agentloop_history_test_${process.pid}`
-    const connection = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
-    afterAll(() =>
-      Effect.runPromise(
-        Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          Effect.all([
-            sql`DROP TABLE IF EXISTS ${sql(table)}`,
-            sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`
-          ])).pipe(Effect.provide(PgClient.layer(connection)))
-      )
-    )
-    suite("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(PgClient.layer(connection))))
-  })
 })

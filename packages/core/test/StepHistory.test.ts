@@ -1,13 +1,6 @@
-import { NodeSqliteClient } from "@agentloop/durable"
-import { MockLanguageModel, Reachable } from "@agentloop/testing"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { MockLanguageModel } from "@agentloop/testing"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Item from "../src/Item.ts"
 import type * as ExecutionContext from "../src/step/ExecutionContext.ts"
@@ -15,6 +8,7 @@ import * as Step from "../src/step/Step.ts"
 import * as StepHistory from "../src/step/StepHistory.ts"
 import * as Until from "../src/Until.ts"
 import { answer, model, pricing } from "./agentFixtures.ts"
+import { eachStore } from "./checkpointFixtures.ts"
 
 /** A model turn, then two steps on its answer; `ran` says which steps ran and the model how often it was asked. */
 const pipeline = () => {
@@ -231,41 +225,6 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
       }).pipe(Effect.provide(layer())))
   })
 
-const postgresReachable = await Reachable.listening(5432)
-if (!postgresReachable) console.warn("StepHistory: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432")
-
-const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-step-history-"))
-afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
-
 describe("StepHistory", () => {
-  suite("in memory", () => Checkpointer.layerMemory)
-  suite(
-    "on the file system",
-    () =>
-      Checkpointer.layerFileSystem(directory, { sync: false }).pipe(
-        Layer.provide(NodeFileSystem.layer),
-        Layer.provide(NodePath.layer)
-      )
-  )
-  suite(
-    "on SQLite",
-    () =>
-      Checkpointer.layerSql().pipe(
-        Layer.provide(NodeSqliteClient.layer({ filename: Path.join(directory, "checkpoints.db") }))
-      )
-  )
-  describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
-    const table = `agentloop_step_history_test_${process.pid}`
-    const connection = { host: "127.0.0.1", port: 5432, database: "test", username: "postgres" }
-    afterAll(() =>
-      Effect.runPromise(
-        Effect.flatMap(SqlClient.SqlClient, (sql) =>
-          Effect.all([
-            sql`DROP TABLE IF EXISTS ${sql(table)}`,
-            sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`
-          ])).pipe(Effect.provide(PgClient.layer(connection)))
-      )
-    )
-    suite("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(PgClient.layer(connection))))
-  })
+  eachStore("step-history", suite)
 })

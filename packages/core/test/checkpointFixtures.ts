@@ -3,6 +3,7 @@ import { NodeSqliteClient } from "@agentloop/durable"
 import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
+import { afterAll, describe } from "@effect/vitest"
 import { Deferred, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -102,3 +103,29 @@ export const dropTables = (table: string) =>
         sql`DROP TABLE IF EXISTS ${sql(`${table}_runs`)}`
       ])).pipe(Effect.provide(postgresClient))
   )
+
+/**
+ * Declares `suite` once per store: in memory, on the file system and on SQLite
+ * (in a temporary directory of the file's), and on PostgreSQL when something
+ * listens on its port (in tables of the file's own, dropped after).
+ */
+export const eachStore = (
+  name: string,
+  suite: (label: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) => void
+): void => {
+  const temp = tempDirectory(name)
+  afterAll(temp.remove)
+  suite("in memory", () => Checkpointer.layerMemory)
+  suite("on the file system", () =>
+    Checkpointer.layerFileSystem(temp.dir, { sync: false }).pipe(
+      Layer.provide(NodeFileSystem.layer),
+      Layer.provide(NodePath.layer)
+    ))
+  suite("on SQLite", () => Checkpointer.layerSql().pipe(Layer.provide(sqlite(Path.join(temp.dir, "checkpoints.db")))))
+  if (!postgresReachable) console.warn(`${name}: SKIPPING the PostgreSQL tests: nothing listens on 127.0.0.1:5432`)
+  describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
+    const table = `agentloop_${name.replaceAll("-", "_")}_test_${process.pid}`
+    afterAll(() => dropTables(table))
+    suite("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(postgresClient)))
+  })
+}
