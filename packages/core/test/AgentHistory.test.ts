@@ -295,6 +295,30 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
 describe("AgentHistory", () => {
   eachStore("history", suite)
 
+  it.effect("a call that is not idempotent checkpoints its start; a compacted log lists its snapshot and replays", () =>
+    Effect.gen(function*() {
+      // `add` as a tool that is not idempotent: each call records its start.
+      const charged = Toolkit.make(Tool.make({
+        name: "add",
+        description: "Adds two numbers",
+        input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+        output: Schema.Finite,
+        execute: ({ a, b }) => Effect.succeed(a + b)
+      }))
+      const started = { ...optionsOf(fresh("started")), toolkit: charged }
+      yield* streamed([addCall(1, 2), answer("3")], started)
+      const kinds = (yield* AgentHistory.checkpoints(started)).map((checkpoint) => checkpoint.kind)
+      expect(kinds).toStrictEqual(["turn", "started", "tool", "decision", "turn", "finished"])
+
+      const compacted = { ...optionsOf(fresh("compacted")), toolkit: charged, compactAfter: 2 }
+      const live = yield* streamed([addCall(1, 2), answer("3")], compacted)
+      const listed = (yield* AgentHistory.checkpoints(compacted)).map((checkpoint) => checkpoint.kind)
+      expect(listed).toStrictEqual(["snapshot", "turn", "finished"])
+      const replayed = yield* streamed([], compacted)
+      expect(replayed.requests).toStrictEqual([])
+      expect(replayed.events.at(-1)).toStrictEqual(live.events.at(-1))
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
   it.effect("a replayed run shows in a UI as it did live: the same text and tool outputs", () =>
     Effect.gen(function*() {
       const runId = fresh("ui")
