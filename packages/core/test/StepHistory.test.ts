@@ -1,11 +1,12 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Item from "../src/Item.ts"
 import type * as ExecutionContext from "../src/step/ExecutionContext.ts"
 import * as Step from "../src/step/Step.ts"
 import * as StepHistory from "../src/step/StepHistory.ts"
+import * as Tool from "../src/Tool.ts"
 import * as Until from "../src/Until.ts"
 import { answer, model, pricing } from "./agentFixtures.ts"
 import { eachStore } from "./checkpointFixtures.ts"
@@ -227,4 +228,24 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
 
 describe("StepHistory", () => {
   eachStore("step-history", suite)
+
+  it.effect("a tool step whose tool is not idempotent checkpoints its call's start before the step", () =>
+    Effect.gen(function*() {
+      const charge = Tool.make({
+        name: "charge",
+        description: "Charges an amount",
+        input: Schema.Struct({ amount: Schema.Finite }),
+        output: Schema.String,
+        execute: ({ amount }) => Effect.succeed(`charged ${amount}`)
+      })
+      const id = fresh("charged")
+      yield* Step.execute(Step.tool({ id: "charge", tool: charge }), { amount: 5 }, { id })
+      const checkpoints = yield* StepHistory.checkpoints(id)
+      expect(checkpoints.map(({ kind, stepId }) => [kind, stepId])).toStrictEqual([
+        ["started", "charge"],
+        ["step", "charge"],
+        ["finished", undefined]
+      ])
+      expect(checkpoints[0]!.items).toStrictEqual([])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 })
