@@ -317,6 +317,8 @@ export const fingerprint = <R>(options: {
  * end: cut off, it is not run again, and its outcome is unknown.
  */
 const cutOff = (answered: AgentTurn.Answered, started: ReadonlySet<number>): AgentTurn.Answered => {
+  // Most turns start no call of a tool that is not idempotent: nothing to look up.
+  if (started.size === 0) return answered
   const calls = Turn.functionCalls(answered.completed.turn)
   const lost = [...started].filter((index) => !answered.done.has(index) && calls[index] !== undefined)
   if (lost.length === 0) return answered
