@@ -51,6 +51,34 @@ const pipeline = Effect.gen(function*() {
   return { program, ran, waiting }
 })
 
+/**
+ * Tools `charge` and `lookup` that never end the first time they run (`blocked` says when each did), and what
+ * ran: their names, and the `Tool.IdempotencyKey` each run saw.
+ */
+const blockingTools = Effect.gen(function*() {
+  const ran: Array<string> = []
+  const keys: Array<string | undefined> = []
+  const blocked = { charge: yield* Deferred.make<void>(), lookup: yield* Deferred.make<void>() }
+  const tool = (name: "charge" | "lookup", idempotent: boolean) =>
+    Tool.make({
+      name,
+      description: `${name}s`,
+      input: Schema.Struct({}),
+      output: Schema.String,
+      idempotent,
+      execute: () =>
+        Effect.flatMap(Tool.IdempotencyKey, (key) =>
+          Effect.suspend(() => {
+            ran.push(name)
+            keys.push(key)
+            return ran.filter((entry) => entry === name).length === 1
+              ? Effect.andThen(Deferred.succeed(blocked[name], undefined), Effect.never)
+              : Effect.succeed(`${name} done`)
+          }))
+    })
+  return { blocked, keys, ran, tool }
+})
+
 describe("Step.execute with a Checkpointer", () => {
   it.effect("an execution cut off mid-step resumes there: no model turn asked again, no completed step run again", () =>
     Effect.gen(function*() {
@@ -229,27 +257,7 @@ describe("Step.execute with a Checkpointer", () => {
 
   it.effect("an llm step cut off mid-call runs an idempotent call again with the same key, and not a non-idempotent one", () =>
     Effect.gen(function*() {
-      const ran: Array<string> = []
-      const keys: Array<string | undefined> = []
-      const blocked = { charge: yield* Deferred.make<void>(), lookup: yield* Deferred.make<void>() }
-      // Each tool never ends the first time it runs.
-      const tool = (name: "charge" | "lookup", idempotent: boolean) =>
-        Tool.make({
-          name,
-          description: `${name}s`,
-          input: Schema.Struct({}),
-          output: Schema.String,
-          idempotent,
-          execute: () =>
-            Effect.flatMap(Tool.IdempotencyKey, (key) =>
-              Effect.suspend(() => {
-                ran.push(name)
-                keys.push(key)
-                return ran.filter((entry) => entry === name).length === 1
-                  ? Effect.andThen(Deferred.succeed(blocked[name], undefined), Effect.never)
-                  : Effect.succeed(`${name} done`)
-              }))
-        })
+      const { blocked, keys, ran, tool } = yield* blockingTools
       const agent = Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model })], until: Until.noToolCalls() })
       const options = { id: "exec-9", toolkit: Toolkit.make(tool("charge", false), tool("lookup", true)) }
       const call = (name: string) =>
@@ -281,31 +289,9 @@ describe("Step.execute with a Checkpointer", () => {
 
   it.effect("a tool step cut off mid-call runs again with the same key when idempotent, and fails when not", () =>
     Effect.gen(function*() {
-      const ran: Array<string> = []
-      const keys: Array<string | undefined> = []
-      const blocked = { charge: yield* Deferred.make<void>(), lookup: yield* Deferred.make<void>() }
-      // Each tool never ends the first time it runs.
+      const { blocked, keys, ran, tool } = yield* blockingTools
       const step = (name: "charge" | "lookup", idempotent: boolean) =>
-        Step.tool({
-          id: name,
-          args: {},
-          tool: Tool.make({
-            name,
-            description: `${name}s`,
-            input: Schema.Struct({}),
-            output: Schema.String,
-            idempotent,
-            execute: () =>
-              Effect.flatMap(Tool.IdempotencyKey, (key) =>
-                Effect.suspend(() => {
-                  ran.push(name)
-                  keys.push(key)
-                  return ran.filter((entry) => entry === name).length === 1
-                    ? Effect.andThen(Deferred.succeed(blocked[name], undefined), Effect.never)
-                    : Effect.succeed(`${name} done`)
-                }))
-          })
-        })
+        Step.tool({ id: name, args: {}, tool: tool(name, idempotent) })
       const cutOff = (name: "charge" | "lookup", idempotent: boolean) =>
         Effect.gen(function*() {
           const first = yield* Effect.forkChild(Step.execute(step(name, idempotent), {}, { id: `exec-${name}` }))
