@@ -1,11 +1,13 @@
 import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Schema, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
+import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Compactor from "../src/Compactor.ts"
 import { Halt } from "../src/Halt.ts"
 import * as Item from "../src/Item.ts"
+import { LanguageModel } from "../src/LanguageModel.ts"
 import * as StopPolicy from "../src/StopPolicy.ts"
 import * as Termination from "../src/Termination.ts"
 import * as Tool from "../src/Tool.ts"
@@ -268,6 +270,25 @@ describe("AgentLoop", () => {
       expect(strict.diagnostic.issues[0]?.path).toStrictEqual(["total"])
       expect(Termination.category(strict)).toBe("retryable")
     }))
+
+  it.effect("passes the model's deltas on in the chunks they came in, on a thread too (one chunk per delta would make a write per delta downstream)", () =>
+    Effect.gen(function*() {
+      const turn = MockLanguageModel.textTurn("x".repeat(400), { model, usage })
+      const deltas = MockLanguageModel.deltas(turn, 1)
+      const oneChunk = Layer.succeed(LanguageModel, { provider: "mock", streamTurn: () => Stream.fromIterable(deltas) })
+      const chunksOf = (options: AgentLoop.Options) =>
+        Effect.gen(function*() {
+          const agent = yield* AgentLoop.AgentLoop
+          const sizes: Array<number> = []
+          yield* Stream.runForEachArray(agent.stream(options), (chunk) => Effect.sync(() => sizes.push(chunk.length)))
+          return sizes
+        }).pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(oneChunk))))
+      for (const options of [{ input: "Say x" }, { input: "Say x", thread: "chunks" }]) {
+        const sizes = yield* chunksOf(options)
+        expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThan(400)
+        expect(sizes.length).toBeLessThan(10)
+      }
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   describe("context overflow", () => {
     const overflow = new AiError.ContextLengthExceeded({ provider: "mock", message: "too long" })

@@ -255,11 +255,17 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
 
     // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
     // terminations and records the termination on the run's span (no stream layer of its own for either).
-    const run = Stream.concat(replayed, Loop.loop(position, body)).pipe(
-      // A finished run's items reach its thread before its `Finished` event reaches the consumer.
-      Stream.tap((event) =>
-        session !== undefined && event._tag === "Finished" ? session.finished(event.result.history) : Effect.void
-      ),
+    const events = Stream.concat(replayed, Loop.loop(position, body))
+    const run = (session === undefined ? events : events.pipe(
+      // A finished run's items reach its thread before its `Finished` event reaches the consumer; the events go on
+      // in the chunks they came in (a tap per event would make every delta a chunk of its own).
+      Stream.mapArrayEffect((chunk) => {
+        const finished = chunk.find((event) => event._tag === "Finished")
+        return finished === undefined
+          ? Effect.succeed(chunk)
+          : Effect.as(session.finished(finished.result.history), chunk)
+      })
+    )).pipe(
       Stream.catch((failure) =>
         Stream.fromEffect(annotated(
           failure._tag === "CheckpointError"
