@@ -46,6 +46,8 @@ export const ensureLoadable = (): void => {
   const addon = Path.dirname(require.resolve("better-sqlite3/package.json"))
   const rebuilt = ChildProcess.spawnSync(process.execPath, [nodeGyp, "rebuild", "--release", `--nodedir=${nodedir}`], {
     cwd: addon,
+    // npm passes its own `nodedir` setting down as npm_config_nodedir, which node-gyp prefers to the flag.
+    env: { ...process.env, npm_config_nodedir: nodedir },
     stdio: ["ignore", "ignore", "inherit"]
   })
   if (rebuilt.status !== 0 || !loads()) {
