@@ -178,6 +178,32 @@ describe("Checkpointer", () => {
         expect(yield* readWith(files(dir), "torn")).toStrictEqual(["one", "two", "four"])
       }))
 
+    it.effect("a damaged length is reported when whole records follow it, and a zero-filled tail is a torn tail", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "length-"))
+        yield* appendAll("length", ["one", "two", "three"]).pipe(Effect.provide(files(dir)))
+        const file = logFile(dir)
+        const bytes = Fs.readFileSync(file)
+        // The length of the record of "two" (9 bytes of frame header before its payload) made to run past the end.
+        const lengthAt = bytes.indexOf("two") - 9
+        const longer = Buffer.from(bytes)
+        longer.writeUInt32LE(0x00ffffff, lengthAt)
+        Fs.writeFileSync(file, longer)
+        const damaged = yield* Effect.flip(readWith(files(dir), "length"))
+        expect(damaged).toMatchObject({ _tag: "CheckpointError", operation: "read" })
+        expect(damaged.message).toContain(`the record at byte ${lengthAt} is damaged`)
+        // A crash that left the file longer than what was written (zeros where the last append was going) loses
+        // nothing acknowledged: the zeros are cut off.
+        Fs.writeFileSync(file, Buffer.concat([bytes, Buffer.alloc(64)]))
+        expect(yield* readWith(files(dir), "length")).toStrictEqual(["one", "two", "three"])
+        expect(yield* appendAll("length", ["four"]).pipe(Effect.provide(files(dir)))).toStrictEqual([
+          "one",
+          "two",
+          "three"
+        ])
+        expect(yield* readWith(files(dir), "length")).toStrictEqual(["one", "two", "three", "four"])
+      }))
+
     it.effect("an emptied or damaged log is reported, never read as an empty one", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "damaged-"))

@@ -3,10 +3,14 @@
  * of its kind and payload (4 bytes), its kind (1 byte), then the payload
  * (UTF-8), so a reader finds where each record ends and whether it is whole.
  *
- * A record cut short, or whose checksum fails, at the end of the file is a
- * torn tail (the process or the machine died while appending it: its append
- * never succeeded) and is cut off. One anywhere else is corruption, and is
- * reported, never skipped.
+ * A record cut short, or whose checksum fails, with no whole record anywhere
+ * after it is a torn tail (the process or the machine died while appending
+ * it: its append never succeeded) and is cut off. Damage followed by a whole
+ * record is corruption, and is reported, never skipped: the reader looks for
+ * one past the damage rather than trusting the damaged record's length (a
+ * changed length would otherwise read as a record running past the end, and
+ * every record after it would be dropped as a torn tail). A frame found in
+ * the middle of other bytes by chance would need its CRC to match as well.
  *
  * @internal
  */
@@ -55,34 +59,51 @@ export interface Decoded {
   readonly length: number
 }
 
-/** Reads the frames of a log file; fails (with a message saying where) on a damaged record that is not the last. */
+/** The kind a record's kind byte says, if it is one. */
+const kindOf = (byte: number | undefined): Kind | undefined =>
+  byte === kindByte.head ? "head" : byte === kindByte.entry ? "entry" : undefined
+
+/** The whole record that starts at `offset` (its kind, and where it ends), or `undefined` (cut short, damaged, none). */
+const recordAt = (
+  bytes: Uint8Array,
+  view: DataView,
+  offset: number
+): { readonly kind: Kind; readonly end: number } | undefined => {
+  if (bytes.length - offset < headerLength) return undefined
+  const end = offset + headerLength + view.getUint32(offset, true)
+  const kind = kindOf(bytes[offset + 8])
+  if (end > bytes.length || kind === undefined) return undefined
+  return view.getUint32(offset + 4, true) === crc32(bytes, offset + 8, end) ? { kind, end } : undefined
+}
+
+/** Where the first whole record after `offset` starts, if any. */
+const nextRecord = (bytes: Uint8Array, view: DataView, offset: number): number | undefined => {
+  for (let at = offset + 1; at + headerLength <= bytes.length; at++) {
+    if (recordAt(bytes, view, at) !== undefined) return at
+  }
+  return undefined
+}
+
+/** Reads the frames of a log file; fails (with a message saying where) on a damaged record that a whole one follows. */
 export const decode = (bytes: Uint8Array): Decoded | { readonly corrupt: string } => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   const records: Array<{ readonly kind: Kind; readonly text: string }> = []
   let offset = 0
   while (offset < bytes.length) {
-    if (bytes.length - offset < headerLength) break
-    const length = view.getUint32(offset, true)
-    const end = offset + headerLength + length
-    if (end > bytes.length) break
-    const whole = view.getUint32(offset + 4, true) === crc32(bytes, offset + 8, end)
-    const kind = bytes[offset + 8] === kindByte.head
-      ? "head"
-      : bytes[offset + 8] === kindByte.entry
-      ? "entry"
-      : undefined
-    if (!whole || kind === undefined) {
-      if (end === bytes.length) break
-      return { corrupt: `the record at byte ${offset} is damaged, and ${bytes.length - end} bytes follow it` }
+    const record = recordAt(bytes, view, offset)
+    if (record === undefined) {
+      const next = nextRecord(bytes, view, offset)
+      if (next === undefined) break
+      return { corrupt: `the record at byte ${offset} is damaged, and a whole record follows it at byte ${next}` }
     }
     let text: string
     try {
-      text = decoder.decode(bytes.subarray(offset + headerLength, end))
+      text = decoder.decode(bytes.subarray(offset + headerLength, record.end))
     } catch {
       return { corrupt: `the record at byte ${offset} is not UTF-8` }
     }
-    records.push({ kind, text })
-    offset = end
+    records.push({ kind: record.kind, text })
+    offset = record.end
   }
   return { records, length: offset }
 }
