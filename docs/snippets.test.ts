@@ -4,13 +4,19 @@
  * that is not a whole program is fenced as ```typescript instead, and an
  * excerpt of a file of the repository as ```ts <path>: the test checks that
  * the file still holds it, word for word.
+ *
+ * The programs are bundled together first (the packages' sources, split into
+ * shared chunks), and each bundle runs in a process of its own: a process that
+ * loads the sources module by module spends a second of CPU resolving and
+ * compiling them before the program starts, and there are some fifty.
  */
+import { build } from "esbuild"
 import { execFile } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { describe, expect, it } from "vitest"
+import { beforeAll, describe, expect, it } from "vitest"
 
 const run = promisify(execFile)
 const docs = dirname(fileURLToPath(import.meta.url))
@@ -75,11 +81,32 @@ describe("docs", () => {
     })
   }
 
+  // The workspace's packages are bundled from their sources, as the tests import them (see vitest.shared.ts); the
+  // bundles sit beside the snippets, so a snippet that resolves a file from its own place finds the same one.
+  beforeAll(() =>
+    build({
+      entryPoints: snippets.map((snippet) => join(out, `${snippet.name}.ts`)),
+      outdir: join(out, "bundle"),
+      bundle: true,
+      splitting: true,
+      platform: "node",
+      format: "esm",
+      target: "node22",
+      conditions: ["@agentloop/source"],
+      // A failing snippet's stack points at its own lines.
+      sourcemap: true,
+      // Dependencies written as CommonJS call `require`, which an ES module has not.
+      banner: {
+        js:
+          "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);"
+      },
+      logLevel: "error"
+    }), 120_000)
+
   // Each snippet runs in its own process, a few at a time.
   for (const snippet of snippets) {
     it.concurrent(`runs ${snippet.name}`, async () => {
-      // The workspace's packages run from their sources, as in the tests (see vitest.shared.ts).
-      await run(process.execPath, ["--conditions=@agentloop/source", join(out, `${snippet.name}.ts`)], {
+      await run(process.execPath, ["--enable-source-maps", join(out, "bundle", `${snippet.name}.js`)], {
         cwd: out,
         timeout: 60_000
       })
