@@ -28,7 +28,7 @@ import * as Item from "../src/Item.ts"
 import type { Config } from "./crash/child.ts"
 import { sources } from "./fixtures.ts"
 
-const child = new URL("./crash/child.ts", import.meta.url).pathname
+const child = TestProcess.bundled(new URL("./crash/child.ts", import.meta.url).pathname, sources)
 const postgresReachable = await Reachable.listening(5432)
 if (!postgresReachable) {
   console.warn("CheckpointCrash: SKIPPING the PostgreSQL cases: nothing listens on 127.0.0.1:5432")
@@ -134,7 +134,7 @@ const crashAndResume = (store: (dir: string) => Store, program: Config["program"
     // What the first process must have recorded before it is killed: the quick calls' results (or paths' outputs).
     const recordedTag = program === "agent" ? "ToolDone" : "Completed"
 
-    const one = yield* TestProcess.spawn(child, config("one"), sources)
+    const one = yield* child.spawn(config("one"))
     yield* one.waitFor(() =>
       (appended(one.messages, recordedTag) >= quick.length && started(one.messages, "slow")) ||
       one.messages.some(ended)
@@ -142,7 +142,7 @@ const crashAndResume = (store: (dir: string) => Store, program: Config["program"
     expect(one.messages.some(ended), one.stderr()).toBe(false)
     yield* one.kill
 
-    const two = yield* TestProcess.spawn(child, config("two"), sources)
+    const two = yield* child.spawn(config("two"))
     const end = yield* two.waitFor(ended)
     const diagnostics = JSON.stringify({ one: one.messages, two: two.messages, stderr: two.stderr() })
     expect(end, diagnostics).toStrictEqual({
@@ -224,13 +224,13 @@ const crashAfterCompaction = (store: (dir: string) => Store) =>
       // Idempotent: the call cut off runs again in the second process.
       slowIdempotent: true
     })
-    const one = yield* TestProcess.spawn(child, config("one"), sources)
+    const one = yield* child.spawn(config("one"))
     yield* one.waitFor(() => started(one.messages, "slow") || one.messages.some(ended))
     expect(one.messages.some(ended), one.stderr()).toBe(false)
     expect(appended(one.messages, "Snapshot")).toBe(1)
     yield* one.kill
 
-    const two = yield* TestProcess.spawn(child, config("two"), sources)
+    const two = yield* child.spawn(config("two"))
     const end = yield* two.waitFor(ended)
     expect(end, JSON.stringify({ one: one.messages, two: two.messages, stderr: two.stderr() })).toStrictEqual({
       result: "done"
@@ -276,8 +276,8 @@ const twoWriters = (store: (dir: string) => Store) =>
       quick,
       slowIdempotent: false
     })
-    const first = yield* TestProcess.spawn(child, config("first"), sources)
-    const second = yield* TestProcess.spawn(child, config("second"), sources)
+    const first = yield* child.spawn(config("first"))
+    const second = yield* child.spawn(config("second"))
     // Whichever took the run runs the slow tool (for ever); the other ends with an error, which may
     // come first: the race waits for the one that starts the tool (a `raceFirst` lost to the refusal).
     const runs = (process: TestProcess.Child) =>

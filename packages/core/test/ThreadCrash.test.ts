@@ -22,7 +22,7 @@ import * as Item from "../src/Item.ts"
 import type { Config } from "./crash/threadChild.ts"
 import { sources } from "./fixtures.ts"
 
-const child = new URL("./crash/threadChild.ts", import.meta.url).pathname
+const child = TestProcess.bundled(new URL("./crash/threadChild.ts", import.meta.url).pathname, sources)
 const postgresReachable = await Reachable.listening(5432)
 if (!postgresReachable) console.warn("ThreadCrash: SKIPPING the PostgreSQL case: nothing listens on 127.0.0.1:5432")
 
@@ -66,12 +66,12 @@ const crashAndResume = (store: Config["store"], layer: Layer.Layer<Checkpointer.
       thread,
       lease: 1500
     })
-    const one = yield* TestProcess.spawn(child, config("one"), sources)
+    const one = yield* child.spawn(config("one"))
     yield* one.waitFor((message) => message["toolStarted"] === "slow" || ended(message))
     expect(one.messages.some(ended), one.stderr()).toBe(false)
     yield* one.kill
 
-    const two = yield* TestProcess.spawn(child, config("two"), sources)
+    const two = yield* child.spawn(config("two"))
     const end = yield* two.waitFor(ended)
     expect(end, JSON.stringify({ one: one.messages, two: two.messages, stderr: two.stderr() })).toStrictEqual({
       result: "done"

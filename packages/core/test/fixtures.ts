@@ -14,8 +14,8 @@ export const add = Tool.make({
   execute: ({ a, b }) => Effect.succeed(a + b)
 })
 
-/** Node options for children started from this repository: import the packages from their sources. */
-export const sources = { execArgv: ["--conditions=@agentloop/source"] }
+/** How children of this repository are bundled: with the packages' sources (see `TestProcess.bundled`). */
+export const sources = { conditions: ["@agentloop/source"] }
 
 /** A call of a `lookup` tool, with call id `id`, as it stands in a history. */
 export const lookupCall = (id: string): Item.FunctionCall => ({

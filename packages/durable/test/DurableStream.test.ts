@@ -11,7 +11,7 @@ import * as Path from "node:path"
 import { DurableEvent } from "../src/index.ts"
 import { sources, tempDir } from "./fixtures.ts"
 
-const script = new URL("./streamChild.ts", import.meta.url).pathname
+const script = TestProcess.bundled(new URL("./streamChild.ts", import.meta.url).pathname, sources)
 
 const Read = Schema.Struct({ id: Schema.String, tag: Schema.String })
 const reads = (child: TestProcess.Child) =>
@@ -50,12 +50,12 @@ describe("DurableStream from a server process", () => {
       const temp = tempDir()
       return Effect.gen(function*() {
         const filename = Path.join(temp.dir, "runs.db")
-        const server = yield* TestProcess.spawn(script, { action: "serve", filename, url: "" }, sources)
+        const server = yield* script.spawn({ action: "serve", filename, url: "" })
         const url = String((yield* server.waitFor(TestProcess.has("url")))["url"])
         yield* post(`${url}/runs/r1`, "go")
         const events = `${url}/runs/r1/events`
 
-        const first = yield* TestProcess.spawn(script, { action: "read", filename, url: events }, sources)
+        const first = yield* script.spawn({ action: "read", filename, url: events })
         yield* first.waitFor(() => reads(first).length >= 3)
         yield* first.kill
         const seen = reads(first)
@@ -85,7 +85,7 @@ describe("DurableStream from a server process", () => {
       const temp = tempDir()
       return Effect.gen(function*() {
         const filename = Path.join(temp.dir, "runs.db")
-        const server = yield* TestProcess.spawn(script, { action: "serve", filename, url: "" }, sources)
+        const server = yield* script.spawn({ action: "serve", filename, url: "" })
         const url = String((yield* server.waitFor(TestProcess.has("url")))["url"])
         yield* post(`${url}/runs/r2`, "hang on")
         const events = `${url}/runs/r2/events`

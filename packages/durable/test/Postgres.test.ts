@@ -11,7 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner } from "../src/index.ts"
 import type { Config } from "./child.ts"
-import { childScript, sources, tempDir } from "./fixtures.ts"
+import { crashChild, tempDir } from "./fixtures.ts"
 import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
 
 const available = await reachable()
@@ -47,8 +47,8 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
         input: ""
       })
       const runners = {
-        A: yield* TestProcess.spawn(childScript, config("A"), sources),
-        B: yield* TestProcess.spawn(childScript, config("B"), sources)
+        A: yield* crashChild.spawn(config("A")),
+        B: yield* crashChild.spawn(config("B"))
       }
       yield* Effect.all([runners.A.waitFor(TestProcess.has("ready")), runners.B.waitFor(TestProcess.has("ready"))])
 
@@ -114,8 +114,7 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
     return Effect.gen(function*() {
       const server = yield* ProviderServer.ProviderServer
       const start = (runner: string, action: Config["action"]) =>
-        TestProcess.spawn(
-          childScript,
+        crashChild.spawn(
           {
             store: { _tag: "pg", prefix, client: false },
             runner,
@@ -124,8 +123,7 @@ describe.skipIf(!available)("runners sharing PostgreSQL", () => {
             action,
             runId: "pg-resume",
             input: "Add and charge"
-          } satisfies Config,
-          sources
+          } satisfies Config
         )
       yield* server.reply(
         LoopbackModel.reply(MockLanguageModel.callsTurn([

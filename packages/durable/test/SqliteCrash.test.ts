@@ -15,7 +15,7 @@ import * as Path from "node:path"
 import { DurableRunner } from "../src/index.ts"
 import type { Config } from "./child.ts"
 import * as CrashAgent from "./CrashAgent.ts"
-import { childScript, sources, tempDir } from "./fixtures.ts"
+import { crashChild, tempDir } from "./fixtures.ts"
 
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
@@ -26,8 +26,7 @@ const setup = Effect.gen(function*() {
   const server = yield* ProviderServer.ProviderServer
   const filename = Path.join(temp.dir, "runs.db")
   const start = (runner: string, action: Config["action"], runId: string, extra: Partial<Config> = {}) =>
-    TestProcess.spawn(
-      childScript,
+    crashChild.spawn(
       {
         store: { _tag: "sqlite", filename },
         runner,
@@ -37,8 +36,7 @@ const setup = Effect.gen(function*() {
         runId,
         input: "Go",
         ...extra
-      } satisfies Config,
-      sources
+      } satisfies Config
     )
   /** The test agent in this process, on a runner over the same file, asking the same server as `test`. */
   const here = (maxCrashes?: number) => {

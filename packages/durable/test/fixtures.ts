@@ -1,6 +1,6 @@
 /** The durable tests' agent: tools, a model script, and a temporary SQLite runner. */
 import { Pricing, TokenUsage, Tool, Toolkit } from "@agentloop/core"
-import { MockLanguageModel } from "@agentloop/testing"
+import { MockLanguageModel, TestProcess } from "@agentloop/testing"
 import { Effect, Layer, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -64,8 +64,8 @@ export const embedded = (filename: string, script: ReadonlyArray<MockLanguageMod
     Layer.provideMerge(DurableRunner.layerSqlite({ filename, synchronous: "NORMAL" }))
   )
 
-/** The script of the crash tests' child processes. */
-/** Node options for children started from this repository: import the packages from their sources. */
-export const sources = { execArgv: ["--conditions=@agentloop/source"] }
+/** How children of this repository are bundled: with the packages' sources (see `TestProcess.bundled`). */
+export const sources = { conditions: ["@agentloop/source"] }
 
-export const childScript = new URL("./child.ts", import.meta.url).pathname
+/** The crash tests' child process. */
+export const crashChild = TestProcess.bundled(new URL("./child.ts", import.meta.url).pathname, sources)

@@ -12,9 +12,12 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as CrashReport from "../src/CrashReport.ts"
 import * as CrashTest from "../src/CrashTest.ts"
+import * as TestProcess from "../src/TestProcess.ts"
 import { script } from "./crash/shop.ts"
 
-const child = new URL("./crash/shopChild.ts", import.meta.url).pathname
+const child = TestProcess.bundled(new URL("./crash/shopChild.ts", import.meta.url).pathname, {
+  conditions: ["@agentloop/source"]
+})
 
 /** Node processes that load the sources: seconds on a busy machine. The limit only ends a case that hangs. */
 const hangs = 120_000
@@ -27,10 +30,10 @@ describe("CrashTest.everyCheckpointKilled", () => {
         const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-crash-kit-"))
         yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true })))
         const report = yield* CrashTest.everyCheckpointKilled({
-          entry: child,
+          entry: yield* child.path,
           config: { directory },
           model: script,
-          execArgv: ["--conditions=@agentloop/source"],
+          execArgv: ["--enable-source-maps"],
           at: [6, 7]
         })
         yield* CrashReport.verify(report)

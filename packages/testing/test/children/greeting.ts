@@ -1,0 +1,2 @@
+/** A module the bundled child imports. */
+export const greeting = (name: string): string => `hello, ${name}`
