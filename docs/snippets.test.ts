@@ -93,8 +93,9 @@ describe("docs", () => {
       format: "esm",
       target: "node22",
       conditions: ["@agentloop/source"],
-      // A failing snippet's stack points at its own lines.
+      // A failing snippet's stack points at its own lines (the maps name the sources rather than hold them).
       sourcemap: true,
+      sourcesContent: false,
       // Dependencies written as CommonJS call `require`, which an ES module has not.
       banner: {
         js:

@@ -4,6 +4,7 @@
  * against a server in this process.
  */
 import { Tool } from "@agentloop/core"
+import { TestProcess } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -18,8 +19,11 @@ import { fileURLToPath } from "node:url"
 import { Mcp } from "../src/index.ts"
 import { noise, screenshot, toolkit } from "./servedToolkit.ts"
 
-const script = fileURLToPath(new URL("./serveStdio.ts", import.meta.url))
-const nodeArgs = ["--no-warnings", "--conditions=@agentloop/source", script]
+// The server's processes start from one bundle of its script and the packages' sources.
+const server = TestProcess.bundled(fileURLToPath(new URL("./serveStdio.ts", import.meta.url)), {
+  conditions: ["@agentloop/source"]
+})
+const nodeArgs = Effect.map(server.path, (script) => ["--no-warnings", "--enable-source-maps", script])
 
 /** An SDK client connected through `transport`, closed with the scope. */
 const connect = (transport: Transport) =>
@@ -32,7 +36,10 @@ const connect = (transport: Transport) =>
     (client) => Effect.promise(() => client.close())
   )
 
-const stdioClient = connect(new StdioClientTransport({ command: process.execPath, args: nodeArgs, stderr: "ignore" }))
+const stdioClient = Effect.flatMap(
+  nodeArgs,
+  (args) => connect(new StdioClientTransport({ command: process.execPath, args, stderr: "ignore" }))
+)
 
 /** Serves the toolkit over streamable HTTP on a random local port for the scope; returns the endpoint. */
 const serveHttp = (options: Omit<Parameters<typeof Mcp.layerServerHttp>[0], "path"> = {}) =>
@@ -143,43 +150,47 @@ for (const [transport, client] of [["stdio", stdioClient], ["HTTP", httpClient]]
 
 describe("Mcp.serve over stdio", () => {
   it.live("writes nothing but protocol to standard output", () =>
-    Effect.promise(() =>
-      new Promise<{ readonly stdout: string; readonly stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, nodeArgs, { stdio: ["pipe", "pipe", "pipe"] })
-        let stdout = ""
-        let stderr = ""
-        child.stdout.on("data", (chunk) => (stdout += String(chunk)))
-        child.stderr.on("data", (chunk) => (stderr += String(chunk)))
-        child.on("error", reject)
-        child.on("exit", () => resolve({ stdout, stderr }))
-        const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
-        send({
-          id: 1,
-          method: "initialize",
-          params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
-        })
-        send({ method: "notifications/initialized" })
-        send({ id: 2, method: "tools/call", params: { name: "shout", arguments: {} } })
-        send({ id: 3, method: "tools/call", params: { name: "add", arguments: [1] } })
-        send({ id: 4, method: "tools/call", params: { name: "add", arguments: { a: 1, b: 2 } } })
-        const check = setInterval(() => {
-          if (stdout.includes(`"id":4`)) {
-            clearInterval(check)
-            child.stdin.end()
-            child.kill("SIGTERM")
-          }
-        }, 20)
-      })
-    ).pipe(Effect.map(({ stderr, stdout }) => {
-      const lines = stdout.split("\n").filter((line) => line !== "")
-      expect(lines.map((line) => JSON.parse(line).jsonrpc)).toEqual(["2.0", "2.0", "2.0", "2.0"])
-      expect(stdout).not.toContain(noise)
-      // What the tool printed went to standard error.
-      expect(stderr).toContain(noise)
-      // Arguments that are not an object are refused by the protocol layer, and the server answers the next call.
-      expect(JSON.parse(lines[2]!).error.code).toBe(-32602)
-      expect(JSON.parse(lines[3]!).result.content[0].text).toBe("3")
-    })))
+    Effect.flatMap(
+      nodeArgs,
+      (args) =>
+        Effect.promise(() =>
+          new Promise<{ readonly stdout: string; readonly stderr: string }>((resolve, reject) => {
+            const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "pipe"] })
+            let stdout = ""
+            let stderr = ""
+            child.stdout.on("data", (chunk) => (stdout += String(chunk)))
+            child.stderr.on("data", (chunk) => (stderr += String(chunk)))
+            child.on("error", reject)
+            child.on("exit", () => resolve({ stdout, stderr }))
+            const send = (message: object) => child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", ...message })}\n`)
+            send({
+              id: 1,
+              method: "initialize",
+              params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } }
+            })
+            send({ method: "notifications/initialized" })
+            send({ id: 2, method: "tools/call", params: { name: "shout", arguments: {} } })
+            send({ id: 3, method: "tools/call", params: { name: "add", arguments: [1] } })
+            send({ id: 4, method: "tools/call", params: { name: "add", arguments: { a: 1, b: 2 } } })
+            const check = setInterval(() => {
+              if (stdout.includes(`"id":4`)) {
+                clearInterval(check)
+                child.stdin.end()
+                child.kill("SIGTERM")
+              }
+            }, 20)
+          })
+        ).pipe(Effect.map(({ stderr, stdout }) => {
+          const lines = stdout.split("\n").filter((line) => line !== "")
+          expect(lines.map((line) => JSON.parse(line).jsonrpc)).toEqual(["2.0", "2.0", "2.0", "2.0"])
+          expect(stdout).not.toContain(noise)
+          // What the tool printed went to standard error.
+          expect(stderr).toContain(noise)
+          // Arguments that are not an object are refused by the protocol layer, and the server answers the next call.
+          expect(JSON.parse(lines[2]!).error.code).toBe(-32602)
+          expect(JSON.parse(lines[3]!).result.content[0].text).toBe("3")
+        }))
+    ))
 })
 
 describe("Mcp.serve over HTTP, against a hostile client", () => {
