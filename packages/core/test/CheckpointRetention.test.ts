@@ -280,6 +280,21 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         yield* Effect.flatMap(Checkpointer.Checkpointer, (store) => store.clear(done))
       }).pipe(Effect.provide(layer())))
 
+    it.effect("a time given to a fraction of a millisecond works on every store", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1 day")
+        const done = fresh("done")
+        const stopped = fresh("stopped")
+        yield* record(done, ["turn 1"], ["result"])
+        yield* record(stopped, ["turn 1"])
+        yield* TestClock.adjust("2 millis")
+        // Half a millisecond before they ended, then half a millisecond after.
+        expect(yield* Checkpointer.prune({ finishedBefore: "2.5 millis", unfinishedBefore: "2.5 millis" }))
+          .toStrictEqual({ runs: [] })
+        const pruned = yield* Checkpointer.prune({ finishedBefore: "1.5 millis", unfinishedBefore: "1.5 millis" })
+        expect([...pruned.runs].sort()).toStrictEqual([done, stopped].sort())
+      }).pipe(Effect.provide(layer())))
+
     it.effect("a run that starts executing while a prune looks at it is never forgotten under its executor", () =>
       Effect.gen(function*() {
         const store = yield* Checkpointer.Checkpointer
