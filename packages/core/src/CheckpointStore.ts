@@ -145,7 +145,11 @@ export interface AppendOptions {
 }
 
 /**
- * Which finished runs {@link Store.prune} removes, and what it keeps of them.
+ * Which runs {@link Store.prune} removes, and what it keeps of them: finished
+ * runs by when they finished, runs that did not finish by when their last
+ * execution ended. At least one of `finishedBefore` and `unfinishedBefore` is
+ * given. Neither kind takes a run whose lease is held, nor a log that is not
+ * a run's (a thread's log, the index of threads: see `ThreadId.prefix`).
  *
  * @since 0.2.0
  * @category models
@@ -154,10 +158,27 @@ export interface PruneOptions {
   /**
    * Runs that finished before this: a `Date`, or a duration before now (`"30
    * days"`, milliseconds, any `Duration` input; `0` is every finished run).
+   * A run finished when the append that finished it was made (see
+   * {@link AppendOptions.finished}); one appended to after that has not.
    */
-  readonly finishedBefore: Date | Duration.Input
+  readonly finishedBefore?: Date | Duration.Input | undefined
   /**
-   * What is kept of each of them:
+   * Runs that did not finish whose last execution ended before this (a
+   * `Date`, or a duration before now): runs that ended with an error
+   * termination, were interrupted, or failed (a step program), and runs whose
+   * process died and that were never executed again. An execution ends when
+   * its lease is released, or, for an executor that died, when its lease
+   * lapsed (its last renewal plus the lease's duration). They are forgotten,
+   * as `clear` forgets a run: executing one again starts afresh, and runs
+   * again what it had run (its tools included), so give a time after which
+   * nobody will execute them again. The default: none.
+   *
+   * @since 0.3.0
+   */
+  readonly unfinishedBefore?: Date | Duration.Input | undefined
+  /**
+   * What is kept of each finished run (given with `finishedBefore` only; a
+   * run that did not finish has no result, and is forgotten):
    * - `"nothing"` (the default): the run is forgotten, as `clear` forgets it;
    *   executing it again starts afresh.
    * - `"result"`: only the entries of the append that finished it (see
@@ -169,8 +190,8 @@ export interface PruneOptions {
 
 /**
  * What {@link Store.prune} did: the ids of the runs it forgot (`keep:
- * "nothing"`) or cut down to their result (`keep: "result"`; a run already cut
- * down is not counted again).
+ * "nothing"`, and every run taken by `unfinishedBefore`) or cut down to their
+ * result (`keep: "result"`; a run already cut down is not counted again).
  *
  * @since 0.2.0
  * @category models
@@ -221,10 +242,11 @@ export interface Store {
   readonly clear: (id: string) => Effect.Effect<void, CheckpointError | RunInProgress | InvalidRunId>
   /**
    * Forgets the runs that finished before `finishedBefore`, or keeps only
-   * their result (see {@link PruneOptions}). A run in progress (its lease
-   * held) is left alone, finished or not, and so is a run never marked
-   * finished. Options that cannot work fail with `InvalidOptions` before
-   * anything is removed.
+   * their result, and forgets the runs that did not finish whose last
+   * execution ended before `unfinishedBefore` (see {@link PruneOptions}). A
+   * run in progress (its lease held) is left alone, finished or not, and so
+   * is a log that is not a run's (a thread's). Options that cannot work fail
+   * with `InvalidOptions` before anything is removed.
    *
    * @since 0.2.0
    */

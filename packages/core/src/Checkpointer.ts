@@ -14,7 +14,9 @@
  * Retention: a writer marks the append that finishes a run (see
  * `AppendOptions.finished`; `AgentLoop` runs and step programs do), and
  * {@link prune} forgets the runs that finished before a time, or keeps only
- * their result, leaving alone any run whose lease is held.
+ * their result, and forgets the runs that did not finish whose last execution
+ * ended before another, leaving alone any run whose lease is held and the
+ * threads' logs.
  *
  * Layers:
  * - {@link layerFileSystem}: the embedded default on one machine, a folder of
@@ -218,24 +220,35 @@ export const layerSql = (
   }))
 
 /**
- * Forgets the runs of the `Checkpointer` in context that finished before
- * `finishedBefore` (a `Date`, or a duration before now), or, with `keep:
- * "result"`, keeps only the entries that finished each of them: executing
- * such a run again returns its result without running anything, where a
- * forgotten one starts afresh. A run whose lease is held (in progress) is
- * never touched, nor one that never finished. Options that cannot work fail
- * with `InvalidOptions`, before anything is removed.
+ * Prunes the runs of the `Checkpointer` in context (give `finishedBefore`,
+ * `unfinishedBefore`, or both; each a `Date`, or a duration before now):
+ *
+ * - the runs that finished before `finishedBefore` are forgotten, or, with
+ *   `keep: "result"`, keep only the entries that finished each of them:
+ *   executing such a run again returns its result without running anything,
+ *   where a forgotten one starts afresh;
+ * - the runs that did not finish (an error termination, an interruption, a
+ *   failed step program, a process that died) whose last execution ended
+ *   before `unfinishedBefore` are forgotten: executing one again starts
+ *   afresh, and runs again what it had run. An execution ends when it
+ *   releases the run's lease, or when the lease of an executor that died
+ *   lapses.
+ *
+ * A run whose lease is held (in progress) is never touched, whatever the
+ * time given, and neither is a thread's log. Options that cannot work fail
+ * with `InvalidOptions`, before anything is removed. Returns the ids pruned.
  *
  * @example
  * ```ts
  * import { Checkpointer } from "@agentloop/core"
  * import { Effect } from "effect"
  *
- * // Runs finished over 30 days ago are forgotten; those finished over a week ago keep only their result.
+ * // Finished runs go after 30 days, those that did not finish after 90 days without running;
+ * // finished runs over a week old keep only their result.
  * const retention = Effect.gen(function*() {
- *   yield* Checkpointer.prune({ finishedBefore: "30 days" })
- *   const { runs } = yield* Checkpointer.prune({ finishedBefore: "7 days", keep: "result" })
- *   yield* Effect.log(`${runs.length} runs cut down to their result`)
+ *   const { runs } = yield* Checkpointer.prune({ finishedBefore: "30 days", unfinishedBefore: "90 days" })
+ *   yield* Checkpointer.prune({ finishedBefore: "7 days", keep: "result" })
+ *   yield* Effect.log(`${runs.length} runs forgotten`)
  * }).pipe(Effect.provide(Checkpointer.layerMemory))
  * ```
  *

@@ -1,13 +1,20 @@
+import { MockLanguageModel } from "@agentloop/testing"
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Clock, Effect, Exit, FileSystem, Layer, Schedule, Schema, Scope } from "effect"
+import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Thread from "../src/agent/Thread.ts"
+import * as ThreadId from "../src/agent/ThreadId.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type * as CheckpointStore from "../src/CheckpointStore.ts"
+import * as RunFingerprint from "../src/RunFingerprint.ts"
 import * as Step from "../src/step/Step.ts"
-import { answer } from "./agentFixtures.ts"
+import * as Until from "../src/Until.ts"
+import { answer, model, usage } from "./agentFixtures.ts"
 import {
   dropTables,
   files,
@@ -19,7 +26,8 @@ import {
   record,
   runAgent,
   sqlite,
-  tempDirectory
+  tempDirectory,
+  tools
 } from "./checkpointFixtures.ts"
 
 /** What every store's retention must do; the clock is the test clock, at 0 unless moved. */
@@ -124,23 +132,276 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
     it.effect("options that cannot work fail with InvalidOptions, and nothing is pruned", () =>
       Effect.gen(function*() {
         const id = fresh("invalid")
+        const unfinished = fresh("invalid-unfinished")
+        yield* TestClock.adjust("1 day")
         yield* record(id, [], ["result"])
+        yield* record(unfinished, ["turn 1"])
         yield* TestClock.adjust("1 second")
         const refused = [
           [{ finishedBefore: "soon" }, "finishedBefore"],
           [{ finishedBefore: -1 }, "finishedBefore"],
           [{ finishedBefore: new Date(Number.NaN) }, "finishedBefore"],
           [{}, "finishedBefore"],
-          [{ finishedBefore: 0, keep: "everything" }, "keep"]
+          [{ keep: "result" }, "finishedBefore"],
+          [{ finishedBefore: 0, keep: "everything" }, "keep"],
+          [{ unfinishedBefore: "soon" }, "unfinishedBefore"],
+          [{ unfinishedBefore: -1 }, "unfinishedBefore"],
+          [{ unfinishedBefore: new Date(Number.NaN) }, "unfinishedBefore"],
+          [{ unfinishedBefore: null }, "unfinishedBefore"],
+          [{ finishedBefore: 0, unfinishedBefore: "soon" }, "unfinishedBefore"],
+          // What is kept of the finished, without taking any finished run.
+          [{ unfinishedBefore: 0, keep: "result" }, "keep"]
         ] as const
         for (const [options, field] of refused) {
           const error = yield* Effect.flip(Checkpointer.prune(options as unknown as CheckpointStore.PruneOptions))
           expect(error).toMatchObject({ _tag: "InvalidOptions", field })
         }
         expect(yield* read(id)).toStrictEqual(["result"])
+        expect(yield* read(unfinished)).toStrictEqual(["turn 1"])
         expect(yield* Checkpointer.prune({ finishedBefore: 0 })).toStrictEqual({ runs: [id] })
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 })).toStrictEqual({ runs: [unfinished] })
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("forgets the runs that did not finish by when their last execution ended; never one held, a finished one, or a thread's log", () =>
+      Effect.gen(function*() {
+        const store = yield* Checkpointer.Checkpointer
+        // A day in: leases released at 0 would read as released by an earlier version.
+        yield* TestClock.adjust("1 day")
+        const old = fresh("old")
+        const goneOn = fresh("gone-on")
+        const done = fresh("done")
+        const recent = fresh("recent")
+        const running = fresh("running")
+        const thread = fresh("thread")
+        const onThread = fresh("on-thread")
+        yield* record(old, ["turn 1"])
+        // Finished, then appended to again: no longer finished.
+        yield* record(goneOn, ["turn 1"], ["result"])
+        yield* record(goneOn, ["turn 2"])
+        yield* record(done, ["turn 1"], ["result"])
+        // A run on a thread: its own log (finished), the thread's log and the index of threads (never finished).
+        expect((yield* runAgent([answer("Hello")], onThread, { thread })).exit._tag).toBe("Success")
+        yield* TestClock.adjust("1 hour")
+        yield* record(recent, ["turn 1"])
+        yield* TestClock.adjust("1 hour")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* store.open(running, fingerprint)
+          yield* log.append(["turn 1"])
+          // Ended 2 hours ago (old, goneOn) and 1 hour ago (recent): only the first before 90 minutes ago.
+          const first = yield* Checkpointer.prune({ unfinishedBefore: "90 minutes" })
+          expect([...first.runs].sort()).toStrictEqual([goneOn, old].sort())
+          expect(yield* read(old)).toStrictEqual([])
+          expect(yield* read(goneOn)).toStrictEqual([])
+          // Held: never taken, whatever the time given.
+          expect(yield* Checkpointer.prune({ unfinishedBefore: new Date(Date.UTC(3000, 0)) })).toStrictEqual({
+            runs: [recent]
+          })
+          expect(yield* read(running)).toStrictEqual(["turn 1"])
+          // A finished run is the other option's: never this one's.
+          expect(yield* read(done)).toStrictEqual(["turn 1", "result"])
+          expect(yield* read(onThread)).not.toStrictEqual([])
+          expect(yield* Thread.read(thread)).toHaveLength(2)
+          expect(yield* Thread.list).toContain(thread)
+        }))
+        // Released now: its last execution ended now, which is not before now.
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 })).toStrictEqual({ runs: [] })
+        yield* TestClock.adjust("1 millis")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 })).toStrictEqual({ runs: [running] })
+        expect(yield* read(running)).toStrictEqual([])
+        // The thread's logs are left, as long ago as they were last written.
+        yield* TestClock.adjust("2 days")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 })).toStrictEqual({ runs: [] })
+        expect(yield* read(ThreadId.logId(thread))).not.toStrictEqual([])
+        expect(yield* Thread.read(thread)).toHaveLength(2)
+        expect(yield* Thread.list).toContain(thread)
+        // A forgotten run starts afresh, with any fingerprint.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* store.open(old, { input: "sha256:bb" })
+          expect(log.entries).toStrictEqual([])
+        }))
+        yield* Effect.forEach([old, done, onThread], store.clear, { discard: true })
+        yield* Thread.clear(thread)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("an AgentLoop run that ended with an error termination and a failed step program are forgotten: executed again, they start afresh", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1 day")
+        const { toolkit } = yield* tools
+        const agent = fresh("max-turns")
+        const program = fresh("failed")
+        const thread = fresh("thread")
+        const call = MockLanguageModel.callsTurn([{ name: "add", arguments: { a: 1, b: 2 } }], { model, usage })
+        const options = { toolkit, thread, limits: { maxTurns: 1 } }
+        const first = yield* runAgent([call], agent, options)
+        expect(first.exit).toMatchObject({ _tag: "Failure" })
+        expect(yield* read(agent)).not.toStrictEqual([])
+        let steps = 0
+        const failing = Step.loop({
+          id: "job",
+          steps: [
+            Step.run({ id: "count", execute: (n: number) => (steps++, n) }),
+            Step.run({ id: "fail", execute: () => Effect.fail("broken") })
+          ],
+          until: Until.maxSteps(1)
+        })
+        expect((yield* Effect.exit(Step.execute(failing, 1, { id: program })))._tag).toBe("Failure")
+        expect(steps).toBe(1)
+        yield* TestClock.adjust("1 second")
+        // Neither finished.
+        expect(yield* Checkpointer.prune({ finishedBefore: 0 })).toStrictEqual({ runs: [] })
+        const pruned = yield* Checkpointer.prune({ unfinishedBefore: 0 })
+        expect([...pruned.runs].sort()).toStrictEqual([agent, program].sort())
+        expect(yield* read(agent)).toStrictEqual([])
+        expect(yield* read(program)).toStrictEqual([])
+        // The thread the run was on keeps its log; the run had added nothing to it.
+        expect(yield* Thread.list).toContain(thread)
+        // Executed again: the model is asked the first turn again, the step runs again.
+        const again = yield* runAgent([call], agent, options)
+        expect(again.asked).toBe(1)
+        expect((yield* Effect.exit(Step.execute(failing, 1, { id: program })))._tag).toBe("Failure")
+        expect(steps).toBe(2)
+        const store = yield* Checkpointer.Checkpointer
+        yield* Effect.forEach([agent, program], store.clear, { discard: true })
+        yield* Thread.clear(thread)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("finished and unfinished runs in one prune: the finished cut down to their result, the others forgotten", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1 day")
+        const done = fresh("done")
+        const stopped = fresh("stopped")
+        yield* record(done, ["turn 1"], ["result"])
+        yield* record(stopped, ["turn 1"])
+        yield* TestClock.adjust("1 second")
+        const pruned = yield* Checkpointer.prune({ finishedBefore: 0, keep: "result", unfinishedBefore: 0 })
+        expect([...pruned.runs].sort()).toStrictEqual([done, stopped].sort())
+        expect(yield* read(done)).toStrictEqual(["result"])
+        expect(yield* read(stopped)).toStrictEqual([])
+        yield* Effect.flatMap(Checkpointer.Checkpointer, (store) => store.clear(done))
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a time given to a fraction of a millisecond works on every store", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1 day")
+        const done = fresh("done")
+        const stopped = fresh("stopped")
+        yield* record(done, ["turn 1"], ["result"])
+        yield* record(stopped, ["turn 1"])
+        yield* TestClock.adjust("2 millis")
+        // Half a millisecond before they ended, then half a millisecond after.
+        expect(yield* Checkpointer.prune({ finishedBefore: "2.5 millis", unfinishedBefore: "2.5 millis" }))
+          .toStrictEqual({ runs: [] })
+        const pruned = yield* Checkpointer.prune({ finishedBefore: "1.5 millis", unfinishedBefore: "1.5 millis" })
+        expect([...pruned.runs].sort()).toStrictEqual([done, stopped].sort())
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a run that starts executing while a prune looks at it is never forgotten under its executor", () =>
+      Effect.gen(function*() {
+        const store = yield* Checkpointer.Checkpointer
+        yield* TestClock.adjust("1 day")
+        const ids = Array.from({ length: 12 }, (_, i) => fresh(`race-${i}`))
+        const history = ["turn 1", "turn 2"]
+        yield* Effect.forEach(ids, (id) => record(id, history), { discard: true })
+        yield* TestClock.adjust("1 second")
+        // Each run is executed again while the prune runs: refused while the prune holds it, tried again.
+        const execute = (id: string) =>
+          Effect.scoped(Effect.gen(function*() {
+            const log = yield* store.open(id, fingerprint)
+            yield* log.append(["again"])
+            // Still held: whatever it found is there, and what it appended after it.
+            expect(yield* read(id)).toStrictEqual([...log.entries, "again"])
+            return log.entries
+          })).pipe(
+            Effect.retry({ while: (error) => error._tag === "RunInProgress", schedule: Schedule.recurs(10_000) })
+          )
+        const [pruned, found] = yield* Effect.all([
+          Checkpointer.prune({ unfinishedBefore: 0 }),
+          Effect.forEach(ids, execute, { concurrency: "unbounded" })
+        ], { concurrency: "unbounded" })
+        for (const [i, id] of ids.entries()) {
+          // Forgotten before its execution opened it (which then started afresh), or not at all.
+          if (pruned.runs.includes(id)) {
+            expect(found[i]).toStrictEqual([])
+            expect(yield* read(id)).toStrictEqual(["again"])
+          } else {
+            expect(found[i]).toStrictEqual(history)
+            expect(yield* read(id)).toStrictEqual([...history, "again"])
+          }
+        }
+        expect(pruned.runs.every((id) => ids.includes(id))).toBe(true)
+        yield* Effect.forEach(ids, store.clear, { discard: true })
       }).pipe(Effect.provide(layer())))
   })
+
+/**
+ * A writer that stalls past its lease (its renewals never come; `lapse` sets its lease's expiry as they would have
+ * left it) while a prune forgets its run: its next append fails, and writes nothing into the run.
+ */
+const stalledWriter = (
+  layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>,
+  lapse: (id: string, expiresAt: number) => Effect.Effect<void, unknown>
+) =>
+  it.effect("a writer that stalled past its lease while its run was forgotten fails its next append", () =>
+    Effect.gen(function*() {
+      const store = yield* Checkpointer.Checkpointer
+      yield* TestClock.adjust("1 day")
+      const id = fresh("stalled")
+      yield* Effect.scoped(Effect.gen(function*() {
+        const log = yield* store.open(id, fingerprint)
+        yield* log.append(["turn 1"])
+        // It stalls: its lease lapsed an hour ago, at its last renewal plus the lease's duration.
+        yield* lapse(id, (yield* Clock.currentTimeMillis) - 3_600_000)
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" })).toStrictEqual({ runs: [id] })
+        const refused = yield* Effect.flip(log.append(["turn 2"]))
+        expect(refused).toMatchObject({ _tag: "CheckpointError", operation: "append", id })
+      }))
+      expect(yield* read(id)).toStrictEqual([])
+      // Executed again, it starts afresh.
+      yield* record(id, ["afresh"])
+      expect(yield* read(id)).toStrictEqual(["afresh"])
+      yield* store.clear(id)
+    }).pipe(Effect.provide(layer())))
+
+/** The folder of run `id` in the file store in `dir`. */
+const folderOf = (dir: string, id: string) =>
+  Effect.map(RunFingerprint.digest(id), (digest) => Path.join(dir, digest.slice("sha256:".length)))
+
+/** The newest lease file in folder `folder`. */
+const newestLease = (folder: string) =>
+  Path.join(
+    folder,
+    Fs.readdirSync(folder).filter((name) => name.startsWith("lease.")).sort((a, b) =>
+      Number(a.slice(6)) - Number(b.slice(6))
+    ).at(-1)!
+  )
+
+/** Sets the expiry of run `id`'s newest lease in the file store in `dir`. */
+const lapseFile = (dir: string) => (id: string, expiresAt: number) =>
+  Effect.map(folderOf(dir, id), (folder) => {
+    const file = newestLease(folder)
+    const lease = JSON.parse(Fs.readFileSync(file, "utf8"))
+    Fs.writeFileSync(file, JSON.stringify({ ...lease, expiresAt }))
+  })
+
+/** Sets the expiry of run `id`'s lease in the SQL store whose table is `table`. */
+const lapseRow =
+  (client: Layer.Layer<SqlClient.SqlClient, unknown>, table: string) => (id: string, expiresAt: number) =>
+    Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) => sql`UPDATE ${sql(`${table}_runs`)} SET expires_at = ${expiresAt} WHERE execution_id = ${id}`
+    ).pipe(
+      Effect.provide(client)
+    )
+
+/** A `FileSystem` over Node's that runs `before(path)` before it opens `path` for reading. */
+const beforeReading = (before: (path: string) => Effect.Effect<void, unknown>) =>
+  Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
+    ...fs,
+    open: (path: string, options?: Parameters<FileSystem.FileSystem["open"]>[1]) =>
+      options?.flag === "r"
+        ? Effect.andThen(Effect.orDie(before(path)), fs.open(path, options))
+        : fs.open(path, options)
+  }))).pipe(Layer.provide(NodeFileSystem.layer))
 
 if (!postgresReachable) console.warn("CheckpointRetention: SKIPPING PostgreSQL: nothing listens on 127.0.0.1:5432")
 
@@ -158,7 +419,123 @@ describe("Checkpointer retention", () => {
     () => Checkpointer.layerSql().pipe(Layer.provide(sqlite(Path.join(directory, "retention.db"))))
   )
 
+  describe("in a key-value store", () => {
+    it.effect("a run whose last execution's end was not recorded (cut off with its process) is dated by the first prune", () =>
+      Effect.gen(function*() {
+        const kv = yield* KeyValueStore.KeyValueStore
+        const store = Checkpointer.layerKeyValueStore().pipe(
+          Layer.provide(Layer.succeed(KeyValueStore.KeyValueStore, kv))
+        )
+        yield* TestClock.adjust("1 day")
+        yield* record("cut-off", ["turn"]).pipe(Effect.provide(store))
+        // What a process that died while executing it leaves (and an earlier version too): no end.
+        yield* kv.remove("@agentloop/checkpoints/cut-off/ended")
+        yield* TestClock.adjust("1 hour")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 }).pipe(Effect.provide(store))).toStrictEqual({
+          runs: []
+        })
+        yield* TestClock.adjust("1 hour")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "90 minutes" }).pipe(Effect.provide(store)))
+          .toStrictEqual({ runs: [] })
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(store)))
+          .toStrictEqual({ runs: ["cut-off"] })
+        expect(yield* kv.keys).toStrictEqual([])
+      }).pipe(Effect.provide(KeyValueStore.layerMemory)))
+  })
+
   describe("on the file system", () => {
+    const dir = Path.join(directory, "stalled")
+    stalledWriter(() => files(dir), lapseFile(dir))
+
+    it.effect("a run executed between a prune's look and its taking the lease is kept: one that ended since, and one executing", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "between-"))
+        yield* TestClock.adjust("1 day")
+        yield* record("ended-since", ["turn 1"]).pipe(Effect.provide(files(dir)))
+        yield* record("executing", ["turn 1"]).pipe(Effect.provide(files(dir)))
+        yield* TestClock.adjust("1 hour")
+        const scope = yield* Scope.make()
+        // Each run is executed once the prune has read its log's head (having looked at its lease).
+        const executions = new Map([
+          [
+            Path.join(yield* folderOf(dir, "ended-since"), "log"),
+            record("ended-since", ["again"]).pipe(Effect.provide(files(dir)))
+          ],
+          [
+            Path.join(yield* folderOf(dir, "executing"), "log"),
+            Effect.flatMap(Checkpointer.Checkpointer, (store) => store.open("executing", fingerprint)).pipe(
+              Effect.flatMap((log) => log.append(["held"])),
+              Scope.provide(scope),
+              Effect.provide(files(dir))
+            )
+          ]
+        ])
+        const execute = (path: string) =>
+          Effect.suspend(() => {
+            const execution = executions.get(path)
+            executions.delete(path)
+            return execution ?? Effect.void
+          })
+        const looked = Checkpointer.layerFileSystem(dir).pipe(
+          Layer.provide(beforeReading(execute)),
+          Layer.provide(NodePath.layer)
+        )
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(looked)))
+          .toStrictEqual({ runs: [] })
+        expect(executions.size).toBe(0)
+        expect(yield* read("ended-since").pipe(Effect.provide(files(dir)))).toStrictEqual(["turn 1", "again"])
+        expect(yield* read("executing").pipe(Effect.provide(files(dir)))).toStrictEqual(["turn 1", "held"])
+        yield* Scope.close(scope, Exit.void)
+        // Left alone as long, they go.
+        yield* TestClock.adjust("1 hour")
+        const pruned = yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(files(dir)))
+        expect([...pruned.runs].sort()).toStrictEqual(["ended-since", "executing"])
+      }))
+
+    it.effect("a forgotten run's folder keeps its lease until a later prune; a cleared run's folder goes too", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "husks-"))
+        const store = files(dir)
+        yield* TestClock.adjust("1 day")
+        yield* record("stopped", ["turn 1"]).pipe(Effect.provide(store))
+        yield* record("cleared", ["turn 1"]).pipe(Effect.provide(store))
+        yield* Effect.flatMap(Checkpointer.Checkpointer, (checkpointer) => checkpointer.clear("cleared")).pipe(
+          Effect.provide(store)
+        )
+        yield* TestClock.adjust("1 hour")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(store)))
+          .toStrictEqual({ runs: ["stopped"] })
+        // The forgotten run's folder holds the lease the prune took (released), and no log.
+        const stopped = yield* folderOf(dir, "stopped")
+        expect(Fs.readdirSync(stopped).filter((name) => !name.startsWith("lease."))).toStrictEqual([])
+        expect(Fs.readdirSync(dir)).toHaveLength(1)
+        expect(yield* read("stopped").pipe(Effect.provide(store))).toStrictEqual([])
+        // Not before its lease is as old as the cutoff.
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(store)))
+          .toStrictEqual({ runs: [] })
+        expect(Fs.readdirSync(dir)).toHaveLength(1)
+        yield* TestClock.adjust("1 hour")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(store)))
+          .toStrictEqual({ runs: [] })
+        expect(Fs.readdirSync(dir)).toStrictEqual([])
+      }))
+
+    it.effect("a lease released by an earlier version (which wrote 0) dates the run's end by its file's time", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "earlier-"))
+        yield* TestClock.adjust("1 day")
+        yield* record("earlier", ["turn"]).pipe(Effect.provide(files(dir)))
+        const lease = newestLease(yield* folderOf(dir, "earlier"))
+        Fs.writeFileSync(lease, JSON.stringify({ owner: "an earlier version", expiresAt: 0 }))
+        // Written 23 hours in: an hour ago.
+        const written = new Date(23 * 3_600_000)
+        Fs.utimesSync(lease, written, written)
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "2 hours" }).pipe(Effect.provide(files(dir))))
+          .toStrictEqual({ runs: [] })
+        expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(files(dir))))
+          .toStrictEqual({ runs: ["earlier"] })
+      }))
+
     it.effect("a forgotten run's folder is removed, and one a crashed prune left aside too", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "folders-"))
@@ -216,8 +593,55 @@ describe("Checkpointer retention", () => {
           sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'old_checkpoints_runs'`,
           Schema.decodeUnknownEffect(Names)
         )
-        expect(indexes.map((index) => index.name)).toContain("old_checkpoints_runs_finished_at")
+        expect(indexes.map((index) => index.name).sort()).toStrictEqual([
+          "old_checkpoints_runs_finished",
+          "old_checkpoints_runs_unfinished",
+          "sqlite_autoindex_old_checkpoints_runs_1"
+        ])
       }).pipe(Effect.provide(sqlite(Path.join(directory, "old.db")))))
+
+    it.effect("a table of the version before: its index replaced; leases it released (0) are dated by the first prune", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`CREATE TABLE mid_checkpoints (
+          execution_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (execution_id, seq))`
+        yield* sql`CREATE TABLE mid_checkpoints_runs (
+          execution_id TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, owner TEXT NOT NULL,
+          expires_at BIGINT NOT NULL, finished_at BIGINT, result_from BIGINT)`
+        yield* sql`CREATE INDEX mid_checkpoints_runs_finished_at ON mid_checkpoints_runs (finished_at)`
+        const thread = ThreadId.logId("earlier")
+        const recorded = JSON.stringify(fingerprint)
+        yield* sql`INSERT INTO mid_checkpoints_runs VALUES
+          ('stopped', ${recorded}, 'gone', 0, NULL, NULL), (${thread}, ${recorded}, 'gone', 0, NULL, NULL),
+          (${ThreadId.indexLogId}, ${recorded}, 'gone', 0, NULL, NULL), ('done', ${recorded}, 'gone', 0, 0, 0)`
+        yield* sql`INSERT INTO mid_checkpoints VALUES ('stopped', 0, 'turn'), (${thread}, 0, 'started'),
+          (${ThreadId.indexLogId}, 0, 'added'), ('done', 0, 'result')`
+        const store = Checkpointer.layerSql({ table: "mid_checkpoints" }).pipe(
+          Layer.provide(Layer.succeed(SqlClient.SqlClient, sql))
+        )
+        yield* TestClock.adjust("1 day")
+        // When it ended is not known: no later than now.
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 }).pipe(Effect.provide(store))).toStrictEqual({
+          runs: []
+        })
+        const indexes = yield* Effect.flatMap(
+          sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'mid_checkpoints_runs'`,
+          Schema.decodeUnknownEffect(Names)
+        )
+        expect(indexes.map((index) => index.name)).not.toContain("mid_checkpoints_runs_finished_at")
+        yield* TestClock.adjust("1 second")
+        expect(yield* Checkpointer.prune({ unfinishedBefore: 0 }).pipe(Effect.provide(store))).toStrictEqual({
+          runs: ["stopped"]
+        })
+        expect(yield* read(thread).pipe(Effect.provide(store))).toStrictEqual(["started"])
+        expect(yield* read(ThreadId.indexLogId).pipe(Effect.provide(store))).toStrictEqual(["added"])
+        expect(yield* Checkpointer.prune({ finishedBefore: 0 }).pipe(Effect.provide(store))).toStrictEqual({
+          runs: ["done"]
+        })
+      }).pipe(Effect.provide(sqlite(Path.join(directory, "mid.db")))))
+
+    const client = sqlite(Path.join(directory, "stalled.db"))
+    stalledWriter(() => Checkpointer.layerSql().pipe(Layer.provide(client)), lapseRow(client, "agentloop_checkpoints"))
   })
 
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
@@ -226,7 +650,9 @@ describe("Checkpointer retention", () => {
     afterAll(() => dropTables(table))
     conformance("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))
 
-    it.effect("pruning finds finished runs by an index on when they finished", () =>
+    stalledWriter(() => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)), lapseRow(client, table))
+
+    it.effect("pruning finds finished runs by an index on when they finished, the others by when they last ended", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         yield* Checkpointer.prune({ finishedBefore: 0 }).pipe(
@@ -236,7 +662,12 @@ describe("Checkpointer retention", () => {
           sql`SELECT indexdef AS name FROM pg_indexes WHERE tablename = ${`${table}_runs`}`,
           Schema.decodeUnknownEffect(Names)
         )
-        expect(indexes.map((index) => index.name).join("\n")).toMatch(/\(finished_at\)/)
+        const definitions = indexes.map((index) => index.name).join("\n")
+        expect(definitions).toMatch(/_runs_finished ON .*\(finished_at\) WHERE \(finished_at IS NOT NULL\)/)
+        expect(definitions).toMatch(
+          /_runs_unfinished ON .*\(abs\(expires_at\)\) WHERE \(\(finished_at IS NULL\) AND \(substr\(execution_id, 1, 18\) <> '@agentloop\/thread\/'::text\)\)/
+        )
+        expect(definitions).not.toMatch(/_runs_finished_at/)
       }).pipe(Effect.provide(client)))
   })
 })

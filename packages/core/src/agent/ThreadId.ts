@@ -6,16 +6,17 @@
  * @since 0.2.0
  */
 import * as Schema from "effect/Schema"
+import { threadPrefix } from "../internal/retention.ts"
 import * as RunId from "../RunId.ts"
 
 /**
  * The prefix of a thread's log id in the `Checkpointer`: run ids starting
- * with it are refused.
+ * with it are refused, and `Checkpointer.prune` never takes a log under it.
  *
  * @since 0.2.0
  * @category constants
  */
-export const prefix = "@agentloop/thread/"
+export const prefix = threadPrefix
 
 /**
  * The longest thread id: a run id's longest, less the {@link prefix}.

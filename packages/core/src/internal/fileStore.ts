@@ -20,10 +20,22 @@
  *   renews it by replacing the file (a temporary file renamed over it); a
  *   lease is lost once a higher number exists.
  *
- * `prune` forgets a run by renaming its folder aside (one step: the run is
- * there whole or gone) and then removing it; a folder left aside by a crash
- * is removed by the next `prune`. Keeping only a run's result rewrites its log
- * whole, as a new log is created.
+ * `prune` forgets a finished run by renaming its folder aside (one step: the
+ * run is there whole or gone) and then removing it; a folder left aside by a
+ * crash is removed by the next `prune`. Keeping only a run's result rewrites
+ * its log whole, as a new log is created.
+ *
+ * A released lease records when it was released (its expiry is set to minus
+ * that time: lapsed by every clock), and one whose holder died lapses at its
+ * last renewal plus the lease's duration, so the newest lease of a run nobody
+ * holds says when its last execution ended (one released by an earlier
+ * version, which wrote 0, by its file's modification time). `prune` forgets
+ * a run that did not finish, and whose last execution ended before its
+ * cutoff, by taking the next lease (only if no other was taken since it
+ * looked) and removing the log (one step); the folder keeps that lease, so a
+ * writer that stalled past its own finds it taken at its next append. Such a
+ * folder without a log (a run forgotten this way, or cleared) is removed once
+ * its lease is as old as the cutoff.
  *
  * @internal
  */
@@ -191,7 +203,8 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
           renew: extend(dir, number, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
-          release: extend(dir, number, owner, Effect.succeed(0))
+          // Released, the lease says when the execution ended (see `prune`).
+          release: extend(dir, number, owner, Retention.releasedExpiry)
         })
         return { number, kept }
       })
@@ -315,19 +328,23 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         () => Effect.undefined
       )
 
-    /** Prunes the run in folder `dir` if it finished before the cutoff and nobody holds it: its id if it did. */
-    const pruneRun = (dir: string, cutoff: Retention.Cutoff) =>
+    /** Prunes the finished run `seen` in folder `dir` if it finished before `before` and nobody holds it: its id if it did. */
+    const pruneFinished = (
+      dir: string,
+      seen: typeof Retention.FinishedJson.Type,
+      before: number,
+      keep: Retention.Cutoff["keep"]
+    ) =>
       Effect.scoped(Effect.gen(function*() {
-        const seen = yield* readFinished(dir)
-        if (seen === undefined || seen.finishedAt >= cutoff.before) return undefined
+        if (seen.finishedAt >= before) return undefined
         const taken = yield* Effect.result(hold(seen.id, dir))
         if (taken._tag === "Failure") {
           return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
         }
         // Read again under the lease: the run may have gone on, or finished again, since.
         const record = yield* readFinished(dir)
-        if (record === undefined || record.finishedAt >= cutoff.before) return undefined
-        if (cutoff.keep === "nothing") {
+        if (record === undefined || record.finishedAt >= before) return undefined
+        if (keep === "nothing") {
           const aside = `${dir}.pruned-${Math.random().toString(36).slice(2)}`
           yield* fs.rename(dir, aside)
           yield* fs.remove(aside, { recursive: true })
@@ -340,6 +357,88 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* replaceLog(dir, head, log.entries.slice(log.entries.length - record.result))
         return record.id
       }))
+
+    /** The id in the head of the log at `file` (read alone, not the entries), if there is a log. */
+    const readId = (file: string) =>
+      Effect.scoped(Effect.gen(function*() {
+        const handle = yield* Effect.catchIf(
+          fs.open(file, { flag: "r" }),
+          isReason("NotFound"),
+          () => Effect.undefined
+        )
+        if (handle === undefined) return undefined
+        const size = Number((yield* handle.stat).size)
+        const header = yield* handle.readAlloc(LogFrame.headerLength, { position: 0n })
+        // A length that runs past the end is damage: the head is written whole, with the log.
+        const length = header._tag === "Some" && header.value.length === LogFrame.headerLength
+          ? LogFrame.recordLength(header.value)
+          : size + 1
+        const bytes = length > size ? undefined : yield* handle.readAlloc(length, { position: 0n })
+        const decoded = bytes?._tag === "Some" ? LogFrame.decode(bytes.value) : undefined
+        const head = decoded !== undefined && "records" in decoded ? decoded.records[0] : undefined
+        if (head?.kind !== "head") {
+          return yield* Effect.fail(new Error("its log has no whole head: the file is damaged or is not a log"))
+        }
+        return (yield* decodeHead(head.text)).id
+      }))
+
+    /** When the newest lease in folder `dir` lapsed, if it did (nobody holds it), and its number. */
+    const lapsed = (dir: string) =>
+      Effect.gen(function*() {
+        const number = (yield* leases(dir)).at(-1)
+        if (number === undefined) return undefined
+        const lease = yield* Effect.catchIf(readLease(dir, number), isReason("NotFound"), () => Effect.undefined)
+        // Gone: a new owner is taking it.
+        if (lease === undefined || lease.expiresAt > (yield* Clock.currentTimeMillis)) return undefined
+        const at = Retention.endedAt(lease.expiresAt)
+        if (at !== undefined) return { number, at }
+        // Released by an earlier version, which wrote 0: its file was written then.
+        const info = yield* Effect.catchIf(
+          fs.stat(path.join(dir, `lease.${number}`)),
+          isReason("NotFound"),
+          () => Effect.undefined
+        )
+        return info?.mtime._tag === "Some" ? { number, at: info.mtime.value.getTime() } : undefined
+      })
+
+    /**
+     * Forgets the run in folder `dir` if it did not finish, is not a thread's, and its last execution ended before
+     * `before`: its id if it did. A folder without a log is removed (not counted) on the same terms.
+     */
+    const pruneUnfinished = (dir: string, before: number) =>
+      Effect.scoped(Effect.gen(function*() {
+        const ended = yield* lapsed(dir)
+        if (ended === undefined || ended.at >= before) return undefined
+        const file = path.join(dir, "log")
+        const id = yield* readId(file)
+        if (id !== undefined && !Retention.isRun(id)) return undefined
+        const taken = yield* Effect.result(hold(id ?? dir, dir))
+        if (taken._tag === "Failure") {
+          return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
+        }
+        // Another lease taken since it looked: the run was executed again, and ended later.
+        if (taken.success.number !== ended.number + 1) return undefined
+        if (yield* fs.exists(path.join(dir, "finished"))) return undefined
+        if (id === undefined) {
+          if (yield* fs.exists(file)) return undefined
+          const aside = `${dir}.pruned-${Math.random().toString(36).slice(2)}`
+          yield* fs.rename(dir, aside)
+          yield* fs.remove(aside, { recursive: true })
+          return undefined
+        }
+        yield* fs.remove(file)
+        yield* syncFolder(dir)
+        return id
+      }))
+
+    /** Prunes the run in folder `dir` if the cutoff takes it and nobody holds it: its id if it did. */
+    const pruneRun = (dir: string, cutoff: Retention.Cutoff) =>
+      Effect.flatMap(readFinished(dir), (seen) =>
+        seen !== undefined
+          ? cutoff.finished === undefined ? Effect.undefined : pruneFinished(dir, seen, cutoff.finished, cutoff.keep)
+          : cutoff.unfinished === undefined
+          ? Effect.undefined
+          : pruneUnfinished(dir, cutoff.unfinished))
 
     const prune = (given: PruneOptions) =>
       Effect.gen(function*() {

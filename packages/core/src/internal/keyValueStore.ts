@@ -3,7 +3,11 @@
  * `<prefix><id>/<i>`, the log's length under `<prefix><id>/length` (written
  * after the entries), its fingerprint under `<prefix><id>/fingerprint`, and,
  * once it finished, when and with how many result entries under
- * `<prefix><id>/finished` (which `prune` looks for among the store's keys).
+ * `<prefix><id>/finished` (which `prune` looks for among the store's keys),
+ * and, once an execution ended, when under `<prefix><id>/ended` (removed when
+ * the next one starts: a run without it that nobody holds was cut off with
+ * its process, or written by an earlier version, and the first `prune` that
+ * looks dates it now).
  *
  * A key-value store has no lock and no atomic append, so the lease is held in
  * this process only (two fibers executing one run get `RunInProgress`; two
@@ -28,6 +32,7 @@ import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
 
 const Length = Schema.NumberFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
+const Time = Schema.NumberFromString.check(Schema.isInt())
 const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
 let opened = 0
@@ -48,6 +53,18 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
     const key = (id: string, suffix: string) => `${prefix}${encodeURIComponent(id)}/${suffix}`
     const held = new Map<string, string>()
     const finishedSuffix = "/finished"
+    const fingerprintSuffix = "/fingerprint"
+
+    /** When run `id`'s last execution ended, if that is known (see the module's documentation). */
+    const ended = (id: string) =>
+      Effect.flatMap(
+        store.get(key(id, "ended")),
+        (text) => text === undefined ? Effect.undefined : Schema.decodeUnknownEffect(Time)(text)
+      )
+
+    /** Records that run `id`'s last execution ended now. */
+    const endNow = (id: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => store.set(key(id, "ended"), String(now)))
 
     const finished = (id: string) =>
       Effect.flatMap(
@@ -104,6 +121,9 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
       Effect.gen(function*() {
         yield* RunId.validate(id)
         yield* hold(id)
+        // While it executes, its end is not known; it is once the scope closes (before the run is let go).
+        yield* store.remove(key(id, "ended")).pipe(Effect.mapError(failed("open", id)))
+        yield* Effect.addFinalizer(() => Effect.ignore(endNow(id)))
         const text = yield* store.get(key(id, "fingerprint")).pipe(Effect.mapError(failed("open", id)))
         if (text === undefined) {
           yield* Effect.flatMap(
@@ -152,7 +172,7 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
     const forget = (id: string) =>
       Effect.flatMap(length(id), (count) =>
         Effect.forEach(
-          ["finished", "length", "fingerprint", ...Array.from({ length: count }, (_, i) => String(i))],
+          ["finished", "length", "fingerprint", "ended", ...Array.from({ length: count }, (_, i) => String(i))],
           (suffix) => store.remove(key(id, suffix)),
           { discard: true }
         ))
@@ -173,14 +193,25 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
         return true
       })
 
-    /** Prunes run `id` if it finished before the cutoff and nobody holds it: whether it did. */
+    /** Prunes run `id` if the cutoff takes it and nobody holds it: whether it did. */
     const pruneRun = (id: string, cutoff: Retention.Cutoff) =>
       Effect.scoped(Effect.gen(function*() {
         const taken = yield* Effect.result(hold(id))
         if (taken._tag === "Failure") return false
         const record = yield* finished(id)
-        if (record === undefined || record.finishedAt >= cutoff.before) return false
-        if (cutoff.keep === "result") return yield* cut(id, record.result)
+        if (record !== undefined) {
+          if (cutoff.finished === undefined || record.finishedAt >= cutoff.finished) return false
+          if (cutoff.keep === "result") return yield* cut(id, record.result)
+          yield* forget(id)
+          return true
+        }
+        if (cutoff.unfinished === undefined || !Retention.isRun(id)) return false
+        const at = yield* ended(id)
+        if (at === undefined) {
+          yield* endNow(id)
+          return false
+        }
+        if (at >= cutoff.unfinished) return false
         yield* forget(id)
         return true
       }))
@@ -189,13 +220,18 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
       Effect.gen(function*() {
         const cutoff = yield* Retention.cutoff(options)
         const keys = yield* store.keys.pipe(Effect.mapError(failed("prune", prefix)))
-        const runs: Array<string> = []
+        // Every run has a fingerprint; only the finished have a finished mark.
+        const suffixes = cutoff.unfinished === undefined ? [finishedSuffix] : [finishedSuffix, fingerprintSuffix]
+        const ids = new Set<string>()
         for (const name of keys) {
-          if (!name.startsWith(prefix) || !name.endsWith(finishedSuffix)) continue
-          const id = runOf(name.slice(prefix.length, -finishedSuffix.length))
-          if (id !== undefined && (yield* pruneRun(id, cutoff).pipe(Effect.mapError(failed("prune", id))))) {
-            runs.push(id)
-          }
+          const suffix = suffixes.find((suffix) => name.endsWith(suffix))
+          if (!name.startsWith(prefix) || suffix === undefined) continue
+          const id = runOf(name.slice(prefix.length, -suffix.length))
+          if (id !== undefined) ids.add(id)
+        }
+        const runs: Array<string> = []
+        for (const id of ids) {
+          if (yield* pruneRun(id, cutoff).pipe(Effect.mapError(failed("prune", id)))) runs.push(id)
         }
         return { runs }
       })

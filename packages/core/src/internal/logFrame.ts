@@ -19,7 +19,13 @@
 export type Kind = "head" | "entry"
 
 const kindByte: Record<Kind, number> = { head: 1, entry: 2 }
-const headerLength = 9
+
+/** The bytes of a frame before its payload: read these first to learn how long the record is (see {@link recordLength}). */
+export const headerLength = 9
+
+/** How many bytes the record that starts with `header` (at least {@link headerLength} bytes) takes, header included. */
+export const recordLength = (header: Uint8Array): number =>
+  headerLength + new DataView(header.buffer, header.byteOffset, header.byteLength).getUint32(0, true)
 
 const table = Uint32Array.from({ length: 256 }, (_, n) => {
   let c = n

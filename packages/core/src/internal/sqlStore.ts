@@ -13,12 +13,20 @@
  *   transaction; positions keep counting up, so an append tried again after
  *   a dropped connection is still recognised.
  * - The append that finishes a run (see `AppendOptions.finished`) also sets,
- *   in the same transaction, when it finished (`finished_at`, indexed, so
- *   `prune` finds the runs to expire without reading the others) and the
- *   position of its first result entry (`result_from`); an append that goes on
- *   after it clears both. `prune` deletes a run's row and entries, or its
+ *   in the same transaction, when it finished (`finished_at`, indexed as
+ *   `<table>_runs_finished`, so `prune` finds the runs to expire without
+ *   reading the others) and the position of its first result entry
+ *   (`result_from`); an append that goes on after it clears both. `prune` deletes a run's row and entries, or its
  *   entries before `result_from`, in one transaction, only while nobody holds
  *   its lease.
+ * - A lease that is released records when (`expires_at` is set to minus that
+ *   time: lapsed by every clock), and one whose holder died lapses at its
+ *   last renewal plus the lease's duration, so `abs(expires_at)` of a run
+ *   nobody holds is when its last execution ended. The runs that did not
+ *   finish are indexed by it (`<table>_runs_unfinished`, a partial index
+ *   without the threads' logs), so a prune of those reads only the runs it
+ *   forgets. A lease released by an earlier version holds 0: the first prune
+ *   that looks dates it now.
  * - A statement that fails for a passing reason (a dropped connection, a
  *   deadlock, a timeout) is tried again, a bounded number of times. An append
  *   whose rows did land before the failure is recognised when tried again
@@ -33,6 +41,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { SqlClient, SqlError } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
 import type { CheckpointError, Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
@@ -69,6 +78,9 @@ const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
 /** The most entries one statement of an append inserts. */
 const rowsPerStatement = 100
+
+/** The most runs one transaction of a prune forgets. */
+const runsPerBatch = 500
 
 /** A failure that may pass: the same statement may succeed when tried again. */
 const isTransient = (error: unknown): boolean => SqlError.isSqlError(error) && error.isRetryable
@@ -109,8 +121,26 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN result_from BIGINT`),
         marks
       ])).pipe(Effect.mapError(failed("open", options.table)))
-    const index = sql(`${options.table.split(".").at(-1)}_runs_finished_at`)
-    yield* retrying(sql`CREATE INDEX IF NOT EXISTS ${index} ON ${runs} (finished_at)`).pipe(
+    // Indexes are made in their table's schema: named bare, dropped by their schema's name.
+    const [indexName, inSchema] = ((parts) =>
+      [
+        (suffix: string) => sql(`${parts.at(-1)}_runs_${suffix}`),
+        (suffix: string) => sql([...parts.slice(0, -1), `${parts.at(-1)}_runs_${suffix}`].join("."))
+      ] as const)(options.table.split("."))
+    // A literal, not a parameter: a partial index serves a query whose condition is the index's own, word for word.
+    const isRun = sql.literal(
+      `substr(execution_id, 1, ${Retention.threadPrefix.length}) <> '${Retention.threadPrefix}'`
+    )
+    const unfinished = sql`finished_at IS NULL AND ${isRun}`
+    // Each kind of prune reads only the runs it takes: the finished by when they finished, the others by when
+    // their last execution ended. Neither index holds the other's runs (SQLite would otherwise look for the
+    // unfinished in the index of `finished_at`, null for them all); the index of every run's `finished_at`, which
+    // tables made by the version before this one have, goes.
+    yield* retrying(Effect.all([
+      sql`CREATE INDEX IF NOT EXISTS ${indexName("finished")} ON ${runs} (finished_at) WHERE finished_at IS NOT NULL`,
+      sql`CREATE INDEX IF NOT EXISTS ${indexName("unfinished")} ON ${runs} (abs(expires_at)) WHERE ${unfinished}`,
+      sql`DROP INDEX IF EXISTS ${inSchema("finished_at")}`
+    ], { discard: true })).pipe(
       Effect.catchIf(isUniqueViolation, () => Effect.void),
       Effect.mapError(failed("open", options.table))
     )
@@ -161,7 +191,8 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
           renew: extend(id, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
-          release: extend(id, owner, Effect.succeed(0))
+          // Released, the lease says when the execution ended (see `prune`).
+          release: extend(id, owner, Retention.releasedExpiry)
         })
         return { owner, recorded, finished, kept }
       })
@@ -321,19 +352,31 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         Effect.catchTag("CheckpointError", (error) => Effect.fail(failed("clear", id)(error.cause ?? error)))
       )
 
-    /** Forgets the runs that finished before `before` and that nobody holds: their ids. */
-    const forget = (before: number, now: number) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const gone = yield* Effect.flatMap(
-          sql`DELETE FROM ${runs} WHERE finished_at < ${before} AND expires_at <= ${now} RETURNING execution_id`,
-          Schema.decodeUnknownEffect(Ids)
-        )
-        const ids = gone.map((row) => row.execution_id)
-        for (let from = 0; from < ids.length; from += 500) {
-          yield* sql`DELETE FROM ${entries} WHERE ${sql.in("execution_id", ids.slice(from, from + 500))}`
+    /**
+     * Forgets the runs that `expired` selects (a condition on the table of runs, ordered by `by`), that nobody
+     * holds: their ids. A batch of runs at a time, each batch one transaction, so a long backlog never makes one
+     * huge transaction.
+     */
+    const forget = (expired: Statement.Fragment, by: Statement.Fragment, now: number) =>
+      Effect.gen(function*() {
+        const ids: Array<string> = []
+        while (true) {
+          const condition = sql`${expired} AND expires_at <= ${now}`
+          const gone = yield* retrying(sql.withTransaction(Effect.gen(function*() {
+            const rows = yield* Effect.flatMap(
+              sql`DELETE FROM ${runs} WHERE ${condition} AND execution_id IN (
+                SELECT execution_id FROM ${runs} WHERE ${condition} ORDER BY ${by} LIMIT ${runsPerBatch})
+                RETURNING execution_id`,
+              Schema.decodeUnknownEffect(Ids)
+            )
+            const gone = rows.map((row) => row.execution_id)
+            if (gone.length > 0) yield* sql`DELETE FROM ${entries} WHERE ${sql.in("execution_id", gone)}`
+            return gone
+          })))
+          ids.push(...gone)
+          if (gone.length < runsPerBatch) return ids
         }
-        return ids
-      }))
+      })
 
     /** Keeps only the result of the runs that finished before `before` and that nobody holds: the ids of those cut. */
     const cut = (before: number, now: number) =>
@@ -356,14 +399,29 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         return ids
       })
 
+    /**
+     * Forgets the runs that did not finish whose last execution ended before `before` (`abs(expires_at)`: see
+     * `Retention.endedAt`), and nobody holds.
+     */
+    const forgetUnfinished = (before: number, now: number) =>
+      Effect.andThen(
+        // Leases released by an earlier version hold 0, not when: released no later than now.
+        retrying(sql`UPDATE ${runs} SET expires_at = ${-now} WHERE ${unfinished} AND abs(expires_at) = 0`),
+        forget(sql`${unfinished} AND abs(expires_at) < ${before}`, sql`abs(expires_at)`, now)
+      )
+
     const prune = (given: PruneOptions) =>
-      Effect.gen(function*() {
-        const cutoff = yield* Retention.cutoff(given)
-        const now = yield* Clock.currentTimeMillis
-        const runs = yield* (cutoff.keep === "nothing" ? retrying(forget(cutoff.before, now)) : cut(cutoff.before, now))
-          .pipe(Effect.mapError(failed("prune", options.table)))
-        return { runs }
-      })
+      Effect.flatMap(Retention.cutoff(given), (cutoff) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const finishedRuns = cutoff.finished === undefined
+            ? []
+            : cutoff.keep === "nothing"
+            ? yield* forget(sql`finished_at < ${cutoff.finished}`, sql`finished_at`, now)
+            : yield* cut(cutoff.finished, now)
+          const otherRuns = cutoff.unfinished === undefined ? [] : yield* forgetUnfinished(cutoff.unfinished, now)
+          return { runs: [...finishedRuns, ...otherRuns] }
+        }).pipe(Effect.mapError(failed("prune", options.table))))
 
     const store: Store = { open, read, clear, prune }
     return store
