@@ -27,7 +27,7 @@ import {
 import type { Config } from "./crash/retentionChild.ts"
 import { sources } from "./fixtures.ts"
 
-const child = new URL("./crash/retentionChild.ts", import.meta.url).pathname
+const child = TestProcess.bundled(new URL("./crash/retentionChild.ts", import.meta.url).pathname, sources)
 
 /** A Node process loads the sources: seconds on a busy machine. The limit only ends a case that hangs. */
 const hangs = 600_000
@@ -37,7 +37,7 @@ const crashed = (store: Config["store"], layer: () => Layer.Layer<Checkpointer.C
     const start = Date.now()
     yield* TestClock.setTime(start)
     const config: Config = { store, runId: "cut-off", thread: "user-42", lease: 10_000 }
-    const holder = yield* TestProcess.spawn(child, config, sources)
+    const holder = yield* child.spawn(config)
     const opened = yield* holder.waitFor((message) => "opened" in message || "error" in message)
     expect(opened, holder.stderr()).toStrictEqual({ opened: true })
     yield* holder.kill
