@@ -1,7 +1,7 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, FileSystem, Layer, Schedule, Schema, Scope } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Schedule, Schema, Scope } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -651,6 +651,39 @@ describe("Checkpointer retention", () => {
     conformance("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))
 
     stalledWriter(() => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)), lapseRow(client, table))
+
+    it.live("a stalled writer's append that meets a prune deleting its run waits for the prune, and writes nothing", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const store = yield* Checkpointer.Checkpointer
+        const id = fresh("racing")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* store.open(id, fingerprint)
+          yield* log.append(["turn 1"])
+          yield* lapseRow(client, table)(id, (yield* Clock.currentTimeMillis) - 3_600_000)
+          // A prune's transaction, held open once it deleted the run's row and entries.
+          const deleted = yield* Deferred.make<void>()
+          const commit = yield* Deferred.make<void>()
+          const prune = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+            yield* sql`DELETE FROM ${sql(`${table}_runs`)} WHERE execution_id = ${id}`
+            yield* sql`DELETE FROM ${sql(table)} WHERE execution_id = ${id}`
+            yield* Deferred.succeed(deleted, undefined)
+            yield* Deferred.await(commit)
+          })))
+          yield* Deferred.await(deleted)
+          const append = yield* Effect.forkChild(Effect.exit(log.append(["turn 2"])))
+          // The append reaches the server and waits for the prune's row lock (or, unlocked, is done at once).
+          const waiting = sql`SELECT 1 FROM pg_stat_activity
+              WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO%' AND query LIKE ${`%${table}%`}`
+            .pipe(Effect.repeat({ schedule: Schedule.spaced("10 millis"), until: (rows) => rows.length > 0 }))
+          yield* Effect.raceFirst(waiting, Fiber.await(append))
+          yield* Deferred.succeed(commit, undefined)
+          yield* Fiber.join(prune)
+          const appended = yield* Fiber.join(append)
+          expect(Exit.isFailure(appended)).toBe(true)
+        }))
+        expect(yield* read(id)).toStrictEqual([])
+      }).pipe(Effect.provide(Checkpointer.layerSql({ table }).pipe(Layer.provideMerge(client)))))
 
     it.effect("pruning finds finished runs by an index on when they finished, the others by when they last ended", () =>
       Effect.gen(function*() {

@@ -224,6 +224,18 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
             Schema.decodeUnknownEffect(Entries)
           )
 
+        /**
+         * That this execution still holds the run's lease, as a statement's condition. On PostgreSQL it locks the
+         * run's row until the statement's transaction ends: a prune or a clear that is deleting the run (its row,
+         * then its entries, in one transaction) is waited for, and the condition is then read again, so a writer
+         * that stalled past its lease cannot add entries behind a deletion of its run that it did not see.
+         * SQLite runs one writing transaction at a time, which needs no lock.
+         */
+        const held = sql.onDialectOrElse({
+          pg: () => sql`EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner} FOR SHARE)`,
+          orElse: () => sql`EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner})`
+        })
+
         /** Inserts `rows` at positions `from`… in one statement. */
         const insertRows = (rows: ReadonlyArray<string>, from: number) => {
           const selects = rows.map((entry, i) =>
@@ -236,7 +248,7 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
           return Effect.flatMap(
             sql`INSERT INTO ${entries} (execution_id, seq, entry)
               SELECT r.execution_id, r.seq, r.entry FROM (${sql.join(" UNION ALL ", false)(selects)}) AS r
-              WHERE EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner})
+              WHERE ${held}
               RETURNING seq`,
             Schema.decodeUnknownEffect(Positions)
           )
@@ -266,7 +278,6 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
             if (group.finished === undefined && !marked && !group.compact) return yield* insert(batch)
             const finishedAt = group.finished === undefined ? null : yield* Clock.currentTimeMillis
             const resultFrom = group.finished === undefined ? null : next + batch.length - group.finished
-            const held = sql`EXISTS (SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND owner = ${owner})`
             return yield* sql.withTransaction(Effect.gen(function*() {
               const inserted = yield* insert(batch)
               if (group.finished !== undefined || marked) {
