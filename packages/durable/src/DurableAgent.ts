@@ -67,7 +67,7 @@ export type Options<O = string, R = never, E = never, RU = never> =
  */
 export const Start = Schema.Struct({
   runId: RunId.RunId,
-  input: Schema.Union([Schema.String, Item.History])
+  input: RunSteps.Input
 })
 export type Start = typeof Start.Type
 
@@ -250,10 +250,9 @@ const build = <O, R, E, RU>(
       const journal = yield* RunJournal.open(run, eventSchema)
       yield* RunParking.enter(run, { maxCrashes, recordedSteps: journal.recordedSteps })
       const startedAt = yield* RunSteps.start(journal)
-      const machine = yield* AgentMachine.make<O, R, E, RU>(
-        { ...options, input: start.input, runId: start.runId },
-        { startedAt }
-      )
+      // A fork's input is its source's, whatever its start says.
+      const input = yield* RunSteps.input(journal, start.input)
+      const machine = yield* AgentMachine.make<O, R, E, RU>({ ...options, input, runId: start.runId }, { startedAt })
 
       /** Issues the wait points of the turn's calls that need a decision, and logs their requests. */
       const requestDecisions = (step: number, calls: ReadonlyArray<Item.FunctionCall>) =>
@@ -294,7 +293,6 @@ const build = <O, R, E, RU>(
             calls,
             (call, index) =>
               RunSteps.tool(journal, {
-                run,
                 executionId,
                 step,
                 index,

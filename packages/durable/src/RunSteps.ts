@@ -33,8 +33,6 @@ import * as Struct from "effect/Struct"
 import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
-import type { RunKey } from "./RunStore.ts"
-import { RunStore } from "./RunStore.ts"
 
 const startCodec = RunJournal.codec(Schema.Number)
 
@@ -46,6 +44,36 @@ const startCodec = RunJournal.codec(Schema.Number)
  */
 export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> =>
   journal.step("start", startCodec, Clock.currentTimeMillis)
+
+/**
+ * A run's task: a text, or a history of items.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const Input = Schema.Union([Schema.String, Item.History])
+export type Input = typeof Input.Type
+
+/**
+ * The name of the step that holds a run's input.
+ *
+ * @since 0.3.0
+ * @category names
+ */
+export const inputName = "input"
+
+const inputCodec = RunJournal.codec(Input)
+
+/**
+ * The run's input, `given` the first time, recorded once: the run's history
+ * is rebuilt from it (see `DurableHistory`), and a fork goes on with its
+ * source's.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const input = <O>(journal: RunJournal.Journal<O>, given: Input): Effect.Effect<Input> =>
+  journal.step(inputName, inputCodec, Effect.succeed(given))
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
@@ -133,7 +161,6 @@ export const turn = <O, R, RU>(
  * @category models
  */
 export interface Call<R> {
-  readonly run: RunKey
   /** The run's execution id, which keys its calls' `Tool.IdempotencyKey`. */
   readonly executionId: string
   readonly step: number
@@ -182,7 +209,7 @@ export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => 
   const execute = Effect.gen(function*() {
     const spec = toolkit?.byName.get(call.name)
     if (spec !== undefined && !spec.idempotent) {
-      const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
+      const first = yield* Effect.result(journal.claim(name))
       if (first._tag === "Failure") {
         return ToolRecord.fromResult(
           Toolkit.mistake(
@@ -301,9 +328,21 @@ export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Ou
     }
 
 /**
+ * The name of the step that holds the decision a fork made for turn `step`
+ * (see `DurableHistory.fork`): the run goes on from the history it was
+ * edited to.
+ *
+ * @since 0.3.0
+ * @category names
+ */
+export const editedName = (step: number): string => `edited/${step}`
+
+/**
  * The decision after turn `accounted.steps` and its tools, from
  * `machine.decide`, recorded with `codec` (see {@link decisionRecord}) with
- * the journal's next commit.
+ * the journal's next commit. A fork that edited the history after this turn
+ * recorded its decision instead (see {@link editedName}): that one holds,
+ * and nothing decides.
  *
  * @since 0.1.0
  * @category transitions
@@ -315,8 +354,12 @@ export const decide = <O, R, RU>(
   accounted: AgentMachine.State,
   outcome: AgentTurn.Outcome
 ) =>
-  journal.step(
-    `decide/${accounted.steps}`,
-    codec,
-    Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
+  Effect.flatMap(
+    journal.recorded(editedName(accounted.steps), codec),
+    (edited) =>
+      edited !== undefined ? Effect.succeed(edited) : journal.step(
+        `decide/${accounted.steps}`,
+        codec,
+        Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
+      )
   )
