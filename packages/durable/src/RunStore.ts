@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
@@ -279,8 +280,13 @@ const Entries = Schema.Array(Entry)
 const Loaded = Schema.Array(
   Schema.Struct({ kind: Schema.Literals(["step", "log", "seq"]), name: Schema.String, body: Schema.String })
 )
-/** A BIGINT column: a number, or its text (PostgreSQL's clients may send 64-bit integers as text). */
-const Integer = Schema.Union([Schema.Int, Schema.NumberFromString.check(Schema.isInt())])
+/** A BIGINT column: a number (SQLite), or a `bigint` (PostgreSQL), read as a safe integer. */
+const Integer = Schema.Union([Schema.Number, Schema.BigInt]).pipe(
+  Schema.decodeTo(
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    SchemaTransformation.transform<number, number | bigint>({ decode: Number, encode: (value) => value })
+  )
+)
 const RecordRows = Schema.Array(Schema.Struct({
   kind: Schema.Literals(["step", "claim", "approval"]),
   name: Schema.String,
