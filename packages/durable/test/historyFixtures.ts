@@ -1,0 +1,86 @@
+/**
+ * What the history and fork tests share: the stores they run on (an embedded
+ * runner over a SQLite file of its own, and a runner over PostgreSQL with
+ * tables of its own, skipped loudly when PostgreSQL is unreachable; each with
+ * the mock model answering `respond` and the test's agents registered), and
+ * what they read of runs and requests.
+ */
+import type { LanguageModel } from "@agentloop/core"
+import { MockLanguageModel } from "@agentloop/testing"
+import { it } from "@effect/vitest"
+import { Effect, Layer, Stream } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import * as Path from "node:path"
+import type { DurableAgent } from "../src/index.ts"
+import { DurableRunner } from "../src/index.ts"
+import { pricing, tempDir } from "./fixtures.ts"
+import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
+
+const postgresReachable = await reachable()
+
+/** What a scenario gets: the runner's services, the mock model and the agents' services. */
+export type Services = DurableRunner.Services | SqlClient | MockLanguageModel.MockLanguageModel
+
+/** A scenario's runner: its agents' layer, the model's answers, and options of the runner. */
+export interface Setup {
+  readonly agents: Layer.Layer<never, never, DurableRunner.Services | LanguageModel.LanguageModel>
+  readonly respond: MockLanguageModel.Respond
+  readonly retention?: DurableRunner.Options["retention"]
+}
+
+/**
+ * Declares `name` as a test on SQLite and one on PostgreSQL, each running `scenario` on a runner of its own (given
+ * the prefix of its tables).
+ */
+export const eachStore = (
+  name: string,
+  setup: Setup,
+  scenario: (prefix: string) => Effect.Effect<void, unknown, Services>,
+  timeout = 30_000
+) => {
+  const model = Layer.mergeAll(MockLanguageModel.layer(setup.respond), pricing)
+  const retention = setup.retention === undefined ? {} : { retention: setup.retention }
+  it.live(`${name} (SQLite)`, () => {
+    const temp = tempDir()
+    const runner = DurableRunner.layerSqlite({
+      filename: Path.join(temp.dir, "runs.db"),
+      synchronous: "NORMAL",
+      ...retention
+    })
+    return scenario("agentloop").pipe(
+      Effect.provide(setup.agents.pipe(Layer.provideMerge(model), Layer.provideMerge(runner))),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  }, timeout)
+  it.live.skipIf(!postgresReachable)(`${name} (PostgreSQL)`, () => {
+    const prefix = uniquePrefix("history")
+    const runner = DurableRunner.layerPg({ name: "history" }, connection, {
+      prefix,
+      sharding: { shardsPerGroup: 16 },
+      ...retention
+    })
+    return scenario(prefix).pipe(
+      Effect.provide(setup.agents.pipe(Layer.provideMerge(model), Layer.provideMerge(runner))),
+      Effect.ensuring(dropTables(prefix))
+    )
+  }, timeout)
+}
+
+/** The text of the last user message or tool output a request ends with. */
+export const lastWords = (request: MockLanguageModel.Request): string => {
+  const last = request.history.at(-1)
+  if (last?.type === "function_call_output") return last.output
+  if (last?.type === "message") return last.content.map((part) => "text" in part ? part.text : "").join("")
+  return ""
+}
+
+/** The tags of the events `agent` logged for `runId`, from its first turn to its end. */
+export const tagsOf = <O>(agent: DurableAgent.DurableAgent<O, never, never>, runId: string) =>
+  Effect.map(Stream.runCollect(agent.events(runId, { fromStep: 1 })), (events) => events.map((event) => event._tag))
+
+/** The requests the mock model answered so far. */
+export const requests = Effect.flatMap(MockLanguageModel.MockLanguageModel, (model) => model.requests)
+
+/** The output of a stopped run, or the tag of how it ended. */
+export const outputOf = (result: { readonly _tag: string; readonly output?: unknown }) =>
+  result._tag === "Stopped" ? result.output : result._tag
