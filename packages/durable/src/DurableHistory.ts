@@ -518,7 +518,37 @@ const approvalTurn = /^approval\/(\d{1,9})\/\d{1,6}$/
  * input the fork runs with (its source's). With `edit`, the history there is
  * edited and the fork goes on between two turns, its next turn asked with
  * the edited history (the turn's decision is not made again). Nothing runs:
- * `DurableAgent`'s `fork` starts the new run.
+ * a durable agent's `fork` calls it with the agent's definition, then starts
+ * the new run.
+ *
+ * @example
+ * ```ts
+ * import { AgentHistory } from "@agentloop/core"
+ * import { DurableAgent, DurableRunner } from "@agentloop/durable"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ * import { mkdtempSync } from "node:fs"
+ * import { tmpdir } from "node:os"
+ * import { join } from "node:path"
+ *
+ * const namer = DurableAgent.make("namer", { instructions: "Name a colour." })
+ *
+ * const program = Effect.gen(function*() {
+ *   yield* namer.run({ runId: "colour", input: "A colour?" })
+ *   console.log((yield* namer.checkpoints("colour")).map((c) => c.kind)) // [ 'turn', 'finished' ]
+ *   // Another answer to the same question: the fork drops the last one, and the model is asked again.
+ *   yield* namer.fork({ runId: "colour-2", from: "colour", at: -1, edit: AgentHistory.dropLastAnswer })
+ *   const again = yield* namer.run({ runId: "colour-2", input: "A colour?" })
+ *   if (again._tag === "Stopped") console.log(again.output) // Green
+ *   console.log((yield* namer.stateAt("colour", -1)).result?._tag) // Stopped
+ * })
+ *
+ * const runner = namer.layer.pipe(
+ *   Layer.provideMerge(DurableRunner.layerSqlite({ filename: join(mkdtempSync(join(tmpdir(), "runs-")), "runs.db") })),
+ *   Layer.provide(MockLanguageModel.layer([MockLanguageModel.textTurn("Blue"), MockLanguageModel.textTurn("Green")]))
+ * )
+ * Effect.runPromise(program.pipe(Effect.provide(runner)))
+ * ```
  *
  * @since 0.3.0
  * @category forking

@@ -80,8 +80,8 @@ export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStore
 
 /**
  * Where a record stands in its run's course, and when it was written: `seq`
- * grows with each write of the run (records written together share none, but
- * a fork's own records share its mark), `at` is epoch milliseconds.
+ * grows with each record the run writes (a fork's own records share the
+ * place of its checkpoint), `at` is epoch milliseconds.
  *
  * @since 0.3.0
  * @category models
