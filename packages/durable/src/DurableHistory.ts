@@ -61,7 +61,7 @@ import * as Struct from "effect/Struct"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunSteps from "./RunSteps.ts"
 import { RunStore, RunStoreError } from "./RunStore.ts"
-import type { ClaimRecord, RunKey, StepRecord } from "./RunStore.ts"
+import type { ClaimRecord, RunKey, Stamp, StepRecord } from "./RunStore.ts"
 
 /**
  * What reading a durable agent's runs needs of its definition: its name,
@@ -284,6 +284,20 @@ const outcomeOf = (answered: AgentTurn.Answered): AgentTurn.Outcome => {
   }
 }
 
+/**
+ * The decision a fork with an edit records for the turn it forked (see
+ * `RunSteps.editedName`): the run goes on between two turns, from the state
+ * there with the history `after`. Between two turns already, the decision
+ * that led there told what it told; anywhere else, nothing was decided.
+ */
+const editedDecision = <O>(folded: Folded<O>, after: ReadonlyArray<Item.Item>): RunSteps.DecisionRecord<O> => ({
+  _tag: "Continue",
+  state: Struct.omit(folded.state, ["history"]),
+  appended: [],
+  history: after,
+  events: folded.answered === undefined && folded.finished === undefined ? folded.decision?.events ?? [] : []
+})
+
 /** A folding run, one record at a time. */
 interface Folder<O> {
   readonly folded: () => Folded<O>
@@ -317,13 +331,13 @@ const folder = <O, R, E, RU>(
     folded.answered !== undefined && record.step === folded.state.steps
       ? Effect.succeed(folded.answered)
       : Effect.fail(corrupt(record, `turn ${record.step} is not the turn the run was in`))
-  /** A decision (or a fork's edited one) for the turn of `record`. */
-  const decided = (record: Placed, decision: RunSteps.DecisionRecord<O>) =>
+  /** A decision for turn `step` (that of `record`, or a fork's edited one). */
+  const decided = (record: Placed, step: number, decision: RunSteps.DecisionRecord<O>) =>
     Effect.gen(function*() {
       const answered = answeredAt(folded)
       const outcome = answered !== undefined ? outcomeOf(answered) : folded.outcome
-      if (outcome === undefined || record.step !== folded.state.steps) {
-        return yield* corrupt(record, `turn ${record.step} was not answered`)
+      if (outcome === undefined || step !== folded.state.steps) {
+        return yield* corrupt(record, `turn ${step} was not answered`)
       }
       const next = RunSteps.transition(decision, outcome)
       folded = {
@@ -369,10 +383,16 @@ const folder = <O, R, E, RU>(
           return [result.output]
         }
         case "decide":
+          return yield* decided(record, record.step, yield* decode(record, agent.decisions))
+        case "fork": {
+          // The fork's edit, as the decision it recorded for its execution (`edited`) holds it.
+          const { edit } = yield* decode(record, forkCodec)
+          if (edit === undefined) return []
+          const step = folded.state.steps
+          yield* decided(record, step, editedDecision(folded, AgentCheckpoint.apply(historyAt(folded), edit)))
+          return edit.append
+        }
         case "edited":
-          return yield* decided(record, yield* decode(record, agent.decisions))
-        case "fork":
-          return (yield* decode(record, forkCodec)).edit?.append ?? []
         case "input":
         case "other":
           return []
@@ -507,6 +527,96 @@ export const stateAt = <O, R, E, RU>(
     return stateOf(...last!)
   })
 
+/**
+ * The fork's own records, written at the place of its checkpoint (`stamp`):
+ * the outcome of each call that had started and not ended there (unknown:
+ * the fork does not run it), with `edit` the decision for the turn forked
+ * (the edited history), and its checkpoint.
+ */
+const ownRecords = <O, R, E, RU>(
+  agent: Agent<O, R, E, RU>,
+  folded: Folded<O>,
+  fork: {
+    readonly from: string
+    readonly index: number
+    readonly edit: AgentHistory.Edit | undefined
+    readonly stamp: Stamp
+  }
+): Effect.Effect<ReadonlyArray<StepRecord>> =>
+  Effect.gen(function*() {
+    const own: Array<StepRecord> = []
+    const write = <A>(name: string, codec: RunJournal.Codec<A>, value: A) =>
+      Effect.map(Effect.orDie(codec.encode(value)), (body) => own.push({ name, body, stamp: fork.stamp }))
+    const step = folded.state.steps
+    const answered = folded.finished === undefined ? folded.answered : undefined
+    if (answered !== undefined) {
+      const calls = Turn.functionCalls(answered.completed.turn)
+      for (const index of folded.started) {
+        const call = calls[index]
+        if (call === undefined || answered.done.has(index)) continue
+        yield* write(`tool/${step}/${index}`, toolCodec, ToolRecord.fromResult(Toolkit.outcomeUnknown(call)))
+      }
+    }
+    let change: AgentCheckpoint.HistoryChange | undefined
+    if (fork.edit !== undefined) {
+      const before = historyAt(folded)
+      const after = fork.edit(before)
+      change = AgentCheckpoint.change(before, after)
+      yield* write(RunSteps.editedName(step), agent.decisions, editedDecision(folded, after))
+    }
+    yield* write(`fork/${fork.stamp.seq}`, forkCodec, {
+      from: fork.from,
+      index: fork.index,
+      ...(change === undefined ? {} : { edit: change })
+    })
+    return own
+  })
+
+/**
+ * The source's steps and started calls the fork copies: those of `prefix`,
+ * with the input (recorded later by a run that began before runs recorded
+ * it), but neither the source's start (the fork's clock starts when it
+ * first executes) nor the records the fork writes its own of (`replaced`).
+ */
+const copied = (
+  prefix: ReadonlyArray<Placed>,
+  input: Placed,
+  replaced: ReadonlySet<string>
+): { readonly steps: ReadonlyArray<StepRecord>; readonly claims: ReadonlyArray<ClaimRecord> } => {
+  const records = prefix.includes(input) ? prefix : [...prefix, input]
+  return {
+    steps: records.flatMap((record) =>
+      record.kind === "started" || record.kind === "other" || replaced.has(record.name)
+        ? []
+        : [{ name: record.name, body: record.body, stamp: record.stamp }]
+    ),
+    claims: prefix.flatMap((record) => record.kind === "started" ? [{ call: record.name, stamp: record.stamp }] : [])
+  }
+}
+
+/**
+ * The source's decided approvals of the turns `prefix` goes past the
+ * decisions of, each with a new secret. A turn's decisions are all recorded
+ * before any of its calls starts: past them once a call of the turn started
+ * or ended, or the turn was decided. The others are issued anew by the fork.
+ */
+const decidedApprovals = (course: Course, prefix: ReadonlyArray<Placed>) => {
+  const decidedTurns = new Set(
+    prefix.flatMap((record) =>
+      record.kind === "started" || record.kind === "tool" || record.kind === "decide" || record.kind === "edited"
+        ? [record.step]
+        : []
+    )
+  )
+  return Effect.forEach(
+    course.approvals.filter((approval) => {
+      const turn = approvalTurn.exec(approval.wait)
+      return approval.decision !== null && turn !== null && decidedTurns.has(Number(turn[1]))
+    }),
+    (approval) => Effect.map(newSecret, (secret) => ({ ...approval, secret }))
+  )
+}
+
 const newSecret = Effect.sync(() => Base64Url.encode(globalThis.crypto.getRandomValues(new Uint8Array(32))))
 
 const approvalTurn = /^approval\/(\d{1,9})\/\d{1,6}$/
@@ -577,74 +687,21 @@ export const fork = <O, R, E, RU>(
     }
 
     const prefix = opened.course.records.slice(0, end + 1)
-    const mark = Math.max(0, ...prefix.map((record) => record.stamp?.seq ?? 0)) + 1
-    const stamp = { seq: mark, at: yield* Clock.currentTimeMillis }
-    const own: Array<StepRecord> = []
-    const encode = <A>(name: string, codec: RunJournal.Codec<A>, value: A) =>
-      Effect.map(Effect.orDie(codec.encode(value)), (body) => own.push({ name, body, stamp }))
-
-    // The calls that had started and not ended there: not run by the fork, their outcome unknown.
-    const answered = folded.finished === undefined ? folded.answered : undefined
-    if (answered !== undefined) {
-      const calls = Turn.functionCalls(answered.completed.turn)
-      for (const index of folded.started) {
-        const call = calls[index]
-        if (call === undefined || answered.done.has(index)) continue
-        yield* encode(`tool/${step}/${index}`, toolCodec, ToolRecord.fromResult(Toolkit.outcomeUnknown(call)))
-      }
-    }
-    let change: AgentCheckpoint.HistoryChange | undefined
-    if (edit !== undefined) {
-      const before = historyAt(folded)
-      const after = edit(before)
-      change = AgentCheckpoint.change(before, after)
-      // Between two turns, the decision that led there told what it told; anywhere else, nothing was decided.
-      const between = folded.answered === undefined && folded.finished === undefined
-      yield* encode(RunSteps.editedName(step), agent.decisions, {
-        _tag: "Continue",
-        state: Struct.omit(folded.state, ["history"]),
-        appended: [],
-        history: after,
-        events: between ? folded.decision?.events ?? [] : []
-      })
-    }
-    yield* encode(`fork/${mark}`, forkCodec, {
+    const mark = prefix.reduce((last, record) => Math.max(last, record.stamp?.seq ?? 0), 0) + 1
+    const own = yield* ownRecords(agent, folded, {
       from: options.from,
       index: at,
-      ...(change === undefined ? {} : { edit: change })
+      edit,
+      stamp: { seq: mark, at: yield* Clock.currentTimeMillis }
     })
-
-    const replaced = new Set(own.map((record) => record.name))
-    // A run that recorded its input after its first turns (it began before runs recorded it) has it later.
-    const copied = prefix.includes(opened.recordedInput) ? prefix : [...prefix, opened.recordedInput]
-    const steps: Array<StepRecord> = [
-      // Not its source's start (a step of kind "other"): the fork's clock starts when it first executes.
-      ...copied.flatMap((record) =>
-        record.kind === "started" || record.kind === "other" || replaced.has(record.name)
-          ? []
-          : [{ name: record.name, body: record.body, stamp: record.stamp }]
-      ),
-      ...own
-    ]
-    const claims: Array<ClaimRecord> = prefix.flatMap((record) =>
-      record.kind === "started" ? [{ call: record.name, stamp: record.stamp }] : []
-    )
-    // A turn's decisions are all recorded before any of its calls starts: decided where the prefix goes past them.
-    const decidedTurns = new Set(
-      prefix.flatMap((record) =>
-        record.kind === "started" || record.kind === "tool" || record.kind === "decide" || record.kind === "edited"
-          ? [record.step]
-          : []
-      )
-    )
-    const approvals = yield* Effect.forEach(
-      opened.course.approvals.filter((approval) => {
-        const turn = approvalTurn.exec(approval.wait)
-        return approval.decision !== null && turn !== null && decidedTurns.has(Number(turn[1]))
-      }),
-      (approval) => Effect.map(newSecret, (secret) => ({ ...approval, secret }))
-    )
-    const created = yield* (yield* RunStore).create({ agent: agent.name, runId: to }, { steps, claims, approvals })
+    const records = {
+      ...copied(prefix, opened.recordedInput, new Set(own.map((record) => record.name))),
+      approvals: yield* decidedApprovals(opened.course, prefix)
+    }
+    const created = yield* (yield* RunStore).create({ agent: agent.name, runId: to }, {
+      ...records,
+      steps: [...records.steps, ...own]
+    })
     if (!created) return yield* new RunHistory.RunExists({ id: to })
     return opened.input
   })

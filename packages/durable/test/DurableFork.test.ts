@@ -11,9 +11,10 @@ import { Deferred, Effect, Option, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { DurableAgent, DurableApproval, RunStore } from "../src/index.ts"
 import { answer, call, model, ran, toolkit } from "./fixtures.ts"
-import { eachStore, lastWords, outputOf, requests, tagsOf } from "./historyFixtures.ts"
+import { eachStore, lastWords, outputOf, requests, tagsOf, textOf } from "./historyFixtures.ts"
 
 const forker = DurableAgent.make("forker", { model, toolkit })
+
 const question = "What is 2 + 3?"
 
 /** Adds, then answers; asked again with the same history (a fork without the answer), answers otherwise. */
@@ -59,6 +60,19 @@ describe("forks of a finished durable run", () => {
           "Finished"
         ])
 
+        // A fork of the fork, from its own checkpoint, edited again: both edits hold.
+        yield* forker.fork({
+          runId: "f1-edit-2",
+          from: "f1-edit",
+          at: 2,
+          edit: AgentHistory.addMessage("And times 2?")
+        })
+        const twice = yield* forker.stateAt("f1-edit-2", 3)
+        expect(twice.checkpoint.kind).toBe("fork")
+        expect(twice.history.map(textOf)).toStrictEqual([question, "", "7", "And times 2?"])
+        expect((yield* forker.stateAt("f1-edit-2", 2)).history.map(textOf)).toStrictEqual([question, "", "7"])
+        expect(outputOf(yield* forker.run({ runId: "f1-edit-2", input: question }))).toBe("10")
+
         // From the end without the last answer: the model is asked again, with the history it had.
         yield* forker.fork({ runId: "f1-again", from: "f1", at: -1, edit: AgentHistory.dropLastAnswer })
         expect(outputOf(yield* forker.run({ runId: "f1-again", input: question }))).toBe("Five")
@@ -91,7 +105,7 @@ describe("forks of a finished durable run", () => {
         expect(seqOf("turn/1")).toBeLessThan(seqOf(mark))
 
         // Each fork asked the model once at most: 2 turns of the source, then one for each edited fork.
-        expect((yield* requests).length).toBe(5)
+        expect((yield* requests).length).toBe(6)
         // The source is as it was.
         expect(yield* forker.checkpoints("f1")).toStrictEqual(source)
         expect(outputOf((yield* forker.stateAt("f1", -1)).result ?? { _tag: "none" })).toBe("It is 5")

@@ -5,7 +5,7 @@
  * the mock model answering `respond` and the test's agents registered), and
  * what they read of runs and requests.
  */
-import type { LanguageModel } from "@agentloop/core"
+import type { Item, LanguageModel } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
@@ -66,13 +66,15 @@ export const eachStore = (
   }, timeout)
 }
 
-/** The text of the last user message or tool output a request ends with. */
-export const lastWords = (request: MockLanguageModel.Request): string => {
-  const last = request.history.at(-1)
-  if (last?.type === "function_call_output") return last.output
-  if (last?.type === "message") return last.content.map((part) => "text" in part ? part.text : "").join("")
+/** A message's text or a call's output; nothing for anything else. */
+export const textOf = (item: Item.Item | undefined): string => {
+  if (item?.type === "function_call_output") return item.output
+  if (item?.type === "message") return item.content.map((part) => "text" in part ? part.text : "").join("")
   return ""
 }
+
+/** The text of the last message or tool output a request ends with. */
+export const lastWords = (request: MockLanguageModel.Request): string => textOf(request.history.at(-1))
 
 /** The tags of the events `agent` logged for `runId`, from its first turn to its end. */
 export const tagsOf = <O>(agent: DurableAgent.DurableAgent<O, never, never>, runId: string) =>
