@@ -6,10 +6,12 @@
  */
 import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
-import { describe, expect } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { DurableAgent, RunStore } from "../src/index.ts"
-import { answer, call, model, pricing, toolkit } from "./fixtures.ts"
+import { SqlClient } from "effect/sql/SqlClient"
+import * as Path from "node:path"
+import { DurableAgent, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { answer, call, model, pricing, tempDir, toolkit } from "./fixtures.ts"
 import { eachStore, lastWords, outputOf } from "./historyFixtures.ts"
 
 const historian = DurableAgent.make("historian", { model, toolkit })
@@ -188,4 +190,35 @@ describe("bad input to a durable run's history", () => {
         expect(yield* strict.checkpoints("b2")).toHaveLength(6)
       })
   )
+})
+
+describe("a run store made before steps were stamped", () => {
+  it.live("gains the columns; its rows are kept, unstamped, and the next ones are stamped after them", () => {
+    const temp = tempDir()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient
+      yield* sql`CREATE TABLE old_agent_steps (
+        agent TEXT NOT NULL, run_id TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (agent, run_id, name))`
+      yield* sql`CREATE TABLE old_agent_calls (
+        agent TEXT NOT NULL, run_id TEXT NOT NULL, call TEXT NOT NULL, PRIMARY KEY (agent, run_id, call))`
+      yield* sql`INSERT INTO old_agent_steps (agent, run_id, name, body) VALUES ('a', 'r', 'turn/1', '{}')`
+      yield* sql`INSERT INTO old_agent_calls (agent, run_id, call) VALUES ('a', 'r', 'tool/1/0')`
+      const store = yield* RunStore.make("old")
+      const run = { agent: "a", runId: "r" }
+      expect(yield* store.records(run)).toStrictEqual({
+        steps: [{ name: "turn/1", body: "{}", stamp: undefined }],
+        claims: [{ call: "tool/1/0", stamp: undefined }],
+        approvals: []
+      })
+      expect((yield* store.load(run)).lastSeq).toBe(0)
+      yield* store.commit(run, { steps: [{ name: "tool/1/0", body: "{}", stamp: { seq: 1, at: 5 } }], entries: [] })
+      expect(yield* store.claim(run, "tool/1/1", { seq: 2, at: 6 })).toBe(true)
+      expect((yield* store.load(run)).lastSeq).toBe(2)
+      expect((yield* store.records(run)).claims).toContainEqual({ call: "tool/1/1", stamp: { seq: 2, at: 6 } })
+    }).pipe(
+      Effect.provide(NodeSqliteClient.layer({ filename: Path.join(temp.dir, "old.db") })),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  })
 })
