@@ -55,13 +55,14 @@ import * as ToolRecord from "@agentloop/core/ToolRecord"
 import * as Turn from "@agentloop/core/Turn"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Base64Url from "effect/encoding/Base64Url"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
+import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunSteps from "./RunSteps.ts"
 import { RunStore, RunStoreError } from "./RunStore.ts"
 import type { ClaimRecord, RunKey, Stamp, StepRecord } from "./RunStore.ts"
+import * as StepName from "./StepName.ts"
 
 /**
  * What reading a durable agent's runs needs of its definition: its name,
@@ -89,9 +90,8 @@ export class InputNotRecorded extends Schema.TaggedError<InputNotRecorded>()("In
   runId: Schema.String
 }) {
   override get message() {
-    return `run ${
-      JSON.stringify(this.runId)
-    } did not record its input (it was recorded before 0.3.0): its history cannot be rebuilt`
+    const run = JSON.stringify(this.runId)
+    return `run ${run} did not record its input (it was recorded before 0.3.0): its history cannot be rebuilt`
   }
 }
 
@@ -143,7 +143,7 @@ export interface ForkOptions {
 }
 
 /** What a record of the run is, from its name. */
-type Kind = "turn" | "started" | "tool" | "decide" | "edited" | "fork" | "input" | "other"
+type Kind = "start" | "input" | "turn" | "started" | "tool" | "decide" | "edited" | "fork" | "other"
 
 /** A record of the run, with its place in the run's course. */
 interface Placed {
@@ -155,34 +155,23 @@ interface Placed {
   readonly stamp: StepRecord["stamp"]
 }
 
-const named: ReadonlyArray<readonly [RegExp, Kind]> = [
-  [/^turn\/(\d{1,9})$/, "turn"],
-  [/^tool\/(\d{1,9})\/(\d{1,6})$/, "tool"],
-  [/^decide\/(\d{1,9})$/, "decide"],
-  [/^edited\/(\d{1,9})$/, "edited"],
-  [/^fork\/\d{1,15}$/, "fork"]
-]
+/** A fork's checkpoint: `fork/<its place>`. */
+const forkName = /^fork\/\d{1,15}$/
 
 const place = (name: string, body: string, stamp: StepRecord["stamp"], claim: boolean): Placed => {
-  if (name === RunSteps.inputName) return { kind: "input", name, step: 0, index: 0, body, stamp }
-  for (const [pattern, kind] of named) {
-    const match = pattern.exec(name)
-    if (match === null) continue
-    return {
-      kind: claim ? "started" : kind,
-      name,
-      // A fork's checkpoint comes after its own records, which share its place.
-      step: kind === "fork" ? Number.MAX_SAFE_INTEGER : Number(match[1]),
-      index: Number(match[2] ?? 0),
-      body,
-      stamp
-    }
+  const parsed = StepName.parse(name)
+  if (parsed !== undefined) {
+    const kind = claim ? "started" : parsed.kind
+    return { kind, name, step: parsed.step, index: parsed.index, body, stamp }
   }
+  // A fork's checkpoint comes after its own records, which share its place.
+  if (forkName.test(name)) return { kind: "fork", name, step: Number.MAX_SAFE_INTEGER, index: 0, body, stamp }
   return { kind: "other", name, step: 0, index: 0, body, stamp }
 }
 
 /** Within a place of the run's course: a turn, then its calls' starts and ends, then its decision, then a fork. */
 const phase: Record<Kind, number> = {
+  start: 0,
   input: 0,
   other: 0,
   turn: 1,
@@ -286,7 +275,7 @@ const outcomeOf = (answered: AgentTurn.Answered): AgentTurn.Outcome => {
 
 /**
  * The decision a fork with an edit records for the turn it forked (see
- * `RunSteps.editedName`): the run goes on between two turns, from the state
+ * `StepName.edited`): the run goes on between two turns, from the state
  * there with the history `after`. Between two turns already, the decision
  * that led there told what it told; anywhere else, nothing was decided.
  */
@@ -393,6 +382,7 @@ const folder = <O, R, E, RU>(
           return edit.append
         }
         case "edited":
+        case "start":
         case "input":
         case "other":
           return []
@@ -554,7 +544,7 @@ const ownRecords = <O, R, E, RU>(
       for (const index of folded.started) {
         const call = calls[index]
         if (call === undefined || answered.done.has(index)) continue
-        yield* write(`tool/${step}/${index}`, toolCodec, ToolRecord.fromResult(Toolkit.outcomeUnknown(call)))
+        yield* write(StepName.tool(step, index), toolCodec, ToolRecord.fromResult(Toolkit.outcomeUnknown(call)))
       }
     }
     let change: AgentCheckpoint.HistoryChange | undefined
@@ -562,7 +552,7 @@ const ownRecords = <O, R, E, RU>(
       const before = historyAt(folded)
       const after = fork.edit(before)
       change = AgentCheckpoint.change(before, after)
-      yield* write(RunSteps.editedName(step), agent.decisions, editedDecision(folded, after))
+      yield* write(StepName.edited(step), agent.decisions, editedDecision(folded, after))
     }
     yield* write(`fork/${fork.stamp.seq}`, forkCodec, {
       from: fork.from,
@@ -577,6 +567,7 @@ const ownRecords = <O, R, E, RU>(
  * with the input (recorded later by a run that began before runs recorded
  * it), but neither the source's start (the fork's clock starts when it
  * first executes) nor the records the fork writes its own of (`replaced`).
+ * Records of names this version does not know are copied as they are.
  */
 const copied = (
   prefix: ReadonlyArray<Placed>,
@@ -586,7 +577,7 @@ const copied = (
   const records = prefix.includes(input) ? prefix : [...prefix, input]
   return {
     steps: records.flatMap((record) =>
-      record.kind === "started" || record.kind === "other" || replaced.has(record.name)
+      record.kind === "started" || record.kind === "start" || replaced.has(record.name)
         ? []
         : [{ name: record.name, body: record.body, stamp: record.stamp }]
     ),
@@ -610,16 +601,12 @@ const decidedApprovals = (course: Course, prefix: ReadonlyArray<Placed>) => {
   )
   return Effect.forEach(
     course.approvals.filter((approval) => {
-      const turn = approvalTurn.exec(approval.wait)
-      return approval.decision !== null && turn !== null && decidedTurns.has(Number(turn[1]))
+      const call = DurableApproval.parseWait(approval.wait)
+      return approval.decision !== null && call !== undefined && decidedTurns.has(call.step)
     }),
-    (approval) => Effect.map(newSecret, (secret) => ({ ...approval, secret }))
+    (approval) => Effect.map(DurableApproval.newSecret, (secret) => ({ ...approval, secret }))
   )
 }
-
-const newSecret = Effect.sync(() => Base64Url.encode(globalThis.crypto.getRandomValues(new Uint8Array(32))))
-
-const approvalTurn = /^approval\/(\d{1,9})\/\d{1,6}$/
 
 /**
  * Copies run `options.from` of `agent` up to checkpoint `options.at` into the

@@ -33,6 +33,7 @@ import * as Struct from "effect/Struct"
 import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
+import * as StepName from "./StepName.ts"
 
 const startCodec = RunJournal.codec(Schema.Number)
 
@@ -43,7 +44,7 @@ const startCodec = RunJournal.codec(Schema.Number)
  * @category constructors
  */
 export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> =>
-  journal.step("start", startCodec, Clock.currentTimeMillis)
+  journal.step(StepName.start, startCodec, Clock.currentTimeMillis)
 
 /**
  * A run's task: a text, or a history of items.
@@ -53,14 +54,6 @@ export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> 
  */
 export const Input = Schema.Union([Schema.String, Item.History])
 export type Input = typeof Input.Type
-
-/**
- * The name of the step that holds a run's input.
- *
- * @since 0.3.0
- * @category names
- */
-export const inputName = "input"
 
 const inputCodec = RunJournal.codec(Input)
 
@@ -73,7 +66,7 @@ const inputCodec = RunJournal.codec(Input)
  * @category constructors
  */
 export const input = <O>(journal: RunJournal.Journal<O>, given: Input): Effect.Effect<Input> =>
-  journal.step(inputName, inputCodec, Effect.succeed(given))
+  journal.step(StepName.input, inputCodec, Effect.succeed(given))
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
@@ -122,7 +115,7 @@ export const turn = <O, R, RU>(
 ) => {
   const step = state.steps + 1
   return journal.step(
-    `turn/${step}`,
+    StepName.turn(step),
     turnCodec,
     Effect.gen(function*() {
       const notes: Array<typeof Note.Type> = []
@@ -205,7 +198,7 @@ const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
  */
 export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => {
   const { call, toolkit } = options
-  const name = `tool/${options.step}/${options.index}`
+  const name = StepName.tool(options.step, options.index)
   const execute = Effect.gen(function*() {
     const spec = toolkit?.byName.get(call.name)
     if (spec !== undefined && !spec.idempotent) {
@@ -328,20 +321,10 @@ export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Ou
     }
 
 /**
- * The name of the step that holds the decision a fork made for turn `step`
- * (see `DurableHistory.fork`): the run goes on from the history it was
- * edited to.
- *
- * @since 0.3.0
- * @category names
- */
-export const editedName = (step: number): string => `edited/${step}`
-
-/**
  * The decision after turn `accounted.steps` and its tools, from
  * `machine.decide`, recorded with `codec` (see {@link decisionRecord}) with
  * the journal's next commit. A fork that edited the history after this turn
- * recorded its decision instead (see {@link editedName}): that one holds,
+ * recorded its decision instead (`StepName.edited`): that one holds,
  * and nothing decides.
  *
  * @since 0.1.0
@@ -355,10 +338,10 @@ export const decide = <O, R, RU>(
   outcome: AgentTurn.Outcome
 ) =>
   Effect.flatMap(
-    journal.recorded(editedName(accounted.steps), codec),
+    journal.recorded(StepName.edited(accounted.steps), codec),
     (edited) =>
       edited !== undefined ? Effect.succeed(edited) : journal.step(
-        `decide/${accounted.steps}`,
+        StepName.decide(accounted.steps),
         codec,
         Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
       )
