@@ -28,11 +28,11 @@ const noteAndAdd: MockLanguageModel.Respond = (request) => {
 const timeless = (checkpoints: ReadonlyArray<AgentHistory.Checkpoint>) =>
   checkpoints.map(({ time: _, ...checkpoint }) => checkpoint)
 
-describe("a durable run's checkpoints", () => {
-  eachStore(
-    "are the Checkpointer's, in the order written, and the run is read at any of them",
-    { agents: historian.layer, respond: noteAndAdd },
-    () =>
+describe.concurrent("a durable run's checkpoints", () => {
+  eachStore("are the Checkpointer's, in the order written, and the run is read at any of them", () => ({
+    agents: historian.layer,
+    respond: noteAndAdd,
+    run: () =>
       Effect.gen(function*() {
         const result = yield* historian.run({ runId: "h1", input: "Note and add" })
         expect(result._tag === "Stopped" && result.output).toBe("5 it is")
@@ -84,7 +84,7 @@ describe("a durable run's checkpoints", () => {
         expect(last.result?._tag === "Stopped" && last.result.output).toBe("5 it is")
         expect(last.turns).toBe(3)
       })
-  )
+  }))
 })
 
 const strict = DurableAgent.make("strict", { model, toolkit })
@@ -95,11 +95,11 @@ const noting: MockLanguageModel.Respond = (request) =>
 /** Forks that must fail, with what they fail with. */
 const refusedFork = (options: Parameters<typeof strict.fork>[0]) => Effect.flip(strict.fork(options))
 
-describe("bad input to a durable run's history", () => {
-  eachStore(
-    "is refused with typed errors, and a run's records written before they were stamped still read",
-    { agents: strict.layer, respond: noting },
-    () =>
+describe.concurrent("bad input to a durable run's history", () => {
+  eachStore("is refused with typed errors, and a run's records written before they were stamped still read", () => ({
+    agents: strict.layer,
+    respond: noting,
+    run: () =>
       Effect.gen(function*() {
         expect(outputOf(yield* strict.run({ runId: "b1", input: "Note" }))).toBe("noted")
         const listed = yield* strict.checkpoints("b1")
@@ -189,10 +189,10 @@ describe("bad input to a durable run's history", () => {
         })
         expect(yield* strict.checkpoints("b2")).toHaveLength(6)
       })
-  )
+  }))
 })
 
-describe("a run store made before steps were stamped", () => {
+describe.concurrent("a run store made before steps were stamped", () => {
   it.live("gains the columns; its rows are kept, unstamped, and the next ones are stamped after them", () => {
     const temp = tempDir()
     return Effect.gen(function*() {

@@ -21,48 +21,48 @@ const postgresReachable = await reachable()
 /** What a scenario gets: the runner's services, the mock model and the agents' services. */
 export type Services = DurableRunner.Services | SqlClient | MockLanguageModel.MockLanguageModel
 
-/** A scenario's runner: its agents' layer, the model's answers, and options of the runner. */
-export interface Setup {
+/** A scenario: its agents' layer, the model's answers, options of the runner, and what it does (given its tables' prefix). */
+export interface Scenario {
   readonly agents: Layer.Layer<never, never, DurableRunner.Services | LanguageModel.LanguageModel>
   readonly respond: MockLanguageModel.Respond
   readonly retention?: DurableRunner.Options["retention"]
+  readonly run: (prefix: string) => Effect.Effect<void, unknown, Services>
 }
 
+let prefixes = 0
+
 /**
- * Declares `name` as a test on SQLite and one on PostgreSQL, each running `scenario` on a runner of its own (given
- * the prefix of its tables).
+ * Declares `name` as a test on SQLite and one on PostgreSQL, each running a scenario of its own (`make` is called
+ * for each: tools that count give each test their own counts) on a runner of its own, at once with the other tests.
  */
-export const eachStore = (
-  name: string,
-  setup: Setup,
-  scenario: (prefix: string) => Effect.Effect<void, unknown, Services>,
-  timeout = 30_000
-) => {
-  const model = Layer.mergeAll(MockLanguageModel.layer(setup.respond), pricing)
-  const retention = setup.retention === undefined ? {} : { retention: setup.retention }
+export const eachStore = (name: string, make: () => Scenario, timeout = 30_000) => {
+  const provide = (scenario: Scenario, runner: Layer.Layer<DurableRunner.Services | SqlClient, unknown>) =>
+    Effect.provide(
+      scenario.agents.pipe(
+        Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer(scenario.respond), pricing)),
+        Layer.provideMerge(runner)
+      )
+    )
+  const retention = (scenario: Scenario) => scenario.retention === undefined ? {} : { retention: scenario.retention }
   it.live(`${name} (SQLite)`, () => {
+    const scenario = make()
     const temp = tempDir()
     const runner = DurableRunner.layerSqlite({
       filename: Path.join(temp.dir, "runs.db"),
       synchronous: "NORMAL",
-      ...retention
+      ...retention(scenario)
     })
-    return scenario("agentloop").pipe(
-      Effect.provide(setup.agents.pipe(Layer.provideMerge(model), Layer.provideMerge(runner))),
-      Effect.ensuring(Effect.sync(temp.remove))
-    )
+    return scenario.run("agentloop").pipe(provide(scenario, runner), Effect.ensuring(Effect.sync(temp.remove)))
   }, timeout)
   it.live.skipIf(!postgresReachable)(`${name} (PostgreSQL)`, () => {
-    const prefix = uniquePrefix("history")
+    const scenario = make()
+    const prefix = uniquePrefix(`history${prefixes++}`)
     const runner = DurableRunner.layerPg({ name: "history" }, connection, {
       prefix,
       sharding: { shardsPerGroup: 16 },
-      ...retention
+      ...retention(scenario)
     })
-    return scenario(prefix).pipe(
-      Effect.provide(setup.agents.pipe(Layer.provideMerge(model), Layer.provideMerge(runner))),
-      Effect.ensuring(dropTables(prefix))
-    )
+    return scenario.run(prefix).pipe(provide(scenario, runner), Effect.ensuring(dropTables(prefix)))
   }, timeout)
 }
 
