@@ -210,11 +210,14 @@ const course = (run: RunKey): Effect.Effect<Course, RunStoreError | RunHistory.U
       ...recorded.claims.map((claim) => place(claim.call, "", claim.stamp, true))
     ].sort(byCourse)
     // A fork's own records (its edited decision, its calls cut off) are folded into its checkpoint.
-    const marks = new Set(records.flatMap((record) => record.kind === "fork" ? [record.stamp?.seq] : []))
+    const marks = new Set(
+      records.flatMap((record) => record.kind === "fork" && record.stamp !== undefined ? [record.stamp.seq] : [])
+    )
+    const ownOfFork = (record: Placed) => record.stamp !== undefined && marks.has(record.stamp.seq)
     const checkpoints = records.flatMap((record, position) =>
       record.kind === "fork" ||
         ((record.kind === "turn" || record.kind === "started" || record.kind === "tool" || record.kind === "decide") &&
-          !marks.has(record.stamp?.seq))
+          !ownOfFork(record))
         ? [position]
         : []
     )
