@@ -14,7 +14,7 @@ const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   steps: ["./steps.ts"],
   checkpoint: ["./checkpoint.ts"],
   retention: ["./retention.ts"],
-  history: ["./history.ts"],
+  history: ["./history.ts", "./durableHistory.ts"],
   durable: ["./durable.ts"],
   providers: ["./gemini.ts", "./responses.ts", "./anthropic.ts", "./chatCompletions.ts"],
   mcp: ["./mcp.ts"],

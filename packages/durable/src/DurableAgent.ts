@@ -11,17 +11,21 @@
  * `RunParking`). A call of a tool that `needsApproval` waits on a durable
  * decision (`approve`), which may come hours later, from another process.
  * Every run logs its events (see `DurableEvent`), which `events` streams to a
- * UI, again from any turn on.
+ * UI, again from any turn on. A run's recorded steps are its history: its
+ * checkpoints are listed (`checkpoints`), read (`stateAt`) and forked into new
+ * runs (`fork`; see `DurableHistory`).
  *
  * @since 0.1.0
  */
 import * as AgentEvent from "@agentloop/core/agent/AgentEvent"
+import type * as AgentHistory from "@agentloop/core/agent/AgentHistory"
 import type * as AgentLoop from "@agentloop/core/agent/AgentLoop"
 import * as AgentMachine from "@agentloop/core/agent/AgentMachine"
 import type * as AgentTurn from "@agentloop/core/agent/AgentTurn"
 import type * as Approval from "@agentloop/core/Approval"
 import * as Item from "@agentloop/core/Item"
 import type * as LanguageModel from "@agentloop/core/LanguageModel"
+import type * as RunHistory from "@agentloop/core/RunHistory"
 import * as RunId from "@agentloop/core/RunId"
 import * as Termination from "@agentloop/core/Termination"
 import * as Toolkit from "@agentloop/core/Toolkit"
@@ -37,6 +41,7 @@ import * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
+import * as DurableHistory from "./DurableHistory.ts"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
 import * as RunParking from "./RunParking.ts"
@@ -67,7 +72,7 @@ export type Options<O = string, R = never, E = never, RU = never> =
  */
 export const Start = Schema.Struct({
   runId: RunId.RunId,
-  input: Schema.Union([Schema.String, Item.History])
+  input: RunSteps.Input
 })
 export type Start = typeof Start.Type
 
@@ -143,6 +148,46 @@ export interface DurableAgent<O, R, RU> {
     runId: string,
     options?: RunLog.ReadOptions
   ) => Stream.Stream<DurableEvent.DurableEvent<O>, Termination.Error | RunStoreError | RunId.InvalidRunId, RunStore>
+  /**
+   * The checkpoints of `runId`, in the order the run wrote them (see
+   * `DurableHistory.checkpoints`). Any process of the group may call it; a
+   * run in flight is read without being disturbed.
+   *
+   * @since 0.3.0
+   */
+  readonly checkpoints: (
+    runId: string
+  ) => Effect.Effect<ReadonlyArray<AgentHistory.Checkpoint>, DurableHistory.ReadError, RunStore>
+  /**
+   * Run `runId` as it was at checkpoint `index` (`-1` for the last): see
+   * `DurableHistory.stateAt`.
+   *
+   * @since 0.3.0
+   */
+  readonly stateAt: (
+    runId: string,
+    index: number
+  ) => Effect.Effect<
+    AgentHistory.State<O>,
+    DurableHistory.ReadError | RunHistory.CheckpointNotFound,
+    RunStore
+  >
+  /**
+   * Starts run `options.runId` from checkpoint `options.at` of run
+   * `options.from`, optionally with its history edited there
+   * (`AgentHistory.dropLastAnswer`, `replaceToolOutput`, `addMessage`, or
+   * any `AgentHistory.Edit`): the fork is recorded (see
+   * `DurableHistory.fork`), then started as `start` would, with its source's
+   * input; it runs on whichever runner picks it up. Follow it like any run
+   * (`events`, `result`, `run` with the source's input). The source is not
+   * changed. Should the process die between the two, the fork is recorded and
+   * not started: `start` it.
+   *
+   * @since 0.3.0
+   */
+  readonly fork: (
+    options: DurableHistory.ForkOptions
+  ) => Effect.Effect<void, DurableHistory.ForkError, WorkflowEngine | RunStore>
 }
 
 /**
@@ -250,10 +295,9 @@ const build = <O, R, E, RU>(
       const journal = yield* RunJournal.open(run, eventSchema)
       yield* RunParking.enter(run, { maxCrashes, recordedSteps: journal.recordedSteps })
       const startedAt = yield* RunSteps.start(journal)
-      const machine = yield* AgentMachine.make<O, R, E, RU>(
-        { ...options, input: start.input, runId: start.runId },
-        { startedAt }
-      )
+      // A fork's input is its source's, whatever its start says.
+      const input = yield* RunSteps.input(journal, start.input)
+      const machine = yield* AgentMachine.make<O, R, E, RU>({ ...options, input, runId: start.runId }, { startedAt })
 
       /** Issues the wait points of the turn's calls that need a decision, and logs their requests. */
       const requestDecisions = (step: number, calls: ReadonlyArray<Item.FunctionCall>) =>
@@ -294,7 +338,6 @@ const build = <O, R, E, RU>(
             calls,
             (call, index) =>
               RunSteps.tool(journal, {
-                run,
                 executionId,
                 step,
                 index,
@@ -369,6 +412,7 @@ const build = <O, R, E, RU>(
     )
 
   const executionId = (runId: string) => workflow.executionId({ runId, input: "" })
+  const history: DurableHistory.Agent<O, R, E, RU> = { name, options, decisions: decisionCodec }
   const runnable = (start: Start) =>
     RunId.validate(start.runId).pipe(
       Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
@@ -407,6 +451,13 @@ const build = <O, R, E, RU>(
     events: (runId, readOptions) =>
       Stream.unwrap(
         Effect.map(RunId.validate(runId), (runId) => RunLog.read({ agent: name, runId }, eventSchema, readOptions))
-      )
+      ),
+    checkpoints: (runId) => DurableHistory.checkpoints(history, runId),
+    stateAt: (runId, index) => DurableHistory.stateAt(history, runId, index),
+    fork: (forkOptions) =>
+      Effect.flatMap(
+        DurableHistory.fork(history, forkOptions),
+        (input) => workflow.execute({ runId: forkOptions.runId, input }, { discard: true })
+      ).pipe(Effect.asVoid)
   }
 }

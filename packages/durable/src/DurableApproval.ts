@@ -52,6 +52,18 @@ const DecisionJson = Schema.fromJsonString(Decision)
 export const waitName = (step: number, index: number): string => `approval/${step}/${index}`
 
 /**
+ * The turn and position of the call a wait point's name (see
+ * {@link waitName}) is for; `undefined` for any other name.
+ *
+ * @since 0.3.0
+ * @category wait points
+ */
+export const parseWait = (wait: string): { readonly step: number; readonly index: number } | undefined => {
+  const match = /^approval\/(\d{1,9})\/(\d{1,6})$/.exec(wait)
+  return match === null ? undefined : { step: Number(match[1]), index: Number(match[2]) }
+}
+
+/**
  * The wait point of call number `index` of turn `step`.
  *
  * @since 0.1.0
@@ -184,7 +196,15 @@ export interface Issued {
   readonly decision: Decision | undefined
 }
 
-const newSecret = Effect.sync(() => Base64Url.encode(globalThis.crypto.getRandomValues(new Uint8Array(32))))
+/**
+ * A new secret for a wait point: 32 bytes from the platform's CSPRNG, in base64url.
+ *
+ * @since 0.3.0
+ * @category wait points
+ */
+export const newSecret: Effect.Effect<string> = Effect.sync(() =>
+  Base64Url.encode(globalThis.crypto.getRandomValues(new Uint8Array(32)))
+)
 
 const decodeRecorded = (json: string | null): Effect.Effect<Decision | undefined> =>
   json === null ? Effect.undefined : Effect.orDie(Schema.decodeEffect(DecisionJson)(json))

@@ -15,16 +15,24 @@
  * execution that replays logs the same events at the same positions: those
  * the log holds already are not written again.
  *
+ * Writes are made one at a time, each stamped with the next place in the
+ * run's course (`seq`) and the time: a call's start (`claim`) as well as the
+ * steps. So a reader sees the run as it was at some point of its course, and
+ * the run's history (see `DurableHistory`) lists its steps in the order they
+ * were written.
+ *
  * @since 0.2.0
  */
 import type * as Termination from "@agentloop/core/Termination"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
 import type * as DurableEvent from "./DurableEvent.ts"
 import * as RunLog from "./RunLog.ts"
 import { RunStore } from "./RunStore.ts"
-import type { Entry, RunKey, StepRecord } from "./RunStore.ts"
+import type { Entry, RunKey, RunStoreError, StepRecord } from "./RunStore.ts"
 
 /**
  * How the run retries a write of its records: one that keeps failing is a
@@ -66,6 +74,20 @@ export interface Journal<O> {
    * with the next `commit`.
    */
   readonly step: <A, E, R>(name: string, codec: Codec<A>, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * The recorded value of step `name`, `undefined` when it has none; nothing
+   * is run or recorded.
+   *
+   * @since 0.3.0
+   */
+  readonly recorded: <A>(name: string, codec: Codec<A>) => Effect.Effect<A | undefined>
+  /**
+   * Records that the call of step `name` starts, at once: `false` when it was
+   * recorded before (the call started, and may not have ended).
+   *
+   * @since 0.3.0
+   */
+  readonly claim: (name: string) => Effect.Effect<boolean, RunStoreError>
   /** Logs `events` of turn `step`, with the next `commit`. */
   readonly log: (step: number, events: ReadonlyArray<DurableEvent.DurableEvent<O>>) => void
   /** Writes the steps run and the events logged since the last commit, if any: one write. */
@@ -130,12 +152,15 @@ export const open = <O>(
     const recorded = yield* store.load(run).pipe(Effect.retry(retry), Effect.orDie)
     const eventCodec = codec(events)
     let seq = 0
-    let steps: Array<StepRecord> = []
+    let steps: Array<Omit<StepRecord, "stamp">> = []
     let logged: Array<{ readonly seq: number; readonly step: number; readonly event: DurableEvent.DurableEvent<O> }> =
       []
+    // One write at a time, each at the next place of the run's course: what is stored is always a prefix of it.
+    const writer = Semaphore.makeUnsafe(1)
+    let place = recorded.lastSeq
 
     const write = (extra: ReadonlyArray<Entry>) =>
-      Effect.gen(function*() {
+      writer.withPermits(1)(Effect.gen(function*() {
         const records = steps
         const pending = logged
         steps = []
@@ -146,9 +171,13 @@ export const open = <O>(
         }
         entries.push(...extra)
         if (records.length === 0 && entries.length === 0) return
-        const taken = yield* store.commit(run, { steps: records, entries }).pipe(Effect.retry(retry), Effect.orDie)
+        const at = yield* Clock.currentTimeMillis
+        const taken = yield* store.commit(run, {
+          steps: records.map((record) => ({ ...record, stamp: { seq: ++place, at } })),
+          entries
+        }).pipe(Effect.retry(retry), Effect.orDie)
         if (taken.length > 0) return yield* new StepTaken({ runId: run.runId, steps: taken })
-      })
+      }))
 
     return {
       recordedSteps: recorded.steps.size,
@@ -160,6 +189,14 @@ export const open = <O>(
             steps.push({ name, body: json })
           }))
       },
+      recorded: (name, stepCodec) => {
+        const body = recorded.steps.get(name)
+        return body === undefined ? Effect.undefined : Effect.orDie(stepCodec.decode(body))
+      },
+      claim: (name) =>
+        writer.withPermits(1)(
+          Effect.flatMap(Clock.currentTimeMillis, (at) => store.claim(run, name, { seq: ++place, at }))
+        ),
       log: (step, added) => {
         for (const event of added) {
           const position = seq++

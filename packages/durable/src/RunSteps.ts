@@ -33,8 +33,7 @@ import * as Struct from "effect/Struct"
 import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
-import type { RunKey } from "./RunStore.ts"
-import { RunStore } from "./RunStore.ts"
+import * as StepName from "./StepName.ts"
 
 const startCodec = RunJournal.codec(Schema.Number)
 
@@ -45,7 +44,29 @@ const startCodec = RunJournal.codec(Schema.Number)
  * @category constructors
  */
 export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> =>
-  journal.step("start", startCodec, Clock.currentTimeMillis)
+  journal.step(StepName.start, startCodec, Clock.currentTimeMillis)
+
+/**
+ * A run's task: a text, or a history of items.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const Input = Schema.Union([Schema.String, Item.History])
+export type Input = typeof Input.Type
+
+const inputCodec = RunJournal.codec(Input)
+
+/**
+ * The run's input, `given` the first time, recorded once: the run's history
+ * is rebuilt from it (see `DurableHistory`), and a fork goes on with its
+ * source's.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const input = <O>(journal: RunJournal.Journal<O>, given: Input): Effect.Effect<Input> =>
+  journal.step(StepName.input, inputCodec, Effect.succeed(given))
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
@@ -94,7 +115,7 @@ export const turn = <O, R, RU>(
 ) => {
   const step = state.steps + 1
   return journal.step(
-    `turn/${step}`,
+    StepName.turn(step),
     turnCodec,
     Effect.gen(function*() {
       const notes: Array<typeof Note.Type> = []
@@ -133,7 +154,6 @@ export const turn = <O, R, RU>(
  * @category models
  */
 export interface Call<R> {
-  readonly run: RunKey
   /** The run's execution id, which keys its calls' `Tool.IdempotencyKey`. */
   readonly executionId: string
   readonly step: number
@@ -178,11 +198,11 @@ const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
  */
 export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => {
   const { call, toolkit } = options
-  const name = `tool/${options.step}/${options.index}`
+  const name = StepName.tool(options.step, options.index)
   const execute = Effect.gen(function*() {
     const spec = toolkit?.byName.get(call.name)
     if (spec !== undefined && !spec.idempotent) {
-      const first = yield* Effect.result((yield* RunStore).claim(options.run, name))
+      const first = yield* Effect.result(journal.claim(name))
       if (first._tag === "Failure") {
         return ToolRecord.fromResult(
           Toolkit.mistake(
@@ -303,7 +323,9 @@ export const transition = <O>(decision: DecisionRecord<O>, outcome: AgentTurn.Ou
 /**
  * The decision after turn `accounted.steps` and its tools, from
  * `machine.decide`, recorded with `codec` (see {@link decisionRecord}) with
- * the journal's next commit.
+ * the journal's next commit. A fork that edited the history after this turn
+ * recorded its decision instead (`StepName.edited`): that one holds,
+ * and nothing decides.
  *
  * @since 0.1.0
  * @category transitions
@@ -315,8 +337,12 @@ export const decide = <O, R, RU>(
   accounted: AgentMachine.State,
   outcome: AgentTurn.Outcome
 ) =>
-  journal.step(
-    `decide/${accounted.steps}`,
-    codec,
-    Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
+  Effect.flatMap(
+    journal.recorded(StepName.edited(accounted.steps), codec),
+    (edited) =>
+      edited !== undefined ? Effect.succeed(edited) : journal.step(
+        StepName.decide(accounted.steps),
+        codec,
+        Effect.map(machine.decide(accounted, outcome), (transition) => recordDecision(transition, outcome))
+      )
   )

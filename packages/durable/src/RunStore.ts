@@ -15,7 +15,10 @@
  * `<prefix>_agent_calls`, `<prefix>_agent_approvals` and `<prefix>_agent_runs`,
  * created when the layer starts. Steps are keyed by run and name, entries by run and position, and
  * both are written with "insert unless present": the first record of a step
- * holds, and a replaying run writes nothing twice.
+ * holds, and a replaying run writes nothing twice. Steps and started calls
+ * carry their place in the run's course and when they were written, which
+ * make the run's history (see `DurableHistory`); a run's records are read
+ * whole, and copied to a new run, for its forks.
  *
  * @since 0.1.0
  */
@@ -23,10 +26,12 @@ import * as Arr from "effect/Array"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
+import type * as Statement from "effect/sql/Statement"
+import * as RunTables from "./internal/runTables.ts"
 
 /**
  * A run: the durable agent's name and the run's id.
@@ -74,7 +79,21 @@ export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStore
 }) {}
 
 /**
- * A recorded step of a run: its name and its JSON `body`.
+ * Where a record stands in its run's course, and when it was written: `seq`
+ * grows with each record the run writes (a fork's own records share the
+ * place of its checkpoint), `at` is epoch milliseconds.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Stamp {
+  readonly seq: number
+  readonly at: number
+}
+
+/**
+ * A recorded step of a run: its name and its JSON `body`, with its
+ * {@link Stamp} (absent from steps written before 0.3.0).
  *
  * @since 0.2.0
  * @category models
@@ -82,10 +101,13 @@ export class RunStoreError extends Schema.TaggedError<RunStoreError>()("RunStore
 export interface StepRecord {
   readonly name: string
   readonly body: string
+  /** @since 0.3.0 */
+  readonly stamp?: Stamp | undefined
 }
 
 /**
- * What a run recorded so far: its steps by name, and the length of its log.
+ * What a run recorded so far: its steps by name, the length of its log, and
+ * the highest `seq` of its steps and started calls (0 when none has one).
  *
  * @since 0.2.0
  * @category models
@@ -93,6 +115,33 @@ export interface StepRecord {
 export interface Recorded {
   readonly steps: ReadonlyMap<string, string>
   readonly logLength: number
+  /** @since 0.3.0 */
+  readonly lastSeq: number
+}
+
+/**
+ * A call of a tool that is not idempotent that a run started (`call`, the
+ * name of its step), with its {@link Stamp} (absent when written before 0.3.0).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface ClaimRecord {
+  readonly call: string
+  readonly stamp?: Stamp | undefined
+}
+
+/**
+ * Everything a run recorded that its history and its forks read: its steps
+ * and started calls, stamped, and its approvals (secrets and decisions).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RunRecords {
+  readonly steps: ReadonlyArray<StepRecord>
+  readonly claims: ReadonlyArray<ClaimRecord>
+  readonly approvals: ReadonlyArray<IssuedApproval>
 }
 
 /**
@@ -121,8 +170,12 @@ export class RunStore extends Context.Service<RunStore, {
   ) => Effect.Effect<ReadonlyArray<Entry>, RunStoreError>
   /** The last turn `run` logged anything for (its last completed turn, as a turn is logged once completed); 0 when none. */
   readonly lastStep: (run: RunKey) => Effect.Effect<number, RunStoreError>
-  /** Records that `call` of `run` starts; `false` when it was recorded before (it started, and may not have ended). */
-  readonly claim: (run: RunKey, call: string) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Records that `call` of `run` starts (at `stamp`, its place in the run's
+   * course); `false` when it was recorded before (it started, and may not
+   * have ended).
+   */
+  readonly claim: (run: RunKey, call: string, stamp?: Stamp) => Effect.Effect<boolean, RunStoreError>
   /**
    * Stores the wait points `offered` of `run` with their secrets, keeping the
    * secret of one stored before; returns each as stored, with its decision
@@ -166,6 +219,21 @@ export class RunStore extends Context.Service<RunStore, {
    * goes with the run.
    */
   readonly forget: (run: RunKey, before: number) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Every step, started call and approval of `run`, in one read: what its
+   * history is folded from. A run that writes meanwhile is not disturbed.
+   *
+   * @since 0.3.0
+   */
+  readonly records: (run: RunKey) => Effect.Effect<RunRecords, RunStoreError>
+  /**
+   * Writes `records` as the records of the new run `run`, in one transaction:
+   * `false`, with nothing written, when `run` has any record already (a step,
+   * a log entry, or an execution that began).
+   *
+   * @since 0.3.0
+   */
+  readonly create: (run: RunKey, records: RunRecords) => Effect.Effect<boolean, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
 
 /**
@@ -210,8 +278,30 @@ export type IssuedApproval = typeof IssuedApproval.Type
 
 const Entries = Schema.Array(Entry)
 const Loaded = Schema.Array(
-  Schema.Struct({ kind: Schema.Literals(["step", "log"]), name: Schema.String, body: Schema.String })
+  Schema.Struct({ kind: Schema.Literals(["step", "log", "seq"]), name: Schema.String, body: Schema.String })
 )
+/** A BIGINT column: a number (SQLite), or a `bigint` (PostgreSQL), read as a safe integer. */
+const Integer = Schema.Union([Schema.Number, Schema.BigInt]).pipe(
+  Schema.decodeTo(
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+    SchemaTransformation.transform<number, number | bigint>({ decode: Number, encode: (value) => value })
+  )
+)
+const RecordRows = Schema.Array(Schema.Struct({
+  kind: Schema.Literals(["step", "claim", "approval"]),
+  name: Schema.String,
+  body: Schema.NullOr(Schema.String),
+  seq: Schema.NullOr(Integer),
+  recorded_at: Schema.NullOr(Integer),
+  secret: Schema.NullOr(Schema.String)
+}))
+const Found = Schema.Array(Schema.Struct({ found: Schema.Unknown }))
+
+/** Rows written in one statement: a statement of thousands of rows fails on SQLite, and plans slowly on PostgreSQL. */
+const rowsPerStatement = 100
+
+/** A new run's records were refused: the run has records already. */
+const occupied = { _tag: "Occupied" } as const
 const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
 const Approvals = Schema.Array(IssuedApproval)
 const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
@@ -232,75 +322,21 @@ const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const steps = sql(`${prefix}_agent_steps`)
-    const events = sql(`${prefix}_agent_events`)
-    const calls = sql(`${prefix}_agent_calls`)
-    const approvals = sql(`${prefix}_agent_approvals`)
-    const runs = sql(`${prefix}_agent_runs`)
+    const { approvals, calls, events, runs, steps } = yield* RunTables.make(sql, prefix).pipe(
+      Effect.mapError((error) => new RunStoreError({ operation: "migrate", message: error.message }))
+    )
     const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
       new RunStoreError({ operation, message: error.message })
 
-    // Runners starting together may race to create the tables: the loser tries again and finds them.
-    yield* Effect.all([
-      sql`CREATE TABLE IF NOT EXISTS ${steps} (
-        agent TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        name TEXT NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (agent, run_id, name)
-      )`,
-      sql`CREATE TABLE IF NOT EXISTS ${events} (
-        agent TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        step INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        body TEXT NOT NULL,
-        PRIMARY KEY (agent, run_id, seq)
-      )`,
-      sql`CREATE TABLE IF NOT EXISTS ${calls} (
-        agent TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        call TEXT NOT NULL,
-        PRIMARY KEY (agent, run_id, call)
-      )`,
-      sql`CREATE TABLE IF NOT EXISTS ${approvals} (
-        agent TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        wait TEXT NOT NULL,
-        secret TEXT NOT NULL,
-        decision TEXT,
-        PRIMARY KEY (agent, run_id, wait)
-      )`,
-      sql`CREATE TABLE IF NOT EXISTS ${runs} (
-        agent TEXT NOT NULL,
-        run_id TEXT NOT NULL,
-        attempts INTEGER NOT NULL,
-        progress INTEGER NOT NULL,
-        parked TEXT,
-        finished_at BIGINT,
-        execution_id TEXT,
-        PRIMARY KEY (agent, run_id)
-      )`
-    ], { discard: true }).pipe(
-      Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
-      Effect.mapError(fail("migrate"))
-    )
-    // A table of runs made before runs were marked finished gains the columns (another runner may add them first).
-    const marks = sql`SELECT finished_at, execution_id FROM ${runs} WHERE 1 = 0`
-    yield* Effect.catch(marks, () =>
-      Effect.all([
-        Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN finished_at BIGINT`),
-        Effect.ignore(sql`ALTER TABLE ${runs} ADD COLUMN execution_id TEXT`),
-        marks
-      ])).pipe(Effect.mapError(fail("migrate")))
-    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${prefix}_agent_runs_finished_at`)} ON ${runs} (finished_at)`.pipe(
-      Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
-      Effect.mapError(fail("migrate"))
-    )
-
     const stepRows = (run: RunKey, records: ReadonlyArray<StepRecord>) =>
-      records.map((record): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...record }))
+      records.map((record): Record<string, unknown> => ({
+        agent: run.agent,
+        run_id: run.runId,
+        name: record.name,
+        body: record.body,
+        seq: record.stamp?.seq ?? null,
+        recorded_at: record.stamp?.at ?? null
+      }))
     const entryRows = (run: RunKey, entries: ReadonlyArray<Entry>) =>
       entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
 
@@ -345,6 +381,51 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
       })
     }
 
+    /** Inserts `rows` into `table` unless present, 100 rows a statement; the number inserted. */
+    const insertAll = (table: Statement.Identifier, rows: ReadonlyArray<Record<string, unknown>>) =>
+      Effect.reduce(
+        Arr.chunksOf(rows, rowsPerStatement),
+        () => 0,
+        (inserted, chunk) =>
+          Arr.isReadonlyArrayNonEmpty(chunk)
+            ? Effect.map(
+              Effect.flatMap(
+                sql`INSERT INTO ${table} ${sql.insert(chunk)} ON CONFLICT DO NOTHING RETURNING 1 AS found`,
+                Schema.decodeUnknownEffect(Found)
+              ),
+              (found) => inserted + found.length
+            )
+            : Effect.succeed(inserted)
+      )
+
+    /** Writes the records of a new run, failing with `occupied` (which rolls the transaction back) when it has any. */
+    const create = (run: RunKey, records: RunRecords) =>
+      Effect.gen(function*() {
+        const where = sql`agent = ${run.agent} AND run_id = ${run.runId}`
+        const found = yield* Effect.flatMap(
+          sql`SELECT 1 AS found FROM ${steps} WHERE ${where}
+            UNION ALL SELECT 1 AS found FROM ${events} WHERE ${where}
+            UNION ALL SELECT 1 AS found FROM ${runs} WHERE ${where}
+            LIMIT 1`,
+          Schema.decodeUnknownEffect(Found)
+        )
+        if (found.length > 0) return yield* Effect.fail(occupied)
+        const key = { agent: run.agent, run_id: run.runId }
+        // Another fork onto the same id, at once: its rows win, and this one rolls back.
+        const written = yield* insertAll(steps, stepRows(run, records.steps))
+        if (written < records.steps.length) return yield* Effect.fail(occupied)
+        yield* insertAll(
+          calls,
+          records.claims.map((claim) => ({
+            ...key,
+            call: claim.call,
+            seq: claim.stamp?.seq ?? null,
+            recorded_at: claim.stamp?.at ?? null
+          }))
+        )
+        yield* insertAll(approvals, records.approvals.map((approval) => ({ ...key, ...approval })))
+      })
+
     const parkedReason = (run: RunKey) =>
       sql`SELECT parked FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
         Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
@@ -356,16 +437,24 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         sql`SELECT 'step' AS kind, name, body FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
           UNION ALL
           SELECT 'log' AS kind, '' AS name, CAST(COALESCE(MAX(seq) + 1, 0) AS TEXT) AS body FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}
+          UNION ALL
+          SELECT 'seq' AS kind, '' AS name, CAST(COALESCE(MAX(seq), 0) AS TEXT) AS body FROM (
+            SELECT seq FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
+            UNION ALL
+            SELECT seq FROM ${calls} WHERE agent = ${run.agent} AND run_id = ${run.runId}
+          ) AS stamped`.pipe(
           Effect.flatMap(Schema.decodeUnknownEffect(Loaded)),
           Effect.map((rows): Recorded => {
             const recorded = new Map<string, string>()
             let logLength = 0
+            let lastSeq = 0
             for (const row of rows) {
               if (row.kind === "step") recorded.set(row.name, row.body)
-              else logLength = Number(row.body)
+              else if (row.kind === "log") logLength = Number(row.body)
+              else lastSeq = Number(row.body)
             }
-            return { steps: recorded, logLength }
+            return { steps: recorded, logLength, lastSeq }
           }),
           Effect.mapError(fail("load"))
         ),
@@ -385,8 +474,9 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.map((rows) => rows[0]?.step ?? 0),
           Effect.mapError(fail("read"))
         ),
-      claim: (run, call) =>
-        sql`INSERT INTO ${calls} (agent, run_id, call) VALUES (${run.agent}, ${run.runId}, ${call})
+      claim: (run, call, stamp) =>
+        sql`INSERT INTO ${calls} (agent, run_id, call, seq, recorded_at)
+          VALUES (${run.agent}, ${run.runId}, ${call}, ${stamp?.seq ?? null}, ${stamp?.at ?? null})
           ON CONFLICT DO NOTHING RETURNING call`.pipe(
           Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
           Effect.map((rows) => rows.length > 0),
@@ -489,6 +579,40 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           }
           return true
         }).pipe(Effect.mapError(fail("forget"))),
+      records: (run) =>
+        sql`SELECT 'step' AS kind, name, body, seq, recorded_at, CAST(NULL AS TEXT) AS secret FROM ${steps}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}
+          UNION ALL
+          SELECT 'claim' AS kind, call AS name, CAST(NULL AS TEXT) AS body, seq, recorded_at,
+            CAST(NULL AS TEXT) AS secret FROM ${calls}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}
+          UNION ALL
+          SELECT 'approval' AS kind, wait AS name, decision AS body, CAST(NULL AS INTEGER) AS seq,
+            CAST(NULL AS BIGINT) AS recorded_at, secret FROM ${approvals}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
+          Effect.flatMap(Schema.decodeUnknownEffect(RecordRows)),
+          Effect.map((rows): RunRecords => {
+            const stepsRead: Array<StepRecord> = []
+            const claims: Array<ClaimRecord> = []
+            const issued: Array<IssuedApproval> = []
+            for (const row of rows) {
+              const stamp = row.seq === null || row.recorded_at === null
+                ? undefined
+                : { seq: row.seq, at: row.recorded_at }
+              if (row.kind === "step") stepsRead.push({ name: row.name, body: row.body ?? "", stamp })
+              else if (row.kind === "claim") claims.push({ call: row.name, stamp })
+              else issued.push({ wait: row.name, secret: row.secret ?? "", decision: row.body })
+            }
+            return { steps: stepsRead, claims, approvals: issued }
+          }),
+          Effect.mapError(fail("read records"))
+        ),
+      create: (run, records) =>
+        sql.withTransaction(create(run, records)).pipe(
+          Effect.as(true),
+          Effect.catchTag("Occupied", () => Effect.succeed(false)),
+          Effect.mapError(fail("create"))
+        ),
       decide: (run, wait, decision) =>
         sql`UPDATE ${approvals} SET decision = ${decision}
           WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL

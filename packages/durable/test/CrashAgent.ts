@@ -2,8 +2,8 @@
  * The agent of the crash tests, the same in every process: tools that append
  * a line (the runner's name) to `<markers>/<tool>.log` each time they start;
  * the first run of `add` and `charge` never ends (so a test can kill it),
- * `remove` needs approval, and `explode` kills its own process while the file
- * `<markers>/fuse` exists.
+ * `pay` (not idempotent either) always ends, `remove` needs approval, and
+ * `explode` kills its own process while the file `<markers>/fuse` exists.
  */
 import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
@@ -49,6 +49,13 @@ export const make = (options: Options) => {
     output: Schema.String,
     execute: ({ cents }) => hangFirst("charge", `charged ${cents}`)
   })
+  const pay = Tool.make({
+    name: "pay",
+    description: "Pays an invoice",
+    input: Schema.Struct({ cents: Schema.Int }),
+    output: Schema.String,
+    execute: ({ cents }) => Effect.as(started("pay"), `paid ${cents}`)
+  })
   const remove = Tool.make({
     name: "remove",
     description: "Removes a file",
@@ -72,7 +79,7 @@ export const make = (options: Options) => {
   })
   return DurableAgent.make("crash-test", {
     instructions: "Use the tools.",
-    toolkit: Toolkit.make(add, charge, remove, explode),
+    toolkit: Toolkit.make(add, charge, pay, remove, explode),
     ...(options.maxCrashes === undefined ? {} : { maxCrashes: options.maxCrashes })
   })
 }

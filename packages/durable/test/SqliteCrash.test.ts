@@ -126,8 +126,8 @@ describe.concurrent("the embedded runner across processes", () => {
           LoopbackModel.reply(MockLanguageModel.callsTurn([{ name: "explode", arguments: {}, callId: "call_boom" }])),
           LoopbackModel.reply(MockLanguageModel.textTurn("survived"))
         )
-        // The call kills its process: the first time after the run recorded its start and turn, the second with no
-        // step recorded since, which counts.
+        // The call kills its process: the first time after the run recorded its start, its input and its turn, the
+        // second with no step recorded since, which counts.
         const one = yield* start("one", "run", "poison", { maxCrashes: 1 })
         expect(yield* one.exit).toBeNull()
         const two = yield* start("two", "serve", "poison", { maxCrashes: 1 })
@@ -140,7 +140,7 @@ describe.concurrent("the embedded runner across processes", () => {
           const parked = yield* agent.parked.pipe(
             Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (runs) => runs.length > 0 })
           )
-          expect(parked).toMatchObject([{ _tag: "RunParked", runId: "poison", crashes: 1, recordedSteps: 2 }])
+          expect(parked).toMatchObject([{ _tag: "RunParked", runId: "poison", crashes: 1, recordedSteps: 3 }])
           expect((yield* Effect.flip(agent.run({ runId: "poison", input: "Go" })))._tag).toBe("RunParked")
           expect((yield* Effect.flip(agent.result("poison")))._tag).toBe("RunParked")
           expect(marker("explode")).toStrictEqual(["one", "two"])

@@ -313,10 +313,14 @@ export const fingerprint = <R>(options: {
   })
 
 /**
- * The answered turn with a result for each call that `started` and did not
- * end: cut off, it is not run again, and its outcome is unknown.
+ * The answered turn with a result for each call that `started` (of a tool
+ * that is not idempotent: their indices) and did not end: cut off, it is not
+ * run again, and its outcome is unknown (`Toolkit.outcomeUnknown`).
+ *
+ * @since 0.3.0
+ * @category recovery
  */
-const cutOff = (answered: AgentTurn.Answered, started: ReadonlySet<number>): AgentTurn.Answered => {
+export const cutOff = (answered: AgentTurn.Answered, started: ReadonlySet<number>): AgentTurn.Answered => {
   // Most turns start no call of a tool that is not idempotent: nothing to look up.
   if (started.size === 0) return answered
   const calls = Turn.functionCalls(answered.completed.turn)
