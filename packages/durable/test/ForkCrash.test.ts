@@ -16,7 +16,7 @@ import * as Path from "node:path"
 import { DurableApproval, DurableRunner, NodeSqliteClient } from "../src/index.ts"
 import type { Config } from "./child.ts"
 import * as CrashAgent from "./CrashAgent.ts"
-import { childScript, sources, tempDir } from "./fixtures.ts"
+import { crashChild, tempDir } from "./fixtures.ts"
 
 const lines = (file: string): ReadonlyArray<string> =>
   Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter(Boolean) : []
@@ -43,8 +43,7 @@ describe("a fork across processes", () => {
             )
             : DurableRunner.layer("client").pipe(Layer.provideMerge(NodeSqliteClient.layer({ filename })))
         const spawn = (runner: string) =>
-          TestProcess.spawn(
-            childScript,
+          crashChild.spawn(
             {
               store: { _tag: "sqlite", filename },
               runner,
@@ -53,8 +52,7 @@ describe("a fork across processes", () => {
               action: "serve",
               runId: "fork",
               input: "Go"
-            } satisfies Config,
-            sources
+            } satisfies Config
           )
         const approvalOf = (runId: string) =>
           agent.events(runId, { fromStep: 1 }).pipe(
