@@ -50,7 +50,9 @@ const sizes = await Effect.runPromise(
     return { step: bytes(sequenced.slice(0, length)) / length, turn: bytes(agentLog) / turns }
   }).pipe(Effect.provide(Checkpointer.layerMemory))
 )
-console.log(`\nstep records: a run step's entry ${sizes.step.toFixed(0)} bytes; an llm step's, per turn with a tool call`)
+console.log(
+  `\nstep records: a run step's entry ${sizes.step.toFixed(0)} bytes; an llm step's, per turn with a tool call`
+)
 console.log(`  (answered, started, done, completed) ${sizes.turn.toFixed(0)} bytes`)
 
 const directory = mkdtempSync(join(tmpdir(), "agentloop-bench-step-checkpoints-"))

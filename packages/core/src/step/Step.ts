@@ -407,7 +407,7 @@ export function stream(
 ): Stream.Stream<StepEvent.Event<unknown>, unknown, unknown> {
   return Stream.callback<StepEvent.Event<unknown>, unknown, unknown>(
     (queue) =>
-      program(step, input, options, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }).pipe(
+      program(step, input, options, (event) => Effect.asVoid(Queue.offer(queue, event))).pipe(
         Effect.flatMap((value) => Queue.offer(queue, { _tag: "Output", value })),
         Effect.andThen(Queue.end(queue))
       ),

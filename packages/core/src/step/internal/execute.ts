@@ -17,7 +17,9 @@ import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
 import { ExecutionCheckpointFailed } from "../StepError.ts"
+import type * as StepEvent from "../StepEvent.ts"
 import * as Ledger from "./ledger.ts"
+import * as Marks from "./marks.ts"
 import * as Outputs from "./outputs.ts"
 import type { Sink } from "./runner.ts"
 import { makeExecution, runChild, runFrame } from "./runtime.ts"
@@ -64,19 +66,40 @@ export const fingerprint = (step: Step.Any, input: unknown, toolkit: Toolkit<unk
     tools: [...(toolkit?.byName.keys() ?? [])].join(", ")
   }))
 
+/** Where `Step.stream` sends a program's events. */
+export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
+
 /**
- * Runs `step` on `input` as a new execution, sending its events to `sink`
+ * The sink of a recorded execution: each event it makes is noted in its
+ * ledger and streamed, unless it is one the ledger replayed already (an
+ * execution that goes on makes the events of what it replays again: a loop
+ * asks its predicate again, a step cut off starts again).
+ */
+const journal = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
+  emit: (event, key) => {
+    const identity = Marks.identity(event, key)
+    if (identity === undefined || event._tag === "Completed") ledger.placed(event)
+    else if (ledger.awaited.delete(identity)) return Effect.void
+    else ledger.note({ event, key })
+    return stream === undefined ? Effect.void : stream(event)
+  }
+})
+
+/**
+ * Runs `step` on `input` as a new execution, sending its events to `stream`
  * (`Step.execute` and `Step.stream` give it their types), once the program is
  * checked (see `validate`: nothing runs when it cannot). With a
- * `Checkpointer` in context and an `id`, every completed step is recorded, an
- * execution run again skips the steps it recorded, and one that ended returns
- * its recorded output without running anything.
+ * `Checkpointer` in context and an `id`, every completed step is recorded
+ * with the events streamed before it, an execution run again streams what
+ * its ledger recorded then skips the steps it recorded, and one that ended
+ * streams what it recorded and returns its recorded output without running
+ * anything.
  */
 export const program = (
   step: Step.Any,
   input: unknown,
   options: (Options<unknown> & { readonly state?: unknown }) | undefined,
-  sink: Sink | undefined
+  stream: Emit | undefined
 ): Effect.Effect<unknown, unknown, unknown> =>
   Effect.gen(function*() {
     const refused = validate(step) ?? InvalidOptions.first(
@@ -94,9 +117,17 @@ export const program = (
         checkpointer.value,
         id,
         yield* fingerprint(step, input, options?.toolkit),
-        options?.stateVersioning
+        options?.stateVersioning,
+        stream !== undefined
       )
+    // A recorded execution first streams what it recorded.
+    if (ledger !== undefined && stream !== undefined) yield* Effect.forEach(ledger.replayed, stream, { discard: true })
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
+    const sink = ledger !== undefined
+      ? journal(ledger, stream)
+      : stream === undefined
+      ? undefined
+      : { emit: (event: StepEvent.StepEvent) => stream(event) }
     const execution = makeExecution({
       id,
       threadId: options?.threadId ?? id,
