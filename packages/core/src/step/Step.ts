@@ -31,6 +31,7 @@ import * as Loops from "./internal/loop.ts"
 import * as Run_ from "./internal/run.ts"
 import { runIn } from "./internal/runtime.ts"
 import * as Spawn from "./internal/spawn.ts"
+import type { Failure as ThreadFailure, ThreadOption } from "./internal/thread.ts"
 import * as ToolStep from "./internal/tool.ts"
 import type { Any, Step } from "./StepAst.ts"
 import type { Aborted, ExecutionCheckpointFailed, InvalidStep } from "./StepError.ts"
@@ -91,6 +92,12 @@ export type {
   /** The fields of a `spawn` step. */
   SpawnOptions
 } from "./internal/spawn.ts"
+export type {
+  /** What a program on a thread may fail with besides its steps' errors: its thread's history could not be compacted. */
+  Failure as ThreadFailure,
+  /** A program's `thread` option: a thread id, or the thread's options. */
+  ThreadOption
+} from "./internal/thread.ts"
 export type {
   /** The input of a `tool` step: the tool's input, less what the preset `args` give. */
   ToolInput,
@@ -308,16 +315,24 @@ export const every = Every.make
  * @since 0.1.0
  * @category running
  */
-export function execute<I, O, E, R, RT = never>(
+export function execute<I, O, E, R, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
-  options?: Options<RT> & { readonly state?: unknown }
-): Effect.Effect<O, E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
-export function execute<I, O, E, R, S, RT = never>(
+  options?: Options<RT> & { readonly state?: unknown; readonly thread?: T }
+): Effect.Effect<
+  O,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
+  ExecutionServices<R, RT>
+>
+export function execute<I, O, E, R, S, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
-  options: Options<RT> & StateOptions<S>
-): Effect.Effect<O, E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
+  options: Options<RT> & StateOptions<S> & { readonly thread?: T }
+): Effect.Effect<
+  O,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
+  ExecutionServices<R, RT>
+>
 export function execute(
   step: Any,
   input: unknown,
@@ -382,22 +397,22 @@ export const streamBuffer = 1
  * @since 0.1.0
  * @category running
  */
-export function stream<I, O, E, R, RT = never>(
+export function stream<I, O, E, R, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
-  options?: Options<RT> & { readonly state?: unknown }
+  options?: Options<RT> & { readonly state?: unknown; readonly thread?: T }
 ): Stream.Stream<
   StepEvent.Event<O>,
-  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
   ExecutionServices<R, RT>
 >
-export function stream<I, O, E, R, S, RT = never>(
+export function stream<I, O, E, R, S, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
-  options: Options<RT> & StateOptions<S>
+  options: Options<RT> & StateOptions<S> & { readonly thread?: T }
 ): Stream.Stream<
   StepEvent.Event<O>,
-  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
   ExecutionServices<R, RT>
 >
 export function stream(

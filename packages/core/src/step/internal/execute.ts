@@ -9,6 +9,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as ThreadId from "../../agent/ThreadId.ts"
 import { Checkpointer } from "../../Checkpointer.ts"
 import type * as CheckpointVersion from "../../CheckpointVersion.ts"
 import * as InvalidOptions from "../../InvalidOptions.ts"
@@ -23,6 +24,7 @@ import * as Marks from "./marks.ts"
 import * as Outputs from "./outputs.ts"
 import type { Sink } from "./runner.ts"
 import { makeExecution, runChild, runFrame } from "./runtime.ts"
+import * as Threads from "./thread.ts"
 import { validate } from "./validate.ts"
 
 /** How `execute` and `stream` run a program. */
@@ -48,6 +50,19 @@ export interface Options<RT = never> {
    * `CheckpointVersionMismatch`, before any step runs.
    */
   readonly stateVersioning?: CheckpointVersion.Versioning | undefined
+  /**
+   * The conversation the program belongs to (see `Thread`), with a
+   * `Checkpointer` in context: the program's item log starts from the items
+   * the thread's earlier runs (`AgentLoop` runs and step programs) added, and
+   * the items the program adds go to the thread once it ends well. A thread
+   * id, or the id with the size past which the thread's history is compacted
+   * first (by the `Compactor` in context). The execution's `id` is its run on
+   * the thread: executed again, it starts from the same history and adds its
+   * items once. `threadId` (memory's) is another thing.
+   *
+   * @since 0.3.0
+   */
+  readonly thread?: Threads.ThreadOption | undefined
 }
 
 /** The options of a program whose steps read a user state of type `S`: its initial value. */
@@ -104,19 +119,26 @@ export const program = (
   Effect.gen(function*() {
     const refused = validate(step) ?? InvalidOptions.first(
       InvalidOptions.check("stateVersioning", options?.stateVersioning, InvalidOptions.versioning),
-      InvalidOptions.outputVersioning(options?.toolkit?.tools ?? [])
+      InvalidOptions.outputVersioning(options?.toolkit?.tools ?? []),
+      InvalidOptions.check("id", options?.id, ThreadId.notThreadLog),
+      InvalidOptions.check("thread", options?.thread, ThreadId.option)
     )
     if (refused !== undefined) return yield* Effect.fail(refused)
     const clock = yield* Clock.Clock
     const id = options?.id ??
       `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
+    // The thread's lease, then the ledger's, are held until the program ends.
+    const session = options?.thread === undefined ? undefined : yield* Threads.open(options.thread, id)
     const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     const ledger = Option.isNone(checkpointer)
       ? undefined
       : yield* Ledger.load(
         checkpointer.value,
         id,
-        yield* fingerprint(step, input, options?.toolkit),
+        {
+          ...(yield* fingerprint(step, input, options?.toolkit)),
+          ...(session === undefined ? {} : yield* session.fingerprint)
+        },
         options?.stateVersioning,
         stream !== undefined
       )
@@ -136,7 +158,8 @@ export const program = (
       parentContext: null,
       clock,
       input,
-      state: options?.state
+      state: options?.state,
+      history: session?.history
     })
     const output = yield* runFrame(
       execution.frame,
@@ -150,10 +173,12 @@ export const program = (
         ledger
       })
     )
+    // The thread gets the program's items before its ledger says it finished: executed again, a program whose
+    // ledger finished runs nothing, and its thread has its items.
+    if (session !== undefined) yield* session.finished(execution.itemLog.items)
     if (ledger !== undefined) yield* ledger.finish(yield* Outputs.encodeOutput(id, step, output))
     return output
   }).pipe(
-    // The ledger's lease is held until the program ends.
     Effect.scoped,
     // A step that could not be recorded dies with the reason (so no step's error handling retries
     // it); the program fails with it, typed.
