@@ -12,6 +12,7 @@ import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import * as AiError from "../src/AiError.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Compactor from "../src/Compactor.ts"
+import * as Item from "../src/Item.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
 import * as Channel from "../src/step/Channel.ts"
 import { fingerprint as fingerprintOf } from "../src/step/internal/execute.ts"
@@ -332,6 +333,39 @@ describe("Step.stream of a recorded program (in memory)", () => {
       const again = yield* streamed(watched, id, [])
       expect(again.events).toStrictEqual(live.events)
       expect(polls).toBe(ran)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a fork whose context was edited replays the turns after the edit as they were streamed", () =>
+    Effect.gen(function*() {
+      const agent = Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model })], until: Until.noToolCalls() })
+      const from = fresh("source")
+      const live = yield* streamed(agent, from, [addCall(2, 3), addCall(5, 5), answer("done")])
+      const turnOf = (events: ReadonlyArray<Event>, step: number) =>
+        recordedOnly(events).find((event) =>
+          event._tag === "Turn" && event.event._tag === "TurnCompleted" && event.event.step === step
+        )
+      // At the second turn's answer: the context before it (the first turn's) is edited, the answer stays.
+      const at = (yield* StepHistory.checkpoints(from)).findIndex((checkpoint, index, all) =>
+        checkpoint.kind === "turn" && all.slice(0, index).some((before) => before.kind === "turn")
+      )
+      const id = fresh("edited")
+      yield* StepHistory.fork(agent, input, {
+        id,
+        from,
+        at,
+        toolkit: slowTool(false).toolkit,
+        edit: (context) => ({
+          ...context,
+          tokens: { input: 0, output: 0, total: 0 },
+          items: [...context.items, Item.userMessage("an added message")]
+        })
+      })
+      const forked = yield* streamed(agent, id, [answer("done again")])
+      expect(turnOf(forked.events, 2)).toStrictEqual(renamed([turnOf(live.events, 2)!], from, id)[0])
+      // The fork goes on from the edited context: its next turn is asked with the added message.
+      const third = turnOf(forked.events, 3)
+      expect(third?._tag === "Turn" && third.event._tag === "TurnCompleted" && third.event.accounting.usage.total)
+        .toBe(60)
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a ledger written before 0.3.0 resumes as it did, and replays what later executions recorded", () =>

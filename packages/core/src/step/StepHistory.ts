@@ -310,7 +310,8 @@ const editLast = (
     if (before._tag === "Completed" || before._tag === "Saved") read(before.execution, before.context)
   }
   const base = logs.get(execution) ?? []
-  const { items, state, ...books } = edit(contextOf(read(execution, entry.context)))
+  const unedited = read(execution, entry.context)
+  const { items, state, ...books } = edit(contextOf(unedited))
   const { state: _, ...kept } = entry.context
   const context = {
     ...kept,
@@ -318,17 +319,18 @@ const editLast = (
     log: AgentCheckpoint.change(base, items),
     ...(state === undefined ? {} : { state })
   }
-  // A turn of the execution after it recorded its last items as a change of the item log before the edit: they
-  // are written out, so that the fork replays its `TurnCompleted` as it was streamed.
-  const unedited = logs.get(execution) ?? []
+  // A turn of the execution after it recorded its accounting against the context before the edit: it is written
+  // out whole, so that the fork replays its `TurnCompleted` as it was streamed.
   const after = entries.slice(last + 1).map((later): Entries.Entry => {
-    const told = later._tag === "Answered" && later.execution === execution ? later.turnCompleted : undefined
-    if (later._tag !== "Answered" || told?.asked === undefined) return later
-    const asked = AgentCheckpoint.apply(unedited, told.asked)
-    return {
-      ...later,
-      turnCompleted: { accounting: told.accounting, lastItems: Replay.lastItems([...asked, ...later.turn.items]) }
-    }
+    if (later._tag !== "Answered" || later.execution !== execution) return later
+    const told = later.turnCompleted
+    if (later.step === undefined || told === undefined) return later
+    const { lastItems, ...accounting } = Replay.accountingOf(
+      unedited,
+      { turn: later.turn, cost: later.cost, step: later.step },
+      told
+    )
+    return { ...later, turnCompleted: { ...accounting, lastItems } }
   })
   return [...entries.slice(0, last), { ...entry, context }, ...after]
 }

@@ -8,14 +8,13 @@
  * before (its marks, see `marks.ts`), and what the events its own entry
  * replays need: a completed step's kind (and its `meta` when its context does
  * not hold it), an answered turn's number and, when its `TurnCompleted` was
- * streamed, its accounting, and whether a call's `ToolResult` was left out of
- * the stream. Entries written before have none of it, and decode as they are.
+ * streamed, what its accounting was, and whether a call's `ToolResult` was
+ * left out of the stream. Entries written before have none of it, and decode as they are.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { Accounting } from "../../Accounting.ts"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import { Cost } from "../../Cost.ts"
@@ -72,14 +71,19 @@ export const outputOf = (entry: Output): Output =>
     : { output: entry.output, outputVersion: entry.outputVersion }
 
 /**
- * What an `llm` step's `TurnCompleted` said besides the turn and its cost: the
- * accounting then, less its last items, which are those of the item log the
- * turn was asked with (`asked`, a change from the one the entry before wrote
- * for its execution) followed by the turn's; or, when the model was asked
- * with other items (recalled from memory, compacted), the last items themselves.
+ * What an `llm` step's `TurnCompleted` said besides the turn, its cost and its
+ * number: its accounting, told against what its execution's entry before
+ * wrote (see `replay.ts`). The time, always; the usage and cost when they are
+ * not those books plus the turn's, the turns when not the turn's number; the
+ * last items when they are not those of the item log written before (changed
+ * as `asked` says, when it changed) followed by the turn's: when the model
+ * was asked with other items (recalled from memory, compacted).
  */
 export const TurnCompleted = Schema.Struct({
-  accounting: Accounting.mapFields(({ lastItems: _, ...fields }) => fields),
+  elapsedMs: Schema.Finite,
+  usage: Schema.optionalKey(TokenUsage),
+  cost: Schema.optionalKey(Cost),
+  steps: Schema.optionalKey(Count),
   asked: Schema.optionalKey(AgentCheckpoint.HistoryChange),
   lastItems: Schema.optionalKey(Item.History)
 })

@@ -210,8 +210,15 @@ export const load = (
     /** The `tool` steps that started their tool: a `ToolStarted` of no answered turn. */
     const startedSteps = new Set<string>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
+    /** Each execution's context as last read. */
+    const contexts = new Map<string, Entries.Restorable>()
     let finished: Entries.Output | undefined
-    const restorable = Entries.reader(logs)
+    const readContext = Entries.reader(logs)
+    const restorable = (execution: string, context: Entries.Context) => {
+      const restored = readContext(execution, context)
+      contexts.set(execution, restored)
+      return restored
+    }
     const replay = Replay.make(id, streamed)
     for (const text of log.entries) {
       const entry = yield* read(id, text, versioning)
@@ -260,17 +267,18 @@ export const load = (
           finished = Entries.outputOf(entry)
           break
       }
-      const unreadable = replay.add(entry, logs)
+      const unreadable = replay.add(entry, contexts)
       if (unreadable !== undefined) return yield* undecodable(id, unreadable)
     }
 
-    // What the item log of each execution was when last written: the base of the next change.
-    const written = new Map(logs)
+    // What the item log and books of each execution were when last written: the base of the next change, and what
+    // a turn's record is told against.
+    const written = new Map<string, Replay.Before>(contexts)
     const context = (execution: Execution<unknown>): Unchecked => {
       const items = execution.itemLog.items
       const state = execution.getState()
       const context: Unchecked = {
-        log: AgentCheckpoint.change(written.get(execution.id) ?? [], items),
+        log: AgentCheckpoint.change(written.get(execution.id)?.items ?? [], items),
         ...(state === undefined ? {} : { state }),
         tokens: execution.tokens,
         cost: execution.cost,
@@ -280,7 +288,7 @@ export const load = (
         lastStepMeta: execution.lastStepMeta,
         errors: execution.errors
       }
-      written.set(execution.id, items)
+      written.set(execution.id, { items, tokens: execution.tokens, cost: execution.cost })
       return context
     }
     /** The events noted since the last entry was written: the next entry's marks. */
@@ -331,13 +339,6 @@ export const load = (
           Effect.uninterruptible
         )
       })
-    /** What a streamed `TurnCompleted` records: its last items as a change of the item log it was asked with, when they are those. */
-    const turnCompleted = (execution: string, turn: Turn.Turn, completed: NonNullable<Told["completed"]>) => {
-      const { lastItems, ...accounting } = completed.accounting
-      return Replay.derivable(completed.logged, turn, lastItems)
-        ? { accounting, asked: Replay.asked(written.get(execution) ?? [], completed.logged, turn) }
-        : { accounting, lastItems }
-    }
 
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
@@ -370,7 +371,14 @@ export const load = (
           turn,
           cost,
           step: told.step,
-          ...(told.completed === undefined ? {} : { turnCompleted: turnCompleted(execution, turn, told.completed) })
+          ...(told.completed === undefined ? {} : {
+            turnCompleted: Replay.told(
+              written.get(execution) ?? Replay.nothingBefore,
+              { turn, cost, step: told.step },
+              told.completed.accounting,
+              told.completed.logged
+            )
+          })
         }), {
           stands: told.completed === undefined
             ? undefined

@@ -25,14 +25,23 @@ const headless = <F extends { readonly stepId: unknown; readonly contextId: unkn
   { contextId: _, stepId: __, ...fields }: F
 ) => fields
 
-/** An event a mark keeps whole, less its step id and context. */
+/** An event's fields less its step id, context and kind, which its tag gives. */
+const kindless = <F extends { readonly stepId: unknown; readonly contextId: unknown; readonly kind: unknown }>(
+  { contextId: _, kind: __, stepId: ___, ...fields }: F
+) => fields
+
+/** The kind of step each event a mark keeps tells of, when its tag says. */
+const kinds = { Turn: "llm", Verdict: "loop", LoopEnded: "loop", Recorded: "every" } as const
+
+/** An event a mark keeps whole, less what its key, its place and its tag give. */
 const Told = Schema.toCodecJson(Schema.Union([
   StepEvent.Failed.mapFields(headless),
-  StepEvent.Turn.mapFields(headless),
-  StepEvent.Verdict.mapFields(headless),
-  StepEvent.LoopEnded.mapFields(headless),
-  StepEvent.Recorded.mapFields(headless)
+  StepEvent.Turn.mapFields(kindless),
+  StepEvent.Verdict.mapFields(kindless),
+  StepEvent.LoopEnded.mapFields(kindless),
+  StepEvent.Recorded.mapFields(kindless)
 ]))
+type Told = typeof Told.Type
 
 /**
  * Where the event an entry stands for was streamed, when other events came
@@ -118,8 +127,24 @@ export const write = (noted: Noted | Reference, at: Place): Mark => {
     if (event.contextId !== at.execution) return [event.kind, key, event.contextId]
     return key === at.key ? event.kind : [event.kind, key]
   }
-  const { contextId, stepId: _, ...told } = event
-  return contextId === at.execution ? { key, event: told } : { key, execution: contextId, event: told }
+  const kept = told(event)
+  return event.contextId === at.execution ? { key, event: kept } : { key, execution: event.contextId, event: kept }
+}
+
+/** An event as a mark keeps it. */
+const told = (event: Exclude<Marked, StepEvent.Started>): Told => {
+  switch (event._tag) {
+    case "Failed":
+      return headless(event)
+    case "Turn":
+      return kindless(event)
+    case "Verdict":
+      return kindless(event)
+    case "LoopEnded":
+      return kindless(event)
+    case "Recorded":
+      return kindless(event)
+  }
 }
 
 /**
@@ -133,7 +158,11 @@ export const read = (mark: Mark, at: Place): Noted | Reference | undefined => {
   if (!("key" in mark)) return started(mark[0], mark[1], mark[2] ?? at.execution)
   if ("ref" in mark) return mark
   const { event, execution, key } = mark
-  return { key, event: { ...event, stepId: stepIdOf(key), contextId: execution ?? at.execution } }
+  const header = { stepId: stepIdOf(key), contextId: execution ?? at.execution }
+  return {
+    key,
+    event: event._tag === "Failed" ? { ...event, ...header } : { ...event, ...header, kind: kinds[event._tag] }
+  }
 }
 
 const started = (kind: StepEvent.Kind, key: string, contextId: string): Noted => ({

@@ -13,8 +13,12 @@
  *
  * @internal
  */
+import * as Schema from "effect/Schema"
+import type { Accounting } from "../../Accounting.ts"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
+import * as Cost from "../../Cost.ts"
 import type * as Item from "../../Item.ts"
+import * as TokenUsage from "../../TokenUsage.ts"
 import type * as Turn from "../../Turn.ts"
 import type * as StepEvent from "../StepEvent.ts"
 import type * as Entries from "./entries.ts"
@@ -26,14 +30,77 @@ const lastItemsKept = 10
 /** The last items of a history that the accounting of a `TurnCompleted` event carries. */
 export const lastItems = (history: ReadonlyArray<Item.Item>): ReadonlyArray<Item.Item> => history.slice(-lastItemsKept)
 
+/**
+ * An execution's item log and books as the entries up to one of its turns
+ * wrote them (its last context written, none before its first): what the
+ * turn's record is told against.
+ */
+export interface Before {
+  readonly items: ReadonlyArray<Item.Item>
+  readonly tokens: TokenUsage.TokenUsage
+  readonly cost: Cost.Cost
+}
+
+/** An execution's item log and books before any entry of it: what it starts with. */
+export const nothingBefore: Before = { items: [], tokens: TokenUsage.empty, cost: Cost.zero }
+
+/** An answered turn: the turn, its cost, and its number. */
+export interface Answered {
+  readonly turn: Turn.Turn
+  readonly cost: Cost.Cost
+  readonly step: number
+}
+
+const sameUsage = Schema.toEquivalence(TokenUsage.TokenUsage)
+
+/**
+ * What a streamed `TurnCompleted` of `answered` records of its `accounting`:
+ * only what the execution's books and item log written before (`before`),
+ * the turn and the item log it was asked with (`logged`) do not say.
+ */
+export const told = (
+  before: Before,
+  answered: Answered,
+  accounting: Accounting,
+  logged: ReadonlyArray<Item.Item>
+): Entries.TurnCompleted => {
+  const change = asked(before.items, logged, answered.turn)
+  const unchanged = change.append.length === 0 && change.keep === before.items.length
+  return {
+    elapsedMs: accounting.elapsedMs,
+    ...(sameUsage(TokenUsage.add(before.tokens, answered.turn.usage), accounting.usage)
+      ? {}
+      : { usage: accounting.usage }),
+    ...(Cost.add(before.cost, answered.cost) === accounting.cost ? {} : { cost: accounting.cost }),
+    ...(accounting.steps === answered.step ? {} : { steps: accounting.steps }),
+    ...(!derivable(logged, answered.turn, accounting.lastItems)
+      ? { lastItems: accounting.lastItems }
+      : unchanged
+      ? {}
+      : { asked: change })
+  }
+}
+
+/** The accounting a `TurnCompleted` of `answered` carried, as `told` recorded it against `before`. */
+export const accountingOf = (before: Before, answered: Answered, told: Entries.TurnCompleted): Accounting => {
+  const asked = told.asked === undefined ? before.items : AgentCheckpoint.apply(before.items, told.asked)
+  return {
+    usage: told.usage ?? TokenUsage.add(before.tokens, answered.turn.usage),
+    cost: told.cost === undefined ? Cost.add(before.cost, answered.cost) : told.cost,
+    elapsedMs: told.elapsedMs,
+    steps: told.steps ?? answered.step,
+    lastItems: told.lastItems ?? lastItems([...asked, ...answered.turn.items])
+  }
+}
+
 /** A ledger's replay, folded entry by entry. */
 export interface Replay {
   /**
-   * Adds the events of the next entry; `logs` is each execution's item log as
-   * the entries up to this one left it. Answers why a mark cannot be read, if
-   * one cannot.
+   * Adds the events of the next entry; `contexts` is each execution's item log
+   * and books as the entries up to this one left them. Answers why a mark
+   * cannot be read, if one cannot.
    */
-  readonly add: (entry: Entries.Entry, logs: ReadonlyMap<string, ReadonlyArray<Item.Item>>) => string | undefined
+  readonly add: (entry: Entries.Entry, contexts: ReadonlyMap<string, Before>) => string | undefined
   /** The events replayed, in order (none when the fold keeps only the awaited ones). */
   readonly events: () => ReadonlyArray<StepEvent.StepEvent>
   /**
@@ -79,7 +146,7 @@ export const make = (program: string, streamed: boolean): Replay => {
     events[index] = undefined
   }
 
-  const add: Replay["add"] = (entry, logs) => {
+  const add: Replay["add"] = (entry, contexts) => {
     const at = entry._tag === "Finished" ? { execution: program } : { execution: entry.execution, key: entry.key }
     for (const mark of entry.events ?? []) {
       const read = Marks.read(mark, at)
@@ -116,17 +183,14 @@ export const make = (program: string, streamed: boolean): Replay => {
         if (entry.step !== undefined) turns.set(step(entry.execution, entry.key), entry.step)
         const told = entry.turnCompleted
         if (entry.step === undefined || told === undefined) return undefined
-        const before = logs.get(entry.execution) ?? []
-        const asked = told.asked === undefined ? before : AgentCheckpoint.apply(before, told.asked)
+        const answered = { turn: entry.turn, cost: entry.cost, step: entry.step }
         stands({ ref: "TurnCompleted", key: entry.key }, at, {
           _tag: "Turn",
           ...header(entry.execution, entry.key, "llm"),
           event: {
             _tag: "TurnCompleted",
-            step: entry.step,
-            turn: entry.turn,
-            cost: entry.cost,
-            accounting: { ...told.accounting, lastItems: told.lastItems ?? lastItems([...asked, ...entry.turn.items]) }
+            ...answered,
+            accounting: accountingOf(contexts.get(entry.execution) ?? nothingBefore, answered, told)
           }
         })
         return undefined
@@ -166,7 +230,7 @@ export const make = (program: string, streamed: boolean): Replay => {
  * that appends more items than the turn's last items show (the first turn
  * after a long input, say), only those: no entry holds the log twice.
  */
-export const asked = (
+const asked = (
   base: ReadonlyArray<Item.Item>,
   logged: ReadonlyArray<Item.Item>,
   turn: Turn.Turn
@@ -177,7 +241,7 @@ export const asked = (
 }
 
 /** Whether a turn's last items are those of `logged` followed by its own: what a `TurnCompleted` replays without them. */
-export const derivable = (
+const derivable = (
   logged: ReadonlyArray<Item.Item>,
   turn: Turn.Turn,
   items: ReadonlyArray<Item.Item>
