@@ -306,11 +306,18 @@ export const every = Every.make
  *
  * With a `Checkpointer` in context and an `id`, every step that completes is
  * recorded (its output and the context then; outputs and the state must be
- * JSON, or have a schema: an `llm` step's `output`, a tool step's tool), and
+ * JSON, or have a schema: an `llm` step's `output`, a tool step's tool), with
+ * the events the program made before it (which `stream` replays), and
  * executing again with the same id skips the recorded steps (their outputs are
  * used and their contexts restored) and runs the rest; a program that ended
  * returns its recorded output at once. A record that cannot be written fails
  * the program with `ExecutionCheckpointFailed`.
+ *
+ * With a `thread` (and a `Checkpointer` in context), the program's item log
+ * starts from the thread's history and the items it added go to the thread
+ * once it ends well; another run on the thread meanwhile is refused (see the
+ * `Thread` module), and the program may fail with the `CompactionError` of a
+ * thread its `Compactor` could not shorten.
  *
  * @since 0.1.0
  * @category running
@@ -393,6 +400,12 @@ export const streamBuffer = 1
  * as the consumer pulls: a step waits at its next event until the consumer
  * has taken the one before ({@link streamBuffer}). A consumer that stops
  * pulling interrupts every step.
+ *
+ * A program recorded before (a `Checkpointer` in context and an `id`:
+ * finished, cut off, or forked with `StepHistory.fork`) first streams the
+ * events it recorded, as they were streamed (the model's deltas and the
+ * tools' progress aside), then goes on, each event once; a finished one
+ * replays to its `Output` running nothing.
  *
  * @since 0.1.0
  * @category running

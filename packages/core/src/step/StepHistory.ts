@@ -14,7 +14,8 @@
  * {@link fork} copies an execution's checkpoints up to one of them into a new
  * execution id: executing the program again with that id skips the steps
  * recorded there and runs the rest, as after a crash at that checkpoint. The
- * original is not changed.
+ * original is not changed. `Step.stream` of an execution, a fork's included,
+ * replays the events its checkpoints recorded before it goes on.
  *
  * @since 0.2.0
  */
