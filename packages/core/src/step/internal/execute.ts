@@ -90,7 +90,7 @@ export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
  * execution that goes on makes the events of what it replays again: a loop
  * asks its predicate again, a step cut off starts again).
  */
-const journal = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
+const recording = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
   emit: (event, key) => {
     const identity = Marks.identity(event, key)
     if (identity === undefined || event._tag === "Completed") ledger.placed(event)
@@ -146,7 +146,7 @@ export const program = (
     if (ledger !== undefined && stream !== undefined) yield* Effect.forEach(ledger.replayed, stream, { discard: true })
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
     const sink = ledger !== undefined
-      ? journal(ledger, stream)
+      ? recording(ledger, stream)
       : stream === undefined
       ? undefined
       : { emit: (event: StepEvent.StepEvent) => stream(event) }

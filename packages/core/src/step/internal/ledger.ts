@@ -16,6 +16,10 @@
  * the item log as a change from the one written before, the rest (state,
  * books, counters) as they are.
  *
+ * Each entry is also written with what the program streamed since the entry
+ * before (its marks, see `journal.ts`), so that streaming the program again
+ * replays it (see `replay.ts`); the entries' schemas are in `entries.ts`.
+ *
  * Each entry carries the version of the program's state (its
  * `stateVersioning`, version 1 without one, as entries written before entries
  * carried a version): a state recorded at another version is brought to the
@@ -42,7 +46,8 @@ import { ExecutionCheckpointFailed } from "../StepError.ts"
 import type * as StepEvent from "../StepEvent.ts"
 import * as Entries from "./entries.ts"
 import type { Execution } from "./execution.ts"
-import * as Marks from "./marks.ts"
+import * as Journal from "./journal.ts"
+import type * as Marks from "./marks.ts"
 import * as Replay from "./replay.ts"
 
 export {
@@ -291,19 +296,13 @@ export const load = (
       written.set(execution.id, { items, tokens: execution.tokens, cost: execution.cost })
       return context
     }
-    /** The events noted since the last entry was written: the next entry's marks. */
-    const pending: Array<Marks.Noted | Marks.Reference> = []
-    /** Counts what takes a place in the replay (each note, each entry): where an entry's event was streamed. */
-    let sequence = 0
-    /** The entries whose event is to be streamed, by what the event carries (see `placed`): their reference and place. */
-    const standing = new WeakMap<object, { readonly reference: Marks.Reference; readonly at: number }>()
+    const journal = Journal.make()
     const version = versioning?.version ?? CheckpointVersion.first
     /**
      * Writes the entry `make` builds, with the events noted before it, at
      * once: its context and its marks are taken together, so an entry's marks
      * are the events noted between its context and the one before. `stands`
-     * is the event the entry stands for, when it is to be streamed: what the
-     * event carries that identifies it, and its reference.
+     * is the event the entry stands for, when it is to be streamed.
      */
     const write = (
       place: Marks.Place,
@@ -315,11 +314,7 @@ export const load = (
     ) =>
       Effect.suspend(() => {
         const entry = make()
-        const events = pending.splice(0).map((noted) => Marks.write(noted, place))
-        sequence++
-        if (options?.stands !== undefined) {
-          standing.set(options.stands.by, { reference: options.stands.reference, at: sequence })
-        }
+        const events = journal.take(place, options?.stands)
         return Clock.currentTimeMillis.pipe(
           // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
           Effect.flatMap((time) => Entries.encodeEntry({ ...entry, ...(events.length === 0 ? {} : { events }), time })),
@@ -350,19 +345,8 @@ export const load = (
       finished,
       replayed: replay.events(),
       awaited: replay.awaited(),
-      note: (noted) => {
-        pending.push(noted)
-        sequence++
-      },
-      placed: (event) => {
-        const by = carrier(event)
-        const stood = by === undefined ? undefined : standing.get(by)
-        if (by === undefined || stood === undefined) return
-        standing.delete(by)
-        if (stood.at === sequence) return
-        pending.push(stood.reference)
-        sequence++
-      },
+      note: journal.note,
+      placed: journal.placed,
       answer: (execution, key, turn, cost, told) =>
         write({ execution, key }, () => ({
           _tag: "Answered",
@@ -423,19 +407,6 @@ export const load = (
       finish: (output) => write({ execution: id }, () => ({ _tag: "Finished", ...output }), { finished: true })
     }
   })
-
-/**
- * What identifies, by reference, the event an entry stands for as it is
- * streamed: a step's `Completed` event itself, the turn a `TurnCompleted`
- * carries, the call a `ToolResult` carries (the objects the entry was
- * written with); none for another event.
- */
-const carrier = (event: StepEvent.StepEvent): object | undefined => {
-  if (event._tag === "Completed") return event
-  if (event._tag !== "Turn") return undefined
-  const told = event.event
-  return told._tag === "TurnCompleted" ? told.turn : told._tag === "ToolResult" ? told.call : undefined
-}
 
 /** Puts a recorded context back into `execution`. */
 export const restore = (execution: Execution<unknown>, context: Entries.Restorable): void => {
