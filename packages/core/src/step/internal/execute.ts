@@ -92,9 +92,8 @@ export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
  */
 const recording = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
   emit: (event, key) => {
-    const identity = Marks.identity(event, key)
-    if (identity === undefined || event._tag === "Completed") ledger.placed(event)
-    else if (ledger.awaited.delete(identity)) return Effect.void
+    if (!Marks.isMarked(event)) ledger.placed(event)
+    else if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
     else ledger.note({ event, key })
     return stream === undefined ? Effect.void : stream(event)
   }

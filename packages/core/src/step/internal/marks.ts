@@ -89,28 +89,25 @@ export interface Place {
 export const stepIdOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1, key.lastIndexOf("#"))
 
 /**
- * The identity of an event the ledger records as a mark, the same in every
- * execution of the program (its kind, its context, its key, and a loop's
- * iteration); `undefined` for an event it does not (one it replays from an
- * entry, or does not record).
+ * Whether the ledger records `event` as a mark: any but a step's `Completed`,
+ * a turn's `TurnCompleted` and `ToolResult` (their entries replay them), and
+ * the model's deltas and the tools' progress (not recorded).
  */
-export const identity = (event: StepEvent.StepEvent, key: string): string | undefined => {
-  switch (event._tag) {
-    case "Started":
-    case "Failed":
-    case "LoopEnded":
-    case "Recorded":
-      return `${event._tag}\n${event.contextId}\n${key}`
-    case "Verdict":
-      return `Verdict\n${event.contextId}\n${key}\n${event.iteration}`
-    case "Turn":
-      return event.event._tag === "AttemptDiscarded" || event.event._tag === "Compacted"
-        ? `${event.event._tag}\n${event.contextId}\n${key}`
-        : undefined
-    case "Completed":
-      return undefined
-  }
-}
+export const isMarked = (event: StepEvent.StepEvent): event is Marked =>
+  event._tag !== "Completed" &&
+  (event._tag !== "Turn" || event.event._tag === "AttemptDiscarded" || event.event._tag === "Compacted")
+
+/**
+ * The identity of an event the ledger records as a mark, the same in every
+ * execution of the program: its kind, its context, its key, and a loop's
+ * iteration.
+ */
+export const identity = (event: Marked, key: string): string =>
+  event._tag === "Verdict"
+    ? `Verdict\n${event.contextId}\n${key}\n${event.iteration}`
+    : event._tag === "Turn"
+    ? `${event.event._tag}\n${event.contextId}\n${key}`
+    : `${event._tag}\n${event.contextId}\n${key}`
 
 /** The place of the event an entry stands for, whichever entry it is written with. */
 export const slotOf = (reference: Reference, at: Place): string =>

@@ -157,8 +157,7 @@ export const make = (program: string, streamed: boolean): Replay => {
         if (streamed) moved(read, at)
         continue
       }
-      const identity = Marks.identity(read.event, read.key)
-      if (identity !== undefined) noted.set(identity, step(read.event.contextId, read.key))
+      noted.set(Marks.identity(read.event, read.key), step(read.event.contextId, read.key))
       if (streamed) events.push(read.event)
     }
     if (!streamed) {
