@@ -410,6 +410,17 @@ describe("Step.stream of a recorded program (in memory)", () => {
       )
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
+  it.live("a finished program pruned to its result streams its output alone", () =>
+    Effect.gen(function*() {
+      const id = fresh("pruned")
+      const live = yield* streamed(everything(1), id, script)
+      yield* Effect.sleep("5 millis")
+      expect(yield* Checkpointer.prune({ finishedBefore: new Date(), keep: "result" })).toMatchObject({
+        runs: expect.arrayContaining([id])
+      })
+      expect((yield* streamed(everything(1), id, [])).events).toStrictEqual([live.events.at(-1)])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
   it.effect("a damaged mark fails the execution before anything runs; a reference to no entry is left out", () =>
     Effect.gen(function*() {
       const toolkit = slowTool(false).toolkit
