@@ -12,7 +12,7 @@ const suites: Readonly<Record<string, ReadonlyArray<string>>> = {
   stream: ["./uiStream.ts"],
   agent: ["./agent.ts"],
   steps: ["./steps.ts"],
-  checkpoint: ["./checkpoint.ts"],
+  checkpoint: ["./checkpoint.ts", "./stepCheckpoint.ts"],
   retention: ["./retention.ts"],
   history: ["./history.ts", "./durableHistory.ts"],
   durable: ["./durable.ts"],

@@ -4,7 +4,8 @@
  * it expects goes away. The runtime assertions only keep the values in use.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Stream } from "effect"
+import type { CompactionError } from "../src/Compactor.ts"
 import type { InvalidOptions } from "../src/InvalidOptions.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
 import { ExecutionContext } from "../src/step/ExecutionContext.ts"
@@ -98,5 +99,18 @@ describe("step types", () => {
     const wrong = Step.execute(both, 0, { state: { count: "one" } })
     const given = Step.execute(both, 0, { state: { count: 1 } })
     expect([missing, wrong, given]).toHaveLength(3)
+  })
+
+  it("a program on a thread may fail with its thread's CompactionError; one on none may not", () => {
+    const alone = Step.execute(parse, "1")
+    const onThread = Step.execute(parse, "1", { thread: "user-42" })
+    const compacted = Step.stream(parse, "1", { thread: { id: "user-42", maxItems: 100 } })
+    const options: Step.Options<never> = { id: "job" }
+    const given = Step.execute(parse, "1", options)
+    expect(same<Extract<Effect.Error<typeof alone>, CompactionError>, never>(true)).toBe(true)
+    expect(same<Extract<Effect.Error<typeof onThread>, CompactionError>, CompactionError>(true)).toBe(true)
+    expect(same<Extract<Stream.Error<typeof compacted>, CompactionError>, CompactionError>(true)).toBe(true)
+    // Options typed apart may hold a thread: their program may fail with it.
+    expect(same<Extract<Effect.Error<typeof given>, CompactionError>, CompactionError>(true)).toBe(true)
   })
 })

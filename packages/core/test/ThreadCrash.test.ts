@@ -1,7 +1,8 @@
 /**
  * Threads across real processes, on files and PostgreSQL: a child executing
- * a run on a thread is killed (`SIGKILL`) in the middle of the run's tool; a
- * new process executes the run again with the same `runId`, waiting for the
+ * a run on a thread (an `AgentLoop` run, or a step program on files) is
+ * killed (`SIGKILL`) in the middle of the run's tool; a new process executes
+ * the run again with the same `runId` (the program's `id`), waiting for the
  * dead one's leases (the run's and the thread's) to lapse. The thread then
  * holds the earlier run's items and the resumed run's, each once, and the
  * model was asked each turn once, from the whole conversation.
@@ -40,7 +41,11 @@ const Body = Schema.Struct({ history: Item.History })
 
 const ended = (message: TestProcess.Message) => TestProcess.has("result")(message) || TestProcess.has("error")(message)
 
-const crashAndResume = (store: Config["store"], layer: Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
+const crashAndResume = (
+  store: Config["store"],
+  layer: Layer.Layer<Checkpointer.Checkpointer, unknown>,
+  run: Config["run"] = "agent"
+) =>
   Effect.gen(function*() {
     const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-thread-crash-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
@@ -64,6 +69,7 @@ const crashAndResume = (store: Config["store"], layer: Layer.Layer<Checkpointer.
       marker: Path.join(dir, "slow.log"),
       runId: "on-a-thread",
       thread,
+      run,
       lease: 1500
     })
     const one = yield* child.spawn(config("one"))
@@ -102,6 +108,22 @@ describe.concurrent("Thread across processes", () => {
       Checkpointer.layerFileSystem(directory).pipe(Layer.provide(NodeFileSystem.layer), Layer.provide(NodePath.layer))
     ).pipe(Effect.ensuring(Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true }))))
   }, hangs)
+
+  it.live(
+    "a step program on a thread killed mid-tool and resumed in another process adds its items once (files)",
+    () => {
+      const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-thread-store-"))
+      return crashAndResume(
+        { _tag: "files", directory },
+        Checkpointer.layerFileSystem(directory).pipe(
+          Layer.provide(NodeFileSystem.layer),
+          Layer.provide(NodePath.layer)
+        ),
+        "steps"
+      ).pipe(Effect.ensuring(Effect.sync(() => Fs.rmSync(directory, { recursive: true, force: true }))))
+    },
+    hangs
+  )
 
   it.live.skipIf(!postgresReachable)(
     "a run on a thread killed mid-tool and resumed in another process adds its items once (PostgreSQL)",

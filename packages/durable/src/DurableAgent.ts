@@ -52,9 +52,9 @@ import type { RunKey, RunStore, RunStoreError } from "./RunStore.ts"
 /**
  * The definition of a durable agent: `AgentLoop.Options` without a run's own
  * `input` and `runId` (nor `compactAfter`: the engine keeps its own records;
- * nor `thread`: threads are `AgentLoop`'s, on a `Checkpointer`), and how many
- * executions of a run in a row may die with their process before the run is
- * parked (`maxCrashes`, default
+ * nor `thread`: threads live in a `Checkpointer`, for `AgentLoop` runs and step
+ * programs), and how many executions of a run in a row may die with their
+ * process before the run is parked (`maxCrashes`, default
  * `RunParking.defaultMaxCrashes`; see `RunParking`).
  *
  * @since 0.1.0

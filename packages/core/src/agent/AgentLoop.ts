@@ -113,11 +113,7 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
   annotated(Effect.gen(function*() {
     const model = yield* LanguageModel
     const machine = yield* AgentMachine.make(options)
-    const thread = options.thread === undefined
-      ? undefined
-      : typeof options.thread === "string"
-      ? { id: options.thread }
-      : options.thread
+    const thread = options.thread === undefined ? undefined : Thread.options(options.thread)
     yield* Effect.annotateCurrentSpan({
       "gen_ai.operation.name": "invoke_agent",
       "gen_ai.provider.name": Telemetry.providerName(model.provider),

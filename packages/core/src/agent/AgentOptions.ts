@@ -159,24 +159,6 @@ const runId: InvalidOptions.Rule = {
   test: Schema.is(RunId.RunId)
 }
 
-/** A run id that is not a thread's log id. */
-const ownRunId: InvalidOptions.Rule = {
-  expected: `a run id that does not start with "${ThreadId.prefix}" (reserved for threads)`,
-  test: (value) => typeof value !== "string" || !value.startsWith(ThreadId.prefix)
-}
-
-const isThreadId = Schema.is(ThreadId.ThreadId)
-
-const thread: InvalidOptions.Rule = {
-  expected:
-    `a thread id (not empty, at most ${ThreadId.maxLength} characters, no control characters), or { id, maxItems? }`,
-  test: (value) =>
-    isThreadId(value) ||
-    (Predicate.hasProperty(value, "id") && isThreadId(value.id) &&
-      (!Predicate.hasProperty(value, "maxItems") || value.maxItems === undefined ||
-        InvalidOptions.positiveInteger.test(value.maxItems)))
-}
-
 /**
  * The first option of a run that cannot work, checked before anything runs:
  * the input, the toolkit and the tools `finish` and `toolChoice` name, the
@@ -226,8 +208,8 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("name", options.name, InvalidOptions.string),
     check("runId", options.runId, runId),
     check("compactAfter", options.compactAfter, InvalidOptions.positiveInteger),
-    check("runId", options.runId, ownRunId),
-    check("thread", options.thread, thread),
+    check("runId", options.runId, ThreadId.notThreadLog),
+    check("thread", options.thread, ThreadId.option),
     check("depth", options.depth, InvalidOptions.nonNegativeInteger)
   )
 }

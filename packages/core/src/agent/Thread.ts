@@ -1,7 +1,11 @@
 /**
- * Conversations that outlive a run: a thread id groups `AgentLoop` runs, and
- * a run on a thread starts from the items the thread's previous runs added,
- * so a chat server keeps one conversation per user without resending it.
+ * Conversations that outlive a run: a thread id groups `AgentLoop` runs and
+ * step programs (their `thread` option), and a run on a thread starts from
+ * the items the thread's previous runs added, so a chat server keeps one
+ * conversation per user without resending it. A step program's run is its
+ * execution: its own item log starts from the thread's history, and what it
+ * added goes to the thread when it ends well; runs of both kinds may share a
+ * thread.
  *
  * A thread is a log of its own in the `Checkpointer`, under the reserved id
  * `ThreadId.logId(id)` (`@agentloop/thread/<id>`), with one entry per event:
@@ -344,6 +348,16 @@ export interface Session {
   /** Records the run's final history on the thread, once (again, it does nothing). */
   readonly finished: (history: ReadonlyArray<Item.Item>) => Effect.Effect<void, CheckpointError>
 }
+
+/**
+ * A `thread` option as the thread's options: an id alone is the thread,
+ * never compacted ahead.
+ *
+ * @since 0.3.0
+ * @category running
+ */
+export const options = (thread: string | ThreadOptions): ThreadOptions =>
+  typeof thread === "string" ? { id: thread } : thread
 
 /**
  * Opens thread `options.id` for run `run`, holding the thread's lease until

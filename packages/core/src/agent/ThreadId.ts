@@ -5,8 +5,10 @@
  *
  * @since 0.2.0
  */
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import { threadPrefix } from "../internal/retention.ts"
+import * as InvalidOptions from "../InvalidOptions.ts"
 import * as RunId from "../RunId.ts"
 
 /**
@@ -61,3 +63,40 @@ export const logId = (thread: string): string => `${prefix}${thread}`
  * @category constants
  */
 export const indexLogId: string = prefix
+
+const isThreadId = Schema.is(ThreadId)
+
+/**
+ * A run's (or a step program's) `thread` option, as the options' check
+ * takes it: a thread id, or `{ id, maxItems? }` with a positive integer.
+ *
+ * @example
+ * ```ts
+ * import { ThreadId } from "@agentloop/core"
+ *
+ * console.log(ThreadId.option.test("user-42"), ThreadId.option.test({ id: "user-42", maxItems: 0 })) // true false
+ * ```
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const option: InvalidOptions.Rule = {
+  expected: `a thread id (not empty, at most ${maxLength} characters, no control characters), or { id, maxItems? }`,
+  test: (value) =>
+    isThreadId(value) ||
+    (Predicate.hasProperty(value, "id") && isThreadId(value.id) &&
+      (!Predicate.hasProperty(value, "maxItems") || value.maxItems === undefined ||
+        InvalidOptions.positiveInteger.test(value.maxItems)))
+}
+
+/**
+ * A run id (or a step program's execution id) that is not a thread's log id:
+ * one that does not start with the {@link prefix}.
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const notThreadLog: InvalidOptions.Rule = {
+  expected: `a run id that does not start with "${prefix}" (reserved for threads)`,
+  test: (value) => typeof value !== "string" || !value.startsWith(prefix)
+}

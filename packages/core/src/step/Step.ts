@@ -31,6 +31,7 @@ import * as Loops from "./internal/loop.ts"
 import * as Run_ from "./internal/run.ts"
 import { runIn } from "./internal/runtime.ts"
 import * as Spawn from "./internal/spawn.ts"
+import type { Failure as ThreadFailure, ThreadOption } from "./internal/thread.ts"
 import * as ToolStep from "./internal/tool.ts"
 import type { Any, Step } from "./StepAst.ts"
 import type { Aborted, ExecutionCheckpointFailed, InvalidStep } from "./StepError.ts"
@@ -91,6 +92,12 @@ export type {
   /** The fields of a `spawn` step. */
   SpawnOptions
 } from "./internal/spawn.ts"
+export type {
+  /** What a program on a thread may fail with besides its steps' errors: its thread's history could not be compacted. */
+  Failure as ThreadFailure,
+  /** A program's `thread` option: a thread id, or the thread's options. */
+  ThreadOption
+} from "./internal/thread.ts"
 export type {
   /** The input of a `tool` step: the tool's input, less what the preset `args` give. */
   ToolInput,
@@ -299,25 +306,40 @@ export const every = Every.make
  *
  * With a `Checkpointer` in context and an `id`, every step that completes is
  * recorded (its output and the context then; outputs and the state must be
- * JSON, or have a schema: an `llm` step's `output`, a tool step's tool), and
+ * JSON, or have a schema: an `llm` step's `output`, a tool step's tool), with
+ * the events the program made before it (which `stream` replays), and
  * executing again with the same id skips the recorded steps (their outputs are
  * used and their contexts restored) and runs the rest; a program that ended
  * returns its recorded output at once. A record that cannot be written fails
  * the program with `ExecutionCheckpointFailed`.
  *
+ * With a `thread` (and a `Checkpointer` in context), the program's item log
+ * starts from the thread's history and the items it added go to the thread
+ * once it ends well; another run on the thread meanwhile is refused (see the
+ * `Thread` module), and the program may fail with the `CompactionError` of a
+ * thread its `Compactor` could not shorten.
+ *
  * @since 0.1.0
  * @category running
  */
-export function execute<I, O, E, R, RT = never>(
+export function execute<I, O, E, R, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
-  options?: Options<RT> & { readonly state?: unknown }
-): Effect.Effect<O, E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
-export function execute<I, O, E, R, S, RT = never>(
+  options?: Options<RT> & { readonly state?: unknown; readonly thread?: T }
+): Effect.Effect<
+  O,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
+  ExecutionServices<R, RT>
+>
+export function execute<I, O, E, R, S, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
-  options: Options<RT> & StateOptions<S>
-): Effect.Effect<O, E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep, ExecutionServices<R, RT>>
+  options: Options<RT> & StateOptions<S> & { readonly thread?: T }
+): Effect.Effect<
+  O,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
+  ExecutionServices<R, RT>
+>
 export function execute(
   step: Any,
   input: unknown,
@@ -379,25 +401,31 @@ export const streamBuffer = 1
  * has taken the one before ({@link streamBuffer}). A consumer that stops
  * pulling interrupts every step.
  *
+ * A program recorded before (a `Checkpointer` in context and an `id`:
+ * finished, cut off, or forked with `StepHistory.fork`) first streams the
+ * events it recorded, as they were streamed (the model's deltas and the
+ * tools' progress aside), then goes on, each event once; a finished one
+ * replays to its `Output` running nothing.
+ *
  * @since 0.1.0
  * @category running
  */
-export function stream<I, O, E, R, RT = never>(
+export function stream<I, O, E, R, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, unknown>,
   input: NoInfer<I>,
-  options?: Options<RT> & { readonly state?: unknown }
+  options?: Options<RT> & { readonly state?: unknown; readonly thread?: T }
 ): Stream.Stream<
   StepEvent.Event<O>,
-  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
   ExecutionServices<R, RT>
 >
-export function stream<I, O, E, R, S, RT = never>(
+export function stream<I, O, E, R, S, RT = never, T extends ThreadOption | undefined = undefined>(
   step: Step<I, O, E, R, S>,
   input: NoInfer<I>,
-  options: Options<RT> & StateOptions<S>
+  options: Options<RT> & StateOptions<S> & { readonly thread?: T }
 ): Stream.Stream<
   StepEvent.Event<O>,
-  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep,
+  E | Aborted | ExecutionCheckpointFailed | InvalidOptions | InvalidStep | ThreadFailure<T>,
   ExecutionServices<R, RT>
 >
 export function stream(
@@ -407,7 +435,7 @@ export function stream(
 ): Stream.Stream<StepEvent.Event<unknown>, unknown, unknown> {
   return Stream.callback<StepEvent.Event<unknown>, unknown, unknown>(
     (queue) =>
-      program(step, input, options, { emit: (event) => Effect.asVoid(Queue.offer(queue, event)) }).pipe(
+      program(step, input, options, (event) => Effect.asVoid(Queue.offer(queue, event))).pipe(
         Effect.flatMap((value) => Queue.offer(queue, { _tag: "Output", value })),
         Effect.andThen(Queue.end(queue))
       ),

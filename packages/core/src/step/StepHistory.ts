@@ -14,7 +14,8 @@
  * {@link fork} copies an execution's checkpoints up to one of them into a new
  * execution id: executing the program again with that id skips the steps
  * recorded there and runs the rest, as after a crash at that checkpoint. The
- * original is not changed.
+ * original is not changed. `Step.stream` of an execution, a fork's included,
+ * replays the events its checkpoints recorded before it goes on.
  *
  * @since 0.2.0
  */
@@ -29,8 +30,10 @@ import * as RunHistory from "../RunHistory.ts"
 import * as TokenUsage from "../TokenUsage.ts"
 import type { Toolkit } from "../Toolkit.ts"
 import type { RecordedError } from "./ExecutionContext.ts"
+import * as Entries from "./internal/entries.ts"
 import { fingerprint } from "./internal/execute.ts"
-import * as Ledger from "./internal/ledger.ts"
+import * as Marks from "./internal/marks.ts"
+import * as Replay from "./internal/replay.ts"
 import type * as StepAst from "./StepAst.ts"
 
 /**
@@ -108,7 +111,7 @@ export interface State {
 export type ReadError = RunHistory.ReadError | Schema.SchemaError
 
 /** A context as the ledger restores it, as this module shows it. */
-const contextOf = ({ cost, errors, items, state, stepCount, tokens, turns }: Ledger.Restorable): Context => ({
+const contextOf = ({ cost, errors, items, state, stepCount, tokens, turns }: Entries.Restorable): Context => ({
   items,
   state,
   tokens,
@@ -118,26 +121,29 @@ const contextOf = ({ cost, errors, items, state, stepCount, tokens, turns }: Led
   errors
 })
 
-/** The step id in a key (`<path>/<id>#<n>`). */
-const stepIdOf = (key: string): string => key.slice(key.lastIndexOf("/") + 1, key.lastIndexOf("#"))
-
 /** The checkpoints of execution `id`'s ledger `entries`, and what the ledger held after the last one. */
 const fold = (id: string, entries: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const read = Ledger.reader()
+    const read = Entries.reader()
     const contexts = new Map<string, Context>()
     const completed: Array<State["completed"][number]> = []
     let output: Schema.Json | undefined
     const checkpoints: Array<Checkpoint> = []
     for (const [index, text] of entries.entries()) {
-      const { entry } = yield* Ledger.decode(text)
+      const { entry } = yield* Entries.decode(text)
       const books = (execution: string) => contexts.get(execution) ?? { tokens: TokenUsage.empty, cost: Cost.zero }
       const at = { index, time: entry.time }
       // A step's checkpoint: where it stands in the ledger, and what the entry added.
       const ofStep = (
         step: { readonly execution: string; readonly key: string },
         fields: Pick<Checkpoint, "kind" | "tokens" | "cost" | "output" | "items">
-      ): Checkpoint => ({ ...at, execution: step.execution, stepId: stepIdOf(step.key), key: step.key, ...fields })
+      ): Checkpoint => ({
+        ...at,
+        execution: step.execution,
+        stepId: Marks.stepIdOf(step.key),
+        key: step.key,
+        ...fields
+      })
       let checkpoint: Checkpoint
       switch (entry._tag) {
         case "Completed":
@@ -266,10 +272,13 @@ export type ForkError =
   | OpenError
 
 /** An entry of execution `from`'s ledger as execution `id`'s: its execution, or sub-agent (`<from>/…`), renamed. */
-const renamed = (entry: Ledger.Entry, from: string, id: string): Ledger.Entry =>
-  entry._tag === "Finished" || (entry.execution !== from && !entry.execution.startsWith(`${from}/`))
-    ? entry
-    : { ...entry, execution: `${id}${entry.execution.slice(from.length)}` }
+const renamed = (entry: Entries.Entry, from: string, id: string): Entries.Entry => {
+  const rename = (execution: string) =>
+    execution === from || execution.startsWith(`${from}/`) ? `${id}${execution.slice(from.length)}` : execution
+  const events = entry.events?.map((mark) => Marks.renamed(mark, rename))
+  const marked = events === undefined ? entry : { ...entry, events }
+  return marked._tag === "Finished" ? marked : { ...marked, execution: rename(marked.execution) }
+}
 
 /**
  * An edit of an execution's context at a checkpoint: the context there, in
@@ -286,10 +295,10 @@ export type Edit = (context: Context) => Context
  * edited; `undefined` when it recorded none.
  */
 const editLast = (
-  entries: ReadonlyArray<Ledger.Entry>,
+  entries: ReadonlyArray<Entries.Entry>,
   execution: string,
   edit: Edit
-): ReadonlyArray<Ledger.Entry> | undefined => {
+): ReadonlyArray<Entries.Entry> | undefined => {
   const last = entries.findLastIndex((entry) =>
     (entry._tag === "Completed" || entry._tag === "Saved") && entry.execution === execution
   )
@@ -297,12 +306,13 @@ const editLast = (
   if (entry === undefined || (entry._tag !== "Completed" && entry._tag !== "Saved")) return undefined
   // The item log each execution had written before it: the base of the edited entry's change.
   const logs = new Map<string, ReadonlyArray<Item.Item>>()
-  const read = Ledger.reader(logs)
+  const read = Entries.reader(logs)
   for (const before of entries.slice(0, last)) {
     if (before._tag === "Completed" || before._tag === "Saved") read(before.execution, before.context)
   }
   const base = logs.get(execution) ?? []
-  const { items, state, ...books } = edit(contextOf(read(execution, entry.context)))
+  const unedited = read(execution, entry.context)
+  const { items, state, ...books } = edit(contextOf(unedited))
   const { state: _, ...kept } = entry.context
   const context = {
     ...kept,
@@ -310,7 +320,20 @@ const editLast = (
     log: AgentCheckpoint.change(base, items),
     ...(state === undefined ? {} : { state })
   }
-  return [...entries.slice(0, last), { ...entry, context }, ...entries.slice(last + 1)]
+  // A turn of the execution after it recorded its accounting against the context before the edit: it is written
+  // out whole, so that the fork replays its `TurnCompleted` as it was streamed.
+  const after = entries.slice(last + 1).map((later): Entries.Entry => {
+    if (later._tag !== "Answered" || later.execution !== execution) return later
+    const told = later.turnCompleted
+    if (later.step === undefined || told === undefined) return later
+    const { lastItems, ...accounting } = Replay.accountingOf(
+      unedited,
+      { turn: later.turn, cost: later.cost, step: later.step },
+      told
+    )
+    return { ...later, turnCompleted: { ...accounting, lastItems } }
+  })
+  return [...entries.slice(0, last), { ...entry, context }, ...after]
 }
 
 /**
@@ -359,7 +382,7 @@ export const fork = <RT = never>(
           const kept = yield* Effect.forEach(
             recorded.slice(0, index + 1),
             (text) =>
-              Effect.map(Ledger.decode(text), ({ entry, version }) => ({ entry: renamed(entry, from, id), version }))
+              Effect.map(Entries.decode(text), ({ entry, version }) => ({ entry: renamed(entry, from, id), version }))
           )
           const entries = kept.map(({ entry }) => entry)
           const edited = options.edit === undefined ? entries : editLast(entries, id, options.edit)
@@ -370,7 +393,7 @@ export const fork = <RT = never>(
               reason: "no step had recorded the execution's context there"
             })
           }
-          return yield* Effect.forEach(edited, (entry, i) => Ledger.encode({ entry, version: kept[i]!.version }))
+          return yield* Effect.forEach(edited, (entry, i) => Entries.encode({ entry, version: kept[i]!.version }))
         })
     })
   })

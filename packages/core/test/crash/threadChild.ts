@@ -1,7 +1,8 @@
 /**
- * A process of the thread crash tests: it executes one `AgentLoop` run on a
- * thread, with a `Checkpointer` over files or PostgreSQL, asking the test's
- * loopback server for its turns. Its `slow` tool never ends the first time it
+ * A process of the thread crash tests: it executes one run on a thread (an
+ * `AgentLoop` run, or the agent loop as a step program), with a
+ * `Checkpointer` over files or PostgreSQL, asking the test's loopback server
+ * for its turns. Its `slow` tool never ends the first time it
  * starts in any process (a marker file says), so the test can kill the
  * process mid-run. It prints one JSON object per line: `toolStarted`,
  * `result`, `error`. A run whose lease (or whose thread's) a killed process
@@ -15,8 +16,11 @@ import { Cause, Effect, Layer, Schedule, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as AgentLoop from "../../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../../src/Checkpointer.ts"
+import type { LanguageModel } from "../../src/LanguageModel.ts"
+import * as Step from "../../src/step/Step.ts"
 import * as Tool from "../../src/Tool.ts"
 import * as Toolkit from "../../src/Toolkit.ts"
+import * as Until from "../../src/Until.ts"
 
 export const Config = Schema.Struct({
   store: Schema.Union([
@@ -29,6 +33,8 @@ export const Config = Schema.Struct({
   marker: Schema.String,
   runId: Schema.String,
   thread: Schema.String,
+  /** What runs on the thread: an `AgentLoop` run, or a step program (a loop of one `llm` step). */
+  run: Schema.Literals(["agent", "steps"]),
   /** The lease's duration, in milliseconds. */
   lease: Schema.Number
 })
@@ -63,13 +69,21 @@ const main = (config: Config) => {
     typeof error === "object" && error !== null && "cause" in error && typeof error.cause === "object" &&
     error.cause !== null && "_tag" in error.cause && error.cause._tag === "RunInProgress"
 
-  return Effect.flatMap(
-    AgentLoop.AgentLoop,
-    (agent) =>
-      agent.run({ input: "Use the tool", toolkit: Toolkit.make(slow), runId: config.runId, thread: config.thread })
-  ).pipe(
+  const toolkit = Toolkit.make(slow)
+  const output: Effect.Effect<string, unknown, AgentLoop.AgentLoop | LanguageModel> = config.run === "agent"
+    ? Effect.flatMap(
+      AgentLoop.AgentLoop,
+      (agent) => agent.run({ input: "Use the tool", toolkit, runId: config.runId, thread: config.thread })
+    ).pipe(Effect.map((result) => result._tag === "Stopped" ? result.output : result._tag))
+    : Step.execute(
+      Step.loop({ id: "agent", steps: [Step.llm({ id: "turn" })], until: Until.noToolCalls() }),
+      "Use the tool",
+      { toolkit, id: config.runId, thread: config.thread }
+    )
+
+  return output.pipe(
     Effect.retry({ while: held, schedule: Schedule.spaced("200 millis"), times: 150 }),
-    Effect.flatMap((result) => TestProcess.report({ result: result._tag === "Stopped" ? result.output : result._tag })),
+    Effect.flatMap((result) => TestProcess.report({ result })),
     Effect.provide(AgentLoop.layer.pipe(Layer.provideMerge(LoopbackModel.layer(config.provider, config.runner)))),
     Effect.provide(store),
     Effect.catchCause((cause) => TestProcess.report({ error: String(Cause.squash(cause)) }))

@@ -69,7 +69,13 @@ export const make = <I, O, E, R, S, W = never>(
             if (onError === "fail") return yield* Effect.fail(result.failure)
             const error = StepErrors.info(result.failure)
             execution.errors.push({ stepId: id, error, elapsed: execution.elapsed() })
-            yield* emit(scope, step, { _tag: "Recorded", stepId: id, kind: "every", contextId: execution.id, error })
+            // Told of the run that failed: its key is its place, the same when the program runs again.
+            yield* emit(
+              scope,
+              step,
+              { _tag: "Recorded", stepId: id, kind: "every", contextId: execution.id, error },
+              `${scope.path}[${iteration}]`
+            )
           }
           yield* park
         }

@@ -9,6 +9,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
+import * as ThreadId from "../../agent/ThreadId.ts"
 import { Checkpointer } from "../../Checkpointer.ts"
 import type * as CheckpointVersion from "../../CheckpointVersion.ts"
 import * as InvalidOptions from "../../InvalidOptions.ts"
@@ -17,10 +18,13 @@ import type { Toolkit } from "../../Toolkit.ts"
 import type { ExecutionContext } from "../ExecutionContext.ts"
 import type * as Step from "../StepAst.ts"
 import { ExecutionCheckpointFailed } from "../StepError.ts"
+import type * as StepEvent from "../StepEvent.ts"
 import * as Ledger from "./ledger.ts"
+import * as Marks from "./marks.ts"
 import * as Outputs from "./outputs.ts"
 import type { Sink } from "./runner.ts"
 import { makeExecution, runChild, runFrame } from "./runtime.ts"
+import * as Threads from "./thread.ts"
 import { validate } from "./validate.ts"
 
 /** How `execute` and `stream` run a program. */
@@ -46,6 +50,19 @@ export interface Options<RT = never> {
    * `CheckpointVersionMismatch`, before any step runs.
    */
   readonly stateVersioning?: CheckpointVersion.Versioning | undefined
+  /**
+   * The conversation the program belongs to (see `Thread`), with a
+   * `Checkpointer` in context: the program's item log starts from the items
+   * the thread's earlier runs (`AgentLoop` runs and step programs) added, and
+   * the items the program adds go to the thread once it ends well. A thread
+   * id, or the id with the size past which the thread's history is compacted
+   * first (by the `Compactor` in context). The execution's `id` is its run on
+   * the thread: executed again, it starts from the same history and adds its
+   * items once. `threadId` (memory's) is another thing.
+   *
+   * @since 0.3.0
+   */
+  readonly thread?: Threads.ThreadOption | undefined
 }
 
 /** The options of a program whose steps read a user state of type `S`: its initial value. */
@@ -64,39 +81,74 @@ export const fingerprint = (step: Step.Any, input: unknown, toolkit: Toolkit<unk
     tools: [...(toolkit?.byName.keys() ?? [])].join(", ")
   }))
 
+/** Where `Step.stream` sends a program's events. */
+export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
+
 /**
- * Runs `step` on `input` as a new execution, sending its events to `sink`
+ * The sink of a recorded execution: each event it makes is noted in its
+ * ledger and streamed, unless it is one the ledger replayed already (an
+ * execution that goes on makes the events of what it replays again: a loop
+ * asks its predicate again, a step cut off starts again).
+ */
+const recording = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
+  emit: (event, key) => {
+    if (!Marks.isMarked(event)) ledger.placed(event)
+    else if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
+    else ledger.note({ event, key })
+    return stream === undefined ? Effect.void : stream(event)
+  }
+})
+
+/**
+ * Runs `step` on `input` as a new execution, sending its events to `stream`
  * (`Step.execute` and `Step.stream` give it their types), once the program is
  * checked (see `validate`: nothing runs when it cannot). With a
- * `Checkpointer` in context and an `id`, every completed step is recorded, an
- * execution run again skips the steps it recorded, and one that ended returns
- * its recorded output without running anything.
+ * `Checkpointer` in context and an `id`, every completed step is recorded
+ * with the events streamed before it, an execution run again streams what
+ * its ledger recorded then skips the steps it recorded, and one that ended
+ * streams what it recorded and returns its recorded output without running
+ * anything.
  */
 export const program = (
   step: Step.Any,
   input: unknown,
   options: (Options<unknown> & { readonly state?: unknown }) | undefined,
-  sink: Sink | undefined
+  stream: Emit | undefined
 ): Effect.Effect<unknown, unknown, unknown> =>
   Effect.gen(function*() {
     const refused = validate(step) ?? InvalidOptions.first(
       InvalidOptions.check("stateVersioning", options?.stateVersioning, InvalidOptions.versioning),
-      InvalidOptions.outputVersioning(options?.toolkit?.tools ?? [])
+      InvalidOptions.outputVersioning(options?.toolkit?.tools ?? []),
+      InvalidOptions.check("id", options?.id, ThreadId.notThreadLog),
+      InvalidOptions.check("thread", options?.thread, ThreadId.option)
     )
     if (refused !== undefined) return yield* Effect.fail(refused)
     const clock = yield* Clock.Clock
     const id = options?.id ??
       `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
+    // The thread's lease, then the ledger's, are held until the program ends.
+    const session = options?.thread === undefined ? undefined : yield* Threads.open(options.thread, id)
     const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     const ledger = Option.isNone(checkpointer)
       ? undefined
       : yield* Ledger.load(
         checkpointer.value,
         id,
-        yield* fingerprint(step, input, options?.toolkit),
-        options?.stateVersioning
+        {
+          ...(yield* fingerprint(step, input, options?.toolkit)),
+          ...(session === undefined ? {} : yield* session.fingerprint)
+        },
+        options?.stateVersioning,
+        stream !== undefined
       )
+    // A recorded execution first streams what it recorded.
+    if (ledger !== undefined && stream !== undefined) yield* Effect.forEach(ledger.replayed, stream, { discard: true })
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
+    const sink = ledger !== undefined
+      ? recording(ledger, stream)
+      : stream === undefined
+      ? undefined
+      : { emit: (event: StepEvent.StepEvent) => stream(event) }
     const execution = makeExecution({
       id,
       threadId: options?.threadId ?? id,
@@ -105,7 +157,8 @@ export const program = (
       parentContext: null,
       clock,
       input,
-      state: options?.state
+      state: options?.state,
+      history: session?.history
     })
     const output = yield* runFrame(
       execution.frame,
@@ -119,10 +172,12 @@ export const program = (
         ledger
       })
     )
+    // The thread gets the program's items before its ledger says it finished: executed again, a program whose
+    // ledger finished runs nothing, and its thread has its items.
+    if (session !== undefined) yield* session.finished(execution.itemLog.items)
     if (ledger !== undefined) yield* ledger.finish(yield* Outputs.encodeOutput(id, step, output))
     return output
   }).pipe(
-    // The ledger's lease is held until the program ends.
     Effect.scoped,
     // A step that could not be recorded dies with the reason (so no step's error handling retries
     // it); the program fails with it, typed.

@@ -133,7 +133,7 @@ export interface Execution<out S> {
   abort(reason: string | undefined): void
 }
 
-/** Makes an execution. A text `input` starts its item log as a user message. */
+/** Makes an execution. Its item log starts with `history`, then a text `input` as a user message. */
 export const makeExecution = <S>(options: {
   readonly id: string
   readonly threadId: string
@@ -145,6 +145,8 @@ export const makeExecution = <S>(options: {
   readonly clock: Clock.Clock
   readonly input: unknown
   readonly state: S
+  /** The conversation before the input: the program's thread's (none by default). */
+  readonly history?: ReadonlyArray<Item.Item> | undefined
 }): Execution<S> => {
   let state = options.state
   const frame = new Frame<Aborted>(options.around)
@@ -157,7 +159,10 @@ export const makeExecution = <S>(options: {
     parentContext: options.parentContext,
     startedAt: options.clock.currentTimeMillisUnsafe(),
     clock: options.clock,
-    itemLog: makeLog(typeof options.input === "string" ? [userMessage(options.input, "user")] : []),
+    itemLog: makeLog([
+      ...(options.history ?? []),
+      ...(typeof options.input === "string" ? [userMessage(options.input, "user")] : [])
+    ]),
     frame,
     remembered: new WeakSet(),
     spawns: new Map(),

@@ -16,6 +16,10 @@
  * the item log as a change from the one written before, the rest (state,
  * books, counters) as they are.
  *
+ * Each entry is also written with what the program streamed since the entry
+ * before (its marks, see `journal.ts`), so that streaming the program again
+ * replays it (see `replay.ts`); the entries' schemas are in `entries.ts`.
+ *
  * Each entry carries the version of the program's state (its
  * `stateVersioning`, version 1 without one, as entries written before entries
  * carried a version): a state recorded at another version is brought to the
@@ -27,135 +31,36 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type { Accounting } from "../../Accounting.ts"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
 import * as CheckpointVersion from "../../CheckpointVersion.ts"
-import { Cost } from "../../Cost.ts"
+import type { Cost } from "../../Cost.ts"
 import { idempotencyKey } from "../../internal/sha256.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
-import { StepMeta } from "../../StepMeta.ts"
-import { TokenUsage } from "../../TokenUsage.ts"
-import * as ToolRecord from "../../ToolRecord.ts"
-import * as Turn from "../../Turn.ts"
-import { RecordedError } from "../ExecutionContext.ts"
+import type * as ToolRecord from "../../ToolRecord.ts"
+import type * as Turn from "../../Turn.ts"
 import { ExecutionCheckpointFailed } from "../StepError.ts"
+import type * as StepEvent from "../StepEvent.ts"
+import * as Entries from "./entries.ts"
 import type { Execution } from "./execution.ts"
+import * as Journal from "./journal.ts"
+import type * as Marks from "./marks.ts"
+import * as Replay from "./replay.ts"
 
-const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-
-/** An execution's context, as the ledger writes it. */
-const Context = Schema.Struct({
-  log: AgentCheckpoint.HistoryChange,
-  state: Schema.optionalKey(Schema.Json),
-  tokens: TokenUsage,
-  cost: Cost,
-  stepCount: Count,
-  turns: Count,
-  spawns: Schema.Record(Schema.String, Count),
-  lastStepMeta: Schema.NullOr(StepMeta),
-  errors: Schema.Array(RecordedError)
-})
-type Context = typeof Context.Type
-
-/** When an entry was written, in epoch milliseconds (absent from entries written before 0.2.0). */
-const Time = Schema.optionalKey(Schema.Finite)
-
-/** A step's output as the ledger writes it: its JSON, and the output version of its tool (a `tool` step's) when it declares one. */
-const Output = { output: Schema.Json, outputVersion: Schema.optionalKey(CheckpointVersion.Version) }
-
-/** A step's output, recorded. */
-export interface Output {
-  readonly output: Schema.Json
-  readonly outputVersion?: number
-}
-
-/** A step's output to record: it is checked to be JSON when it is written. */
-export interface Unwritten {
-  readonly output: unknown
-  readonly outputVersion?: number
-}
-
-const outputOf = (entry: Output): Output =>
-  entry.outputVersion === undefined
-    ? { output: entry.output }
-    : { output: entry.output, outputVersion: entry.outputVersion }
-
-const Entry = Schema.Union([
-  Schema.TaggedStruct("Completed", {
-    execution: Schema.String,
-    key: Schema.String,
-    ...Output,
-    context: Context,
-    time: Time
-  }),
-  Schema.TaggedStruct("Saved", { execution: Schema.String, key: Schema.String, context: Context, time: Time }),
-  // An `llm` step's turn, once the model answered it, each call of a tool that is not idempotent as it
-  // started, and each of its calls as it ended.
-  Schema.TaggedStruct("Answered", {
-    execution: Schema.String,
-    key: Schema.String,
-    turn: Turn.Turn,
-    cost: Cost,
-    time: Time
-  }),
-  Schema.TaggedStruct("ToolStarted", { execution: Schema.String, key: Schema.String, index: Count, time: Time }),
-  Schema.TaggedStruct("ToolDone", {
-    execution: Schema.String,
-    key: Schema.String,
-    index: Count,
-    record: ToolRecord.ToolRecord,
-    time: Time
-  }),
-  Schema.TaggedStruct("Finished", { ...Output, time: Time })
-])
-
-/** An entry of the ledger. */
-export type Entry = typeof Entry.Type
-
-const decodeEntry = Schema.decodeUnknownEffect(Entry)
-const encodeEntry = Schema.encodeUnknownEffect(Entry)
-const decodeJson = Schema.decodeUnknownEffect(Schema.Json)
-
-/** An entry of the ledger as it was written: the entry, and the version of the program's state it was written at. */
-export interface Versioned {
-  readonly entry: Entry
-  readonly version: number
-}
-
-/** Reads an entry of the ledger as it was written (its state not migrated). */
-export const decode = (text: string): Effect.Effect<Versioned, Schema.SchemaError> =>
-  Effect.flatMap(
-    CheckpointVersion.parse(text),
-    (recorded) => Effect.map(decodeEntry(recorded.json), (entry) => ({ entry, version: recorded.version }))
-  )
-
-/** Writes an entry of the ledger at `version`. */
-export const encode = ({ entry, version }: Versioned): Effect.Effect<string, Schema.SchemaError> =>
-  Effect.map(encodeEntry(entry), (json) => CheckpointVersion.format(version, json))
+export {
+  /** A step's output, recorded. */
+  type Output,
+  /** A context as it was, item log whole, ready to be put back. */
+  type Restorable,
+  /** A step's output to record. */
+  type Unwritten
+} from "./entries.ts"
 
 /** A context to write: its state is checked to be JSON when it is written. */
-type Unchecked = Omit<Context, "state"> & { readonly state?: unknown }
-
-/** A context as it was, item log whole, ready to be put back. */
-export interface Restorable extends Omit<Context, "log"> {
-  readonly items: ReadonlyArray<Item.Item>
-}
-
-/**
- * Reads the contexts of a ledger's entries in order: each one whole, its item
- * log rebuilt from the one its execution wrote before. `logs` is each
- * execution's item log as last read.
- */
-export const reader =
-  (logs: Map<string, ReadonlyArray<Item.Item>> = new Map()) => (execution: string, context: Context): Restorable => {
-    const items = AgentCheckpoint.apply(logs.get(execution) ?? [], context.log)
-    logs.set(execution, items)
-    const { log: _, ...rest } = context
-    return { ...rest, items }
-  }
+type Unchecked = Omit<Entries.Context, "state"> & { readonly state?: unknown }
 
 /** The turn an `llm` step's model answered, the calls of it that ended, by index, and those that started (not idempotent). */
 export interface Answered {
@@ -165,26 +70,57 @@ export interface Answered {
   readonly started: ReadonlySet<number>
 }
 
+/** A step that completed: its output, the context it left, and whether its `Completed` was streamed (and so replays). */
+export interface Recorded {
+  readonly output: Entries.Output
+  readonly context: Entries.Restorable
+  readonly streamed: boolean
+}
+
+/** What an `llm` step's answered turn tells besides the turn: its number and, when its `TurnCompleted` is streamed, what that says. */
+export interface Told {
+  readonly step: number
+  readonly completed?: {
+    readonly accounting: Accounting
+    /** The item log the turn was asked with. */
+    readonly logged: ReadonlyArray<Item.Item>
+  } | undefined
+}
+
 /** The ledger of one execution id. */
 export interface Ledger {
   /** The output recorded for the step `key` of `execution`, with the context it left, if it completed. */
-  readonly completed: (
-    execution: string,
-    key: string
-  ) => { readonly output: Output; readonly context: Restorable } | undefined
+  readonly completed: (execution: string, key: string) => Recorded | undefined
   /** The context the step `key` of `execution` last saved with `checkpoint()`, if it did and did not complete. */
-  readonly saved: (execution: string, key: string) => Restorable | undefined
+  readonly saved: (execution: string, key: string) => Entries.Restorable | undefined
   /** Whether the `tool` step `key` of `execution` (of a tool that is not idempotent) started its tool and did not complete. */
   readonly toolStepStarted: (execution: string, key: string) => boolean
   /** The turn the `llm` step `key` of `execution` was answered, if it was and the step did not complete. */
   readonly answered: (execution: string, key: string) => Answered | undefined
   /** The program's output, when it ended. */
-  readonly finished: Output | undefined
+  readonly finished: Entries.Output | undefined
+  /** The events the ledger replays, in order (none unless it was loaded to be streamed). */
+  readonly replayed: ReadonlyArray<StepEvent.StepEvent>
+  /**
+   * The identities (see `Marks.identity`) of the replayed events that the
+   * execution may make again as it goes on: each is neither streamed nor
+   * recorded again, and is taken out once made.
+   */
+  readonly awaited: Set<string>
+  /** Notes an event the program streams, to be recorded with the next entry (see `Marks`). */
+  readonly note: (noted: Marks.Noted) => void
+  /**
+   * Tells that the event an entry stands for (a step's `Completed`, a
+   * `TurnCompleted`, a `ToolResult`) was streamed: when other events came
+   * since its entry was written, a reference with the next entry says where.
+   */
+  readonly placed: (event: StepEvent.StepEvent) => void
   readonly answer: (
     execution: string,
     key: string,
     turn: Turn.Turn,
-    cost: Cost
+    cost: Cost,
+    told: Told
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
   /**
    * Records that call `index` of the `llm` step `key` of `execution` (of a
@@ -195,27 +131,36 @@ export interface Ledger {
     key: string,
     index: number
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
+  /** Records that call `index` ended with `record`; `streamed` says whether its `ToolResult` is streamed. */
   readonly toolDone: (
     execution: string,
     key: string,
     index: number,
-    record: ToolRecord.ToolRecord
+    record: ToolRecord.ToolRecord,
+    streamed: boolean
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
   /** The `Tool.IdempotencyKey` of call `index` of the `llm` step `key` of `execution`: the same in every execution. */
   readonly idempotencyKey: (execution: string, key: string, index: number) => Effect.Effect<string>
-  /** Records the step `key` as completed with `output` (checked to be JSON as it is written). */
+  /**
+   * Records the step `key` as completed with `output` (checked to be JSON as
+   * it is written); `event` is its `Completed` event when it is streamed.
+   */
   readonly complete: (
     execution: Execution<unknown>,
     key: string,
-    output: Unwritten
+    output: Entries.Unwritten,
+    event: StepEvent.Completed | undefined
   ) => Effect.Effect<void, ExecutionCheckpointFailed>
   readonly save: (execution: Execution<unknown>, key: string) => Effect.Effect<void, ExecutionCheckpointFailed>
-  readonly finish: (output: Unwritten) => Effect.Effect<void, ExecutionCheckpointFailed>
+  readonly finish: (output: Entries.Unwritten) => Effect.Effect<void, ExecutionCheckpointFailed>
 }
 
 /** A checkpoint of execution `id` that could not be written or read. */
 export const failed = (id: string, message: string, cause?: unknown): ExecutionCheckpointFailed =>
   new ExecutionCheckpointFailed({ executionId: id, message, ...(cause === undefined ? {} : { cause }) })
+
+const undecodable = (id: string, reason: string, cause?: unknown) =>
+  failed(id, `the checkpoint of "${id}" does not decode: ${reason}`, cause)
 
 /**
  * An entry of execution `id`'s ledger, its context's state as version
@@ -224,7 +169,7 @@ export const failed = (id: string, message: string, cause?: unknown): ExecutionC
 const read = (id: string, text: string, versioning: CheckpointVersion.Versioning | undefined) =>
   Effect.gen(function*() {
     const recorded = yield* CheckpointVersion.parse(text)
-    const entry = yield* decodeEntry(recorded.json)
+    const entry = yield* Entries.decodeEntry(recorded.json)
     if (
       recorded.version === (versioning?.version ?? CheckpointVersion.first) ||
       (entry._tag !== "Completed" && entry._tag !== "Saved") || entry.context.state === undefined
@@ -234,47 +179,60 @@ const read = (id: string, text: string, versioning: CheckpointVersion.Versioning
       versioning,
       recorded: recorded.version,
       value: entry.context.state
-    }).pipe(Effect.flatMap(decodeJson))
+    }).pipe(Effect.flatMap(Entries.decodeState))
     return { ...entry, context: { ...entry.context, state } }
   }).pipe(
     Effect.mapError((error) =>
       error._tag === "CheckpointVersionMismatch"
         ? failed(id, error.message, error)
-        : failed(id, `the checkpoint of "${id}" does not decode: ${error.message}`, error)
+        : undecodable(id, error.message, error)
     )
   )
+
+/** An entry to write, less its marks and time; its output and state are checked to be JSON as it is encoded. */
+type Unstamped = { readonly _tag: Entries.Entry["_tag"] } & Record<string, unknown>
 
 /**
  * Opens the ledger of execution `id` with its fingerprint, holding its lease
  * until the scope closes: what its earlier executions recorded, and how to
- * record more. `versioning` is the program's state's.
+ * record more. `versioning` is the program's state's; `streamed` says whether
+ * the execution is streamed (and so its ledger's events are replayed).
  */
 export const load = (
   checkpointer: Checkpointer["Service"],
   id: string,
   fingerprint: RunFingerprint.Fingerprint,
-  versioning: CheckpointVersion.Versioning | undefined
+  versioning: CheckpointVersion.Versioning | undefined,
+  streamed: boolean
 ): Effect.Effect<Ledger, ExecutionCheckpointFailed, Scope.Scope> =>
   Effect.gen(function*() {
     const log = yield* checkpointer.open(id, fingerprint).pipe(
       Effect.mapError((error) => failed(id, error.message, error))
     )
-    const texts = log.entries
-    const completed = new Map<string, { readonly output: Output; readonly context: Restorable }>()
-    const saved = new Map<string, Restorable>()
+    const completed = new Map<string, Recorded>()
+    const saved = new Map<string, Entries.Restorable>()
     const answered = new Map<string, Answered>()
     /** The `tool` steps that started their tool: a `ToolStarted` of no answered turn. */
     const startedSteps = new Set<string>()
     const logs = new Map<string, ReadonlyArray<Item.Item>>()
-    let finished: Output | undefined
-    const restorable = reader(logs)
-    for (const text of texts) {
+    /** Each execution's context as last read. */
+    const contexts = new Map<string, Entries.Restorable>()
+    let finished: Entries.Output | undefined
+    const readContext = Entries.reader(logs)
+    const restorable = (execution: string, context: Entries.Context) => {
+      const restored = readContext(execution, context)
+      contexts.set(execution, restored)
+      return restored
+    }
+    const replay = Replay.make(id, streamed)
+    for (const text of log.entries) {
       const entry = yield* read(id, text, versioning)
       switch (entry._tag) {
         case "Completed":
           completed.set(`${entry.execution}|${entry.key}`, {
-            output: outputOf(entry),
-            context: restorable(entry.execution, entry.context)
+            output: Entries.outputOf(entry),
+            context: restorable(entry.execution, entry.context),
+            streamed: entry.kind !== undefined
           })
           break
         case "Saved":
@@ -311,18 +269,21 @@ export const load = (
           break
         }
         case "Finished":
-          finished = outputOf(entry)
+          finished = Entries.outputOf(entry)
           break
       }
+      const unreadable = replay.add(entry, contexts)
+      if (unreadable !== undefined) return yield* undecodable(id, unreadable)
     }
 
-    // What the item log of each execution was when last written: the base of the next change.
-    const written = new Map(logs)
+    // What the item log and books of each execution were when last written: the base of the next change, and what
+    // a turn's record is told against.
+    const written = new Map<string, Replay.Before>(contexts)
     const context = (execution: Execution<unknown>): Unchecked => {
       const items = execution.itemLog.items
       const state = execution.getState()
       const context: Unchecked = {
-        log: AgentCheckpoint.change(written.get(execution.id) ?? [], items),
+        log: AgentCheckpoint.change(written.get(execution.id)?.items ?? [], items),
         ...(state === undefined ? {} : { state }),
         tokens: execution.tokens,
         cost: execution.cost,
@@ -332,27 +293,47 @@ export const load = (
         lastStepMeta: execution.lastStepMeta,
         errors: execution.errors
       }
-      written.set(execution.id, items)
+      written.set(execution.id, { items, tokens: execution.tokens, cost: execution.cost })
       return context
     }
+    const journal = Journal.make()
     const version = versioning?.version ?? CheckpointVersion.first
-    // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
-    const write = (entry: { readonly _tag: Entry["_tag"] } & Record<string, unknown>, finished = false) =>
-      Clock.currentTimeMillis.pipe(
-        Effect.flatMap((time) => encodeEntry({ ...entry, time })),
-        Effect.map((json) => CheckpointVersion.format(version, json)),
-        Effect.mapError((error) =>
-          failed(
-            id,
-            `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`,
-            error
-          )
-        ),
-        Effect.flatMap((text) =>
-          log.append([text], { finished }).pipe(Effect.mapError((error) => failed(id, error.message, error)))
-        ),
-        Effect.uninterruptible
-      )
+    /**
+     * Writes the entry `make` builds, with the events noted before it, at
+     * once: its context and its marks are taken together, so an entry's marks
+     * are the events noted between its context and the one before. `stands`
+     * is the event the entry stands for, when it is to be streamed.
+     */
+    const write = (
+      place: Marks.Place,
+      make: () => Unstamped,
+      options?: {
+        readonly finished?: boolean | undefined
+        readonly stands?: { readonly by: object; readonly reference: Marks.Reference } | undefined
+      }
+    ) =>
+      Effect.suspend(() => {
+        const entry = make()
+        const events = journal.take(place, options?.stands)
+        return Clock.currentTimeMillis.pipe(
+          // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
+          Effect.flatMap((time) => Entries.encodeEntry({ ...entry, ...(events.length === 0 ? {} : { events }), time })),
+          Effect.map((json) => CheckpointVersion.format(version, json)),
+          Effect.mapError((error) =>
+            failed(
+              id,
+              `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`,
+              error
+            )
+          ),
+          Effect.flatMap((text) =>
+            log.append([text], { finished: options?.finished ?? false }).pipe(
+              Effect.mapError((error) => failed(id, error.message, error))
+            )
+          ),
+          Effect.uninterruptible
+        )
+      })
 
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
@@ -362,24 +343,73 @@ export const load = (
       answered: (execution, key) =>
         completed.has(`${execution}|${key}`) ? undefined : answered.get(`${execution}|${key}`),
       finished,
-      answer: (execution, key, turn, cost) => write({ _tag: "Answered", execution, key, turn, cost }),
-      toolStarted: (execution, key, index) => write({ _tag: "ToolStarted", execution, key, index }),
-      toolDone: (execution, key, index, record) => write({ _tag: "ToolDone", execution, key, index, record }),
-      idempotencyKey: (execution, key, index) => idempotencyKey(id, `${execution}|${key}/tool/${index}`),
-      complete: (execution, key, output) =>
-        Effect.suspend(() =>
-          write({ _tag: "Completed", execution: execution.id, key, ...output, context: context(execution) })
+      replayed: replay.events(),
+      awaited: replay.awaited(),
+      note: journal.note,
+      placed: journal.placed,
+      answer: (execution, key, turn, cost, told) =>
+        write({ execution, key }, () => ({
+          _tag: "Answered",
+          execution,
+          key,
+          turn,
+          cost,
+          step: told.step,
+          ...(told.completed === undefined ? {} : {
+            turnCompleted: Replay.told(
+              written.get(execution) ?? Replay.nothingBefore,
+              { turn, cost, step: told.step },
+              told.completed.accounting,
+              told.completed.logged
+            )
+          })
+        }), {
+          stands: told.completed === undefined
+            ? undefined
+            : { by: turn, reference: { ref: "TurnCompleted", execution, key } }
+        }),
+      toolStarted: (execution, key, index) =>
+        write({ execution, key }, () => ({ _tag: "ToolStarted", execution, key, index })),
+      toolDone: (execution, key, index, record, streamed) =>
+        write(
+          { execution, key },
+          () => ({ _tag: "ToolDone", execution, key, index, record, ...(streamed ? {} : { hidden: true }) }),
+          {
+            stands: streamed ? { by: record.call, reference: { ref: "ToolResult", execution, key, index } } : undefined
+          }
         ),
+      idempotencyKey: (execution, key, index) => idempotencyKey(id, `${execution}|${key}/tool/${index}`),
+      complete: (execution, key, output, event) =>
+        write({ execution: execution.id, key }, () => ({
+          _tag: "Completed",
+          execution: execution.id,
+          key,
+          ...output,
+          context: context(execution),
+          // The context holds the meta of the step that reported last: the step's own, unless a step beside it
+          // reported since.
+          ...(event === undefined ? {} : {
+            kind: event.kind,
+            ...(event.meta === undefined || event.meta === execution.lastStepMeta ? {} : { meta: event.meta })
+          })
+        }), {
+          stands: event === undefined
+            ? undefined
+            : { by: event, reference: { ref: "Completed", execution: execution.id, key } }
+        }),
       save: (execution, key) =>
-        Effect.suspend(() => write({ _tag: "Saved", execution: execution.id, key, context: context(execution) })),
+        write(
+          { execution: execution.id, key },
+          () => ({ _tag: "Saved", execution: execution.id, key, context: context(execution) })
+        ),
       // The program's output: the store marks the execution finished, and `prune` with `keep: "result"` keeps
       // this entry alone (an execution whose ledger holds only it returns its output without running).
-      finish: (output) => write({ _tag: "Finished", ...output }, true)
+      finish: (output) => write({ execution: id }, () => ({ _tag: "Finished", ...output }), { finished: true })
     }
   })
 
 /** Puts a recorded context back into `execution`. */
-export const restore = (execution: Execution<unknown>, context: Restorable): void => {
+export const restore = (execution: Execution<unknown>, context: Entries.Restorable): void => {
   execution.itemLog.replace(context.items)
   execution.setState(context.state)
   execution.tokens = context.tokens

@@ -7,6 +7,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type { Accounting } from "../../Accounting.ts"
+import type * as AgentEvent from "../../agent/AgentEvent.ts"
 import * as AgentTurn from "../../agent/AgentTurn.ts"
 import type * as Item from "../../Item.ts"
 import type { LanguageModel, ModelParams } from "../../LanguageModel.ts"
@@ -25,8 +27,9 @@ import type { EmitFilter, MaybeEffect, StepLLM } from "../StepAst.ts"
 import { ExecutionCheckpointFailed, InvalidOutput, InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
 import type * as Ledger from "./ledger.ts"
+import * as Replay from "./replay.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
-import { attempt, emit, userMessage } from "./runtime.ts"
+import { allows, attempt, emit, userMessage } from "./runtime.ts"
 import type { Execution } from "./runtime.ts"
 
 /** The fields of an `llm` step whose output is `O`. */
@@ -54,9 +57,6 @@ export interface LlmOptions<I, O, E, R, S> {
 
 /** The errors of every `llm` step, besides its `prompt`'s. */
 export type LlmError = AgentTurn.Failure | MemoryError | InvalidOutput | InvalidStep | StepFailed
-
-/** How many of the last items a `TurnCompleted` event's accounting carries. */
-const lastItemsKept = 10
 
 const decoder = <O>(stepId: string, output: Schema.Codec<O, unknown>) => {
   const decode = Schema.decodeUnknownEffect(Schema.fromJsonString(Schema.toCodecJson(output)))
@@ -134,6 +134,9 @@ const build = <I, O, E, R, S>(
         const ledger = scope.ledger
         const key = scope.path
         const history = recalled.length === 0 ? logged : [...recalled, ...logged]
+        const header = { stepId: id, kind: "llm" as const, contextId: execution.id }
+        /** Whether the step's `emit` lets a turn event through: a checkpointed step records what it streams. */
+        const streams = (event: AgentEvent.TurnEvent) => allows(step, { _tag: "Turn", ...header, event })
         const request = {
           step: turnNumber,
           history,
@@ -147,25 +150,31 @@ const build = <I, O, E, R, S>(
           toolkit,
           // A checkpointed step records its answered turn and each call that ends, so a resumed one asks nothing twice.
           account: (completed: AgentTurn.Completed) =>
-            Effect.map(
-              ledger === undefined
-                ? Effect.void
-                : Effect.orDie(ledger.answer(execution.id, key, completed.turn, completed.cost)),
-              () => {
-                execution.account(completed.turn.usage, completed.cost)
-                return {
-                  usage: execution.tokens,
-                  cost: execution.cost,
-                  elapsedMs: execution.elapsed(),
-                  steps: execution.turns,
-                  lastItems: completed.history.slice(-lastItemsKept)
-                }
+            Effect.suspend(() => {
+              execution.account(completed.turn.usage, completed.cost)
+              const accounting: Accounting = {
+                usage: execution.tokens,
+                cost: execution.cost,
+                elapsedMs: execution.elapsed(),
+                steps: execution.turns,
+                lastItems: Replay.lastItems(completed.history)
               }
-            ),
+              if (ledger === undefined) return Effect.succeed(accounting)
+              const { cost, turn } = completed
+              const streamed = streams({ _tag: "TurnCompleted", step: turnNumber, turn, cost, accounting })
+              const told = { step: turnNumber, completed: streamed ? { accounting, logged } : undefined }
+              return Effect.as(Effect.orDie(ledger.answer(execution.id, key, turn, cost, told)), accounting)
+            }),
           onToolResult: ledger === undefined
             ? undefined
             : (index: number, result: Toolkit.Result) =>
-              Effect.orDie(ledger.toolDone(execution.id, key, index, ToolRecord.fromResult(result, toolkit))),
+              Effect.orDie(ledger.toolDone(
+                execution.id,
+                key,
+                index,
+                ToolRecord.fromResult(result, toolkit),
+                streams({ _tag: "ToolResult", step: turnNumber, ...ToolRecord.fromResult(result) })
+              )),
           onToolStart: ledger === undefined
             ? undefined
             : (index: number) => Effect.orDie(ledger.toolStarted(execution.id, key, index)),
@@ -185,7 +194,6 @@ const build = <I, O, E, R, S>(
           undefined,
           () => resumed === undefined ? AgentTurn.stream(request, then) : AgentTurn.resume(request, resumed, then)
         )
-        const header = { stepId: id, kind: "llm" as const, contextId: execution.id }
         yield* (scope.sink === undefined
           ? Stream.runDrain(turn)
           : Stream.runForEach(turn, (event) => emit(scope, step, { _tag: "Turn", ...header, event }))).pipe(

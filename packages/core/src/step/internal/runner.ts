@@ -43,9 +43,14 @@ export const variance: Variance<unknown, never, never, never, unknown> = {
 /** Runs a step on `input` in `scope`; `RT` is what the toolkit's tools need. */
 export type Run<in I, out O, out E, out R, in S> = <RT>(input: I, scope: Scope<S, RT>) => Effect.Effect<O, E, R | RT>
 
-/** Where step events go; `Step.execute` has none, `Step.stream` a bounded queue. */
+/**
+ * Where step events go, each with the key of the place it tells about (a
+ * step's, a loop iteration's, an `every` run's: see `marks.ts`): a recorded
+ * execution's ledger, `Step.stream`'s bounded queue, or both; `Step.execute`
+ * of an execution that is not recorded has none.
+ */
 export interface Sink {
-  readonly emit: (event: StepEvent.StepEvent) => Effect.Effect<void>
+  readonly emit: (event: StepEvent.StepEvent, key: string) => Effect.Effect<void>
 }
 
 /**

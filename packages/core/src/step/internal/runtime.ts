@@ -45,18 +45,24 @@ export {
 const withMeta = (kind: StepEvent.Kind) => kind === "llm" || kind === "tool"
 
 /** Whether an `llm` step's `emit` lets `event` through; every other step's events always go. */
-const allows = (step: Step.Any, event: StepEvent.StepEvent): boolean => {
+export const allows = (step: Step.Any, event: StepEvent.StepEvent): boolean => {
   if (step.kind !== "llm" || step.emit === undefined || step.emit === true) return true
   if (step.emit === false) return false
   return step.emit(StepEvent.eventType(event), event)
 }
 
-/** Sends a step's event to the sink, when there is one and the step's `emit` allows it. */
+/**
+ * Sends a step's event to the sink, when there is one and the step's `emit`
+ * allows it; `key` is the place it tells about (by default the runtime's: the
+ * key of the step whose runner sends it).
+ */
 export const emit = (
   runtime: Runtime<unknown, unknown>,
   step: Step.Any,
-  event: StepEvent.StepEvent
-): Effect.Effect<void> => runtime.sink === undefined || !allows(step, event) ? Effect.void : runtime.sink.emit(event)
+  event: StepEvent.StepEvent,
+  key: string = runtime.path
+): Effect.Effect<void> =>
+  runtime.sink === undefined || !allows(step, event) ? Effect.void : runtime.sink.emit(event, key)
 
 /**
  * Runs one step: in its span (`step.{kind} {id}`, a child of the enclosing
@@ -74,7 +80,7 @@ export const runStep = <I, O, E, R, S, RT>(
   const key = keyOf(runtime, step.id)
   const ledger = runtime.ledger
   const recorded = ledger?.completed(execution.id, key)
-  if (recorded !== undefined) return replay(step, runtime, recorded)
+  if (recorded !== undefined) return replay(step, runtime, key, recorded)
   return Effect.useSpan(
     `step.${step.kind} ${step.id}`,
     {
@@ -102,18 +108,30 @@ export const runStep = <I, O, E, R, S, RT>(
         }
       }
       scopes.set(context, scope)
+      /** The step's `Completed`, made once: a recorded one is the same object when recorded and streamed. */
+      let completion: StepEvent.Completed | undefined
+      const completed = (output: O): StepEvent.Completed =>
+        completion ??= {
+          _tag: "Completed",
+          ...header,
+          output,
+          ...(meta !== undefined && withMeta(step.kind) ? { meta } : {})
+        }
       const body = step[Runner](input, scope).pipe(
         Effect.ensuring(Effect.sync(() => {
           execution.stepCount++
         })),
         // A completed step is recorded before anything sees its output; a record that fails ends the
-        // program (see `program`) rather than let it go on without being durable.
-        Effect.tap((output) =>
-          ledger === undefined ? Effect.void : Effect.orDie(Effect.flatMap(
+        // program (see `program`) rather than let it go on without being durable. The record says whether its
+        // `Completed` is streamed: then it replays from the record.
+        Effect.tap((output) => {
+          if (ledger === undefined) return Effect.void
+          const event = completed(output)
+          return Effect.orDie(Effect.flatMap(
             Outputs.encodeOutput(execution.id, step, output),
-            (encoded) => ledger.complete(execution, key, encoded)
+            (encoded) => ledger.complete(execution, key, encoded, allows(step, event) ? event : undefined)
           ))
-        ),
+        }),
         Effect.exit,
         Effect.flatMap((exit) => {
           // A step that completed its loop or aborted its execution (or ran inside one that did)
@@ -122,17 +140,12 @@ export const runStep = <I, O, E, R, S, RT>(
           if (runtime.sink === undefined) return then
           // Sent here, not in a finalizer: a consumer that stops pulling must be able to interrupt a
           // step waiting to send its event.
-          const event: StepEvent.StepEvent | undefined = Exit.isSuccess(exit)
-            ? {
-              _tag: "Completed",
-              ...header,
-              output: exit.value,
-              ...(meta !== undefined && withMeta(step.kind) ? { meta } : {})
-            }
+          const ended: StepEvent.StepEvent | undefined = Exit.isSuccess(exit)
+            ? completed(exit.value)
             : Cause.hasInterruptsOnly(exit.cause)
             ? undefined
             : { _tag: "Failed", ...header, error: StepErrors.info(Cause.squash(exit.cause)) }
-          return event === undefined ? then : Effect.andThen(emit(runtime, step, event), then)
+          return ended === undefined ? then : Effect.andThen(emit(runtime, step, ended, key), then)
         }),
         // The span is the parent of the spans inside the step: `withParentSpan`, less the stack trace
         // it captures, which says nothing about a step and costs more than the rest of the step.
@@ -141,7 +154,7 @@ export const runStep = <I, O, E, R, S, RT>(
       )
       return runtime.sink === undefined
         ? body
-        : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }), body)
+        : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }, key), body)
     }
   )
 }
@@ -199,11 +212,16 @@ const keyOf = (runtime: Runtime<unknown, unknown>, stepId: string): string => {
   return `${runtime.path}/${stepId}#${started}`
 }
 
-/** A step an earlier execution completed: its context put back, its `Completed` event sent again, its output read back. */
+/**
+ * A step an earlier execution completed: its context put back, its output
+ * read back, and its `Completed` event sent again when the ledger did not
+ * replay it (a record written before 0.3.0).
+ */
 const replay = <I, O, E, R, S, RT>(
   step: Step.Step<I, O, E, R, S>,
   runtime: Runtime<S, RT>,
-  recorded: { readonly output: Ledger.Output; readonly context: Ledger.Restorable }
+  key: string,
+  recorded: Ledger.Recorded
 ): Effect.Effect<O, E, never> => {
   const execution = runtime.execution
   return Effect.suspend(() => {
@@ -213,7 +231,12 @@ const replay = <I, O, E, R, S, RT>(
       // The output was `O` when it was recorded; the step's schema (or JSON) read it back.
       Effect.map((output) => output as O),
       Effect.tap((output) =>
-        emit(runtime, step, { _tag: "Completed", stepId: step.id, kind: step.kind, contextId: execution.id, output })
+        recorded.streamed ? Effect.void : emit(
+          runtime,
+          step,
+          { _tag: "Completed", stepId: step.id, kind: step.kind, contextId: execution.id, output },
+          key
+        )
       )
     )
   })
