@@ -204,8 +204,14 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       yield* Termination.annotateCurrentSpan(position.result.termination)
       return replayed
     }
+    if (position._tag === "Cancelled") {
+      // A person cancelled the run: it does not go on, whoever executes it.
+      const halted = AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
+      yield* Termination.annotateCurrentSpan(halted)
+      return Stream.concat(replayed, Stream.fail(halted))
+    }
 
-    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
+    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" | "Cancelled" }>) => {
       const state = at.state
       latest = state
       let accounted = state
