@@ -595,6 +595,8 @@ export interface Recorder<O> {
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
   ) => Effect.Effect<void, CheckpointError>
+  /** Records that a person cancelled the run, saying `reason`: the append that ends it. @since 0.3.0 */
+  readonly cancelled: (reason: string) => Effect.Effect<void, CheckpointError>
 }
 
 /**
@@ -711,7 +713,9 @@ export const recorder = <O, R, RU, TR>(options: {
             repairs: transition.state.repairs,
             events: told(transition)
           }, { durable: false }))
-        }
+        },
+        // Like a result, it ends the run: `prune` expires it, or keeps it alone.
+        cancelled: (reason) => write({ _tag: "Cancelled", reason }, { finished: true })
       }
     }
   )

@@ -276,14 +276,45 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         ))
       )
     )
+    const cancel = options.cancel
+    const cancellable = cancel === undefined ? run : cancelledOn(run, cancel, (reason) =>
+      Effect.gen(function*() {
+        if (recorder !== undefined) {
+          yield* Effect.uninterruptible(recorder.cancelled(reason)).pipe(Effect.catch(checkpointFailed))
+        }
+        const halted = AgentCheckpoint.cancellation(reason, yield* machine.accounting(latest))
+        return yield* annotated(Effect.fail(halted))
+      }))
     const deadline = machine.maxDurationMs
-    if (deadline === undefined) return run
-    return run.pipe(Stream.interruptWhen(
+    if (deadline === undefined) return cancellable
+    return cancellable.pipe(Stream.interruptWhen(
       Effect.sleep(deadline).pipe(
         Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
       )
     ))
   }))
+
+/**
+ * `run`, stopped once `cancel` succeeds with a reason: the run is interrupted
+ * (its model request and tools stopped, their finalizers run), then
+ * `cancelled(reason)` ends it, unless the run had finished.
+ */
+const cancelledOn = <O, R>(
+  run: Stream.Stream<AgentEvent<O>, Termination.Error, R>,
+  cancel: Effect.Effect<string>,
+  cancelled: (reason: string) => Effect.Effect<never, Termination.Error>
+): Stream.Stream<AgentEvent<O>, Termination.Error, R> => {
+  let reason: string | undefined
+  let finished = false
+  return run.pipe(
+    Stream.tap((event) => event._tag === "Finished" ? Effect.sync(() => (finished = true)) : Effect.void),
+    Stream.interruptWhen(Effect.map(cancel, (given) => (reason = given))),
+    // The run's stream is closed (its tools interrupted) before this runs.
+    Stream.concat(
+      Stream.suspend(() => reason === undefined || finished ? Stream.empty : Stream.fromEffect(cancelled(reason)))
+    )
+  )
+}
 
 /**
  * Runs to the end; the result is the `Finished` event's.

@@ -18,6 +18,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -102,23 +103,31 @@ export class LiveRuns extends Context.Service<LiveRuns, {
    */
   readonly get: <O>(id: string) => Live<O> | undefined
   /**
-   * Run `id`: the live one, or `run` started in a fiber of its own (with the
-   * services it was given) when there is none. `undefined` once the registry
-   * is closing. A run found live may have been started with other options:
-   * compare its fingerprint.
+   * Run `id`: the live one, or `run(cancel)` started in a fiber of its own
+   * (with the services it was given) when there is none; `cancel` succeeds
+   * with a person's reason when `cancel` is called, and the run
+   * must then stop, record it and fail with `Halted` (an `AgentLoop` run with
+   * the `cancel` option does). `undefined` once the registry is closing. A run
+   * found live may have been started with other options: compare its
+   * fingerprint.
    */
   readonly start: <O>(
     id: string,
     fingerprint: RunFingerprint.Fingerprint,
-    run: Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
+    run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
   ) => Effect.Effect<Live<O> | undefined>
   /**
-   * Stops run `id`: interrupts it when it is live and waits until it has
-   * stopped, then runs `record` (which writes the cancellation in its log)
-   * while no execution of the run can start, and ends its clients with
-   * `Stopped`, so they read how it stands from its log.
+   * Cancels run `id`, saying `reason`. A live run is told to, and awaited:
+   * the answer is whether it ended with `Halted` by `"person"` for this
+   * reason (it had not finished). A run that is not live is held (no client
+   * starts it) while `otherwise` records the cancellation in its log, whose
+   * answer is the answer; its clients then read how it stands from its log.
    */
-  readonly cancel: <A, E, R>(id: string, record: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  readonly cancel: <E, R>(
+    id: string,
+    reason: string,
+    otherwise: Effect.Effect<boolean, E, R>
+  ) => Effect.Effect<boolean, E, R>
 }>()("@agentloop/core/stream/LiveRuns") {}
 
 /** A run's state in the registry. */
@@ -129,9 +138,10 @@ interface Entry {
   since: Array<Published<unknown>>
   frontier: RunCursor.Cursor | undefined
   readonly clients: Set<Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>>
-  /** Being cancelled: it is not started again, and ends when the cancel does. */
-  stopping: boolean
+  /** A person's reason, once the run is cancelled. */
+  readonly cancelled: Deferred.Deferred<string>
   ending: Ending | undefined
+  /** Its execution; none for a run held while its cancellation is recorded. */
   fiber: Fiber.Fiber<void, Termination.Error> | undefined
 }
 
@@ -149,7 +159,7 @@ export const make = (
   Effect.gen(function*() {
     const capacity = options.capacity ?? 10_000
     const entries = new Map<string, Entry>()
-    // Starts and cancels one at a time: a cancelled run is never started again behind the cancel's back.
+    // Starts and cancels one at a time: a run being cancelled is never started behind the cancel's back.
     const lock = yield* Semaphore.make(1)
     const runs = yield* Scope.make()
     let closing = false
@@ -199,6 +209,18 @@ export const make = (
         ? { _tag: "Stopped" }
         : { _tag: "Failed", cause: exit.cause }
 
+    const entry = (id: string, fingerprint: RunFingerprint.Fingerprint): Entry => ({
+      id,
+      fingerprint,
+      recorded: [],
+      since: [],
+      frontier: undefined,
+      clients: new Set(),
+      cancelled: Deferred.makeUnsafe<string>(),
+      ending: undefined,
+      fiber: undefined
+    })
+
     type Next = Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>
 
     const attach = (entry: Entry): Effect.Effect<Attached<unknown>, never, Scope.Scope> =>
@@ -242,57 +264,48 @@ export const make = (
       start: <O>(
         id: string,
         fingerprint: RunFingerprint.Fingerprint,
-        run: Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
+        run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
       ) =>
         lock.withPermits(1)(Effect.suspend(() => {
           if (closing) return Effect.succeed(undefined)
           const found = entries.get(id)
           if (found !== undefined) return Effect.succeed(live<O>(found))
-          const entry: Entry = {
-            id,
-            fingerprint,
-            recorded: [],
-            since: [],
-            frontier: undefined,
-            clients: new Set(),
-            stopping: false,
-            ending: undefined,
-            fiber: undefined
-          }
-          entries.set(id, entry)
-          const publishing = publish(entry, RunCursor.keys())
-          const execution = Stream.runForEachArray(run, (chunk) => Effect.sync(() => publishing(chunk))).pipe(
-            Effect.onExit((exit) => Effect.sync(() => entry.stopping ? undefined : end(entry, endingOf(exit))))
-          )
+          const started = entry(id, fingerprint)
+          entries.set(id, started)
+          const publishing = publish(started, RunCursor.keys())
+          const execution = Stream.runForEachArray(
+            run(Deferred.await(started.cancelled)),
+            (chunk) => Effect.sync(() => publishing(chunk))
+          ).pipe(Effect.onExit((exit) => Effect.sync(() => end(started, endingOf(exit)))))
           return Effect.map(Effect.forkIn(execution, runs), (fiber) => {
-            entry.fiber = fiber
-            return live<O>(entry)
+            started.fiber = fiber
+            return live<O>(started)
           })
         })),
-      cancel: (id, record) =>
+      cancel: <E, R>(id: string, reason: string, otherwise: Effect.Effect<boolean, E, R>) =>
         Effect.uninterruptible(Effect.gen(function*() {
-          return yield* lock.withPermits(1)(Effect.gen(function*() {
-            let entry = entries.get(id)
-            if (entry === undefined) {
-              // Not live: held while the cancellation is written, so that no client starts it meanwhile.
-              entry = {
-                id,
-                fingerprint: {},
-                recorded: [],
-                since: [],
-                frontier: undefined,
-                clients: new Set(),
-                stopping: true,
-                ending: undefined,
-                fiber: undefined
-              }
-              entries.set(id, entry)
+          type Cancelling =
+            | { readonly _tag: "Live"; readonly fiber: Fiber.Fiber<void, Termination.Error> }
+            | { readonly _tag: "Held"; readonly cancelled: boolean }
+          const running = yield* lock.withPermits(1)(Effect.suspend((): Effect.Effect<Cancelling, E, R> => {
+            const found = entries.get(id)
+            if (found?.fiber !== undefined) {
+              Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
+              return Effect.succeed({ _tag: "Live", fiber: found.fiber })
             }
-            entry.stopping = true
-            const stopped = entry
-            if (stopped.fiber !== undefined) yield* Fiber.interrupt(stopped.fiber)
-            return yield* record.pipe(Effect.ensuring(Effect.sync(() => end(stopped, { _tag: "Stopped" }))))
+            // Not live: held while the cancellation is written, so that no client starts it meanwhile.
+            const held = entry(id, {})
+            entries.set(id, held)
+            return otherwise.pipe(
+              Effect.map((cancelled): Cancelling => ({ _tag: "Held", cancelled })),
+              Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" })))
+            )
           }))
+          if (running._tag === "Held") return running.cancelled
+          const exit = yield* Fiber.await(running.fiber)
+          const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+          return failure?._tag === "Some" && failure.value._tag === "Halted" &&
+            failure.value.source === "person" && failure.value.reason === reason
         }))
     })
   })

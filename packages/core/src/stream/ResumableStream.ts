@@ -27,11 +27,13 @@
  * @since 0.3.0
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { HttpServerResponse } from "effect/http"
 import * as Pull from "effect/Pull"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
@@ -183,9 +185,13 @@ export const events = <O, R, E, RU>(
     const fingerprint = yield* AgentCheckpoint.fingerprint(options)
     const pause = Duration.fromInputUnsafe(from.pollInterval ?? Duration.millis(500))
     const read = AgentHistory.events(options).pipe(Effect.mapError(checkpointFailed), Effect.provideContext(context))
-    const execution = Stream.unwrap(Effect.map(AgentLoop, (agent) => agent.stream(options))).pipe(
-      Stream.provideContext(context)
-    )
+    // The run outlives the request that starts it: its scope is the run's own, not the request's.
+    const execution = (cancel: Effect.Effect<string>) =>
+      Stream.unwrap(Effect.map(Effect.scope, (scope) =>
+        Stream.unwrap(Effect.map(AgentLoop, (agent) =>
+          agent.stream({ ...options, cancel }))).pipe(
+            Stream.provideContext(Context.add(context, Scope.Scope, scope))
+          )))
 
     const after = from.after
     const refuse = (reason: string) =>
@@ -213,12 +219,17 @@ export const events = <O, R, E, RU>(
     /** The entry of a recorded event a client does not have yet, the cursor advanced past it. */
     const send = (published: LiveRuns.Published<O>): ReadonlyArray<Entry<AgentEvent.AgentEvent<O>>> => {
       const { event, key } = published
-      if (key === undefined) return [{ id: undefined, event }]
-      if (RunCursor.covers(cursor, key)) return []
+      if (key === undefined) {
+        return [{ id: undefined, event }]
+      }
+      if (RunCursor.covers(cursor, key)) {
+        return []
+      }
       cursor = RunCursor.advance(cursor, key)
       return [{ id: RunCursor.eventId(cursor), event }]
     }
-    const sendAll = (all: ReadonlyArray<LiveRuns.Published<O>>) => all.flatMap(send)
+    const sendAll = (all: ReadonlyArray<LiveRuns.Published<O>>) =>
+      all.flatMap(send)
 
     let next: Source<O> | undefined = first
     const then = (source: Source<O> | undefined) => {
@@ -391,5 +402,8 @@ export const cancel = <O, R, E, RU>(
 ): Effect.Effect<boolean, AgentHistory.CancelError, LiveRuns.LiveRuns | Checkpointer> =>
   Effect.flatMap(
     LiveRuns.LiveRuns,
-    (registry) => registry.cancel(options.runId, AgentHistory.cancel(options, cancelOptions))
+    (registry) => {
+      const reason = cancelOptions.reason ?? "cancelled"
+      return registry.cancel(options.runId, reason, AgentHistory.cancel(options, { reason }))
+    }
   )

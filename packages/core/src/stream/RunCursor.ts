@@ -78,7 +78,7 @@ const maxBitDigits = 4096
 const idPattern = new RegExp(`^[1-9]\\d{0,14}\\.(?:[013-5]|2\\.[1-9a-f][0-9a-f]{0,${maxBitDigits - 1}})$`)
 
 const bits = (calls: ReadonlyArray<number>): string => {
-  const digits = new Array<number>(Math.floor(Math.max(0, ...calls) / 4) + 1).fill(0)
+  const digits = Array.from({ length: Math.floor(Math.max(0, ...calls) / 4) + 1 }, () => 0)
   for (const call of calls) digits[call >> 2]! |= 1 << (call & 3)
   return digits.reverse().map((digit) => digit.toString(16)).join("")
 }
