@@ -296,7 +296,7 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
 
 /**
  * `run`, stopped once `cancel` succeeds with a reason: the run is interrupted
- * (its model request and tools stopped, their finalizers run), then
+ * (its model request aborted, its tools told to stop), then
  * `cancelled(reason)` ends it, unless the run had finished.
  */
 const cancelledOn = <O, R>(
@@ -309,7 +309,7 @@ const cancelledOn = <O, R>(
   return run.pipe(
     Stream.tap((event) => event._tag === "Finished" ? Effect.sync(() => (finished = true)) : Effect.void),
     Stream.interruptWhen(Effect.map(cancel, (given) => (reason = given))),
-    // The run's stream is closed (its tools interrupted) before this runs.
+    // The run's stream is closed before this runs: no turn or decision of it is recorded after the cancellation.
     Stream.concat(
       Stream.suspend(() => reason === undefined || finished ? Stream.empty : Stream.fromEffect(cancelled(reason)))
     )
