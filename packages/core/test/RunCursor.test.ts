@@ -221,7 +221,7 @@ describe("RunCursor: live and replayed events have the same keys", () => {
               expect(new Set(got), `seed ${seed}, cut ${cut}`).toStrictEqual(liveIds)
             }
           }
-          const tags = new Set(live.map((event) => event._tag))
+          const tags = new Set<string>(live.map((event) => event._tag))
           for (const tag of ["AttemptDiscarded", "Feedback", "ToolResult"]) if (tags.has(tag)) shapes.add(tag)
           if (s.finish) shapes.add("finish")
           if (s.compactAfter !== undefined) shapes.add("compactAfter")
