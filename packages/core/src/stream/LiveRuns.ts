@@ -276,9 +276,11 @@ export const make = (
           const execution = Stream.runForEachArray(
             run(Deferred.await(started.cancelled)),
             (chunk) => Effect.sync(() => publishing(chunk))
-          ).pipe(Effect.onExit((exit) => Effect.sync(() => end(started, endingOf(exit)))))
+          )
           return Effect.map(Effect.forkIn(execution, runs), (fiber) => {
             started.fiber = fiber
+            // Observed from outside: a fiber interrupted before it began runs none of its own finalizers.
+            fiber.addObserver((exit) => end(started, endingOf(exit)))
             return live<O>(started)
           })
         })),

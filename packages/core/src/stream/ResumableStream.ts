@@ -170,7 +170,7 @@ type Source<O> =
  * @since 0.3.0
  * @category serving
  */
-export const events = <O, R, E, RU>(
+export const events = <O = string, R = never, E = never, RU = never>(
   options: RunOptions<O, R, E, RU>,
   from: Options = {}
 ): Effect.Effect<
@@ -282,11 +282,9 @@ export const events = <O, R, E, RU>(
     }
 
     const mismatch = (recorded: RunFingerprint.Fingerprint) =>
-      new Termination.CheckpointFailed({
-        message: `run "${runId}" is executing with other options`,
-        cause: new CheckpointMismatch({ id: runId, differences: RunFingerprint.differences(recorded, fingerprint) }),
-        accounting: nothing
-      })
+      checkpointFailed(
+        new CheckpointMismatch({ id: runId, differences: RunFingerprint.differences(recorded, fingerprint) })
+      )
 
     const play = (source: Source<O>): Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> => {
       switch (source._tag) {
@@ -366,7 +364,7 @@ export const encode = <A, R>(
  * @since 0.3.0
  * @category serving
  */
-export const toHttpResponse = <O, R, E, RU>(
+export const toHttpResponse = <O = string, R = never, E = never, RU = never>(
   options: RunOptions<O, R, E, RU>,
   codec: EventStream.Codec<AgentEvent.AgentEvent<O>, Termination.Error>,
   response: ResponseOptions = {}
@@ -396,7 +394,7 @@ export const toHttpResponse = <O, R, E, RU>(
  * @since 0.3.0
  * @category cancelling
  */
-export const cancel = <O, R, E, RU>(
+export const cancel = <O = string, R = never, E = never, RU = never>(
   options: RunOptions<O, R, E, RU>,
   cancelOptions: { readonly reason?: string | undefined } = {}
 ): Effect.Effect<boolean, AgentHistory.CancelError, LiveRuns.LiveRuns | Checkpointer> =>
