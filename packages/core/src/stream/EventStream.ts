@@ -312,7 +312,7 @@ const maxLastEventIdLength = 8192
  * const Position = Schema.String.check(Schema.isPattern(/^\d{1,15}$/)).pipe(
  *   Schema.decodeTo(Schema.Int, SchemaTransformation.numberFromString)
  * )
- * console.log(EventStream.lastEventId({ "last-event-id": "17" }, Position)) // { _id: 'Result', _tag: 'Success', success: 17 }
+ * console.log(EventStream.lastEventId({ "last-event-id": "17" }, Position)) // { _id: 'Result', _tag: 'Success', value: 17 }
  * console.log(EventStream.lastEventId({}, Position)._tag) // Success (from the beginning)
  * console.log(EventStream.lastEventId({ "last-event-id": "abc" }, Position)._tag) // Failure
  * ```

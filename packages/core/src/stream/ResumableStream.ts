@@ -167,6 +167,32 @@ type Source<O> =
  * long as the `LiveRuns` layer lives. Runs on a thread are refused (their
  * stream fails with `InvalidOptions`).
  *
+ * @example
+ * ```ts
+ * import { AgentLoop, Checkpointer, LiveRuns, ResumableStream } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer, Stream } from "effect"
+ *
+ * const options = { input: "Say hello", runId: "hello-1" }
+ *
+ * const program = Effect.gen(function*() {
+ *   // A client from the start: the recorded events carry ids, the model's deltas none.
+ *   const whole = yield* Stream.runCollect(yield* ResumableStream.events(options))
+ *   console.log(whole.map((entry) => entry.id ?? "-").join(" ")) // 1.0 - - 1.1 1.3 1.5
+ *   // A client back with the id of the turn it had: the rest, once. The run is not executed again.
+ *   const after = yield* ResumableStream.lastEventId({ "last-event-id": "1.1" })
+ *   const rest = yield* Stream.runCollect(yield* ResumableStream.events(options, { after }))
+ *   console.log(rest.map((entry) => entry.event._tag)) // [ 'Verdict', 'Finished' ]
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(Effect.provide(Layer.mergeAll(
+ *   LiveRuns.layer,
+ *   Checkpointer.layerMemory,
+ *   AgentLoop.layer.pipe(Layer.provide(model))
+ * ))))
+ * ```
+ *
  * @since 0.3.0
  * @category serving
  */
@@ -360,6 +386,26 @@ export const encode = <A, R>(
  * request has `options.headers`: `400` when its `Last-Event-ID` is not an id
  * of this run's, else its events (see {@link events}) as Server-Sent Events.
  * The client going away ends the response, not the run.
+ *
+ * @example
+ * ```ts
+ * import { EventStream, ResumableStream } from "@agentloop/core"
+ * import { Effect } from "effect"
+ * import { HttpRouter, HttpServerRequest } from "effect/http"
+ *
+ * // GET /runs/:id/events: run `id` for every client, each from after its Last-Event-ID. The server provides the
+ * // AgentLoop, a Checkpointer and LiveRuns.layer (one registry for the server's lifetime).
+ * const events = HttpRouter.add(
+ *   "GET",
+ *   "/runs/:id/events",
+ *   Effect.gen(function*() {
+ *     const { id } = yield* HttpRouter.params
+ *     const request = yield* HttpServerRequest.HttpServerRequest
+ *     const options = { input: "Plan the trip", runId: id ?? "" }
+ *     return yield* ResumableStream.toHttpResponse(options, EventStream.agent, { headers: request.headers })
+ *   })
+ * )
+ * ```
  *
  * @since 0.3.0
  * @category serving
