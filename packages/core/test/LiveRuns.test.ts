@@ -122,6 +122,13 @@ describe("LiveRuns", () => {
       expect(ending?._tag === "Failed" && Cause.findErrorOption(ending.cause)).toMatchObject({
         value: { _tag: "Halted", source: "person", reason: "stop" }
       })
+      // A run that ends some other way (it does not heed the cancel): `otherwise` answers, from the run's log.
+      const deaf = yield* Queue.unbounded<Event, Cause.Done>()
+      yield* registry.start("r3b", {}, () => Stream.fromQueue(deaf))
+      const asked = yield* Effect.forkChild(registry.cancel("r3b", "stop", Effect.succeed(true)))
+      yield* Queue.end(deaf)
+      expect(yield* Fiber.join(asked)).toBe(true)
+
       // Not live: `otherwise` answers, and a start asked for meanwhile comes after it.
       const order: Array<string> = []
       const recording = yield* Deferred.make<void>()

@@ -118,10 +118,11 @@ export class LiveRuns extends Context.Service<LiveRuns, {
   ) => Effect.Effect<Live<O> | undefined>
   /**
    * Cancels run `id`, saying `reason`. A live run is told to, and awaited:
-   * the answer is whether it ended with `Halted` by `"person"` for this
-   * reason (it had not finished). A run that is not live is held (no client
-   * starts it) while `otherwise` records the cancellation in its log, whose
-   * answer is the answer; its clients then read how it stands from its log.
+   * `true` once it ended with `Halted` by `"person"` for this reason. A run
+   * that is not live, or ended some other way (it finished first, failed, or
+   * another process executes it), is held (no client starts it) while
+   * `otherwise` records the cancellation in its log, whose answer is the
+   * answer; its clients then read how it stands from its log.
    */
   readonly cancel: <E, R>(
     id: string,
@@ -284,31 +285,36 @@ export const make = (
             return live<O>(started)
           })
         })),
-      cancel: <E, R>(id: string, reason: string, otherwise: Effect.Effect<boolean, E, R>) =>
-        Effect.uninterruptible(Effect.gen(function*() {
-          type Cancelling =
-            | { readonly _tag: "Live"; readonly fiber: Fiber.Fiber<void, Termination.Error> }
-            | { readonly _tag: "Held"; readonly cancelled: boolean }
-          const running = yield* lock.withPermits(1)(Effect.suspend((): Effect.Effect<Cancelling, E, R> => {
-            const found = entries.get(id)
-            if (found?.fiber !== undefined) {
-              Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
-              return Effect.succeed({ _tag: "Live", fiber: found.fiber })
-            }
-            // Not live: held while the cancellation is written, so that no client starts it meanwhile.
-            const held = entry(id, {})
-            entries.set(id, held)
-            return otherwise.pipe(
-              Effect.map((cancelled): Cancelling => ({ _tag: "Held", cancelled })),
-              Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" })))
-            )
-          }))
-          if (running._tag === "Held") return running.cancelled
-          const exit = yield* Fiber.await(running.fiber)
+      cancel: <E, R>(id: string, reason: string, otherwise: Effect.Effect<boolean, E, R>) => {
+        /** Whether a run ended as told: `Halted` by the person, for this reason. */
+        const cancelledAsTold = (exit: Exit.Exit<void, Termination.Error>): boolean => {
           const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
           return failure?._tag === "Some" && failure.value._tag === "Halted" &&
             failure.value.source === "person" && failure.value.reason === reason
-        }))
+        }
+        const cancel: Effect.Effect<boolean, E, R> = Effect.flatMap(
+          lock.withPermits(1)(
+            Effect.suspend((): Effect.Effect<boolean | Fiber.Fiber<void, Termination.Error>, E, R> => {
+              const found = entries.get(id)
+              if (found?.fiber !== undefined) {
+                Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
+                return Effect.succeed(found.fiber)
+              }
+              // Not live: held while the cancellation is written, so that no client starts it meanwhile.
+              const held = entry(id, {})
+              entries.set(id, held)
+              return otherwise.pipe(Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" }))))
+            })
+          ),
+          (outcome) =>
+            typeof outcome === "boolean"
+              ? Effect.succeed(outcome)
+              // A run that ended otherwise (it finished, failed, or runs in another process) is no longer live:
+              // its log says whether there is something to cancel.
+              : Effect.flatMap(Fiber.await(outcome), (exit) => cancelledAsTold(exit) ? Effect.succeed(true) : cancel)
+        )
+        return Effect.uninterruptible(cancel)
+      }
     })
   })
 
