@@ -55,18 +55,21 @@ const follow = <O>(live: LiveRuns.Live<O>) =>
   })
 
 describe("LiveRuns", () => {
-  it.live("a client attaching mid-turn gets the run so far and the turn in progress from its start, then the rest", () =>
+  it.live("the client that starts a run gets all of it; one attaching mid-turn, the run so far and the turn in progress from its start", () =>
     Effect.gen(function*() {
       const registry = yield* LiveRuns.make()
       const { events, run } = yield* handRun
-      const live = (yield* registry.start("r1", { input: "a" }, run))!
+      const { attached, live } = (yield* registry.start("r1", { input: "a" }, run))!
+      // The client that starts the run is attached before its first event.
+      expect([...attached.recorded, ...attached.since]).toStrictEqual([])
+      const starter = yield* Effect.forkChild(Stream.runCollect(Stream.fromQueue(attached.next)))
       yield* Queue.offerAll(events, [started, delta("Hel"), delta("lo")])
       yield* published(live, 3)
       expect(live.frontier()).toStrictEqual({ step: 1, place: "started", calls: [] })
       const client = yield* follow(live)
       expect(client.now).toStrictEqual(["TurnStarted", "Delta", "Delta"])
       // A second start under the same id finds the live run: one execution per id.
-      expect((yield* registry.start("r1", { input: "a" }, run))?.id).toBe("r1")
+      expect((yield* registry.start("r1", { input: "a" }, run))?.live.id).toBe("r1")
       yield* Queue.offerAll(events, [delta("!"), completed])
       yield* Effect.scoped(live.attach).pipe(
         Effect.repeat({ until: (attached) => attached.recorded.length === 2, schedule: Schedule.spaced("2 millis") })
@@ -81,6 +84,13 @@ describe("LiveRuns", () => {
         "TurnCompleted"
       ])
       expect((yield* Fiber.join(late.rest))._tag).toBe("Success")
+      expect((yield* Fiber.join(starter)).map(({ event }) => event._tag)).toStrictEqual([
+        "TurnStarted",
+        "Delta",
+        "Delta",
+        "Delta",
+        "TurnCompleted"
+      ])
       // Ended, it left the registry.
       expect(registry.get("r1")).toBeUndefined()
     }).pipe(Effect.scoped))
@@ -89,7 +99,7 @@ describe("LiveRuns", () => {
     Effect.gen(function*() {
       const registry = yield* LiveRuns.make()
       const { events, run } = yield* handRun
-      const live = (yield* registry.start("r2", {}, run))!
+      const { live } = (yield* registry.start("r2", {}, run))!
       const client = yield* follow(live)
       const failure = new Termination.MaxTurns({ maxTurns: 1, accounting })
       yield* Queue.offer(events, started)
@@ -111,7 +121,7 @@ describe("LiveRuns", () => {
     Effect.gen(function*() {
       const registry = yield* LiveRuns.make()
       const { events, run } = yield* handRun
-      const live = (yield* registry.start("r3", {}, run))!
+      const { live } = (yield* registry.start("r3", {}, run))!
       yield* Queue.offer(events, started)
       const client = yield* follow(live)
       expect(yield* registry.cancel("r3", "stop", Effect.succeed(false))).toBe(true)
@@ -151,7 +161,7 @@ describe("LiveRuns", () => {
       }))
       yield* Deferred.succeed(recording, undefined)
       expect(yield* Fiber.join(cancelling)).toBe(true)
-      expect((yield* Fiber.join(starting))?.id).toBe("r4")
+      expect((yield* Fiber.join(starting))?.live.id).toBe("r4")
       expect(order).toStrictEqual(["recorded", "started"])
     }).pipe(Effect.scoped))
 
@@ -160,7 +170,7 @@ describe("LiveRuns", () => {
       const scope = yield* Scope.make()
       const registry = yield* LiveRuns.make().pipe(Scope.provide(scope))
       const { run } = yield* handRun
-      const live = (yield* registry.start("r5", {}, run))!
+      const { live } = (yield* registry.start("r5", {}, run))!
       const client = yield* follow(live)
       yield* Scope.close(scope, Exit.void)
       const exit = yield* Fiber.join(client.rest)
@@ -175,7 +185,7 @@ describe("LiveRuns", () => {
     Effect.gen(function*() {
       const registry = yield* LiveRuns.make({ capacity: 3 })
       const { events, run } = yield* handRun
-      const live = (yield* registry.start("r7", {}, run))!
+      const { live } = (yield* registry.start("r7", {}, run))!
       const attached = yield* live.attach
       yield* Queue.offerAll(events, [started, delta("a"), delta("b"), delta("c"), delta("d")])
       yield* published(live, 5)

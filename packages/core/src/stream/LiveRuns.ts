@@ -90,6 +90,17 @@ export interface Live<O> {
 }
 
 /**
+ * A run {@link LiveRuns} started or found live, and the client attached to it.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Started<O> {
+  readonly live: Live<O>
+  readonly attached: Attached<O>
+}
+
+/**
  * The registry.
  *
  * @since 0.3.0
@@ -103,9 +114,10 @@ export class LiveRuns extends Context.Service<LiveRuns, {
    */
   readonly get: <O>(id: string) => Live<O> | undefined
   /**
-   * Run `id`: the live one, or `run(cancel)` started in a fiber of its own
-   * (with the services it was given) when there is none; `cancel` succeeds
-   * with a person's reason when `cancel` is called, and the run
+   * Attaches a client, until the scope closes, to run `id`: the live one, or
+   * `run(cancel)` started in a fiber of its own (with the services it was
+   * given) when there is none, the client attached before its first event.
+   * `cancel` succeeds with a person's reason when `cancel` is called, and the run
    * must then stop, record it and fail with `Halted` (an `AgentLoop` run with
    * the `cancel` option does). `undefined` once the registry is closing. A run
    * found live may have been started with other options: compare its
@@ -115,7 +127,7 @@ export class LiveRuns extends Context.Service<LiveRuns, {
     id: string,
     fingerprint: RunFingerprint.Fingerprint,
     run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
-  ) => Effect.Effect<Live<O> | undefined>
+  ) => Effect.Effect<Started<O> | undefined, never, Scope.Scope>
   /**
    * Cancels run `id`, saying `reason`. A live run is told to, and awaited:
    * `true` once it ended with `Halted` by `"person"` for this reason. A run
@@ -267,23 +279,29 @@ export const make = (
         fingerprint: RunFingerprint.Fingerprint,
         run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
       ) =>
-        lock.withPermits(1)(Effect.suspend(() => {
+        lock.withPermits(1)(Effect.suspend((): Effect.Effect<Started<O> | undefined, never, Scope.Scope> => {
           if (closing) return Effect.succeed(undefined)
           const found = entries.get(id)
-          if (found !== undefined) return Effect.succeed(live<O>(found))
+          if (found !== undefined) {
+            const handle = live<O>(found)
+            return Effect.map(handle.attach, (attached) => ({ live: handle, attached }))
+          }
           const started = entry(id, fingerprint)
           entries.set(id, started)
+          const handle = live<O>(started)
           const publishing = publish(started, RunCursor.keys())
           const execution = Stream.runForEachArray(
             run(Deferred.await(started.cancelled)),
             (chunk) => Effect.sync(() => publishing(chunk))
           )
-          return Effect.map(Effect.forkIn(execution, runs), (fiber) => {
-            started.fiber = fiber
-            // Observed from outside: a fiber interrupted before it began runs none of its own finalizers.
-            fiber.addObserver((exit) => end(started, endingOf(exit)))
-            return live<O>(started)
-          })
+          // Attached before the run is forked: the client that starts it misses none of its events.
+          return Effect.flatMap(handle.attach, (attached) =>
+            Effect.map(Effect.forkIn(execution, runs), (fiber) => {
+              started.fiber = fiber
+              // Observed from outside: a fiber interrupted before it began runs none of its own finalizers.
+              fiber.addObserver((exit) => end(started, endingOf(exit)))
+              return { live: handle, attached }
+            }))
         })),
       cancel: <E, R>(id: string, reason: string, otherwise: Effect.Effect<boolean, E, R>) => {
         /** Whether a run ended as told: `Halted` by the person, for this reason. */

@@ -26,6 +26,7 @@
  *
  * @since 0.3.0
  */
+import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -256,6 +257,19 @@ export const events = <O = string, R = never, E = never, RU = never>(
     }
     const sendAll = (all: ReadonlyArray<LiveRuns.Published<O>>) =>
       all.flatMap(send)
+    /** What the client lacks of a live run's events, a chunk (the model's deltas of a network read) at a time. */
+    const sending = <X>(published: Stream.Stream<LiveRuns.Published<O>, X>) =>
+      Stream.transformPull(published, (pull) =>
+        Effect.sync(() => {
+          const next: Pull.Pull<Arr.NonEmptyReadonlyArray<Entry<AgentEvent.AgentEvent<O>>>, X, void> = Effect.flatMap(
+            pull,
+            (chunk) => {
+              const entries = sendAll(chunk)
+              return Arr.isArrayNonEmpty(entries) ? Effect.succeed(entries) : next
+            }
+          )
+          return next
+        }))
 
     let next: Source<O> | undefined = first
     const then = (source: Source<O> | undefined) => {
@@ -264,46 +278,37 @@ export const events = <O = string, R = never, E = never, RU = never>(
     }
 
     /** The events of a live run: so far, then as they come, then how it ended. */
-    const fromLive = (running: LiveRuns.Live<O>) =>
-      Stream.unwrap(Effect.map(running.attach, (attached) =>
-        Stream.fromIterable([...sendAll(attached.recorded), ...sendAll(attached.since)]).pipe(
-          Stream.concat(
-            Stream.fromQueue(attached.next).pipe(Stream.flatMap((published) =>
-              Stream.fromIterable(send(published))
-            ))
-          ),
-          Stream.catch((ending): Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> => {
-            switch (ending._tag) {
-              case "Failed":
-                return heldElsewhere(ending.cause) ? then({ _tag: "Follow" }) : Stream.failCause(ending.cause)
-              case "Stopped":
-                return then({ _tag: "Log", read: undefined })
-              case "Behind":
-                return Stream.fail(new Detached({ runId, reason: "behind" }))
-            }
-          })
-        )))
+    const fromAttached = (attached: LiveRuns.Attached<O>) =>
+      Stream.fromIterable([...sendAll(attached.recorded), ...sendAll(attached.since)]).pipe(
+        Stream.concat(sending(Stream.fromQueue(attached.next))),
+        Stream.catch((ending): Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> => {
+          switch (ending._tag) {
+            case "Failed":
+              return heldElsewhere(ending.cause) ? then({ _tag: "Follow" }) : Stream.failCause(ending.cause)
+            case "Stopped":
+              return then({ _tag: "Log", read: undefined })
+            case "Behind":
+              return Stream.fail(new Detached({ runId, reason: "behind" }))
+          }
+        })
+      )
 
     /** The run's recorded events, then how it ended; a run that has not is executed (or followed). */
     const fromLog = (replayed: AgentHistory.Replayed<O>) => {
       const recorded = RunCursor.keys()
-      const sent = replayed.events.flatMap((event) =>
-        send({ key: recorded(event), event })
-      )
+      const sent = replayed.events.flatMap((event) => send({ key: recorded(event), event }))
       const ended = replayed.ended
-      const rest: Stream.Stream<never, Termination.Error | Detached> = ended?._tag === "Finished"
-        ? Stream.empty
-        : ended !== undefined
-        ? Stream.fail(ended)
-        : Stream.unwrap(Effect.map(registry.start(runId, fingerprint, execution), (started): Stream.Stream<
-          never,
-          Termination.Error | Detached
-        > =>
-          started === undefined
-            ? Stream.fail(new Detached({ runId, reason: "shutdown" }))
-            : RunFingerprint.differences(started.fingerprint, fingerprint).length > 0
-            ? Stream.fail(mismatch(started.fingerprint))
-            : then({ _tag: "Live", live: started })))
+      const rest: Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> =
+        ended?._tag === "Finished"
+          ? Stream.empty
+          : ended !== undefined
+          ? Stream.fail(ended)
+          : Stream.unwrap(Effect.map(registry.start(runId, fingerprint, execution), (started) =>
+            started === undefined
+              ? Stream.fail(new Detached({ runId, reason: "shutdown" }))
+              : RunFingerprint.differences(started.live.fingerprint, fingerprint).length > 0
+              ? Stream.fail(mismatch(started.live.fingerprint))
+              : fromAttached(started.attached)))
       return Stream.concat(Stream.fromIterable(sent), rest)
     }
 
@@ -317,7 +322,7 @@ export const events = <O = string, R = never, E = never, RU = never>(
         case "Live":
           return RunFingerprint.differences(source.live.fingerprint, fingerprint).length > 0
             ? Stream.fail(mismatch(source.live.fingerprint))
-            : fromLive(source.live)
+            : Stream.unwrap(Effect.map(source.live.attach, fromAttached))
         case "Log":
           return source.read === undefined
             ? Stream.unwrap(Effect.map(read, fromLog))
