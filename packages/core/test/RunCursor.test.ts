@@ -289,6 +289,10 @@ describe("RunCursor ids", () => {
     ]
     for (const id of refused) expect(read(id), JSON.stringify(id)).toBeUndefined()
     expect(read(`1.2.${"f".repeat(4096)}`)?.calls).toHaveLength(4 * 4096)
+    // A result past a turn's first 16,384 calls is written (a run never fails for its ids), and not read back.
+    const far = RunCursor.eventId({ step: 1, place: "result", calls: [16_384] })
+    expect(far).toHaveLength(4 + 4097)
+    expect(read(far)).toBeUndefined()
   })
 
   it("a cursor covers what came before it in the run, and of its turn's results those it names", () => {

@@ -26,7 +26,6 @@
  *
  * @since 0.3.0
  */
-import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -47,6 +46,7 @@ import * as RunFingerprint from "../RunFingerprint.ts"
 import * as Termination from "../Termination.ts"
 import * as TokenUsage from "../TokenUsage.ts"
 import * as EventStream from "./EventStream.ts"
+import * as ClientCursor from "./internal/clientCursor.ts"
 import * as SseFrames from "./internal/sseFrames.ts"
 import * as LiveRuns from "./LiveRuns.ts"
 import * as RunCursor from "./RunCursor.ts"
@@ -242,34 +242,7 @@ export const events = <O = string, R = never, E = never, RU = never>(
       }
     }
 
-    let cursor = after
-    /** The entry of a recorded event a client does not have yet, the cursor advanced past it. */
-    const send = (published: LiveRuns.Published<O>): ReadonlyArray<Entry<AgentEvent.AgentEvent<O>>> => {
-      const { event, key } = published
-      if (key === undefined) {
-        return [{ id: undefined, event }]
-      }
-      if (RunCursor.covers(cursor, key)) {
-        return []
-      }
-      cursor = RunCursor.advance(cursor, key)
-      return [{ id: RunCursor.eventId(cursor), event }]
-    }
-    const sendAll = (all: ReadonlyArray<LiveRuns.Published<O>>) =>
-      all.flatMap(send)
-    /** What the client lacks of a live run's events, a chunk (the model's deltas of a network read) at a time. */
-    const sending = <X>(published: Stream.Stream<LiveRuns.Published<O>, X>) =>
-      Stream.transformPull(published, (pull) =>
-        Effect.sync(() => {
-          const next: Pull.Pull<Arr.NonEmptyReadonlyArray<Entry<AgentEvent.AgentEvent<O>>>, X, void> = Effect.flatMap(
-            pull,
-            (chunk) => {
-              const entries = sendAll(chunk)
-              return Arr.isArrayNonEmpty(entries) ? Effect.succeed(entries) : next
-            }
-          )
-          return next
-        }))
+    const client = ClientCursor.make<AgentEvent.AgentEvent<O>>(after)
 
     let next: Source<O> | undefined = first
     const then = (source: Source<O> | undefined) => {
@@ -279,8 +252,8 @@ export const events = <O = string, R = never, E = never, RU = never>(
 
     /** The events of a live run: so far, then as they come, then how it ended. */
     const fromAttached = (attached: LiveRuns.Attached<O>) =>
-      Stream.fromIterable([...sendAll(attached.recorded), ...sendAll(attached.since)]).pipe(
-        Stream.concat(sending(Stream.fromQueue(attached.next))),
+      Stream.fromIterable([...client.lacks(attached.recorded), ...client.lacks(attached.since)]).pipe(
+        Stream.concat(client.lacking(Stream.fromQueue(attached.next))),
         Stream.catch((ending): Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> => {
           switch (ending._tag) {
             case "Failed":
@@ -295,8 +268,8 @@ export const events = <O = string, R = never, E = never, RU = never>(
 
     /** The run's recorded events, then how it ended; a run that has not is executed (or followed). */
     const fromLog = (replayed: AgentHistory.Replayed<O>) => {
-      const recorded = RunCursor.keys()
-      const sent = replayed.events.flatMap((event) => send({ key: recorded(event), event }))
+      const keyOf = RunCursor.keys()
+      const sent = client.lacks(replayed.events.map((event) => ({ key: keyOf(event), event })))
       const ended = replayed.ended
       const rest: Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> =
         ended?._tag === "Finished"
@@ -335,12 +308,12 @@ export const events = <O = string, R = never, E = never, RU = never>(
     }
 
     // One source after another, each chosen by how the one before ended.
-    const sources = Stream.fromPull(Effect.succeed(Effect.suspend(() => {
+    const nextSource: Pull.Pull<readonly [Source<O>], never, void> = Effect.suspend(() => {
       const source = next
       next = undefined
-      return source === undefined ? Cause.done() : Effect.succeed([source] as const)
-    }) as Pull.Pull<readonly [Source<O>], never, void>))
-    return Stream.flatMap(sources, play)
+      return source === undefined ? Cause.done() : Effect.succeed([source])
+    })
+    return Stream.flatMap(Stream.fromPull(Effect.succeed(nextSource)), play)
   })
 
 /**

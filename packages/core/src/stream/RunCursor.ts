@@ -78,7 +78,8 @@ const maxBitDigits = 4096
 const idPattern = new RegExp(`^[1-9]\\d{0,14}\\.(?:[013-5]|2\\.[1-9a-f][0-9a-f]{0,${maxBitDigits - 1}})$`)
 
 const bits = (calls: ReadonlyArray<number>): string => {
-  const digits = Array.from({ length: Math.floor(Math.max(0, ...calls) / 4) + 1 }, () => 0)
+  const last = calls.reduce((max, call) => Math.max(max, call), 0)
+  const digits = Array.from({ length: Math.floor(last / 4) + 1 }, () => 0)
   for (const call of calls) digits[call >> 2]! |= 1 << (call & 3)
   return digits.reverse().map((digit) => digit.toString(16)).join("")
 }
@@ -119,21 +120,22 @@ export const FromEventId = Schema.String.check(Schema.isPattern(idPattern)).pipe
         const [step, place, set] = id.split(".")
         return { step: Number(step), place: places[Number(place)]!, calls: set === undefined ? [] : callsOf(set) }
       },
-      encode: ({ calls, place, step }) =>
-        `${step}.${places.indexOf(place)}${place === "result" ? `.${bits(calls)}` : ""}`
+      encode: (cursor) => eventId(cursor)
     })
   )
 )
 
-const encodeId = Schema.encodeSync(FromEventId)
-
 /**
- * The Server-Sent Events id of `cursor`.
+ * The Server-Sent Events id of `cursor` (what {@link FromEventId} encodes).
+ * The results of a turn's first 16,384 calls fit in an id a server reads
+ * back; a turn of more calls writes ids longer than that, which a client
+ * cannot resume from.
  *
  * @since 0.3.0
  * @category encoding
  */
-export const eventId = (cursor: Cursor): string => encodeId(cursor)
+export const eventId = ({ calls, place, step }: Cursor): string =>
+  `${step}.${places.indexOf(place)}${place === "result" ? `.${bits(calls)}` : ""}`
 
 /** Negative, zero or positive as `a`'s place in the run comes before, at or after `b`'s. */
 const order = (a: { readonly step: number; readonly place: Place }, b: Cursor): number =>
