@@ -69,7 +69,8 @@ export class AgentLoop extends Context.Service<AgentLoop, {
   /**
    * Streams a run's events; the stream fails with the run's termination when it is not a success. A run with a
    * `runId` and a `Checkpointer` that recorded it before first replays the events its log recorded (see
-   * `AgentHistory.replay`), then goes on: a finished run replays to its `Finished`, asking nothing.
+   * `AgentHistory.replay`), then goes on: a finished run replays to its `Finished`, asking nothing, and one a
+   * person cancelled fails after its replay with `Halted` by `"person"`.
    */
   stream<O = string, R = never, E = never, RU = never>(
     options: Options<O, R, E, RU>
