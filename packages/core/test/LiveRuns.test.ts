@@ -124,7 +124,7 @@ describe("LiveRuns", () => {
       const { live } = (yield* registry.start("r3", {}, run))!
       yield* Queue.offer(events, started)
       const client = yield* follow(live)
-      expect(yield* registry.cancel("r3", "stop", Effect.succeed(false))).toBe(true)
+      expect(yield* registry.cancel("r3", {}, "stop", Effect.succeed(false))).toBe(true)
       const exit = yield* Fiber.join(client.rest)
       const ending = Exit.isFailure(exit)
         ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
@@ -135,7 +135,7 @@ describe("LiveRuns", () => {
       // A run that ends some other way (it does not heed the cancel): `otherwise` answers, from the run's log.
       const deaf = yield* Queue.unbounded<Event, Cause.Done>()
       yield* registry.start("r3b", {}, () => Stream.fromQueue(deaf))
-      const asked = yield* Effect.forkChild(registry.cancel("r3b", "stop", Effect.succeed(true)))
+      const asked = yield* Effect.forkChild(registry.cancel("r3b", {}, "stop", Effect.succeed(true)))
       yield* Queue.end(deaf)
       expect(yield* Fiber.join(asked)).toBe(true)
 
@@ -146,6 +146,7 @@ describe("LiveRuns", () => {
       const cancelling = yield* Effect.forkChild(
         registry.cancel(
           "r4",
+          { input: "r4" },
           "stop",
           Deferred.succeed(writing, undefined).pipe(
             Effect.andThen(Deferred.await(recording)),
@@ -155,6 +156,8 @@ describe("LiveRuns", () => {
         )
       )
       yield* Deferred.await(writing)
+      // Held meanwhile under its options' fingerprint: a client asking for it then waits for the cancel's end.
+      expect(registry.get("r4")?.fingerprint).toStrictEqual({ input: "r4" })
       const starting = yield* Effect.forkChild(registry.start("r4", {}, (cancel) => {
         order.push("started")
         return run(cancel)

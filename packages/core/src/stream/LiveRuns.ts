@@ -129,7 +129,7 @@ export class LiveRuns extends Context.Service<LiveRuns, {
     run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
   ) => Effect.Effect<Started<O> | undefined, never, Scope.Scope>
   /**
-   * Cancels run `id`, saying `reason`. A live run is told to, and awaited:
+   * Cancels run `id` (whose options have `fingerprint`), saying `reason`. A live run is told to, and awaited:
    * `true` once it ended with `Halted` by `"person"` for this reason. A run
    * that is not live, or ended some other way (it finished first, failed, or
    * another process executes it), is held (no client starts it) while
@@ -138,6 +138,7 @@ export class LiveRuns extends Context.Service<LiveRuns, {
    */
   readonly cancel: <E, R>(
     id: string,
+    fingerprint: RunFingerprint.Fingerprint,
     reason: string,
     otherwise: Effect.Effect<boolean, E, R>
   ) => Effect.Effect<boolean, E, R>
@@ -303,7 +304,12 @@ export const make = (
               return { live: handle, attached }
             }))
         })),
-      cancel: <E, R>(id: string, reason: string, otherwise: Effect.Effect<boolean, E, R>) => {
+      cancel: <E, R>(
+        id: string,
+        fingerprint: RunFingerprint.Fingerprint,
+        reason: string,
+        otherwise: Effect.Effect<boolean, E, R>
+      ) => {
         /** Whether a run ended as told: `Halted` by the person, for this reason. */
         const cancelledAsTold = (exit: Exit.Exit<void, Termination.Error>): boolean => {
           const failure = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
@@ -319,7 +325,7 @@ export const make = (
                 return Effect.succeed(found.fiber)
               }
               // Not live: held while the cancellation is written, so that no client starts it meanwhile.
-              const held = entry(id, {})
+              const held = entry(id, fingerprint)
               entries.set(id, held)
               return otherwise.pipe(Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" }))))
             })

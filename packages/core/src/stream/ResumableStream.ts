@@ -424,8 +424,9 @@ export const cancel = <O = string, R = never, E = never, RU = never>(
 ): Effect.Effect<boolean, AgentHistory.CancelError, LiveRuns.LiveRuns | Checkpointer> =>
   Effect.flatMap(
     LiveRuns.LiveRuns,
-    (registry) => {
-      const reason = cancelOptions.reason ?? "cancelled"
-      return registry.cancel(options.runId, reason, AgentHistory.cancel(options, { reason }))
-    }
+    (registry) =>
+      Effect.flatMap(AgentCheckpoint.fingerprint(options), (fingerprint) => {
+        const reason = cancelOptions.reason ?? "cancelled"
+        return registry.cancel(options.runId, fingerprint, reason, AgentHistory.cancel(options, { reason }))
+      })
   )
