@@ -4,14 +4,26 @@
  *
  * - baseline: `JSON.stringify` of each event into a `data:` frame, one string per chunk of events;
  * - `EventStream.encode(EventStream.agent)`: each event encoded with its Schema;
- * - `UIMessageStream.encode`: each event mapped to UI chunks (text deltas, tool parts, data parts) and framed.
+ * - `UIMessageStream.encode`: each event mapped to UI chunks (text deltas, tool parts, data parts) and framed;
+ * - `ResumableStream`: a run executed by the server's registry (`LiveRuns`), the client attached to it, each
+ *   recorded event keyed and sent with its SSE id; a connection's fixed costs included (the run's options'
+ *   fingerprint, its log read, the run started). The run's `AgentLoop` stands in: it streams the same events,
+ *   recording nothing, on an empty log in memory.
  *
  * The run: turns of 200 text deltas and a tool call each, delivered in chunks of 64 events as a provider's
  * decoder delivers them.
  */
-import { EventStream, Item, TokenUsage, UIMessageStream } from "@agentloop/core"
-import type { AgentLoop } from "@agentloop/core"
-import { Duration, Effect, Stream } from "effect"
+import {
+  AgentLoop,
+  Checkpointer,
+  EventStream,
+  Item,
+  LiveRuns,
+  ResumableStream,
+  TokenUsage,
+  UIMessageStream
+} from "@agentloop/core"
+import { Duration, Effect, Layer, Scope, Stream } from "effect"
 import { compare } from "./measure.ts"
 
 const turns = 50
@@ -63,6 +75,29 @@ const never = { keepAlive: Duration.infinity }
 
 const run = (stream: Stream.Stream<string>) => () => Effect.runPromise(Stream.runDrain(stream))
 
+// The server's side of a resumable run: a registry for the server's lifetime (a scope never closed), and an agent
+// that streams the run.
+const server = await Effect.runPromise(Layer.buildWithScope(
+  Layer.mergeAll(
+    LiveRuns.layer,
+    Checkpointer.layerMemory,
+    Layer.succeed(
+      AgentLoop.AgentLoop,
+      // The run's events hold no `Finished`: they are those of a run of any output.
+      AgentLoop.AgentLoop.of({ stream: () => source as Stream.Stream<never>, run: () => Effect.never })
+    )
+  ),
+  Effect.runSync(Scope.make())
+))
+let runs = 0
+const resumable = () =>
+  Effect.runPromise(
+    Effect.flatMap(
+      ResumableStream.events({ input: "bench", runId: `bench-${runs++}` }),
+      (entries) => Stream.runDrain(ResumableStream.encode(entries, EventStream.agent, never))
+    ).pipe(Effect.provide(server))
+  )
+
 await compare({
   title: `a run's events to a browser: ${events.length.toLocaleString("en-US")} events`,
   units: events.length,
@@ -78,6 +113,7 @@ await compare({
       name: "EventStream.encode (typed SSE, Schema per event)",
       run: run(EventStream.encode(EventStream.agent, never)(source))
     },
-    { name: "UIMessageStream.encode (AI SDK UI messages)", run: run(UIMessageStream.encode(source, never)) }
+    { name: "UIMessageStream.encode (AI SDK UI messages)", run: run(UIMessageStream.encode(source, never)) },
+    { name: "ResumableStream (a run served by LiveRuns, with ids)", run: resumable }
   ]
 })

@@ -24,8 +24,17 @@ export const name = Config.Literals(
   Config.withDefault("mock" as const)
 )
 
-/** The scripted model, paced like a real one. */
-export const mock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "20 millis" })
+/**
+ * The scripted model, paced like a real one. It answers the turn the history
+ * is at (each answer of the script has a text), so a run resumed from its
+ * checkpoints is asked only for the turns it had not had.
+ */
+export const mock = MockLanguageModel.layer(
+  ({ history }) =>
+    script[history.filter((item) => item.type === "message" && item.role === "assistant").length] ??
+      MockLanguageModel.textTurn("(The script has no more turns.)"),
+  { chunkSize: 6, delay: "20 millis" }
+)
 
 /** The provider chosen has no API key in the environment. */
 export class MissingApiKey extends Schema.TaggedError<MissingApiKey>()("MissingApiKey", { message: Schema.String }) {}

@@ -1,40 +1,56 @@
 /**
- * The chat server: the page, its script, and `POST /chat`, which runs the demo
- * agent (calculator and unit converter) on the message and streams the run to
- * the browser as Server-Sent Events with `EventStream`. A browser that goes
- * away (the Stop button, a closed tab) interrupts the run, down to the model's
- * HTTP request.
+ * The chat server: the page, its script, and `POST /chat`, which streams the
+ * demo agent's (calculator and unit converter) run on one message of a
+ * conversation to the browser as Server-Sent Events. Each message is a run of
+ * its own, recorded by the `Checkpointer` under the id
+ * `<conversation>-<message>`, and executed by the server (see `LiveRuns`), not
+ * by the request: a page that goes away (a reload, a closed tab, a network
+ * cut) does not stop it, and a page that comes back gets the whole run, or
+ * the rest of it after its `Last-Event-ID`. `POST /chat/cancel` stops a run
+ * for good: every page following it sees it ended by a person.
  */
-import { AgentLoop, EventStream } from "@agentloop/core"
+import { AgentLoop, EventStream, ResumableStream } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import { instructions } from "@agentloop/example-terminal/Demo"
 import { question } from "@agentloop/example-terminal/script"
 import { toolkit } from "@agentloop/example-terminal/tools"
-import { ByteSize, Effect, Layer, Schema, Stream } from "effect"
+import { ByteSize, Effect, Layer, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { bundle } from "./bundle.ts"
 import { page } from "./page.ts"
 
-/** What the page posts to `/chat`. */
+/** What the page posts: which message of which conversation, and the message (its run's input). */
 export const ChatRequest = Schema.Struct({
+  conversation: Schema.String.check(Schema.isPattern(/^[\w-]{8,64}$/)),
+  index: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 999 })),
   message: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(4000))
 })
 
-/** One chat: the demo agent's run on `message`, on a `LanguageModel` built from `model` for it alone. */
-const chat = (model: Layer.Layer<LanguageModel.LanguageModel>, message: string) =>
-  Stream.unwrap(
-    Effect.map(AgentLoop.AgentLoop, (agent) =>
-      agent.stream({ input: message, instructions, toolkit, limits: { maxTurns: 8, maxBudgetUsd: 0.25 } }))
-  ).pipe(
-    Stream.provide(AgentLoop.layer.pipe(Layer.provide(model)))
-  )
+/**
+ * The run of one message. Its id names the conversation and the message; its
+ * input is the message, which the page sends again when it comes back (a run
+ * recorded with another input refuses it).
+ */
+const runOf = ({ conversation, index, message }: typeof ChatRequest.Type) => ({
+  input: message,
+  instructions,
+  toolkit,
+  limits: { maxTurns: 8, maxBudgetUsd: 0.25 },
+  runId: `${conversation}-${index}`
+})
 
 /** The body is read whole: bounded, so that one request cannot take the server's memory. */
-const bounded = Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.mebibytes(1))
+const chatRequest = HttpServerRequest.schemaBodyJson(ChatRequest).pipe(
+  Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.kibibytes(32))
+)
+
+const badRequest = (error: { readonly message: string }) =>
+  Effect.succeed(HttpServerResponse.text(`bad request: ${error.message}\n`, { status: 400 }))
 
 /**
- * The routes. `model` is built anew for every chat, so a scripted model replays
- * its script each time; pass a built layer (`Layer.succeedContext`) to share one.
+ * The routes, on the `Checkpointer` and the `LiveRuns` in context. `model` is
+ * built anew for every run this server starts, so a scripted model replays its
+ * script each time; pass a built layer (`Layer.succeedContext`) to share one.
  */
 export const routes = (options: {
   readonly provider: string
@@ -50,12 +66,20 @@ export const routes = (options: {
     HttpRouter.add(
       "POST",
       "/chat",
-      HttpServerRequest.schemaBodyJson(ChatRequest).pipe(
-        bounded,
-        Effect.flatMap(({ message }) => EventStream.toHttpResponse(chat(options.model, message), EventStream.agent)),
-        Effect.catch((error) =>
-          Effect.succeed(HttpServerResponse.text(`bad request: ${error.message}\n`, { status: 400 }))
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const chat = yield* chatRequest
+        return yield* ResumableStream.toHttpResponse(runOf(chat), EventStream.agent, { headers: request.headers }).pipe(
+          Effect.provide(AgentLoop.layer.pipe(Layer.provide(options.model)))
         )
-      )
+      }).pipe(Effect.catch(badRequest))
+    ),
+    HttpRouter.add(
+      "POST",
+      "/chat/cancel",
+      Effect.gen(function*() {
+        const cancelled = yield* ResumableStream.cancel(runOf(yield* chatRequest), { reason: "stopped from the page" })
+        return HttpServerResponse.text(cancelled ? "cancelled\n" : "the run had ended\n")
+      }).pipe(Effect.catch(badRequest))
     )
   )

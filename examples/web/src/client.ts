@@ -1,11 +1,16 @@
 /**
- * The page's script, run in the browser: posts the message to `/chat`, reads
- * the run back as typed `AgentEvent`s with the small `EventStreamClient`, and
- * shows them as they arrive. Stop aborts the request; the server then
- * interrupts the run. Its bundle stays under 40 KB gzipped (see the test).
+ * The page's script, run in the browser: a conversation whose every message
+ * is a run the server executes (see `Server.ts`), read back as typed
+ * `AgentEvent`s with the small `EventStreamClient`, and shown as they arrive.
+ * The conversation (its id and its messages) is kept in the tab's
+ * `sessionStorage`: a page loaded again (a reload) reads each of its runs
+ * again, whole, and follows the one in progress. A connection cut mid-run is
+ * read again from the last id it had. Stop cancels the run on the server.
+ * Its bundle stays under 40 KB gzipped (see the test).
  */
-import { agent } from "@agentloop/core/stream/EventStream"
+import { agent, EventStreamError } from "@agentloop/core/stream/EventStream"
 import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
+import { Halted } from "@agentloop/core/Termination"
 import { add, renderer } from "./render.ts"
 
 const element = <E extends HTMLElement>(id: string): E => {
@@ -19,53 +24,118 @@ const form = element<HTMLFormElement>("ask")
 const input = element<HTMLInputElement>("message")
 const send = element<HTMLButtonElement>("send")
 const stop = element<HTMLButtonElement>("stop")
+const fresh = element<HTMLButtonElement>("new")
 const status = element<HTMLElement>("status")
 
-const setStatus = (state: "idle" | "running" | "finished" | "failed" | "stopped", text: string) => {
+type State = "idle" | "running" | "finished" | "failed" | "stopped"
+
+const setStatus = (state: State, text: string = state) => {
   status.dataset["state"] = state
   status.textContent = text
   send.disabled = state === "running"
   stop.disabled = state !== "running"
 }
 
-let running: AbortController | undefined
+/** The conversation: the server names its runs after its id and each message's place in it. */
+interface Conversation {
+  readonly id: string
+  readonly messages: Array<string>
+}
+
+const saved = (): Conversation | undefined => {
+  try {
+    const value: unknown = JSON.parse(sessionStorage.getItem("agentloop-chat") ?? "null")
+    return typeof value === "object" && value !== null && "id" in value && typeof value.id === "string" &&
+        "messages" in value && Array.isArray(value.messages) &&
+        value.messages.every((message: unknown) => typeof message === "string")
+      ? { id: value.id, messages: value.messages }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const conversation: Conversation = saved() ?? { id: crypto.randomUUID(), messages: [] }
+const save = () => sessionStorage.setItem("agentloop-chat", JSON.stringify(conversation))
+
+/** What the server is asked about message `index`: its run's events, or to cancel it. */
+const request = (index: number): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({ conversation: conversation.id, index, message: conversation.messages[index] })
+})
 
 const describe = (error: unknown): string =>
   error instanceof Error ? `${"_tag" in error ? String(error._tag) : error.name}: ${error.message}` : String(error)
 
-const chat = async (message: string, bubble: HTMLElement, stopped: AbortSignal) => {
-  const render = renderer(bubble)
-  try {
-    const events = EventStreamClient.events(agent, "/chat", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message }),
-      signal: stopped
-    })
-    for await (const event of events) render(event)
-    setStatus("finished", "finished")
-  } catch (error) {
-    if (stopped.aborted) {
-      add(bubble, "ending failed", "■ stopped")
-      return setStatus("stopped", "stopped")
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Shows the run of message `index` in `bubble`: its events from the start, and
+ * when the connection breaks, the rest after the last id it had (what the
+ * turn in progress had shown is dropped: it comes again). How the run ended.
+ */
+const follow = async (index: number, bubble: HTMLElement): Promise<State> => {
+  const view = renderer(bubble)
+  let lastEventId: string | undefined
+  for (let retries = 0;;) {
+    try {
+      for await (const { event, id } of EventStreamClient.entries(agent, "/chat", request(index), { lastEventId })) {
+        lastEventId = id === "" ? undefined : id
+        retries = 0
+        view.show(event)
+      }
+      return "finished"
+    } catch (error) {
+      if (error instanceof EventStreamError && error.reason === "truncated" && retries < 5) {
+        retries++
+        view.discardTurnInProgress()
+        await pause(250 * retries)
+        continue
+      }
+      if (error instanceof Halted && error.source === "person") {
+        add(bubble, "ending failed", "■ stopped")
+        return "stopped"
+      }
+      add(bubble, "ending failed", `✗ ${describe(error)}`)
+      return "failed"
     }
-    add(bubble, "ending failed", `✗ ${describe(error)}`)
-    setStatus("failed", "failed")
   }
+}
+
+let running: number | undefined
+
+/** Shows message `index` and its answer; the last one is the run in progress, which the status follows. */
+const show = (index: number, last: boolean) => {
+  add(log, "user", conversation.messages[index])
+  const ended = follow(index, add(log, "assistant"))
+  if (!last) return
+  running = index
+  setStatus("running", "running…")
+  void ended.then((state) => {
+    running = undefined
+    setStatus(state)
+  })
 }
 
 form.addEventListener("submit", (submitted) => {
   submitted.preventDefault()
   const message = input.value.trim()
   if (message === "" || running !== undefined) return
-  add(log, "user", message)
-  const bubble = add(log, "assistant")
-  setStatus("running", "running…")
-  const controller = new AbortController()
-  running = controller
-  void chat(message, bubble, controller.signal).finally(() => running = undefined)
+  conversation.messages.push(message)
+  save()
+  show(conversation.messages.length - 1, true)
 })
 
-stop.addEventListener("click", () => running?.abort())
+stop.addEventListener("click", () => {
+  if (running !== undefined) void fetch("/chat/cancel", request(running))
+})
 
-setStatus("idle", "idle")
+fresh.addEventListener("click", () => {
+  sessionStorage.removeItem("agentloop-chat")
+  location.reload()
+})
+
+setStatus("idle")
+// Loaded again: the whole conversation, each run read again from its start.
+conversation.messages.forEach((_, index) => show(index, index === conversation.messages.length - 1))

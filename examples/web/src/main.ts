@@ -1,13 +1,19 @@
 /**
  * `npm run web`: the chat page on http://127.0.0.1:3000 (`AGENTLOOP_WEB_PORT`
  * to change it). The scripted model by default; a real provider by the same
- * variables as the terminal demo (`AGENTLOOP_PROVIDER` and its key).
+ * variables as the terminal demo (`AGENTLOOP_PROVIDER` and its key). Runs are
+ * recorded in `AGENTLOOP_WEB_CHECKPOINTS` (by default a folder in the system's
+ * temporary directory), so a run cut off by a restart resumes when its page
+ * comes back.
  */
+import { Checkpointer, LiveRuns } from "@agentloop/core"
 import * as Provider from "@agentloop/example-terminal/Provider"
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { NodeFileSystem, NodeHttpServer, NodePath, NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { createServer } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Server from "./Server.ts"
 import * as Startup from "./Startup.ts"
 
@@ -16,9 +22,20 @@ const program = Effect.gen(function*() {
   const provider = yield* Provider.name
   // A real provider is built once, at start (a missing key is reported now); the mock anew for every chat.
   const model = provider === "mock" ? Provider.mock : Layer.succeedContext(yield* Layer.build(Provider.layer))
+  const checkpoints = yield* Config.String("AGENTLOOP_WEB_CHECKPOINTS").pipe(
+    Config.withDefault(join(tmpdir(), "agentloop-web-checkpoints"))
+  )
   yield* Layer.launch(
     HttpRouter.serve(Server.routes({ provider, model }), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
+      // The server's runs live as long as the server; their checkpoints in a folder, across restarts.
+      Layer.provide(LiveRuns.layer),
+      Layer.provide(
+        Checkpointer.layerFileSystem(checkpoints).pipe(
+          Layer.provide(NodeFileSystem.layer),
+          Layer.provide(NodePath.layer)
+        )
+      ),
       Layer.tap(() =>
         Effect.sync(() => console.log(`agentloop web demo · provider: ${provider} · http://127.0.0.1:${port}`))
       )

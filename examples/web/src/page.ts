@@ -1,5 +1,5 @@
 /**
- * The chat page: a conversation, a box to ask in, Send and Stop.
+ * The chat page: a conversation, a box to ask in, Send, Stop and New chat.
  */
 
 /** The page's HTML; `provider` is shown in its header, `question` pre-filled in the box. */
@@ -31,6 +31,7 @@ export const page = (provider: string, question: string): string =>
   input { flex: 1; font: inherit; padding: .55rem .75rem; border: 1px solid #d2d2d7; border-radius: .6rem; }
   button { font: inherit; padding: .55rem 1rem; border: 0; border-radius: .6rem; background: #0071e3; color: white; cursor: pointer; }
   button#stop { background: #c9252d; }
+  button#new { background: #6e6e73; }
   button:disabled { opacity: .4; cursor: default; }
   #status { color: #6e6e73; font-size: .85rem; margin-top: .5rem; }
 </style>
@@ -42,6 +43,7 @@ export const page = (provider: string, question: string): string =>
   <input id="message" name="message" autocomplete="off" value="${escape(question)}">
   <button id="send" type="submit">Send</button>
   <button id="stop" type="button" disabled>Stop</button>
+  <button id="new" type="button">New chat</button>
 </form>
 <div id="status" data-state="idle">idle</div>
 <script type="module" src="/client.js"></script>

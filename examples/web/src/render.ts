@@ -19,14 +19,25 @@ const usd = (cost: Cost.Cost) => cost === null ? "cost unknown" : `$${cost.toFix
 
 /**
  * Shows one run's events in its assistant bubble. A turn that streamed no
- * deltas (a durable run's log holds completed turns) shows its text and calls
- * when it completes.
+ * deltas (a log holds completed turns) shows its text and calls when it
+ * completes. `discardTurnInProgress` forgets what the deltas of a turn not
+ * completed yet showed: a stream resumed after its last id sends them again.
  */
 export const renderer = (bubble: HTMLElement) => {
   let turn = add(bubble, "turn")
   let text = add(turn, "text")
   let streamed = false
-  return (event: AgentLoop.AgentEvent | DurableEvent.ApprovalRequested): void => {
+  let completed = false
+  /** The calls shown as the model wrote them, in the turn in progress. */
+  let written: Array<HTMLElement> = []
+  const discardTurnInProgress = () => {
+    if (completed) return
+    text.textContent = ""
+    for (const call of written) call.remove()
+    written = []
+    streamed = false
+  }
+  const show = (event: AgentLoop.AgentEvent | DurableEvent.ApprovalRequested): void => {
     switch (event._tag) {
       case "TurnStarted":
         if (event.step > 1) {
@@ -34,12 +45,14 @@ export const renderer = (bubble: HTMLElement) => {
           text = add(turn, "text")
         }
         streamed = false
+        completed = false
+        written = []
         return
       case "Delta":
         streamed = true
         if (event.delta.type === "text_delta") text.textContent += event.delta.delta
         if (event.delta.type === "function_call_done") {
-          add(turn, "call", `→ ${event.delta.name} ${event.delta.arguments}`)
+          written.push(add(turn, "call", `→ ${event.delta.name} ${event.delta.arguments}`))
         }
         return
       case "AttemptDiscarded":
@@ -56,6 +69,7 @@ export const renderer = (bubble: HTMLElement) => {
         )
         return
       case "TurnCompleted":
+        completed = true
         if (!streamed) {
           text.textContent = Turn.text(event.turn)
           for (const call of Turn.functionCalls(event.turn)) add(turn, "call", `→ ${call.name} ${call.arguments}`)
@@ -81,4 +95,5 @@ export const renderer = (bubble: HTMLElement) => {
         return
     }
   }
+  return { show, discardTurnInProgress }
 }

@@ -23,9 +23,9 @@ document.getElementById("cancel")!.addEventListener("click", () => {
 
 const follow = async () => {
   const bubble = add(log, "assistant")
-  const render = renderer(bubble)
+  const view = renderer(bubble)
   try {
-    for await (const event of EventStreamClient.events(DurableEvent.codec, `/runs/${id}/events`)) render(event)
+    for await (const event of EventStreamClient.events(DurableEvent.codec, `/runs/${id}/events`)) view.show(event)
     setStatus("finished", "finished")
   } catch (error) {
     const text = error instanceof Error && "_tag" in error ? `${String(error._tag)}: ${error.message}` : String(error)

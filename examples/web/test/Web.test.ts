@@ -3,6 +3,7 @@
  * `playwright-core`; never a browser download). `.ci/run` installs Chromium;
  * elsewhere these tests skip, saying so, when it is missing.
  */
+import { Checkpointer, LiveRuns } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import * as Provider from "@agentloop/example-terminal/Provider"
 import { question, script } from "@agentloop/example-terminal/script"
@@ -10,7 +11,7 @@ import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
@@ -32,12 +33,14 @@ if (!hasChromium) {
 
 const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
 
-/** Serves the chat routes on a random local port for the scope; returns the page's URL. */
+/** Serves the chat routes on a random local port for the scope, its runs recorded in memory; returns the page's URL. */
 const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>) =>
   Effect.gen(function*() {
     const nodeServer = Http.createServer()
     yield* Layer.build(
       HttpRouter.serve(Server.routes({ provider, model }), { disableLogger: true, disableListenLog: true }).pipe(
+        Layer.provide(LiveRuns.layer),
+        Layer.provide(Checkpointer.layerMemory),
         Layer.provide(NodeHttpServer.layer(() => nodeServer, { port: 0, host: "127.0.0.1" }))
       )
     )
@@ -120,7 +123,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
     60_000
   )
 
-  it.live("Stop ends the run, and the provider sees its request closed", () =>
+  it.live("Stop cancels the run on the server, and the provider sees its request closed", () =>
     Effect.gen(function*() {
       const provider = yield* ProviderServer.ProviderServer
       // The model never answers: the run waits on its HTTP request until Stop.
@@ -138,6 +141,51 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
       expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toBe("■ stopped")
       expect(yield* Effect.promise(() => page.locator("#send").isEnabled())).toBe(true)
     }).pipe(Effect.scoped, Effect.provide(ProviderServer.layer)), 60_000)
+
+  it.live(
+    "a reload mid-run shows the whole conversation, each answer once, and the run went on",
+    () =>
+      Effect.gen(function*() {
+        // One scripted model for both runs (it answers the turn each history is at), to count what it was asked.
+        const model = yield* Layer.build(Provider.mock)
+        const url = yield* serve("mock", Layer.succeedContext(model))
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        // A first exchange, then a second message, whose run is in progress when the page is loaded again.
+        yield* Effect.promise(() => page.click("#send"))
+        yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
+        yield* Effect.promise(() => page.fill("#message", "And in miles per hour?"))
+        yield* Effect.promise(() => page.click("#send"))
+        yield* Effect.promise(() =>
+          page.locator(".assistant").nth(1).locator(".meta").first().waitFor({ timeout: 30_000 })
+        )
+        expect(yield* Effect.promise(() => state(page))).toBe("running")
+        yield* Effect.promise(() => page.reload())
+        yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
+
+        expect(yield* Effect.promise(() => page.locator(".user").allTextContents())).toStrictEqual([
+          question,
+          "And in miles per hour?"
+        ])
+        expect(yield* Effect.promise(() => page.locator(".assistant").count())).toBe(2)
+        for (const answer of [0, 1]) {
+          const bubble = page.locator(".assistant").nth(answer)
+          const costs = yield* Effect.promise(() => bubble.locator(".meta").allTextContents())
+          expect(costs.map((cost) => cost.split(" · ")[0])).toStrictEqual(["turn 1", "turn 2", "turn 3"])
+          const texts = yield* Effect.promise(() => bubble.locator(".turn .text").allTextContents())
+          expect(texts[0]).toBe("Let me work these out with the tools.\n")
+          expect(texts[2]).toContain("A marathon is about 42.16 km.")
+          expect(yield* Effect.promise(() => bubble.locator(".call").count())).toBe(4)
+          expect(yield* Effect.promise(() => bubble.locator(".result").count())).toBe(4)
+          expect(yield* Effect.promise(() => bubble.locator(".ending").textContent())).toContain("✓ Stop")
+        }
+        // The reload did not start the run again: each run's three turns were asked once.
+        expect(yield* Context.get(model, MockLanguageModel.MockLanguageModel).requests).toHaveLength(6)
+        mkdirSync(screenshots, { recursive: true })
+        yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat-reload.png`, fullPage: true }))
+      }).pipe(Effect.scoped),
+    90_000
+  )
 
   it.live("a durable run's page survives a reload: the whole conversation, once, and the run went on", () => {
     const dir = mkdtempSync(join(tmpdir(), "agentloop-web-"))

@@ -107,8 +107,8 @@ describe("AgentLoop with a Checkpointer", () => {
       // Its start was recorded before it ran; add, idempotent, records no start.
       const entries = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read("run-unknown"))
       expect(entries.map((entry) => JSON.parse(entry))).toMatchObject([
-        { _tag: "Answered", v: 2 },
-        { _tag: "ToolStarted", step: 1, index: 1, v: 2 },
+        { _tag: "Answered", v: 3 },
+        { _tag: "ToolStarted", step: 1, index: 1, v: 3 },
         { _tag: "ToolDone", index: 0 }
       ])
 

@@ -32,11 +32,12 @@ const runAgent = <O>(script: ReadonlyArray<MockLanguageModel.Reply>, options: Ag
   )
 
 /**
- * Runs `effect` against the checkpointer in context as the version before this one wrote: every entry it
- * appends loses its version (after checking it had one), and a run's `ToolStarted` entries, which that
- * version did not write, are left out.
+ * Runs `effect` against the checkpointer in context as an older version wrote: every entry it appends
+ * carries version `version` instead of its own (after checking it had one), or none when `version` is
+ * undefined (the first version), and a run's entries that version did not write (`ToolStarted` before
+ * version 2) are left out.
  */
-const unversioned = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+const recordedAt = (version: number | undefined) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(Checkpointer.Checkpointer, (store) =>
     Effect.provideService(effect, Checkpointer.Checkpointer, {
       ...store,
@@ -48,12 +49,16 @@ const unversioned = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
               entries.flatMap((text) => {
                 const { v, ...entry } = JSON.parse(text)
                 expect(v).toBeTypeOf("number")
-                return entry._tag === "ToolStarted" ? [] : [JSON.stringify(entry)]
+                if (version === undefined && entry._tag === "ToolStarted") return []
+                return [JSON.stringify(version === undefined ? entry : { ...entry, v: version })]
               }),
               options
             )
         }))
     }))
+
+/** As the version before entries carried a version wrote. */
+const unversioned = recordedAt(undefined)
 
 const read = (id: string) => Effect.flatMap(Checkpointer.Checkpointer, (store) => store.read(id))
 
@@ -147,15 +152,18 @@ const files = Checkpointer.layerFileSystem(directory).pipe(
   Layer.provide(NodePath.layer)
 )
 
-/** An agent run of three turns, stopped by its turn limit after two: executed again with a higher one, it goes on. */
-const oldRecordsResume = (id: string) =>
+/**
+ * An agent run of three turns recorded at `version` (undefined: before entries carried one), stopped by its turn
+ * limit after two: executed again with a higher one, it goes on.
+ */
+const oldRecordsResume = (id: string, version?: number) =>
   Effect.gen(function*() {
     const options = { input: "Add", toolkit: addToolkit, model, runId: id }
-    const limited = yield* unversioned(
+    const limited = yield* recordedAt(version)(
       runAgent([addCall(1, 1), addCall(1, 2)], { ...options, limits: { maxTurns: 2 } })
     )
     expect(failureOf(limited.exit)).toMatchObject({ _tag: "MaxTurns" })
-    expect((yield* read(id)).every((entry) => !("v" in JSON.parse(entry)))).toBe(true)
+    expect((yield* read(id)).every((entry) => JSON.parse(entry).v === version)).toBe(true)
 
     const { exit, requests } = yield* runAgent([answer("2 and 3")], { ...options, limits: { maxTurns: 5 } })
     expect(exit._tag === "Success" && exit.value._tag === "Stopped" && exit.value.output).toBe("2 and 3")
@@ -164,8 +172,9 @@ const oldRecordsResume = (id: string) =>
     expect(requests).toHaveLength(1)
     expect(requests[0]!.history.filter((item) => item.type === "function_call_output").map((item) => item.output))
       .toStrictEqual(["2", "3"])
-    // What it appended carries the version it writes: 2, which only added ToolStarted to version 1.
-    expect((yield* read(id)).map((entry) => JSON.parse(entry).v).slice(-2)).toStrictEqual([2, 2])
+    // What it appended carries the version it writes: 3, which only added Cancelled to version 2 (which added
+    // ToolStarted to version 1).
+    expect((yield* read(id)).map((entry) => JSON.parse(entry).v).slice(-2)).toStrictEqual([3, 3])
   })
 
 const postgresReachable = await Reachable.listening(5432)
@@ -198,16 +207,19 @@ for (const [store, layer] of stores) {
     it.effect("an agent run recorded before entries carried a version resumes", () =>
       oldRecordsResume("agent-old").pipe(Effect.provide(layer)))
 
+    it.effect("an agent run recorded at version 2 resumes", () =>
+      oldRecordsResume("agent-v2", 2).pipe(Effect.provide(layer)))
+
     it.effect("an agent run recorded by a newer version fails with CheckpointVersionMismatch before anything runs", () =>
       Effect.gen(function*() {
         const options = { input: "Add", toolkit: addToolkit, model, runId: "agent-newer" }
         yield* runAgent([addCall(1, 1)], { ...options, limits: { maxTurns: 1 } })
         const log = yield* read("agent-newer")
-        // The same run as a version 3 of agentloop's entries would have written it: a new run id, the same fingerprint.
+        // The same run as a version 4 of agentloop's entries would have written it: a new run id, the same fingerprint.
         yield* Effect.scoped(Effect.gen(function*() {
           const store = yield* Checkpointer.Checkpointer
           const next = yield* store.open("agent-newer-2", yield* AgentCheckpoint.fingerprint(options))
-          yield* next.append(log.map((entry) => JSON.stringify({ ...JSON.parse(entry), v: 3 })))
+          yield* next.append(log.map((entry) => JSON.stringify({ ...JSON.parse(entry), v: 4 })))
         }))
         const { exit, requests } = yield* runAgent([answer("never")], {
           ...options,
@@ -217,9 +229,9 @@ for (const [store, layer] of stores) {
         const failure = failureOf(exit)
         expect(failure).toMatchObject({
           _tag: "CheckpointFailed",
-          cause: { _tag: "CheckpointVersionMismatch", recorded: 3, supported: 2 }
+          cause: { _tag: "CheckpointVersionMismatch", recorded: 4, supported: 3 }
         })
-        expect(failure.message).toContain("recorded at version 3, and this app reads version 2")
+        expect(failure.message).toContain("recorded at version 4, and this app reads version 3")
         expect(requests).toHaveLength(0)
       }).pipe(Effect.provide(layer)))
 

@@ -16,13 +16,16 @@
  */
 import type * as Accounting from "@agentloop/core/Accounting"
 import * as Cost from "@agentloop/core/Cost"
+import * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
 import * as TokenUsage from "@agentloop/core/TokenUsage"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { HttpServerResponse } from "effect/http"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as Stream from "effect/Stream"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import type * as DurableAgent from "./DurableAgent.ts"
@@ -143,7 +146,18 @@ export const encode = (
 }
 
 /**
- * The `Last-Event-ID` a client sent, as a position in the log: `undefined`
+ * An event's position in a run's log, as its SSE id: a non-negative integer of at most 15 digits, no leading zero.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const Position = Schema.String.check(Schema.isPattern(/^(?:0|[1-9]\d{0,14})$/)).pipe(
+  Schema.decodeTo(Schema.Int, SchemaTransformation.numberFromString)
+)
+
+/**
+ * The `Last-Event-ID` a client sent, as a position in the log (read by
+ * `EventStream.lastEventId`, with {@link Position}): `undefined`
  * without one, `None` when it is not one this server wrote (not a small
  * non-negative integer).
  *
@@ -164,11 +178,7 @@ export const encode = (
  */
 export const lastEventId = (
   headers: Readonly<Record<string, string | undefined>>
-): Option.Option<number | undefined> => {
-  const value = headers["last-event-id"]
-  if (value === undefined || value === "") return Option.some(undefined)
-  return /^\d{1,15}$/.test(value) ? Option.some(Number(value)) : Option.none()
-}
+): Option.Option<number | undefined> => Result.getSuccess(EventStream.lastEventId(headers, Position))
 
 const sseHeaders = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 

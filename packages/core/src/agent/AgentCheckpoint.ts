@@ -9,7 +9,9 @@
  * counters, what the decision added to the history, its verdict and
  * feedback); a run that ends well appends `Finished` with its result, marked
  * as the append that finishes the run (so the store can expire the run, or
- * keep that entry alone: recovered from it, the run returns its result). A
+ * keep that entry alone: recovered from it, the run returns its result); a run
+ * a person cancelled (see `AgentHistory.cancel`) ends with `Cancelled`, and
+ * recovered from it, fails with `Halted` by `"person"` instead of going on. A
  * fork (see `AgentHistory`) starts with its source's entries and `Forked`.
  * Entries carry what changed and the time they were written, never the whole
  * history again, except a `Snapshot`: a run with `compactAfter` whose log
@@ -25,7 +27,8 @@
  *
  * Each entry carries the version of the schema that wrote it ({@link version};
  * entries written before entries carried one are version 1, read as version
- * 2 is, which only added `ToolStarted`): a run recorded by
+ * 3 is, as are those of version 2: each version since only added an entry,
+ * `ToolStarted` then `Cancelled`): a run recorded by
  * a version of agentloop whose entries this one cannot read fails with
  * `Termination.CheckpointFailed`, its cause a `CheckpointVersionMismatch`
  * naming both versions, before anything runs. A tool whose output schema
@@ -43,6 +46,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type { Accounting } from "../Accounting.ts"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
 import type * as CheckpointStore from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
@@ -51,7 +55,7 @@ import { Cost } from "../Cost.ts"
 import { idempotencyKey } from "../internal/sha256.ts"
 import * as Item from "../Item.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
-import type * as Termination from "../Termination.ts"
+import * as Termination from "../Termination.ts"
 import * as Toolkit from "../Toolkit.ts"
 import * as ToolRecord from "../ToolRecord.ts"
 import * as Turn from "../Turn.ts"
@@ -193,6 +197,17 @@ export const Forked = Schema.TaggedStruct("Forked", {
 export const Snapshot = Schema.TaggedStruct("Snapshot", { state: AgentMachine.State, time: Time })
 
 /**
+ * A person cancelled the run, saying `reason`: executing it again does not go
+ * on, and fails with `Halted` whose `source` is `"person"` (see
+ * `AgentHistory.cancel`). Written by an executor that holds the run's lease,
+ * once nothing of the run is executing, as the append that finishes the run.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const Cancelled = Schema.TaggedStruct("Cancelled", { reason: Schema.String, time: Time })
+
+/**
  * The schema of the entries of a run whose output `output` describes (`Schema.String` without a structured output).
  *
  * @since 0.1.0
@@ -206,6 +221,7 @@ export const Entry = <O extends Schema.Top>(output: O) =>
     Decided,
     Forked,
     Snapshot,
+    Cancelled,
     // A submitted value is its finish tool's output: `outputVersion` is the tool's, when it declares one.
     Schema.TaggedStruct("Finished", {
       result: AgentEvent.RunResult(output, Schema.Unknown),
@@ -217,18 +233,21 @@ export const Entry = <O extends Schema.Top>(output: O) =>
 
 /**
  * The version of the schema of the entries this version of agentloop writes:
- * 2, which added `ToolStarted`. It reads version 1 too (an entry of version 1
- * is one of version 2), and no other.
+ * 3, which added `Cancelled` (2 added `ToolStarted`). It reads versions 1 and
+ * 2 too (an entry of either is one of version 3), and no other.
  *
  * @since 0.2.0
  * @category versions
  */
-export const version = 2
+export const version = 3
 
-/** Version 2 only added an entry: a version 1 entry is read as it is. */
+/** Versions 2 and 3 only added an entry each: an entry of version 1 or 2 is read as it is. */
 const versioning: CheckpointVersion.Versioning = {
   version,
-  migrations: [CheckpointVersion.migration(CheckpointVersion.first, version, Schema.Unknown)]
+  migrations: [
+    CheckpointVersion.migration(CheckpointVersion.first, version, Schema.Unknown),
+    CheckpointVersion.migration(2, version, Schema.Unknown)
+  ]
 }
 
 /**
@@ -341,11 +360,13 @@ export type Position<O> =
   | { readonly _tag: "Between"; readonly state: AgentMachine.State }
   | { readonly _tag: "Answered"; readonly state: AgentMachine.State; readonly answered: AgentTurn.Answered }
   | { readonly _tag: "Finished"; readonly result: AgentEvent.RunResult<O> }
+  | { readonly _tag: "Cancelled"; readonly state: AgentMachine.State; readonly reason: string }
 
 /**
  * A run as it was once an entry of its log was written: the entry, the state
  * (accounted for the turn it is in), the turn answered and the calls of it
- * that ended (until the turn is decided), and the result once it finished.
+ * that ended (until the turn is decided), the result once it finished, and
+ * why a person cancelled it once one did.
  *
  * @since 0.2.0
  * @category models
@@ -355,6 +376,8 @@ export interface Folded<O> {
   readonly state: AgentMachine.State
   readonly answered: AgentTurn.Answered | undefined
   readonly finished: AgentEvent.RunResult<O> | undefined
+  /** The reason a person gave when cancelling the run (see {@link Cancelled}). @since 0.3.0 */
+  readonly cancelled?: string | undefined
 }
 
 /**
@@ -441,6 +464,7 @@ export const fold = <O, TR, A, E, R, E2, R2>(
     // The calls of the answered turn that started (of tools that are not idempotent): cut off unless they ended.
     let started = new Set<number>()
     let finished: AgentEvent.RunResult<O> | undefined
+    let cancelled: string | undefined
     for (const text of entries) {
       const entry = yield* decode(text)
       switch (entry._tag) {
@@ -481,6 +505,7 @@ export const fold = <O, TR, A, E, R, E2, R2>(
           state = { ...state, history: apply(before, entry.history) }
           answered = undefined
           finished = undefined
+          cancelled = undefined
           break
         }
         case "Snapshot":
@@ -490,8 +515,11 @@ export const fold = <O, TR, A, E, R, E2, R2>(
         case "Finished":
           finished = yield* submitted(options.toolkit, entry.result, entry.outputVersion)
           break
+        case "Cancelled":
+          cancelled = entry.reason
+          break
       }
-      last = { entry, state, answered: answered && cutOff(answered, started), finished }
+      last = { entry, state, answered: answered && cutOff(answered, started), finished, cancelled }
       made.push(yield* each(last, made.length))
     }
     return { last, each: made }
@@ -508,9 +536,22 @@ export const position = <O>(last: Folded<O> | undefined, initial: AgentMachine.S
     ? { _tag: "Between", state: initial }
     : last.finished !== undefined
     ? { _tag: "Finished", result: last.finished }
+    : last.cancelled !== undefined
+    ? { _tag: "Cancelled", state: last.state, reason: last.cancelled }
     : last.answered !== undefined
     ? { _tag: "Answered", state: last.state, answered: last.answered }
     : { _tag: "Between", state: last.state }
+
+/**
+ * The termination of a run a person cancelled (its log ends with
+ * {@link Cancelled}): `Halted` whose `source` is `"person"`, with `reason`
+ * and the run's `accounting`.
+ *
+ * @since 0.3.0
+ * @category recovery
+ */
+export const cancellation = (reason: string, accounting: Accounting): Termination.Halted =>
+  new Termination.Halted({ reason, source: "person", accounting })
 
 /**
  * Why a run's checkpoint could not be used: it did not decode, a recorded tool
@@ -558,6 +599,8 @@ export interface Recorder<O> {
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
   ) => Effect.Effect<void, CheckpointError>
+  /** Records that a person cancelled the run, saying `reason`: the append that ends it. @since 0.3.0 */
+  readonly cancelled: (reason: string) => Effect.Effect<void, CheckpointError>
 }
 
 /**
@@ -674,7 +717,9 @@ export const recorder = <O, R, RU, TR>(options: {
             repairs: transition.state.repairs,
             events: told(transition)
           }, { durable: false }))
-        }
+        },
+        // Like a result, it ends the run: `prune` expires it, or keeps it alone.
+        cancelled: (reason) => write({ _tag: "Cancelled", reason }, { finished: true })
       }
     }
   )

@@ -21,12 +21,14 @@
  */
 import * as Effect from "effect/Effect"
 import type { Accounting } from "../Accounting.ts"
-import type { Checkpointer } from "../Checkpointer.ts"
-import type { OpenError } from "../CheckpointStore.ts"
+import { Checkpointer } from "../Checkpointer.ts"
+import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
 import type { Cost } from "../Cost.ts"
-import type { InvalidOptions } from "../InvalidOptions.ts"
+import * as InvalidOptions from "../InvalidOptions.ts"
 import * as Item from "../Item.ts"
 import * as RunHistory from "../RunHistory.ts"
+import type { InvalidRunId } from "../RunId.ts"
+import type * as Termination from "../Termination.ts"
 import type { TokenUsage } from "../TokenUsage.ts"
 import * as Toolkit from "../Toolkit.ts"
 import * as Turn from "../Turn.ts"
@@ -38,13 +40,14 @@ import type { Options } from "./AgentOptions.ts"
 /**
  * What an entry of a run's log is (`started`: a call of a tool that is not
  * idempotent about to run; `snapshot`: a decision written as the
- * run's whole state, which replaced the entries before it; see the
- * `compactAfter` option).
+ * run's whole state, which replaced the entries before it, see the
+ * `compactAfter` option; `cancelled`: a person cancelled the run, see
+ * {@link cancel}).
  *
  * @since 0.2.0
  * @category models
  */
-export type Kind = "turn" | "started" | "tool" | "decision" | "snapshot" | "fork" | "finished"
+export type Kind = "turn" | "started" | "tool" | "decision" | "snapshot" | "fork" | "finished" | "cancelled"
 
 /**
  * One checkpoint of a run: entry `index` of its log, what it is, the turn it
@@ -102,7 +105,22 @@ export type RunOptions<O, R, E, RU> = Options<O, R, E, RU> & { readonly runId: s
  * @since 0.2.0
  * @category errors
  */
-export type ReadError = RunHistory.ReadError | InvalidOptions | AgentCheckpoint.RecoveryError
+export type ReadError = RunHistory.ReadError | InvalidOptions.InvalidOptions | AgentCheckpoint.RecoveryError
+
+/** Folds a run's log `entries` with `machine`, its options', keeping what `each` makes of each entry. */
+const foldWith = <O, R, E, RU, A, E2>(
+  machine: AgentMachine.Machine<O, R, RU>,
+  options: Options<O, R, E, RU>,
+  id: string,
+  entries: ReadonlyArray<string>,
+  each: (folded: AgentCheckpoint.Folded<O>, index: number) => Effect.Effect<A, E2>
+) =>
+  AgentCheckpoint.fold(entries, machine.initial, {
+    output: AgentCheckpoint.output(options),
+    toolkit: options.toolkit ?? Toolkit.make(),
+    runId: id,
+    account: (state, completed) => Effect.map(machine.books(state, completed), (booked) => booked.state)
+  }, each)
 
 /** Folds a run's log `entries` with the machine of its options, keeping what `each` makes of each entry. */
 const foldAll = <O, R, E, RU, A>(
@@ -111,16 +129,10 @@ const foldAll = <O, R, E, RU, A>(
   entries: ReadonlyArray<string>,
   each: (folded: AgentCheckpoint.Folded<O>, index: number) => A
 ) =>
-  Effect.gen(function*() {
-    const machine = yield* AgentMachine.make(options)
-    const toolkit = options.toolkit ?? Toolkit.make()
-    return yield* AgentCheckpoint.fold(entries, machine.initial, {
-      output: AgentCheckpoint.output(options),
-      toolkit,
-      runId: id,
-      account: (state, completed) => Effect.map(machine.books(state, completed), (booked) => booked.state)
-    }, (folded, index) => Effect.succeed(each(folded, index)))
-  })
+  Effect.flatMap(
+    AgentMachine.make(options),
+    (machine) => foldWith(machine, options, id, entries, (folded, index) => Effect.succeed(each(folded, index)))
+  )
 
 /** The run as it was at checkpoint `index` of `entries` (its log), once the index is checked. */
 const foldTo = <O, R, E, RU>(
@@ -154,6 +166,8 @@ const describe = <O>(folded: AgentCheckpoint.Folded<O>, index: number): Checkpoi
       return { ...at, kind: "fork", step: state.steps, items: entry.history?.append ?? [] }
     case "Finished":
       return { ...at, kind: "finished", step: state.steps, items: [] }
+    case "Cancelled":
+      return { ...at, kind: "cancelled", step: state.steps, items: [] }
   }
 }
 
@@ -338,16 +352,161 @@ export const replay = <O>(
       return Effect.succeed([{ _tag: "ToolResult", step: entry.step, ...entry.record }])
     case "Decided":
       return Effect.succeed(entry.events ?? [])
-    // A call's start shows as its result; what a snapshot replaced is no longer recorded; a fork's start tells nothing.
+    // A call's start shows as its result; what a snapshot replaced is no longer recorded; a fork's start tells
+    // nothing; a cancellation is the run's termination, not an event.
     case "ToolStarted":
     case "Snapshot":
     case "Forked":
+    case "Cancelled":
       return Effect.succeed([])
     case "Finished":
       // The result as the fold read it: a submitted value brought to its finish tool's output version.
       return Effect.succeed([...(entry.events ?? []), { _tag: "Finished", result: folded.finished ?? entry.result }])
   }
 }
+
+/**
+ * What a recorded run's log replays, read without executing the run: the
+ * events {@link replay} makes of its entries, and how it ended: with its
+ * `Finished` event (the last of `events`), with the `Halted` of a person's
+ * cancellation, or not yet (`undefined`: running, cut off, ended with an
+ * error termination, or never recorded).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Replayed<O> {
+  readonly events: ReadonlyArray<AgentEvent.AgentEvent<O>>
+  readonly ended: AgentEvent.Finished<O, unknown> | Termination.Halted | undefined
+}
+
+/**
+ * Why a recorded run's events could not be read: a store that failed, an
+ * invalid run id, options that cannot work (a run on a thread, whose history
+ * starts from its thread's), a log that does not decode, or a recorded tool
+ * result the toolkit cannot restore.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export type EventsError =
+  | CheckpointError
+  | InvalidRunId
+  | InvalidOptions.InvalidOptions
+  | AgentCheckpoint.RecoveryError
+
+/** A run on a thread starts from the thread's history, which its own log does not hold. */
+const withoutThread = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
+  options.thread === undefined ? Effect.void : Effect.fail(InvalidOptions.make({
+    field: "thread",
+    value: options.thread,
+    expected: "none: a run on a thread cannot be read or cancelled on its own log"
+  }))
+
+/**
+ * The events executing run `options.runId` again would replay first (see
+ * {@link replay}), read from its log without taking its lease and without
+ * executing anything: a UI shows a run another executor is running, or one
+ * that ended, this way. A run never recorded has none. Runs on a thread are
+ * refused (`InvalidOptions`): their history starts from their thread's.
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const events = <O, R, E, RU>(
+  options: RunOptions<O, R, E, RU>
+): Effect.Effect<Replayed<O>, EventsError, Checkpointer> =>
+  Effect.gen(function*() {
+    yield* withoutThread(options)
+    const entries = yield* Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.read(options.runId))
+    const machine = yield* AgentMachine.make(options)
+    const { each, last } = yield* foldWith(
+      machine,
+      options,
+      options.runId,
+      entries,
+      (folded) => replay(folded, machine.accounting)
+    )
+    const replayed = each.flat()
+    const ending = replayed.at(-1)
+    const position = AgentCheckpoint.position(last, machine.initial)
+    return {
+      events: replayed,
+      ended: ending?._tag === "Finished"
+        ? ending
+        : position._tag === "Cancelled"
+        ? AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
+        : undefined
+    }
+  })
+
+/**
+ * Why a run could not be cancelled: {@link EventsError}, or its log could
+ * not be opened (`RunInProgress`: an executor runs it, which must stop first;
+ * `CheckpointMismatch`: the options are not the run's) or written.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export type CancelError = EventsError | OpenError
+
+/**
+ * Records that a person cancelled run `options.runId`, saying `reason`
+ * (default `"cancelled"`): executing it again does not go on, and fails with
+ * `Halted` whose `source` is `"person"` (after replaying its events). Answers
+ * whether this call cancelled it: `false` for a run that had finished or was
+ * cancelled before, which is left as it is. A run never recorded is recorded
+ * as cancelled, so it never runs.
+ *
+ * The run's log is opened, its lease taken, with the fingerprint of
+ * `options`: a run being executed fails with `RunInProgress` (stop it first:
+ * `ResumableStream.cancel` interrupts a run its server executes, then
+ * records this), and other options with `CheckpointMismatch`. Runs on a
+ * thread are refused (`InvalidOptions`).
+ *
+ * @example
+ * ```ts
+ * import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const options = { input: "Write a long essay", runId: "essay-1" }
+ * const program = Effect.gen(function*() {
+ *   console.log(yield* AgentHistory.cancel(options, { reason: "not needed any more" })) // true
+ *   // Executed after, the run fails at once with the person's cancellation: the model is not asked.
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const halted = yield* Effect.flip(agent.run(options))
+ *   console.log(halted._tag === "Halted" && `${halted.source}: ${halted.reason}`) // person: not needed any more
+ * })
+ *
+ * Effect.runPromise(program.pipe(
+ *   Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer([])))),
+ *   Effect.provide(Checkpointer.layerMemory)
+ * ))
+ * ```
+ *
+ * @since 0.3.0
+ * @category cancelling
+ */
+export const cancel = <O, R, E, RU>(
+  options: RunOptions<O, R, E, RU>,
+  cancelOptions: { readonly reason?: string | undefined } = {}
+): Effect.Effect<boolean, CancelError, Checkpointer> =>
+  Effect.scoped(Effect.gen(function*() {
+    yield* withoutThread(options)
+    const { runId } = options
+    const checkpointer = yield* Checkpointer
+    const log = yield* checkpointer.open(runId, yield* AgentCheckpoint.fingerprint(options))
+    const { last } = yield* foldAll(options, runId, log.entries, () => undefined)
+    if (last?.finished !== undefined || last?.cancelled !== undefined) return false
+    const entry = yield* AgentCheckpoint.encode(AgentCheckpoint.output(options), runId)({
+      _tag: "Cancelled",
+      reason: cancelOptions.reason ?? "cancelled"
+    })
+    // Like a result, it ends the run: `prune` expires it, or keeps it alone.
+    yield* log.append([entry], { finished: true })
+    return true
+  }))
 
 /**
  * Removes the model's last answer from the end of a history: the items it

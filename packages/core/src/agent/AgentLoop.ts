@@ -69,7 +69,8 @@ export class AgentLoop extends Context.Service<AgentLoop, {
   /**
    * Streams a run's events; the stream fails with the run's termination when it is not a success. A run with a
    * `runId` and a `Checkpointer` that recorded it before first replays the events its log recorded (see
-   * `AgentHistory.replay`), then goes on: a finished run replays to its `Finished`, asking nothing.
+   * `AgentHistory.replay`), then goes on: a finished run replays to its `Finished`, asking nothing, and one a
+   * person cancelled fails after its replay with `Halted` by `"person"`.
    */
   stream<O = string, R = never, E = never, RU = never>(
     options: Options<O, R, E, RU>
@@ -200,8 +201,14 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       yield* Termination.annotateCurrentSpan(position.result.termination)
       return replayed
     }
+    if (position._tag === "Cancelled") {
+      // A person cancelled the run: it does not go on, whoever executes it.
+      const halted = AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
+      yield* Termination.annotateCurrentSpan(halted)
+      return Stream.concat(replayed, Stream.fail(halted))
+    }
 
-    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" }>) => {
+    const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" | "Cancelled" }>) => {
       const state = at.state
       latest = state
       let accounted = state
@@ -272,14 +279,45 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         ))
       )
     )
+    const cancel = options.cancel
+    const cancellable = cancel === undefined ? run : cancelledOn(run, cancel, (reason) =>
+      Effect.gen(function*() {
+        if (recorder !== undefined) {
+          yield* Effect.uninterruptible(recorder.cancelled(reason)).pipe(Effect.catch(checkpointFailed))
+        }
+        const halted = AgentCheckpoint.cancellation(reason, yield* machine.accounting(latest))
+        return yield* annotated(Effect.fail(halted))
+      }))
     const deadline = machine.maxDurationMs
-    if (deadline === undefined) return run
-    return run.pipe(Stream.interruptWhen(
+    if (deadline === undefined) return cancellable
+    return cancellable.pipe(Stream.interruptWhen(
       Effect.sleep(deadline).pipe(
         Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
       )
     ))
   }))
+
+/**
+ * `run`, stopped once `cancel` succeeds with a reason: the run is interrupted
+ * (its model request aborted, its tools told to stop), then
+ * `cancelled(reason)` ends it, unless the run had finished.
+ */
+const cancelledOn = <O, R>(
+  run: Stream.Stream<AgentEvent<O>, Termination.Error, R>,
+  cancel: Effect.Effect<string>,
+  cancelled: (reason: string) => Effect.Effect<never, Termination.Error>
+): Stream.Stream<AgentEvent<O>, Termination.Error, R> => {
+  let reason: string | undefined
+  let finished = false
+  return run.pipe(
+    Stream.tap((event) => event._tag === "Finished" ? Effect.sync(() => (finished = true)) : Effect.void),
+    Stream.interruptWhen(Effect.map(cancel, (given) => (reason = given))),
+    // The run's stream is closed before this runs: no turn or decision of it is recorded after the cancellation.
+    Stream.concat(
+      Stream.suspend(() => reason === undefined || finished ? Stream.empty : Stream.fromEffect(cancelled(reason)))
+    )
+  )
+}
 
 /**
  * Runs to the end; the result is the `Finished` event's.

@@ -6,7 +6,7 @@
  * @since 0.2.0
  */
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type { Halt } from "../Halt.ts"
@@ -116,6 +116,17 @@ export interface Options<O = string, R = never, E = never, RU = never> {
   readonly thread?: string | ThreadOptions | undefined
   /** Nesting depth, for runs started by other runs (default 0). */
   readonly depth?: number | undefined
+  /**
+   * A person's cancellation: once this effect succeeds with a reason, the
+   * run stops wherever it is (a model request, a tool call), records that a
+   * person cancelled it (with a `runId` and a `Checkpointer`: executing it
+   * again fails the same way instead of going on), and fails with `Halted`
+   * whose `source` is `"person"`. A run that finished meanwhile is left
+   * finished.
+   *
+   * @since 0.3.0
+   */
+  readonly cancel?: Effect.Effect<string> | undefined
 }
 
 const isHistory = Schema.is(Item.History)
@@ -131,6 +142,8 @@ const toolkit: InvalidOptions.Rule = {
 }
 
 const schema: InvalidOptions.Rule = { expected: "a Schema", test: Schema.isSchema }
+
+const effect: InvalidOptions.Rule = { expected: "an Effect", test: Effect.isEffect }
 
 /** A tool name the toolkit has, for `finish` and `toolChoice`. */
 const toolOf = (kit: Toolkit.Toolkit<unknown> | undefined): InvalidOptions.Rule => {
@@ -210,6 +223,7 @@ export const validate = <O, R, E, RU>(options: Options<O, R, E, RU>): InvalidOpt
     check("compactAfter", options.compactAfter, InvalidOptions.positiveInteger),
     check("runId", options.runId, ThreadId.notThreadLog),
     check("thread", options.thread, ThreadId.option),
-    check("depth", options.depth, InvalidOptions.nonNegativeInteger)
+    check("depth", options.depth, InvalidOptions.nonNegativeInteger),
+    check("cancel", options.cancel, effect)
   )
 }

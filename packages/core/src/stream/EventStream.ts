@@ -21,22 +21,21 @@
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { Sse } from "effect/encoding"
 import * as Exit from "effect/Exit"
-import { dual } from "effect/Function"
+import { dual, identity } from "effect/Function"
 import { HttpServerResponse } from "effect/http"
 import * as Pull from "effect/Pull"
-import * as Random from "effect/Random"
-import * as Schedule from "effect/Schedule"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../agent/AgentEvent.ts"
-import * as JsonEncoder from "../internal/jsonEncoder.ts"
 import * as StepError from "../step/StepError.ts"
 import * as StepEvent from "../step/StepEvent.ts"
 import * as Termination from "../Termination.ts"
+import * as SseFrames from "./internal/sseFrames.ts"
 import * as UIMessageStream from "./UIMessageStream.ts"
 
 /**
@@ -98,60 +97,6 @@ export const headers: Readonly<Record<string, string>> = {
   "x-accel-buffering": "no"
 }
 
-const defaultKeepAlive = Duration.seconds(15)
-
-const frame = (event: string, data: string): string => Sse.encoder.write({ _tag: "Event", event, id: undefined, data })
-
-const keepAliveFrame = ": keepalive\n\n"
-
-/**
- * The `error` frame of a stream the server broke (a defect, an event or error
- * its schema cannot encode): a client learns only that it broke, and the id of
- * the log entry, with the details, that the server wrote (a defect's message
- * and stack name the server's files and can carry anything).
- */
-const broken = (what: string, cause: Cause.Cause<unknown>): Stream.Stream<string> =>
-  Stream.fromEffect(Effect.gen(function*() {
-    const id = `err_${Math.abs(yield* Random.nextInt).toString(36)}`
-    yield* Effect.logError(`EventStream: ${what}; the client was sent error ${id}`, cause).pipe(
-      Effect.annotateLogs("agentloop.error.id", id)
-    )
-    return frame("error", JSON.stringify({ message: `the server failed (error ${id}, in its log)`, id }))
-  }))
-
-/**
- * The `message` frames of a stream's events, one string for each chunk of
- * events: a run's deltas arrive a network read at a time, and go on as one
- * write. An event that does not encode fails the stream with its
- * `SchemaError` after the frames of the events before it.
- */
-const messages = <A, E, R>(
-  stream: Stream.Stream<A, E, R>,
-  events: Schema.Codec<A, unknown>
-): Stream.Stream<string, E | Schema.SchemaError, R> => {
-  const encodeEvent = JsonEncoder.make(Schema.toCodecJson(events))
-  return Stream.transformPull(stream, (pull) =>
-    Effect.sync(() => {
-      let failure: Effect.Effect<never, Schema.SchemaError> | undefined
-      const next: Pull.Pull<Arr.NonEmptyReadonlyArray<string>, E | Schema.SchemaError, void> = Effect.suspend(() =>
-        failure ?? Effect.flatMap(pull, (chunk): Pull.Pull<Arr.NonEmptyReadonlyArray<string>, Schema.SchemaError> => {
-          let text = ""
-          for (const event of chunk) {
-            const data = encodeEvent(event)
-            if (Exit.isFailure(data)) {
-              if (text === "") return Effect.failCause(data.cause)
-              failure = Effect.failCause(data.cause)
-              break
-            }
-            text += frame("message", data.value)
-          }
-          return Effect.succeed(Arr.of(text))
-        })
-      )
-      return next
-    }))
-}
-
 /**
  * The SSE text of a stream: one `message` per event, then `end`, or `failure`
  * with the encoded error. The result never fails; a defect, or an event or
@@ -198,23 +143,11 @@ export const encode: {
   (args) => Stream.isStream(args[0]),
   <A, E, R>(stream: Stream.Stream<A, E, R>, codec: Codec<A, E>, options: EncodeOptions = {}) => {
     const encodeFailure = Schema.encodeEffect(Schema.fromJsonString(Schema.toCodecJson(codec.failure)))
-    const frames = messages(stream, codec.events).pipe(
-      Stream.concat(Stream.succeed(frame("end", "{}"))),
-      Stream.catchCause((cause): Stream.Stream<string> => {
-        const failure = Cause.findErrorOption(cause)
-        if (failure._tag === "None") return broken("the stream died", cause)
-        const error = failure.value
-        if (Schema.isSchemaError(error)) return broken("an event could not be encoded", cause)
-        return Stream.unwrap(Effect.match(encodeFailure(error), {
-          onFailure: (encoding) => broken("the failure could not be encoded", Cause.fail(encoding)),
-          onSuccess: (data) => Stream.succeed(frame("failure", data))
-        }))
-      })
+    const frames = SseFrames.messages(stream, codec.events, identity).pipe(
+      Stream.concat(Stream.succeed(SseFrames.endFrame)),
+      Stream.catchCause((cause) => SseFrames.failed(cause, encodeFailure))
     )
-    const every = Duration.fromInputUnsafe(options.keepAlive ?? defaultKeepAlive)
-    if (!Duration.isFinite(every) || Duration.isZero(every)) return frames
-    const keepAlives = Stream.fromSchedule(Schedule.spaced(every)).pipe(Stream.map(() => keepAliveFrame))
-    return Stream.merge(frames, keepAlives, { haltStrategy: "left" })
+    return SseFrames.keepingAlive(frames, options.keepAlive)
   }
 )
 
@@ -338,6 +271,67 @@ export class EventStreamError extends Schema.TaggedError<EventStreamError>()("Ev
   message: Schema.String,
   status: Schema.optionalKey(Schema.Number)
 }) {}
+
+/**
+ * A client's `Last-Event-ID` names no event this server wrote: it is not an
+ * id of the stream's format, or it is past the events of the run it asks
+ * for. A server answers `400`, rather than start the stream over (the client
+ * would show events twice) or skip what it never had.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class InvalidLastEventId extends Schema.TaggedError<InvalidLastEventId>()("InvalidLastEventId", {
+  /** The header's value as it came, cut at 200 characters. */
+  value: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `Last-Event-ID ${JSON.stringify(this.value)} is not an id of this stream: ${this.reason}`
+  }
+}
+
+/** The longest `Last-Event-ID` read; a longer one is refused before it is parsed. */
+const maxLastEventIdLength = 8192
+
+/**
+ * The `Last-Event-ID` a reconnecting client sent (a browser's `EventSource`
+ * sends it by itself), read with `id`, the schema of the stream's ids:
+ * `undefined` when there is none (the client starts from the beginning), and
+ * {@link InvalidLastEventId} when the value is not one `id` decodes, or is
+ * longer than 8,192 characters. `headers` are the request's, their names in
+ * lower case (as `effect/http` gives them; `Object.fromEntries(request.headers)`
+ * for a web `Request`).
+ *
+ * @example
+ * ```ts
+ * import { EventStream } from "@agentloop/core"
+ * import { Schema, SchemaTransformation } from "effect"
+ *
+ * // Ids that are positions in a log: 0, 1, 2...
+ * const Position = Schema.String.check(Schema.isPattern(/^\d{1,15}$/)).pipe(
+ *   Schema.decodeTo(Schema.Int, SchemaTransformation.numberFromString)
+ * )
+ * console.log(EventStream.lastEventId({ "last-event-id": "17" }, Position)) // { _id: 'Result', _tag: 'Success', value: 17 }
+ * console.log(EventStream.lastEventId({}, Position)._tag) // Success (from the beginning)
+ * console.log(EventStream.lastEventId({ "last-event-id": "abc" }, Position)._tag) // Failure
+ * ```
+ *
+ * @since 0.3.0
+ * @category server
+ */
+export const lastEventId = <A>(
+  headers: Readonly<Record<string, string | undefined>>,
+  id: Schema.Codec<A, string>
+): Result.Result<A | undefined, InvalidLastEventId> => {
+  const value = headers["last-event-id"]
+  if (value === undefined || value === "") return Result.succeed(undefined)
+  const refuse = (reason: string) =>
+    Result.fail(new InvalidLastEventId({ value: value.length > 200 ? `${value.slice(0, 200)}…` : value, reason }))
+  if (value.length > maxLastEventIdLength) return refuse(`longer than ${maxLastEventIdLength} characters`)
+  const decoded = Schema.decodeUnknownOption(id)(value)
+  return decoded._tag === "Some" ? Result.succeed(decoded.value) : refuse("this server writes no such id")
+}
 
 /**
  * Options of the client side.

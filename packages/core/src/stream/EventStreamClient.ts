@@ -72,7 +72,8 @@ export async function* events<A, E>(
 
 /**
  * Options of the client: {@link DecodeOptions}, and the id of the last event
- * seen, to resume a stream whose server gives its events ids (a durable run's).
+ * seen, to resume a stream whose server gives its events ids (a run served by
+ * `ResumableStream`, or a durable run's).
  *
  * @since 0.2.0
  * @category client
