@@ -3,7 +3,7 @@ import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
+import { Clock, Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -148,6 +148,20 @@ const logFile = (dir: string): string => {
 const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
 
+/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
+const after = (ms: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Clock.clockWith((clock) =>
+    Effect.provideService(effect, Clock.Clock, {
+      currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + ms,
+      currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + ms),
+      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(ms) * 1_000_000n,
+      currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(ms) * 1_000_000n),
+      monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+      monotonicTimeNanos: clock.monotonicTimeNanos,
+      sleep: (duration) => clock.sleep(duration)
+    })
+  )
+
 describe("Checkpointer", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
   conformance("on the file system", () => files(directory))
@@ -267,6 +281,52 @@ describe("Checkpointer", () => {
         // The log's close synced what was left.
         expect(syncs).toBe(beforeClose + 1)
         expect(yield* readWith(files(dir), "syncs")).toHaveLength(7)
+      }))
+
+    it.effect("a writer whose lease was taken over fails its next append instead of writing into the new log", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "taken-"))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("taken", fingerprint)).pipe(
+            Effect.provide(files(dir))
+          )
+          yield* first.append(["first's"])
+          // A minute later, the first executor having stalled all along (no renewal): its lease lapsed, and a
+          // second one takes the run over.
+          const second = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("taken", fingerprint)).pipe(
+            Effect.provide(files(dir)),
+            after(60_000)
+          )
+          expect(second.entries).toStrictEqual(["first's"])
+          yield* second.append(["second's"])
+          const refused = yield* Effect.flip(first.append(["first's, late"]).pipe(after(60_000)))
+          expect(refused).toMatchObject({ _tag: "CheckpointError", operation: "append" })
+          expect(refused.message).toContain("taken over")
+        }))
+        expect(yield* readWith(files(dir), "taken")).toStrictEqual(["first's", "second's"])
+      }))
+
+    it.effect("an append looks for a newer lease only once its own may have lapsed", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "window-"))
+        let looks = 0
+        // The platform's file system, counting the looks for a lease file.
+        const counting = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
+          ...fs,
+          exists: (path: string) =>
+            Effect.tap(fs.exists(path), () => Effect.sync(() => Path.basename(path).startsWith("lease.") && looks++))
+        }))).pipe(Layer.provide(NodeFileSystem.layer))
+        const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(counting), Layer.provide(NodePath.layer))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("window", fingerprint)
+          for (const entry of ["one", "two", "three"]) yield* log.append([entry])
+          expect(looks).toBe(0)
+          // Late enough that the lease (10 s by default, not renewed meanwhile) may have lapsed: the files say.
+          yield* log.append(["four"]).pipe(after(9_000))
+          yield* log.append(["five"]).pipe(after(9_000))
+          expect(looks).toBe(2)
+        })).pipe(Effect.provide(store))
+        expect(yield* readWith(files(dir), "window")).toStrictEqual(["one", "two", "three", "four", "five"])
       }))
 
     it.effect("no log is rewritten in place: the file only grows, and no temporary file is left", () =>

@@ -18,7 +18,9 @@
  *   number, created whole by a hard link that fails when the number exists, so
  *   of two executors taking a lapsed lease at once exactly one wins. Its owner
  *   renews it by replacing the file (a temporary file renamed over it); a
- *   lease is lost once a higher number exists.
+ *   lease is lost once a higher number exists. Its holder looks for one only
+ *   once its lease may have lapsed (see `leaseWindow`): before that, no one
+ *   else can have taken it.
  *
  * `prune` forgets a run by renaming its folder aside (one step: the run is
  * there whole or gone) and then removing it; a folder left aside by a crash
@@ -40,6 +42,7 @@ import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LeaseKeeper from "./leaseKeeper.ts"
+import * as LeaseWindow from "./leaseWindow.ts"
 import * as LogFrame from "./logFrame.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
@@ -136,8 +139,12 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const readLease = (dir: string, number: number) =>
       Effect.flatMap(fs.readFileString(path.join(dir, `lease.${number}`)), decodeLease)
 
-    /** Takes run `id`'s lease as `owner`: the number of the lease taken. */
-    const acquire = (id: string, dir: string, owner: string): Effect.Effect<number, RunInProgress | CheckpointError> =>
+    /** Takes run `id`'s lease as `owner`: the number of the lease taken, and the expiry written in it. */
+    const acquire = (
+      id: string,
+      dir: string,
+      owner: string
+    ): Effect.Effect<{ readonly number: number; readonly expiresAt: number }, RunInProgress | CheckpointError> =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < 5; attempt++) {
           const numbers = yield* leases(dir)
@@ -152,10 +159,10 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
               return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
             }
           }
-          const now = yield* Clock.currentTimeMillis
+          const expiresAt = (yield* Clock.currentTimeMillis) + ttl
           const taken = yield* Effect.result(
             Effect.flatMap(
-              encodeLease({ owner, expiresAt: now + ttl }),
+              encodeLease({ owner, expiresAt }),
               (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link")
             )
           )
@@ -166,7 +173,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             (number) => Effect.ignore(fs.remove(path.join(dir, `lease.${number}`))),
             { discard: true }
           )
-          return top + 1
+          return { number: top + 1, expiresAt }
         }
         return yield* Effect.fail(new Error("the lease changed hands five times while it was being taken"))
       }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
@@ -175,11 +182,19 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const superseded = (dir: string, number: number) => fs.exists(path.join(dir, `lease.${number + 1}`))
 
     /** Sets lease `number`'s expiry, unless it was taken over: whether it is still held. */
-    const extend = (dir: string, number: number, owner: string, expiresAt: Effect.Effect<number>) =>
+    const extend = (
+      dir: string,
+      number: number,
+      owner: string,
+      window: LeaseWindow.LeaseWindow<unknown>,
+      expiresAt: Effect.Effect<number>
+    ) =>
       Effect.gen(function*() {
-        if (yield* superseded(dir, number)) return false
-        const text = yield* encodeLease({ owner, expiresAt: yield* expiresAt })
+        if (!(yield* window.held)) return false
+        const expiry = yield* expiresAt
+        const text = yield* encodeLease({ owner, expiresAt: expiry })
         yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename")
+        window.wrote(expiry, yield* Clock.currentTimeMillis)
         return true
       })
 
@@ -187,13 +202,15 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const hold = (id: string, dir: string) =>
       Effect.gen(function*() {
         const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
-        const number = yield* acquire(id, dir, owner)
+        const { expiresAt, number } = yield* acquire(id, dir, owner)
+        // Clocks agree within a third of the lease: the lease files are looked at only once it may have lapsed.
+        const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: superseded(dir, number) })
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
-          renew: extend(dir, number, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
-          release: extend(dir, number, owner, Effect.succeed(0))
+          renew: extend(dir, number, owner, window, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
+          release: extend(dir, number, owner, window, Effect.succeed(0))
         })
-        return { number, kept }
+        return { kept, window }
       })
 
     /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
@@ -259,7 +276,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
         const append = GroupCommit.make((entries: ReadonlyArray<string>, group) =>
           Effect.gen(function*() {
-            if (lease.kept.lost() || (yield* superseded(dir, lease.number))) {
+            if (lease.kept.lost() || !(yield* lease.window.held)) {
               return yield* Effect.fail(new Error("its lease was taken over by another executor"))
             }
             // A run that goes on is no longer finished: unmarked before anything is written.
