@@ -148,6 +148,31 @@ const logFile = (dir: string): string => {
 const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
 
+/**
+ * The store on `dir` over the platform's file system, telling `seen` of each look for a file (`exists`) and each
+ * sync of an open file, with the file's name.
+ */
+const watchedFiles = (dir: string, seen: (call: "exists" | "sync", name: string) => void) =>
+  Checkpointer.layerFileSystem(dir).pipe(
+    Layer.provide(
+      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
+        ...fs,
+        exists: (path: string) =>
+          Effect.tap(fs.exists(path), () => Effect.sync(() => seen("exists", Path.basename(path)))),
+        open: (path: string, options?: Parameters<typeof fs.open>[1]) =>
+          Effect.map(fs.open(path, options), (file) =>
+            new Proxy(file, {
+              get: (target, key) =>
+                key === "sync"
+                  ? Effect.tap(target.sync, () => Effect.sync(() => seen("sync", Path.basename(path))))
+                  : Reflect.get(target, key)
+            }))
+      })))
+    ),
+    Layer.provide(NodeFileSystem.layer),
+    Layer.provide(NodePath.layer)
+  )
+
 /** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
 const after = (ms: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Clock.clockWith((clock) =>
@@ -247,21 +272,10 @@ describe("Checkpointer", () => {
         const dir = Fs.mkdtempSync(Path.join(directory, "syncs-"))
         let syncs = 0
         let beforeClose = 0
-        // The platform's file system, counting the syncs of the log's append handle.
-        const counting = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
-          ...fs,
-          open: (path: string, options?: Parameters<typeof fs.open>[1]) =>
-            Effect.map(fs.open(path, options), (file) =>
-              path.endsWith(`${Path.sep}log`)
-                ? new Proxy(file, {
-                  get: (target, key) =>
-                    key === "sync"
-                      ? Effect.tap(target.sync, () => Effect.sync(() => syncs++))
-                      : Reflect.get(target, key)
-                })
-                : file)
-        }))).pipe(Layer.provide(NodeFileSystem.layer))
-        const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(counting), Layer.provide(NodePath.layer))
+        // The syncs of the log's append handle.
+        const store = watchedFiles(dir, (call, name) => {
+          if (call === "sync" && name === "log") syncs++
+        })
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
           yield* log.append(["answered"])
@@ -310,13 +324,9 @@ describe("Checkpointer", () => {
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "window-"))
         let looks = 0
-        // The platform's file system, counting the looks for a lease file.
-        const counting = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
-          ...fs,
-          exists: (path: string) =>
-            Effect.tap(fs.exists(path), () => Effect.sync(() => Path.basename(path).startsWith("lease.") && looks++))
-        }))).pipe(Layer.provide(NodeFileSystem.layer))
-        const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(counting), Layer.provide(NodePath.layer))
+        const store = watchedFiles(dir, (call, name) => {
+          if (call === "exists" && name.startsWith("lease.")) looks++
+        })
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* (yield* Checkpointer.Checkpointer).open("window", fingerprint)
           for (const entry of ["one", "two", "three"]) yield* log.append([entry])
@@ -327,6 +337,24 @@ describe("Checkpointer", () => {
           expect(looks).toBe(2)
         })).pipe(Effect.provide(store))
         expect(yield* readWith(files(dir), "window")).toStrictEqual(["one", "two", "three", "four", "five"])
+      }))
+
+    it.effect("lease files are never synced, and one a power cut tore reads as lapsed", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "torn-lease-"))
+        const synced: Array<string> = []
+        const store = watchedFiles(dir, (call, name) => {
+          if (call === "sync") synced.push(name.replace(/\.tmp-.*/, ".tmp"))
+        })
+        yield* appendAll("torn-lease", ["one"]).pipe(Effect.provide(store))
+        expect(synced.filter((name) => name.startsWith("lease"))).toStrictEqual([])
+        // The machine lost power while a lease was being taken: its file is there, empty.
+        const [run] = Fs.readdirSync(dir)
+        Fs.writeFileSync(Path.join(dir, run!, "lease.7"), "")
+        expect(yield* appendAll("torn-lease", ["two"]).pipe(Effect.provide(files(dir)))).toStrictEqual(["one"])
+        // And a lease file cut short in the middle of its text.
+        Fs.writeFileSync(Path.join(dir, run!, "lease.9"), "{\"owner\":\"pid 1\",\"expi")
+        expect(yield* appendAll("torn-lease", ["three"]).pipe(Effect.provide(files(dir)))).toStrictEqual(["one", "two"])
       }))
 
     it.effect("no log is rewritten in place: the file only grows, and no temporary file is left", () =>

@@ -20,7 +20,8 @@
  *   renews it by replacing the file (a temporary file renamed over it); a
  *   lease is lost once a higher number exists. Its holder looks for one only
  *   once its lease may have lapsed (see `leaseWindow`): before that, no one
- *   else can have taken it.
+ *   else can have taken it. Lease files are not synced: a power cut stops
+ *   every executor of the machine, and a lease file it tore reads as lapsed.
  *
  * `prune` forgets a run by renaming its folder aside (one step: the run is
  * there whole or gone) and then removing it; a folder left aside by a crash
@@ -96,14 +97,14 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const folder = (id: string) =>
       Effect.map(RunFingerprint.digest(id), (digest) => path.join(options.directory, digest.slice("sha256:".length)))
 
-    /** Writes `bytes` to `file` whole: a temporary file beside it, synced, then renamed (or linked) into place. */
-    const writeWhole = (file: string, bytes: Uint8Array, place: "rename" | "link") =>
+    /** Writes `bytes` to `file` whole: a temporary file beside it (synced if `sync`), renamed or linked into place. */
+    const writeWhole = (file: string, bytes: Uint8Array, place: "rename" | "link", sync: boolean) =>
       Effect.gen(function*() {
         const temporary = `${file}.tmp-${Math.random().toString(36).slice(2)}`
         yield* Effect.scoped(Effect.gen(function*() {
           const handle = yield* fs.open(temporary, { flag: "wx" })
           yield* handle.writeAll(bytes)
-          if (options.sync) yield* handle.sync
+          if (sync) yield* handle.sync
         }))
         if (place === "rename") return yield* fs.rename(temporary, file)
         yield* fs.link(temporary, file).pipe(Effect.ensuring(Effect.ignore(fs.remove(temporary))))
@@ -124,7 +125,8 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         writeWhole(
           path.join(dir, "log"),
           LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]),
-          "rename"
+          "rename",
+          options.sync
         ),
         syncFolder(dir)
       )
@@ -153,9 +155,10 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             const held = yield* Effect.result(readLease(dir, top))
             // Removed by a new owner cleaning up: look again.
             if (held._tag === "Failure" && isReason("NotFound")(held.failure)) continue
-            if (held._tag === "Failure") return yield* Effect.fail(held.failure)
+            // Lease files are not synced: one a power cut tore is lapsed (its holder died with the machine).
+            if (held._tag === "Failure" && held.failure._tag !== "SchemaError") return yield* Effect.fail(held.failure)
             const now = yield* Clock.currentTimeMillis
-            if (held.success.expiresAt > now) {
+            if (held._tag === "Success" && held.success.expiresAt > now) {
               return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
             }
           }
@@ -163,7 +166,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           const taken = yield* Effect.result(
             Effect.flatMap(
               encodeLease({ owner, expiresAt }),
-              (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link")
+              (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link", false)
             )
           )
           if (taken._tag === "Failure" && isReason("AlreadyExists")(taken.failure)) continue
@@ -193,7 +196,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         if (!(yield* window.held)) return false
         const expiry = yield* expiresAt
         const text = yield* encodeLease({ owner, expiresAt: expiry })
-        yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename")
+        yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename", false)
         window.wrote(expiry, yield* Clock.currentTimeMillis)
         return true
       })
@@ -257,7 +260,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           Effect.mapError(failed("open", id))
         )
         if (log === undefined) {
-          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename").pipe(
+          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename", options.sync).pipe(
             Effect.andThen(syncFolder(dir)),
             Effect.mapError(failed("open", id))
           )
@@ -297,7 +300,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             if (group.finished !== undefined) {
               const finishedAt = yield* Clock.currentTimeMillis
               const text = yield* encodeFinished({ id, finishedAt, result: group.finished })
-              yield* writeWhole(marker, encoder.encode(text), "rename")
+              yield* writeWhole(marker, encoder.encode(text), "rename", options.sync)
               marked = true
             }
           }).pipe(Effect.mapError(failed("append", id)))
