@@ -149,25 +149,41 @@ const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
 
 /**
- * The store on `dir` over the platform's file system, telling `seen` of each look for a file (`exists`) and each
- * sync of an open file, with the file's name.
+ * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
+ * system, or `sync` and `writeAll` on an open file) as it runs, with the name of the file.
  */
-const watchedFiles = (dir: string, seen: (call: "exists" | "sync", name: string) => void) =>
+const watchedFiles = (dir: string, seen: (call: string, name: string) => void) =>
   Checkpointer.layerFileSystem(dir).pipe(
     Layer.provide(
-      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
-        ...fs,
-        exists: (path: string) =>
-          Effect.tap(fs.exists(path), () => Effect.sync(() => seen("exists", Path.basename(path)))),
-        open: (path: string, options?: Parameters<typeof fs.open>[1]) =>
-          Effect.map(fs.open(path, options), (file) =>
-            new Proxy(file, {
-              get: (target, key) =>
-                key === "sync"
-                  ? Effect.tap(target.sync, () => Effect.sync(() => seen("sync", Path.basename(path))))
-                  : Reflect.get(target, key)
-            }))
-      })))
+      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
+        const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
+          Effect.andThen(Effect.sync(() => seen(call, Path.basename(path))), effect)
+        const watched = (path: string, file: FileSystem.File): FileSystem.File =>
+          new Proxy(file, {
+            get: (target, key) =>
+              key === "sync"
+                ? told("sync", path, target.sync)
+                : key === "writeAll"
+                ? (bytes: Uint8Array) => told("writeAll", path, target.writeAll(bytes))
+                : Reflect.get(target, key)
+          })
+        return new Proxy(fs, {
+          get: (target, key) => {
+            const method: unknown = Reflect.get(target, key)
+            if (typeof method !== "function" || typeof key !== "string") return method
+            return (path: string, ...rest: Array<unknown>) => {
+              const effect = method.call(target, path, ...rest)
+              return told(
+                key,
+                path,
+                key === "open"
+                  ? Effect.map(effect, (file: FileSystem.File) => watched(path, file))
+                  : effect
+              )
+            }
+          }
+        })
+      }))
     ),
     Layer.provide(NodeFileSystem.layer),
     Layer.provide(NodePath.layer)
@@ -272,18 +288,20 @@ describe("Checkpointer", () => {
         const dir = Fs.mkdtempSync(Path.join(directory, "syncs-"))
         let syncs = 0
         let beforeClose = 0
-        // The syncs of the log's append handle.
+        // The syncs of the log (a new log is written as a temporary file, which its append handle stays open on).
         const store = watchedFiles(dir, (call, name) => {
-          if (call === "sync" && name === "log") syncs++
+          if (call === "sync" && name.startsWith("log")) syncs++
         })
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
-          yield* log.append(["answered"])
+          // Created whole: synced once.
           expect(syncs).toBe(1)
+          yield* log.append(["answered"])
+          expect(syncs).toBe(2)
           yield* Effect.forEach(["done 1", "done 2", "done 3"], (entry) => log.append([entry]), {
             concurrency: "unbounded"
           })
-          expect(syncs).toBeLessThanOrEqual(3)
+          expect(syncs).toBeLessThanOrEqual(4)
           const before = syncs
           yield* log.append(["decided"], { durable: false })
           expect(syncs).toBe(before)
@@ -295,6 +313,33 @@ describe("Checkpointer", () => {
         // The log's close synced what was left.
         expect(syncs).toBe(beforeClose + 1)
         expect(yield* readWith(files(dir), "syncs")).toHaveLength(7)
+        // After a compaction too, whose new log the appends go to.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
+          yield* log.append(["snapshot"], { compact: true })
+          yield* log.append(["decided after it"], { durable: false })
+          beforeClose = syncs
+        })).pipe(Effect.provide(store))
+        expect(syncs).toBe(beforeClose + 1)
+        expect(yield* readWith(files(dir), "syncs")).toStrictEqual(["snapshot", "decided after it"])
+      }))
+
+    it.effect("a new run's open reads nothing back, and each append is one write, and one sync when durable", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "calls-"))
+        const calls: Array<string> = []
+        // A file by its name once in place (a new log's append handle is the one it was written through).
+        const store = watchedFiles(dir, (call, name) => calls.push(`${call} ${name.replace(/\.tmp-.*/, "")}`))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("calls", fingerprint)
+          // Its folder is new: no listing, no log to read, no mark to look for.
+          expect(calls.filter((call) => /^(readDirectory|readFile|readFileString|exists|stat) /.test(call)))
+            .toStrictEqual([])
+          calls.length = 0
+          yield* log.append(["answered"])
+          yield* log.append(["decided"], { durable: false })
+          expect(calls).toStrictEqual(["writeAll log", "sync log", "writeAll log"])
+        })).pipe(Effect.provide(store))
       }))
 
     it.effect("a writer whose lease was taken over fails its next append instead of writing into the new log", () =>
