@@ -6,11 +6,11 @@
  *   one framed record per entry (see `logFrame`). A log is created whole (a
  *   temporary file, synced, renamed into place, the file kept open for the
  *   appends) and then only appended to: each group of appends is one write
- *   and one sync. Nothing is ever rewritten
- *   in place, so a crash at any point leaves every acknowledged entry intact
- *   and at most a torn last record, which the next writer cuts off. A
- *   compacting append (or a prune that keeps a run's result) creates a new
- *   log whole the same way, renamed over the old one.
+ *   and one sync. Nothing is ever rewritten in place, so a crash at any point
+ *   leaves every acknowledged entry intact and at most a torn last record,
+ *   which the next writer cuts off. A compacting append (or a prune that
+ *   keeps a run's result) creates a new log whole the same way, renamed over
+ *   the old one.
  * - `finished`, once the run finished: when, and how many of the log's last
  *   entries are its result (see `retention`). It is written whole after the
  *   finishing append is synced, and removed before an append that goes on
