@@ -13,7 +13,7 @@
  *   `node:sqlite`, `synchronous` NORMAL and FULL) and on PostgreSQL;
  * - `AgentLoop.run` with a `runId` and a `Checkpointer`: files
  *   (`layerFileSystem`, the embedded default, synced and with `sync: false`),
- *   one SQLite file (`layerSql` on `node:sqlite`, NORMAL), PostgreSQL
+ *   one SQLite file (`layerSql` on `node:sqlite`, NORMAL and FULL), PostgreSQL
  *   (`layerSql`), and memory.
  *
  * Issue 20's goal 2 holds a durable turn to at most LangGraph's saver on the
@@ -77,6 +77,7 @@ const runtimes = {
     )
   ),
   sqlite: checkpointRuntime(Checkpointer.layerSql().pipe(Layer.provide(sqlite("checkpoints", "NORMAL")))),
+  sqliteFull: checkpointRuntime(Checkpointer.layerSql().pipe(Layer.provide(sqlite("checkpoints-full", "FULL")))),
   pg: postgres
     ? checkpointRuntime(
       Checkpointer.layerSql({ table: `${prefix}_checkpoints` }).pipe(Layer.provide(PgClient.layer(Postgres.connection)))
@@ -118,6 +119,7 @@ const names = {
   files: "Checkpointer, files (embedded default)",
   unsynced: "Checkpointer, files, sync: false",
   sqlite: "Checkpointer, SQLite layerSql (NORMAL)",
+  sqliteFull: "Checkpointer, SQLite layerSql (FULL)",
   pg: "Checkpointer, PostgreSQL layerSql",
   memory: "Checkpointer, memory"
 }
@@ -150,6 +152,7 @@ try {
       { name: names.files, run: checkpointed(runtimes.files) },
       { name: names.unsynced, run: checkpointed(runtimes.unsynced) },
       { name: names.sqlite, run: checkpointed(runtimes.sqlite) },
+      { name: names.sqliteFull, run: checkpointed(runtimes.sqliteFull) },
       { name: names.memory, run: checkpointed(runtimes.memory) },
       ...pgCases
     ],
@@ -175,6 +178,11 @@ try {
         of: names.sqlite,
         to: names.sqliteSaver,
         note: "for reference: the durability of sync: false, on Node only; 0.30x quoted"
+      },
+      {
+        of: names.sqliteFull,
+        to: names.sqliteSaver,
+        note: "for reference: every commit synced, the decision's too (the files' durability, and more)"
       },
       { of: names.memory, to: names.memorySaver, note: "for reference" }
     ]
