@@ -2,9 +2,9 @@
  * SHA-256 that runs wherever the core does. A short text (an id, a call's
  * place, a fingerprint's input) is hashed here, in plain JavaScript, at once:
  * Web Crypto's digest is a promise (a thread-pool job in Node, one per tool
- * call of a recorded run, for its idempotency key) and costs some ten times
- * the CPU for a few dozen bytes. A long one (a thread's history) goes to Web
- * Crypto, off the main thread.
+ * call of a recorded run, for its idempotency key) and costs several times
+ * the CPU for a few dozen bytes (35-45 µs against 8-15 µs, measured). A long
+ * one (a thread's history) goes to Web Crypto, off the main thread.
  *
  * @internal
  */
