@@ -76,7 +76,8 @@ export const differences = (recorded: Fingerprint, given: Fingerprint): Readonly
 /**
  * The SHA-256 digest of `text` (UTF-8), as `sha256:` and 32 hex digits (the
  * first 128 bits): what a fingerprint keeps of a value that may be large.
- * Uses Web Crypto, so it runs wherever the core does.
+ * Runs wherever the core does: a short text is hashed at once, in plain
+ * JavaScript, a long one by Web Crypto.
  *
  * @since 0.2.0
  * @category constructors

@@ -352,6 +352,8 @@ const stalledWriter = (
         // It stalls: its lease lapsed an hour ago, at its last renewal plus the lease's duration.
         yield* lapse(id, (yield* Clock.currentTimeMillis) - 3_600_000)
         expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" })).toStrictEqual({ runs: [id] })
+        // It wakes up: by its own clock too, its lease has long lapsed.
+        yield* TestClock.adjust("2 hours")
         const refused = yield* Effect.flip(log.append(["turn 2"]))
         expect(refused).toMatchObject({ _tag: "CheckpointError", operation: "append", id })
       }))

@@ -3,7 +3,7 @@ import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
+import { Clock, Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -148,6 +148,61 @@ const logFile = (dir: string): string => {
 const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
 
+/**
+ * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
+ * system, or `sync` and `writeAll` on an open file) as it runs, with the name of the file.
+ */
+const watchedFiles = (dir: string, seen: (call: string, name: string) => void) =>
+  Checkpointer.layerFileSystem(dir).pipe(
+    Layer.provide(
+      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
+        const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
+          Effect.andThen(Effect.sync(() => seen(call, Path.basename(path))), effect)
+        const watched = (path: string, file: FileSystem.File): FileSystem.File =>
+          new Proxy(file, {
+            get: (target, key) =>
+              key === "sync"
+                ? told("sync", path, target.sync)
+                : key === "writeAll"
+                ? (bytes: Uint8Array) => told("writeAll", path, target.writeAll(bytes))
+                : Reflect.get(target, key)
+          })
+        return new Proxy(fs, {
+          get: (target, key) => {
+            const method: unknown = Reflect.get(target, key)
+            if (typeof method !== "function" || typeof key !== "string") return method
+            return (path: string, ...rest: Array<unknown>) => {
+              const effect = method.call(target, path, ...rest)
+              return told(
+                key,
+                path,
+                key === "open"
+                  ? Effect.map(effect, (file: FileSystem.File) => watched(path, file))
+                  : effect
+              )
+            }
+          }
+        })
+      }))
+    ),
+    Layer.provide(NodeFileSystem.layer),
+    Layer.provide(NodePath.layer)
+  )
+
+/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
+const after = (ms: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Clock.clockWith((clock) =>
+    Effect.provideService(effect, Clock.Clock, {
+      currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + ms,
+      currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + ms),
+      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(ms) * 1_000_000n,
+      currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(ms) * 1_000_000n),
+      monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+      monotonicTimeNanos: clock.monotonicTimeNanos,
+      sleep: (duration) => clock.sleep(duration)
+    })
+  )
+
 describe("Checkpointer", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
   conformance("on the file system", () => files(directory))
@@ -233,29 +288,20 @@ describe("Checkpointer", () => {
         const dir = Fs.mkdtempSync(Path.join(directory, "syncs-"))
         let syncs = 0
         let beforeClose = 0
-        // The platform's file system, counting the syncs of the log's append handle.
-        const counting = Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => ({
-          ...fs,
-          open: (path: string, options?: Parameters<typeof fs.open>[1]) =>
-            Effect.map(fs.open(path, options), (file) =>
-              path.endsWith(`${Path.sep}log`)
-                ? new Proxy(file, {
-                  get: (target, key) =>
-                    key === "sync"
-                      ? Effect.tap(target.sync, () => Effect.sync(() => syncs++))
-                      : Reflect.get(target, key)
-                })
-                : file)
-        }))).pipe(Layer.provide(NodeFileSystem.layer))
-        const store = Checkpointer.layerFileSystem(dir).pipe(Layer.provide(counting), Layer.provide(NodePath.layer))
+        // The syncs of the log (a new log is written as a temporary file, which its append handle stays open on).
+        const store = watchedFiles(dir, (call, name) => {
+          if (call === "sync" && name.startsWith("log")) syncs++
+        })
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
-          yield* log.append(["answered"])
+          // Created whole: synced once.
           expect(syncs).toBe(1)
+          yield* log.append(["answered"])
+          expect(syncs).toBe(2)
           yield* Effect.forEach(["done 1", "done 2", "done 3"], (entry) => log.append([entry]), {
             concurrency: "unbounded"
           })
-          expect(syncs).toBeLessThanOrEqual(3)
+          expect(syncs).toBeLessThanOrEqual(4)
           const before = syncs
           yield* log.append(["decided"], { durable: false })
           expect(syncs).toBe(before)
@@ -267,6 +313,117 @@ describe("Checkpointer", () => {
         // The log's close synced what was left.
         expect(syncs).toBe(beforeClose + 1)
         expect(yield* readWith(files(dir), "syncs")).toHaveLength(7)
+        // After a compaction too, whose new log the appends go to.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("syncs", fingerprint)
+          yield* log.append(["snapshot"], { compact: true })
+          yield* log.append(["decided after it"], { durable: false })
+          beforeClose = syncs
+        })).pipe(Effect.provide(store))
+        expect(syncs).toBe(beforeClose + 1)
+        expect(yield* readWith(files(dir), "syncs")).toStrictEqual(["snapshot", "decided after it"])
+      }))
+
+    it.effect("a new run's open reads nothing back, and each append is one write, and one sync when durable", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "calls-"))
+        const calls: Array<string> = []
+        // A file by its name once in place (a new log's append handle is the one it was written through).
+        const store = watchedFiles(dir, (call, name) => calls.push(`${call} ${name.replace(/\.tmp-.*/, "")}`))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("calls", fingerprint)
+          // Its folder is new: no listing, no log to read, no mark to look for.
+          expect(calls.filter((call) => /^(readDirectory|readFile|readFileString|exists|stat) /.test(call)))
+            .toStrictEqual([])
+          calls.length = 0
+          yield* log.append(["answered"])
+          yield* log.append(["decided"], { durable: false })
+          expect(calls).toStrictEqual(["writeAll log", "sync log", "writeAll log"])
+        })).pipe(Effect.provide(store))
+      }))
+
+    it.effect("a writer whose lease was taken over fails its next append instead of writing into the new log", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "taken-"))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("taken", fingerprint)).pipe(
+            Effect.provide(files(dir))
+          )
+          yield* first.append(["first's"])
+          // A minute later, the first executor having stalled all along (no renewal): its lease lapsed, and a
+          // second one takes the run over.
+          const second = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("taken", fingerprint)).pipe(
+            Effect.provide(files(dir)),
+            after(60_000)
+          )
+          expect(second.entries).toStrictEqual(["first's"])
+          yield* second.append(["second's"])
+          const refused = yield* Effect.flip(first.append(["first's, late"]).pipe(after(60_000)))
+          expect(refused).toMatchObject({ _tag: "CheckpointError", operation: "append" })
+          expect(refused.message).toContain("taken over")
+        }))
+        expect(yield* readWith(files(dir), "taken")).toStrictEqual(["first's", "second's"])
+      }))
+
+    it.effect("a writer whose lease was taken over twice fails its next append too (the next lease's file is gone)", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "taken-twice-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("taken-twice", fingerprint)).pipe(
+          Effect.provide(files(dir))
+        )
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* open
+          yield* first.append(["first's"])
+          // The first stalls; a minute later a second takes the run over, and stalls in turn; a minute after that, a
+          // third takes it over and removes the lease files before its own, the second's included.
+          const second = yield* open.pipe(after(60_000))
+          yield* second.append(["second's"])
+          const third = yield* open.pipe(after(120_000))
+          yield* third.append(["third's"])
+          for (const stalled of [first, second]) {
+            const refused = yield* Effect.flip(stalled.append(["late"]).pipe(after(130_000)))
+            expect(refused.message).toContain("taken over")
+          }
+        }))
+        expect(yield* readWith(files(dir), "taken-twice")).toStrictEqual(["first's", "second's", "third's"])
+      }))
+
+    it.effect("an append looks for a newer lease only once its own may have lapsed", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "window-"))
+        let looks = 0
+        const store = watchedFiles(dir, (call, name) => {
+          // The run's folder listed, for a newer lease file.
+          if (call === "readDirectory" && /^[0-9a-f]{32}$/.test(name)) looks++
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("window", fingerprint)
+          for (const entry of ["one", "two", "three"]) yield* log.append([entry])
+          expect(looks).toBe(0)
+          // Late enough that the lease (10 s by default, not renewed meanwhile) may have lapsed: the files say.
+          yield* log.append(["four"]).pipe(after(9_000))
+          yield* log.append(["five"]).pipe(after(9_000))
+          expect(looks).toBe(2)
+        })).pipe(Effect.provide(store))
+        expect(yield* readWith(files(dir), "window")).toStrictEqual(["one", "two", "three", "four", "five"])
+      }))
+
+    it.effect("lease files are never synced, and one a power cut tore reads as lapsed", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "torn-lease-"))
+        const synced: Array<string> = []
+        const store = watchedFiles(dir, (call, name) => {
+          if (call === "sync") synced.push(name.replace(/\.tmp-.*/, ".tmp"))
+        })
+        yield* appendAll("torn-lease", ["one"]).pipe(Effect.provide(store))
+        expect(synced.filter((name) => name.startsWith("lease"))).toStrictEqual([])
+        // The machine lost power while a lease was being taken: its file is there, empty.
+        const [run] = Fs.readdirSync(dir)
+        Fs.writeFileSync(Path.join(dir, run!, "lease.7"), "")
+        expect(yield* appendAll("torn-lease", ["two"]).pipe(Effect.provide(files(dir)))).toStrictEqual(["one"])
+        // And a lease file cut short in the middle of its text.
+        Fs.writeFileSync(Path.join(dir, run!, "lease.9"), "{\"owner\":\"pid 1\",\"expi")
+        expect(yield* appendAll("torn-lease", ["three"]).pipe(Effect.provide(files(dir)))).toStrictEqual(["one", "two"])
       }))
 
     it.effect("no log is rewritten in place: the file only grows, and no temporary file is left", () =>

@@ -250,6 +250,26 @@ const versioning: CheckpointVersion.Versioning = {
   ]
 }
 
+/** The JSON encoder and decoder of the entries of a run whose output is `O`. */
+interface EntryCodec<O> {
+  readonly encode: (entry: Recorded<O>) => Effect.Effect<unknown, Schema.SchemaError>
+  readonly decode: (json: unknown) => Effect.Effect<Recorded<O>, Schema.SchemaError>
+}
+
+/** The entry codecs made so far, by output schema: a run's codec is compiled once per output schema, not per run. */
+const entryCodecs = new WeakMap<Schema.Top, unknown>()
+
+/** The entry codec of runs whose output `output` describes. */
+const entryCodec = <O>(output: Schema.Codec<O, unknown>): EntryCodec<O> => {
+  const found = entryCodecs.get(output)
+  // Made below from this very output schema.
+  if (found !== undefined) return found as EntryCodec<O>
+  const json = Schema.toCodecJson(Entry(output))
+  const made: EntryCodec<O> = { encode: Schema.encodeEffect(json), decode: Schema.decodeUnknownEffect(json) }
+  entryCodecs.set(output, made)
+  return made
+}
+
 /**
  * The entries of a run as a `Checkpointer` stores them (text, each with its
  * {@link version}), for a run whose output `output` describes: `decode`
@@ -265,9 +285,7 @@ export const codec = <O>(output: Schema.Codec<O, unknown>, runId: string): {
     text: string
   ) => Effect.Effect<Recorded<O>, Schema.SchemaError | CheckpointVersion.CheckpointVersionMismatch>
 } => {
-  const json = Schema.toCodecJson(Entry(output))
-  const encode = Schema.encodeEffect(json)
-  const decode = Schema.decodeUnknownEffect(json)
+  const { decode, encode } = entryCodec(output)
   const subject = `an entry of run "${runId}"`
   return {
     encode: (entry) => Effect.map(encode(entry), (encoded) => CheckpointVersion.format(version, encoded)),

@@ -4,12 +4,13 @@
  *
  * - `log` is append-only: a head record (the run id and its fingerprint), then
  *   one framed record per entry (see `logFrame`). A log is created whole (a
- *   temporary file, synced, renamed into place) and then only appended to:
- *   each group of appends is one write and one sync. Nothing is ever rewritten
- *   in place, so a crash at any point leaves every acknowledged entry intact
- *   and at most a torn last record, which the next writer cuts off. A
- *   compacting append (or a prune that keeps a run's result) creates a new
- *   log whole the same way, renamed over the old one.
+ *   temporary file, synced, renamed into place, the file kept open for the
+ *   appends) and then only appended to: each group of appends is one write
+ *   and one sync. Nothing is ever rewritten in place, so a crash at any point
+ *   leaves every acknowledged entry intact and at most a torn last record,
+ *   which the next writer cuts off. A compacting append (or a prune that
+ *   keeps a run's result) creates a new log whole the same way, renamed over
+ *   the old one.
  * - `finished`, once the run finished: when, and how many of the log's last
  *   entries are its result (see `retention`). It is written whole after the
  *   finishing append is synced, and removed before an append that goes on
@@ -18,7 +19,14 @@
  *   number, created whole by a hard link that fails when the number exists, so
  *   of two executors taking a lapsed lease at once exactly one wins. Its owner
  *   renews it by replacing the file (a temporary file renamed over it); a
- *   lease is lost once a higher number exists.
+ *   lease is lost once a higher number exists. Its holder looks for one only
+ *   once its lease may have lapsed (see `leaseWindow`): before that, no one
+ *   else can have taken it. Lease files are not synced: a power cut stops
+ *   every executor of the machine, and a lease file it tore reads as lapsed.
+ *
+ * The folder's names, listed as the lease is taken, say whether there is a
+ * log to read and a mark to remove; a folder the executor has just made holds
+ * nothing, and is not listed at all.
  *
  * `prune` forgets a finished run by renaming its folder aside (one step: the
  * run is there whole or gone) and then removing it; a folder left aside by a
@@ -52,6 +60,7 @@ import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LeaseKeeper from "./leaseKeeper.ts"
+import * as LeaseWindow from "./leaseWindow.ts"
 import * as LogFrame from "./logFrame.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
@@ -105,14 +114,17 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const folder = (id: string) =>
       Effect.map(RunFingerprint.digest(id), (digest) => path.join(options.directory, digest.slice("sha256:".length)))
 
-    /** Writes `bytes` to `file` whole: a temporary file beside it, synced, then renamed (or linked) into place. */
-    const writeWhole = (file: string, bytes: Uint8Array, place: "rename" | "link") =>
+    /** A name for a temporary file beside `file`, to be renamed or linked into its place. */
+    const temporaryFor = (file: string) => `${file}.tmp-${Math.random().toString(36).slice(2)}`
+
+    /** Writes `bytes` to `file` whole: a temporary file beside it (synced if `sync`), renamed or linked into place. */
+    const writeWhole = (file: string, bytes: Uint8Array, place: "rename" | "link", sync: boolean) =>
       Effect.gen(function*() {
-        const temporary = `${file}.tmp-${Math.random().toString(36).slice(2)}`
+        const temporary = temporaryFor(file)
         yield* Effect.scoped(Effect.gen(function*() {
           const handle = yield* fs.open(temporary, { flag: "wx" })
           yield* handle.writeAll(bytes)
-          if (options.sync) yield* handle.sync
+          if (sync) yield* handle.sync
         }))
         if (place === "rename") return yield* fs.rename(temporary, file)
         yield* fs.link(temporary, file).pipe(Effect.ensuring(Effect.ignore(fs.remove(temporary))))
@@ -127,48 +139,81 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         ? Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
         : Effect.void
 
-    /** Replaces the log in folder `dir` by a new one of `head` and `entries`, created whole (see `writeWhole`). */
-    const replaceLog = (dir: string, head: string, entries: ReadonlyArray<string>) =>
-      Effect.andThen(
-        writeWhole(
-          path.join(dir, "log"),
-          LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]),
-          "rename"
-        ),
-        syncFolder(dir)
-      )
+    /**
+     * Creates the log of folder `dir` whole, of `head` and `entries`, in place of any log there: a temporary file
+     * written (and synced), renamed into place, the folder synced. The file stays open, in the scope, for appends.
+     */
+    const writeLog = (dir: string, head: string, entries: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const file = path.join(dir, "log")
+        const temporary = temporaryFor(file)
+        const handle = yield* fs.open(temporary, { flag: "ax" })
+        yield* handle.writeAll(LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]))
+        if (options.sync) yield* handle.sync
+        yield* fs.rename(temporary, file)
+        yield* syncFolder(dir)
+        return handle
+      })
 
-    const leases = (dir: string) =>
-      Effect.map(fs.readDirectory(dir), (names) =>
-        names.flatMap((name) => {
-          const match = leaseName.exec(name)
-          return match === null ? [] : [Number(match[1])]
-        }).sort((a, b) => a - b))
+    /** Makes folder `dir`: whether this call made it (then it is empty, and no one else has taken its lease). */
+    const makeFolder = (dir: string) => {
+      const make = Effect.catchIf(
+        Effect.as(fs.makeDirectory(dir), true),
+        isReason("AlreadyExists"),
+        () => Effect.succeed(false)
+      )
+      // The store's own folder is made with its first run.
+      return Effect.catchIf(
+        make,
+        isReason("NotFound"),
+        () => Effect.andThen(fs.makeDirectory(options.directory, { recursive: true }), make)
+      )
+    }
+
+    /** The numbers of the lease files among `names`, lowest first. */
+    const leaseNumbers = (names: ReadonlyArray<string>) =>
+      names.flatMap((name) => {
+        const match = leaseName.exec(name)
+        return match === null ? [] : [Number(match[1])]
+      }).sort((a, b) => a - b)
 
     const readLease = (dir: string, number: number) =>
       Effect.flatMap(fs.readFileString(path.join(dir, `lease.${number}`)), decodeLease)
 
-    /** Takes run `id`'s lease as `owner`: the number of the lease taken. */
-    const acquire = (id: string, dir: string, owner: string): Effect.Effect<number, RunInProgress | CheckpointError> =>
+    /**
+     * Takes run `id`'s lease as `owner`: the number of the lease taken, the expiry written in it, and the names
+     * in the folder when it was taken (none when `made`: the folder was just made, and holds nothing).
+     */
+    const acquire = (
+      id: string,
+      dir: string,
+      owner: string,
+      made: boolean
+    ): Effect.Effect<
+      { readonly number: number; readonly expiresAt: number; readonly names: ReadonlyArray<string> },
+      RunInProgress | CheckpointError
+    > =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < 5; attempt++) {
-          const numbers = yield* leases(dir)
+          const names = made && attempt === 0 ? [] : yield* fs.readDirectory(dir)
+          const numbers = leaseNumbers(names)
           const top = numbers.at(-1) ?? 0
           if (top > 0) {
             const held = yield* Effect.result(readLease(dir, top))
             // Removed by a new owner cleaning up: look again.
             if (held._tag === "Failure" && isReason("NotFound")(held.failure)) continue
-            if (held._tag === "Failure") return yield* Effect.fail(held.failure)
+            // Lease files are not synced: one a power cut tore is lapsed (its holder died with the machine).
+            if (held._tag === "Failure" && held.failure._tag !== "SchemaError") return yield* Effect.fail(held.failure)
             const now = yield* Clock.currentTimeMillis
-            if (held.success.expiresAt > now) {
+            if (held._tag === "Success" && held.success.expiresAt > now) {
               return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
             }
           }
-          const now = yield* Clock.currentTimeMillis
+          const expiresAt = (yield* Clock.currentTimeMillis) + ttl
           const taken = yield* Effect.result(
             Effect.flatMap(
-              encodeLease({ owner, expiresAt: now + ttl }),
-              (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link")
+              encodeLease({ owner, expiresAt }),
+              (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link", false)
             )
           )
           if (taken._tag === "Failure" && isReason("AlreadyExists")(taken.failure)) continue
@@ -178,35 +223,57 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             (number) => Effect.ignore(fs.remove(path.join(dir, `lease.${number}`))),
             { discard: true }
           )
-          return top + 1
+          return { number: top + 1, expiresAt, names }
         }
         return yield* Effect.fail(new Error("the lease changed hands five times while it was being taken"))
       }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
 
-    /** Whether a lease newer than `number` exists: then it was taken over. */
-    const superseded = (dir: string, number: number) => fs.exists(path.join(dir, `lease.${number + 1}`))
+    /**
+     * Whether a lease newer than `number` exists (or the run's folder is gone): then it was taken over. Any newer
+     * number, not only the next: whoever takes a lease removes the files of the ones before it, so after two
+     * takeovers the next number is gone again.
+     */
+    const superseded = (dir: string, number: number) =>
+      Effect.catchIf(
+        Effect.map(fs.readDirectory(dir), (names) => leaseNumbers(names).some((newer) => newer > number)),
+        isReason("NotFound"),
+        () => Effect.succeed(true)
+      )
 
     /** Sets lease `number`'s expiry, unless it was taken over: whether it is still held. */
-    const extend = (dir: string, number: number, owner: string, expiresAt: Effect.Effect<number>) =>
+    const extend = (
+      dir: string,
+      number: number,
+      owner: string,
+      window: LeaseWindow.LeaseWindow<unknown>,
+      expiresAt: Effect.Effect<number>
+    ) =>
       Effect.gen(function*() {
-        if (yield* superseded(dir, number)) return false
-        const text = yield* encodeLease({ owner, expiresAt: yield* expiresAt })
-        yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename")
+        if (!(yield* window.held)) return false
+        const expiry = yield* expiresAt
+        const text = yield* encodeLease({ owner, expiresAt: expiry })
+        yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename", false)
+        window.wrote(expiry, yield* Clock.currentTimeMillis)
         return true
       })
 
-    /** Holds run `id`'s lease until the scope closes; fails with `RunInProgress` when another executor holds it. */
-    const hold = (id: string, dir: string) =>
+    /**
+     * Holds run `id`'s lease until the scope closes; fails with `RunInProgress` when another executor holds it.
+     * `made`: this executor just made the folder (see `acquire`).
+     */
+    const hold = (id: string, dir: string, made = false) =>
       Effect.gen(function*() {
         const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
-        const number = yield* acquire(id, dir, owner)
+        const { expiresAt, names, number } = yield* acquire(id, dir, owner, made)
+        // Clocks agree within a third of the lease: the lease files are looked at only once it may have lapsed.
+        const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: superseded(dir, number) })
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
-          renew: extend(dir, number, owner, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
+          renew: extend(dir, number, owner, window, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
           // Released, the lease says when the execution ended (see `prune`).
-          release: extend(dir, number, owner, Retention.releasedExpiry)
+          release: extend(dir, number, owner, window, Retention.releasedExpiry)
         })
-        return { number, kept }
+        return { number, kept, window, names }
       })
 
     /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
@@ -244,35 +311,35 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       Effect.gen(function*() {
         yield* RunId.validate(id)
         const dir = yield* folder(id)
-        yield* fs.makeDirectory(dir, { recursive: true }).pipe(Effect.mapError(failed("open", id)))
-        const lease = yield* hold(id, dir)
+        const made = yield* makeFolder(dir).pipe(Effect.mapError(failed("open", id)))
+        const lease = yield* hold(id, dir, made)
         const file = path.join(dir, "log")
-        const log = yield* load(id, file).pipe(Effect.mapError(failed("open", id)))
+        // What the folder held when the lease was taken: only the lease's holder writes the log and the mark.
+        const log = lease.names.includes("log")
+          ? yield* load(id, file).pipe(Effect.mapError(failed("open", id)))
+          : undefined
         // The head of a new log, and of the log a compaction writes.
         const head = yield* encodeHead({ version: 1, id, fingerprint: log?.fingerprint ?? fingerprint }).pipe(
           Effect.mapError(failed("open", id))
         )
-        if (log === undefined) {
-          yield* writeWhole(file, LogFrame.encode([{ kind: "head", text: head }]), "rename").pipe(
-            Effect.andThen(syncFolder(dir)),
-            Effect.mapError(failed("open", id))
-          )
-        } else {
+        if (log !== undefined) {
           const differences = RunFingerprint.differences(log.fingerprint, fingerprint)
           if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
           if (log.torn !== undefined) yield* fs.truncate(file, log.torn).pipe(Effect.mapError(failed("open", id)))
         }
-        // The log's appends go to `handle`; a compaction replaces the file, and opens the new one in the log's scope.
-        const scope = yield* Effect.scope
-        let handle = yield* fs.open(file, { flag: "a" }).pipe(Effect.mapError(failed("open", id)))
+        // The log's appends go to `handle`, open in a scope closed after the last sync below (a compaction
+        // replaces the file, and opens the new one in the same scope).
+        const files = yield* Scope.fork(yield* Effect.scope)
+        const opening = log === undefined ? writeLog(dir, head, []) : fs.open(file, { flag: "a" })
+        let handle = yield* Scope.provide(files)(opening).pipe(Effect.mapError(failed("open", id)))
         const marker = path.join(dir, "finished")
-        let marked = yield* fs.exists(marker).pipe(Effect.mapError(failed("open", id)))
+        let marked = lease.names.includes("finished")
         // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.
         let unsynced = false
         yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
         const append = GroupCommit.make((entries: ReadonlyArray<string>, group) =>
           Effect.gen(function*() {
-            if (lease.kept.lost() || (yield* superseded(dir, lease.number))) {
+            if (lease.kept.lost() || !(yield* lease.window.held)) {
               return yield* Effect.fail(new Error("its lease was taken over by another executor"))
             }
             // A run that goes on is no longer finished: unmarked before anything is written.
@@ -280,8 +347,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             marked = false
             if (group.compact) {
               // A new log, whole and synced, renamed over the old one: a crash leaves one or the other.
-              yield* replaceLog(dir, head, entries)
-              handle = yield* Scope.provide(scope)(fs.open(file, { flag: "a" }))
+              handle = yield* Scope.provide(files)(writeLog(dir, head, entries))
               unsynced = false
             } else {
               yield* handle.writeAll(LogFrame.encode(records(entries)))
@@ -293,7 +359,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             if (group.finished !== undefined) {
               const finishedAt = yield* Clock.currentTimeMillis
               const text = yield* encodeFinished({ id, finishedAt, result: group.finished })
-              yield* writeWhole(marker, encoder.encode(text), "rename")
+              yield* writeWhole(marker, encoder.encode(text), "rename", options.sync)
               marked = true
             }
           }).pipe(Effect.mapError(failed("append", id)))
@@ -354,7 +420,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const log = yield* load(record.id, file)
         if (log === undefined || log.entries.length <= record.result) return undefined
         const head = yield* encodeHead({ version: 1, id: record.id, fingerprint: log.fingerprint })
-        yield* replaceLog(dir, head, log.entries.slice(log.entries.length - record.result))
+        yield* writeLog(dir, head, log.entries.slice(log.entries.length - record.result))
         return record.id
       }))
 
@@ -385,7 +451,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     /** When the newest lease in folder `dir` lapsed, if it did (nobody holds it), and its number. */
     const lapsed = (dir: string) =>
       Effect.gen(function*() {
-        const number = (yield* leases(dir)).at(-1)
+        const number = leaseNumbers(yield* fs.readDirectory(dir)).at(-1)
         if (number === undefined) return undefined
         const lease = yield* Effect.catchIf(readLease(dir, number), isReason("NotFound"), () => Effect.undefined)
         // Gone: a new owner is taking it.
