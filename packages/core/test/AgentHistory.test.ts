@@ -319,6 +319,21 @@ describe("AgentHistory", () => {
       expect(replayed.events.at(-1)).toStrictEqual(live.events.at(-1))
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
+  it.effect("a run on a thread is not forked on its own log: the fork is refused naming the thread, nothing recorded", () =>
+    Effect.gen(function*() {
+      const thread = fresh("chat")
+      yield* streamed([answer("Hello")], { ...optionsOf(fresh("first")), thread })
+      const source = { ...optionsOf(fresh("second")), thread }
+      yield* streamed([answer("3")], source)
+      const runId = fresh("fork")
+      const refused = yield* Effect.flip(
+        AgentHistory.fork({ ...source, runId, from: source.runId, at: -1, edit: AgentHistory.dropLastAnswer })
+      )
+      expect(refused).toMatchObject({ _tag: "InvalidOptions", field: "thread" })
+      expect(refused.message).toContain("Thread.fork")
+      expect(yield* read(runId)).toStrictEqual([])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
   it.effect("a replayed run shows in a UI as it did live: the same text and tool outputs", () =>
     Effect.gen(function*() {
       const runId = fresh("ui")

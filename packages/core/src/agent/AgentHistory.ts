@@ -219,12 +219,24 @@ export const stateAt = <O, R, E, RU>(
   })
 
 /**
+ * A run on a thread starts from the thread's history, which its own log does not hold: it cannot be forked, read as
+ * events or cancelled on its log alone.
+ */
+const withoutThread = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
+  options.thread === undefined ? Effect.void : Effect.fail(InvalidOptions.make({
+    field: "thread",
+    value: options.thread,
+    expected: "none: a run on a thread is not forked, read or cancelled on its own log (fork the thread: Thread.fork)"
+  }))
+
+/**
  * Why a fork failed: the source's history could not be read, the index is out
  * of range, the new run already has checkpoints, either run could not be
  * opened (the source is being executed, or the options are not the source's:
- * `CheckpointMismatch`), or the edit is at a checkpoint with calls pending
+ * `CheckpointMismatch`), the edit is at a checkpoint with calls pending
  * (`UneditableCheckpoint`: the history there has calls without outputs,
- * which no model accepts; fork at the turn's last call, or later).
+ * which no model accepts; fork at the turn's last call, or later), or the
+ * run is on a thread (`InvalidOptions`: fork the thread with `Thread.fork`).
  *
  * @since 0.2.0
  * @category errors
@@ -295,6 +307,7 @@ export const fork = <O, R, E, RU>(
   }
 ): Effect.Effect<void, ForkError, Checkpointer> =>
   Effect.gen(function*() {
+    yield* withoutThread(options)
     const { from, edit, runId } = options
     const fingerprint = yield* AgentCheckpoint.fingerprint(options)
     const encode = AgentCheckpoint.encode(AgentCheckpoint.output(options), runId)
@@ -394,14 +407,6 @@ export type EventsError =
   | InvalidRunId
   | InvalidOptions.InvalidOptions
   | AgentCheckpoint.RecoveryError
-
-/** A run on a thread starts from the thread's history, which its own log does not hold. */
-const withoutThread = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
-  options.thread === undefined ? Effect.void : Effect.fail(InvalidOptions.make({
-    field: "thread",
-    value: options.thread,
-    expected: "none: a run on a thread cannot be read or cancelled on its own log"
-  }))
 
 /**
  * The events executing run `options.runId` again would replay first (see
