@@ -114,9 +114,10 @@ export type ReadError =
 /**
  * Why a fork failed: the source's history could not be read, the index is
  * out of range, the new id has records already (or is the source's), or the
- * edit is at a checkpoint where calls of the turn have not ended (the history
- * there has calls without outputs, which no model accepts; fork at the
- * turn's last call, or later).
+ * edit cannot be made (`UneditableCheckpoint`): it is at a checkpoint where
+ * calls of the turn have not ended (the history there has calls without
+ * outputs, which no model accepts; fork at the turn's last call, or later),
+ * or the history it gives does not encode (an item its schema refuses).
  *
  * @since 0.3.0
  * @category errors
@@ -524,7 +525,8 @@ export const stateAt = <O, R, E, RU>(
  * The fork's own records, written at the place of its checkpoint (`stamp`):
  * the outcome of each call that had started and not ended there (unknown:
  * the fork does not run it), with `edit` the decision for the turn forked
- * (the edited history), and its checkpoint.
+ * (the edited history), and its checkpoint. An edited history that does not
+ * encode (an item its schema refuses) makes the checkpoint uneditable.
  */
 const ownRecords = <O, R, E, RU>(
   agent: Agent<O, R, E, RU>,
@@ -535,11 +537,17 @@ const ownRecords = <O, R, E, RU>(
     readonly edit: AgentHistory.Edit | undefined
     readonly stamp: Stamp
   }
-): Effect.Effect<ReadonlyArray<StepRecord>> =>
+): Effect.Effect<ReadonlyArray<StepRecord>, RunHistory.UneditableCheckpoint> =>
   Effect.gen(function*() {
     const own: Array<StepRecord> = []
     const write = <A>(name: string, codec: RunJournal.Codec<A>, value: A) =>
-      Effect.map(Effect.orDie(codec.encode(value)), (body) => own.push({ name, body, stamp: fork.stamp }))
+      Effect.map(codec.encode(value), (body) => own.push({ name, body, stamp: fork.stamp }))
+    const uneditable = (error: Schema.SchemaError) =>
+      new RunHistory.UneditableCheckpoint({
+        id: fork.from,
+        index: fork.index,
+        reason: `the edited history does not encode: ${error.message}`
+      })
     const step = folded.state.steps
     const answered = folded.finished === undefined ? folded.answered : undefined
     if (answered !== undefined) {
@@ -547,7 +555,8 @@ const ownRecords = <O, R, E, RU>(
       for (const index of folded.started) {
         const call = calls[index]
         if (call === undefined || answered.done.has(index)) continue
-        yield* write(StepName.tool(step, index), toolCodec, ToolRecord.fromResult(Toolkit.outcomeUnknown(call)))
+        const cutOff = ToolRecord.fromResult(Toolkit.outcomeUnknown(call))
+        yield* Effect.orDie(write(StepName.tool(step, index), toolCodec, cutOff))
       }
     }
     let change: AgentCheckpoint.HistoryChange | undefined
@@ -555,13 +564,10 @@ const ownRecords = <O, R, E, RU>(
       const before = historyAt(folded)
       const after = fork.edit(before)
       change = AgentCheckpoint.change(before, after)
-      yield* write(StepName.edited(step), agent.decisions, editedDecision(folded, after))
+      yield* Effect.mapError(write(StepName.edited(step), agent.decisions, editedDecision(folded, after)), uneditable)
     }
-    yield* write(`fork/${fork.stamp.seq}`, forkCodec, {
-      from: fork.from,
-      index: fork.index,
-      ...(change === undefined ? {} : { edit: change })
-    })
+    const mark = { from: fork.from, index: fork.index, ...(change === undefined ? {} : { edit: change }) }
+    yield* Effect.mapError(write(`fork/${fork.stamp.seq}`, forkCodec, mark), uneditable)
     return own
   })
 

@@ -4,7 +4,7 @@
  * them; bad input to them and to forks refused with typed errors; records
  * written before they were stamped read in the order of the run's course.
  */
-import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
+import { AgentHistory, AgentLoop, Checkpointer, Item } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -125,6 +125,16 @@ describe.concurrent("bad input to a durable run's history", () => {
           expect((yield* refusedFork({ runId: "b-new", from: runId, at: 0 }))._tag).toBe("InvalidRunId")
         }
         expect(yield* refusedFork({ runId: "b1", from: "b1", at: 0 })).toMatchObject({ _tag: "RunExists", id: "b1" })
+        // An edit whose history does not encode (a file with both its data and a URL): refused, nothing recorded.
+        const file = { type: "input_file", file_data: "aGk=", file_url: "https://example.com/a" } as const
+        const unencodable = yield* refusedFork({
+          runId: "b-new",
+          from: "b1",
+          at: -1,
+          edit: (history) => [...history, Item.userMessage([file])]
+        })
+        expect(unencodable).toMatchObject({ _tag: "UneditableCheckpoint", id: "b1", index: 5 })
+        expect(unencodable.message).toContain("the edited history does not encode")
         expect(outputOf(yield* strict.run({ runId: "b2", input: "Note" }))).toBe("noted")
         expect(yield* refusedFork({ runId: "b2", from: "b1", at: 0 })).toMatchObject({ _tag: "RunExists", id: "b2" })
         // An id whose run began, though it recorded nothing yet, is taken too.
