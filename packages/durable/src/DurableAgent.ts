@@ -108,7 +108,11 @@ export interface DurableAgent<O, R, RU> {
   readonly run: (
     start: Start
   ) => Effect.Effect<AgentEvent.RunResult<O>, RunError, WorkflowEngine | RunStore>
-  /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
+  /**
+   * Starts `start.runId` without waiting; a run that exists already (started
+   * or forked) is left as it is. The run's input is recorded before the
+   * engine holds the start: from then on, a fork onto the id is refused.
+   */
   readonly start: (
     start: Start
   ) => Effect.Effect<void, RunId.InvalidRunId | RunParking.RunParked | RunStoreError, WorkflowEngine | RunStore>
@@ -416,6 +420,8 @@ const build = <O, R, E, RU>(
   const runnable = (start: Start) =>
     RunId.validate(start.runId).pipe(
       Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
+      // The id is taken before the engine holds the start: no fork can become the run this start asked for.
+      Effect.andThen(RunSteps.recordInput({ agent: name, runId: start.runId }, start.input)),
       Effect.as(start)
     )
 

@@ -33,6 +33,8 @@ import * as Struct from "effect/Struct"
 import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
+import { RunStore } from "./RunStore.ts"
+import type { RunKey, RunStoreError } from "./RunStore.ts"
 import * as StepName from "./StepName.ts"
 
 const startCodec = RunJournal.codec(Schema.Number)
@@ -67,6 +69,28 @@ const inputCodec = RunJournal.codec(Input)
  */
 export const input = <O>(journal: RunJournal.Journal<O>, given: Input): Effect.Effect<Input> =>
   journal.step(StepName.input, inputCodec, Effect.succeed(given))
+
+/**
+ * Records `given` as the input of run `run` before the engine is asked to
+ * start it, unless anything of the run is recorded (a step, a log entry, an
+ * execution that began): from then on the run's id is taken, so a fork onto
+ * it fails with `RunExists` instead of becoming the run the start asked for.
+ * `false` when the run had records: it was started, or forked, first, and
+ * what it recorded holds (a start joins it).
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const recordInput = (run: RunKey, given: Input): Effect.Effect<boolean, RunStoreError, RunStore> =>
+  Effect.gen(function*() {
+    const body = yield* Effect.orDie(inputCodec.encode(given))
+    const stamp = { seq: 1, at: yield* Clock.currentTimeMillis }
+    return yield* (yield* RunStore).create(run, {
+      steps: [{ name: StepName.input, body, stamp }],
+      claims: [],
+      approvals: []
+    })
+  })
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])

@@ -1,16 +1,18 @@
 /**
  * Forks of durable runs, on SQLite and PostgreSQL: from any checkpoint of a
  * finished run, edited or not; of a run in flight, whose call had started;
- * around approvals; and forks are runs like any other for parking and
- * retention. The real process kill is in ForkCrash.test.ts.
+ * around approvals; onto an id that was started and not yet executed
+ * (refused); and forks are runs like any other for parking and retention.
+ * The real process kill is in ForkCrash.test.ts.
  */
 import { AgentHistory, Approval, Tool, Toolkit } from "@agentloop/core"
-import type { MockLanguageModel } from "@agentloop/testing"
-import { describe, expect } from "@effect/vitest"
-import { Deferred, Effect, Option, Schedule, Schema, Stream } from "effect"
+import { MockLanguageModel } from "@agentloop/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { DurableAgent, DurableApproval, RunStore } from "../src/index.ts"
-import { answer, call, model, toolkit } from "./fixtures.ts"
+import * as Path from "node:path"
+import { DurableAgent, DurableApproval, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { answer, call, model, pricing, tempDir, toolkit } from "./fixtures.ts"
 import { eachStore, lastWords, outputOf, requests, tagsOf, textOf } from "./historyFixtures.ts"
 
 const forker = DurableAgent.make("forker", { model, toolkit })
@@ -308,6 +310,36 @@ describe.concurrent("forks and approvals", () => {
       }
     }
   )
+})
+
+describe("a fork onto a run that was started", () => {
+  it.live("is refused while the start waits for a runner, which then runs the start's own input", () => {
+    const temp = tempDir()
+    const filename = Path.join(temp.dir, "runs.db")
+    /** This process on the file: a runner of the agent, or a client that only stores runs. */
+    const here = (runs: boolean) =>
+      runs
+        ? forker.layer.pipe(
+          Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer(adding), pricing)),
+          Layer.provideMerge(DurableRunner.layerSqlite({ filename, synchronous: "NORMAL" }))
+        )
+        : DurableRunner.layer("client").pipe(Layer.provideMerge(NodeSqliteClient.layer({ filename })))
+    return Effect.gen(function*() {
+      yield* Effect.provide(forker.run({ runId: "source", input: question }), here(true))
+      // Started from a process that runs nothing: the engine holds the start, no execution has begun.
+      const refused = yield* Effect.gen(function*() {
+        yield* forker.start({ runId: "started", input: "And times 2?" })
+        return yield* Effect.result(forker.fork({ runId: "started", from: "source", at: 0 }))
+      }).pipe(Effect.provide(here(false)))
+      expect(refused).toMatchObject({ _tag: "Failure", failure: { _tag: "RunExists", id: "started" } })
+      // A runner picks the start up: it runs with the input it was started with, not as a fork of the source.
+      const started = yield* Effect.gen(function*() {
+        const result = yield* forker.run({ runId: "started", input: "And times 2?" })
+        return { output: outputOf(result), kinds: (yield* forker.checkpoints("started")).map((c) => c.kind) }
+      }).pipe(Effect.provide(here(true)))
+      expect(started).toStrictEqual({ output: "10", kinds: ["turn", "finished"] })
+    }).pipe(Effect.ensuring(Effect.sync(temp.remove)))
+  })
 })
 
 const fragile = DurableAgent.make("fragile", { model, toolkit, maxCrashes: 2 })
