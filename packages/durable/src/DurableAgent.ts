@@ -405,9 +405,10 @@ const build = <O, R, E, RU>(
     execution(start, executionId).pipe(
       Effect.retry({ times: 3, while: (error) => error._tag === "StepTaken" }),
       Effect.catchTag("StepTaken", Effect.die),
-      // A result or a termination finishes the run (see `RunRetention`); waiting, stopping or dying does not.
+      // A result, a termination or a defect (which the engine keeps as the run's result) finishes the run (see
+      // `RunRetention`); waiting, stopping or dying with the process does not.
       Effect.onExit((exit) =>
-        Exit.isSuccess(exit) || (Exit.hasFails(exit) && !Exit.hasInterrupts(exit))
+        !Exit.hasInterrupts(exit)
           ? RunRetention.finished({ agent: name, runId: start.runId }, executionId)
           : Effect.void
       ),
