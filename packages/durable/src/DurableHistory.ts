@@ -156,18 +156,12 @@ interface Placed {
   readonly stamp: StepRecord["stamp"]
 }
 
-/** A fork's checkpoint: `fork/<its place>`. */
-const forkName = /^fork\/\d{1,15}$/
-
 const place = (name: string, body: string, stamp: StepRecord["stamp"], claim: boolean): Placed => {
   const parsed = StepName.parse(name)
-  if (parsed !== undefined) {
-    const kind = claim ? "started" : parsed.kind
-    return { kind, name, step: parsed.step, index: parsed.index, body, stamp }
-  }
+  if (parsed === undefined) return { kind: "other", name, step: 0, index: 0, body, stamp }
   // A fork's checkpoint comes after its own records, which share its place.
-  if (forkName.test(name)) return { kind: "fork", name, step: Number.MAX_SAFE_INTEGER, index: 0, body, stamp }
-  return { kind: "other", name, step: 0, index: 0, body, stamp }
+  if (parsed.kind === "fork") return { kind: "fork", name, step: Number.MAX_SAFE_INTEGER, index: 0, body, stamp }
+  return { kind: claim ? "started" : parsed.kind, name, step: parsed.step, index: parsed.index, body, stamp }
 }
 
 /** Within a place of the run's course: a turn, then its calls' starts and ends, then its decision, then a fork. */
@@ -225,10 +219,6 @@ const course = (run: RunKey): Effect.Effect<Course, RunStoreError | RunHistory.U
     if (checkpoints.length === 0) return yield* new RunHistory.UnknownRun({ id: run.runId })
     return { records, checkpoints, approvals: recorded.approvals }
   })
-
-const inputCodec = RunJournal.codec(RunSteps.Input)
-const turnCodec = RunJournal.codec(RunSteps.TurnRecord)
-const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
 
 /**
  * A fork's checkpoint: the run it was copied from, the checkpoint there, and
@@ -352,7 +342,7 @@ const folder = <O, R, E, RU>(
           if (record.step !== folded.state.steps + 1 || folded.finished !== undefined) {
             return yield* corrupt(record, `the run was after turn ${folded.state.steps}`)
           }
-          const completed = RunSteps.completed(yield* decode(record, turnCodec), folded.state.history)
+          const completed = RunSteps.completed(yield* decode(record, RunSteps.turnCodec), folded.state.history)
           const { state } = yield* machine.books(folded.state, completed)
           folded = {
             state,
@@ -371,7 +361,7 @@ const folder = <O, R, E, RU>(
         }
         case "tool": {
           const answered = yield* answering(record)
-          const result = yield* RunSteps.result(toolkit, yield* decode(record, toolCodec))
+          const result = yield* RunSteps.result(toolkit, yield* decode(record, RunSteps.toolCodec))
           folded = { ...folded, answered: { ...answered, done: new Map(answered.done).set(record.index, result) } }
           return [result.output]
         }
@@ -418,7 +408,7 @@ const open = <O, R, E, RU>(
     const recordedInput = found.records.find((record) => record.kind === "input")
     if (recordedInput === undefined) return yield* new InputNotRecorded({ runId })
     const input = yield* Effect.mapError(
-      inputCodec.decode(recordedInput.body),
+      RunSteps.inputCodec.decode(recordedInput.body),
       (error) =>
         new RunStoreError({ operation: "read history", message: `the input of run ${runId}: ${error.message}` })
     )
@@ -556,7 +546,7 @@ const ownRecords = <O, R, E, RU>(
         const call = calls[index]
         if (call === undefined || answered.done.has(index)) continue
         const cutOff = ToolRecord.fromResult(Toolkit.outcomeUnknown(call))
-        yield* Effect.orDie(write(StepName.tool(step, index), toolCodec, cutOff))
+        yield* Effect.orDie(write(StepName.tool(step, index), RunSteps.toolCodec, cutOff))
       }
     }
     let change: AgentCheckpoint.HistoryChange | undefined
@@ -567,7 +557,7 @@ const ownRecords = <O, R, E, RU>(
       yield* Effect.mapError(write(StepName.edited(step), agent.decisions, editedDecision(folded, after)), uneditable)
     }
     const mark = { from: fork.from, index: fork.index, ...(change === undefined ? {} : { edit: change }) }
-    yield* Effect.mapError(write(`fork/${fork.stamp.seq}`, forkCodec, mark), uneditable)
+    yield* Effect.mapError(write(StepName.fork(fork.stamp.seq), forkCodec, mark), uneditable)
     return own
   })
 

@@ -57,7 +57,13 @@ export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> 
 export const Input = Schema.Union([Schema.String, Item.History])
 export type Input = typeof Input.Type
 
-const inputCodec = RunJournal.codec(Input)
+/**
+ * How the run's input is recorded (step `StepName.input`).
+ *
+ * @since 0.3.0
+ * @category codecs
+ */
+export const inputCodec: RunJournal.Codec<Input> = RunJournal.codec(Input)
 
 /**
  * The run's input, `given` the first time, recorded once: the run's history
@@ -109,7 +115,13 @@ export const TurnRecord = Schema.Struct({
 })
 export type TurnRecord = typeof TurnRecord.Type
 
-const turnCodec = RunJournal.codec(TurnRecord)
+/**
+ * How a completed turn is recorded (step `StepName.turn`).
+ *
+ * @since 0.3.0
+ * @category codecs
+ */
+export const turnCodec: RunJournal.Codec<TurnRecord> = RunJournal.codec(TurnRecord)
 
 /**
  * The completed turn of a record, for the turn that started from `history`.
@@ -208,7 +220,13 @@ export interface Call<R> {
 export const idempotencyKey = (executionId: string, name: string): string =>
   createHash("sha256").update(`${executionId}-${name}`).digest("hex").slice(0, 32)
 
-const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
+/**
+ * How a call's result is recorded (step `StepName.tool`).
+ *
+ * @since 0.3.0
+ * @category codecs
+ */
+export const toolCodec: RunJournal.Codec<ToolRecord.ToolRecord> = RunJournal.codec(ToolRecord.ToolRecord)
 
 /**
  * A tool call, run by `Toolkit.executeAllSafe` with the call's
