@@ -30,7 +30,6 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Struct from "effect/Struct"
-import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
 import { RunStore } from "./RunStore.ts"
@@ -59,6 +58,20 @@ export type Input = typeof Input.Type
 
 /**
  * How the run's input is recorded (step `StepName.input`).
+ *
+ * @example
+ * ```ts
+ * import { RunSteps } from "@agentloop/durable"
+ * import { Effect } from "effect"
+ *
+ * // A run's input as its journal holds it: JSON, checked when it is read back.
+ * const program = Effect.gen(function*() {
+ *   const json = yield* RunSteps.inputCodec.encode("What is 2 + 3?")
+ *   console.log(json) // "What is 2 + 3?"
+ *   console.log(yield* RunSteps.inputCodec.decode(json)) // What is 2 + 3?
+ * })
+ * Effect.runPromise(program)
+ * ```
  *
  * @since 0.3.0
  * @category codecs
@@ -203,24 +216,6 @@ export interface Call<R> {
 }
 
 /**
- * The idempotency key of step `name` of the execution `executionId`: the
- * first 32 hex digits of the SHA-256 of both, the same each time the step runs.
- *
- * @example
- * ```ts
- * import { RunSteps } from "@agentloop/durable"
- *
- * // The key a tool sees as `Tool.IdempotencyKey`: the same for every execution of the same call of the same run.
- * console.log(RunSteps.idempotencyKey("exec-1", "call_7") === RunSteps.idempotencyKey("exec-1", "call_7")) // true
- * ```
- *
- * @since 0.2.0
- * @category tools
- */
-export const idempotencyKey = (executionId: string, name: string): string =>
-  createHash("sha256").update(`${executionId}-${name}`).digest("hex").slice(0, 32)
-
-/**
  * How a call's result is recorded (step `StepName.tool`).
  *
  * @since 0.3.0
@@ -230,7 +225,8 @@ export const toolCodec: RunJournal.Codec<ToolRecord.ToolRecord> = RunJournal.cod
 
 /**
  * A tool call, run by `Toolkit.executeAllSafe` with the call's
- * `Tool.IdempotencyKey` (stable across runs of the same call), and committed
+ * `Tool.IdempotencyKey` (`Tool.idempotencyKey` of the run's execution id and
+ * the call's step name: the same each time the call runs), and committed
  * as it ends. A call of a tool that is not `idempotent` is recorded as
  * started first: when a crash cut it short, it is not run again, and the
  * model reads that its outcome is unknown.
@@ -257,8 +253,9 @@ export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => 
       if (!first.success) return ToolRecord.fromResult(Toolkit.outcomeUnknown(call))
     }
     const decision = options.decision
+    const key = yield* Tool.idempotencyKey(options.executionId, name)
     const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
-      Effect.provideService(Tool.IdempotencyKey, idempotencyKey(options.executionId, name)),
+      Effect.provideService(Tool.IdempotencyKey, key),
       (run) =>
         decision === undefined
           ? run
