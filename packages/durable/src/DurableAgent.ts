@@ -13,7 +13,7 @@
  * Every run logs its events (see `DurableEvent`), which `events` streams to a
  * UI, again from any turn on. A run's recorded steps are its history: its
  * checkpoints are listed (`checkpoints`), read (`stateAt`) and forked into new
- * runs (`fork`; see `DurableHistory`).
+ * runs (`fork`; see `DurableHistory`, `DurableFork`).
  *
  * @since 0.1.0
  */
@@ -41,6 +41,7 @@ import * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
+import * as DurableFork from "./DurableFork.ts"
 import * as DurableHistory from "./DurableHistory.ts"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
@@ -181,7 +182,7 @@ export interface DurableAgent<O, R, RU> {
    * `options.from`, optionally with its history edited there
    * (`AgentHistory.dropLastAnswer`, `replaceToolOutput`, `addMessage`, or
    * any `AgentHistory.Edit`): the fork is recorded (see
-   * `DurableHistory.fork`), then started as `start` would, with its source's
+   * `DurableFork.fork`), then started as `start` would, with its source's
    * input; it runs on whichever runner picks it up. Follow it like any run
    * (`events`, `result`, `run` with the source's input). The source is not
    * changed. Should the process die between the two, the fork is recorded and
@@ -190,8 +191,8 @@ export interface DurableAgent<O, R, RU> {
    * @since 0.3.0
    */
   readonly fork: (
-    options: DurableHistory.ForkOptions
-  ) => Effect.Effect<void, DurableHistory.ForkError, WorkflowEngine | RunStore>
+    options: DurableFork.ForkOptions
+  ) => Effect.Effect<void, DurableFork.ForkError, WorkflowEngine | RunStore>
 }
 
 /**
@@ -463,7 +464,7 @@ const build = <O, R, E, RU>(
     stateAt: (runId, index) => DurableHistory.stateAt(history, runId, index),
     fork: (forkOptions) =>
       Effect.flatMap(
-        DurableHistory.fork(history, forkOptions),
+        DurableFork.fork(history, forkOptions),
         (input) => workflow.execute({ runId: forkOptions.runId, input }, { discard: true })
       ).pipe(Effect.asVoid)
   }

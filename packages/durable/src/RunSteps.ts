@@ -80,14 +80,32 @@ export const inputCodec: RunJournal.Codec<Input> = RunJournal.codec(Input)
 
 /**
  * The run's input, `given` the first time, recorded once: the run's history
- * is rebuilt from it (see `DurableHistory`), and a fork goes on with its
- * source's.
+ * is rebuilt from it (see `DurableHistory`), and a fork (see `DurableFork`)
+ * goes on with its source's.
  *
  * @since 0.3.0
  * @category constructors
  */
 export const input = <O>(journal: RunJournal.Journal<O>, given: Input): Effect.Effect<Input> =>
   journal.step(StepName.input, inputCodec, Effect.succeed(given))
+
+/**
+ * Run `runId` was recorded by a version of `@agentloop/durable` that did not
+ * record a run's input (before 0.3.0), so its history cannot be rebuilt (see
+ * `DurableHistory`) nor forked. A run that executes again on this version
+ * records it.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class InputNotRecorded extends Schema.TaggedError<InputNotRecorded>()("InputNotRecorded", {
+  runId: Schema.String
+}) {
+  override get message() {
+    const run = JSON.stringify(this.runId)
+    return `run ${run} did not record its input (it was recorded before 0.3.0): its history cannot be rebuilt`
+  }
+}
 
 /**
  * Records `given` as the input of run `run` before the engine is asked to

@@ -18,7 +18,7 @@
  * holds, and a replaying run writes nothing twice. Steps and started calls
  * carry their place in the run's course and when they were written, which
  * make the run's history (see `DurableHistory`); a run's records are read
- * whole, and copied to a new run, for its forks.
+ * whole, and copied to a new run, for its forks (see `DurableFork`).
  *
  * @since 0.1.0
  */
