@@ -10,7 +10,7 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as JsonPointer from "effect/JsonPointer"
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Predicate from "effect/Predicate"
@@ -19,6 +19,7 @@ import * as Schema from "effect/Schema"
 import type * as Stream from "effect/Stream"
 import type * as CheckpointVersion from "./CheckpointVersion.ts"
 import type { Halt } from "./Halt.ts"
+import { sha256Hex } from "./internal/sha256.ts"
 import type * as Item from "./Item.ts"
 import type * as LanguageModel from "./LanguageModel.ts"
 import type * as ToolMemory from "./ToolMemory.ts"
@@ -426,6 +427,31 @@ export const IdempotencyKey: Context.Reference<string | undefined> = Context.Ref
   "@agentloop/core/Tool/IdempotencyKey",
   { defaultValue: () => undefined }
 )
+
+/**
+ * The {@link IdempotencyKey} of call `call` (its place in the run, as the
+ * run names it) of the recorded run `run`: the first 32 hex digits of the
+ * SHA-256 of both (UTF-8), the same each time the same call of the same run
+ * runs. Every recorded run derives its calls' keys with it: an `AgentLoop`
+ * run's, a step program's, a durable run's (keyed by its execution id).
+ *
+ * @example
+ * ```ts
+ * import { Tool } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * // The key of the first call of turn 1 of run "order-7": the same every time that call runs.
+ * const program = Effect.gen(function*() {
+ *   const key = yield* Tool.idempotencyKey("order-7", "tool/1/0")
+ *   console.log(key.length, key === (yield* Tool.idempotencyKey("order-7", "tool/1/0"))) // 32 true
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.3.0
+ * @category services
+ */
+export const idempotencyKey = (run: string, call: string): Effect.Effect<string> => sha256Hex(`${run}-${call}`)
 
 /**
  * The tool as a model request carries it: name, description and the JSON Schema of its arguments.

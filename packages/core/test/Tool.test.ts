@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Schema } from "effect"
+import { createHash } from "node:crypto"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 
@@ -164,6 +165,15 @@ describe("Tool", () => {
         Effect.provideService(Tool.IdempotencyKey, "run-1/call_1")
       )
       expect(outputs(keyed)).toStrictEqual(["\"run-1/call_1\""])
+    }).pipe(Effect.runPromise))
+
+  it("derives a recorded run's call keys: SHA-256 of the run and the call, the same each time, another for another", () =>
+    Effect.gen(function*() {
+      const key = yield* Tool.idempotencyKey("run-1", "tool/2/0")
+      expect(key).toBe(createHash("sha256").update("run-1-tool/2/0").digest("hex").slice(0, 32))
+      expect(yield* Tool.idempotencyKey("run-1", "tool/2/0")).toBe(key)
+      expect(yield* Tool.idempotencyKey("run-1", "tool/2/1")).not.toBe(key)
+      expect(yield* Tool.idempotencyKey("run-2", "tool/2/0")).not.toBe(key)
     }).pipe(Effect.runPromise))
 
   it("lists a toolkit's definitions in order and rejects duplicate names", () => {

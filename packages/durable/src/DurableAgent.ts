@@ -13,7 +13,7 @@
  * Every run logs its events (see `DurableEvent`), which `events` streams to a
  * UI, again from any turn on. A run's recorded steps are its history: its
  * checkpoints are listed (`checkpoints`), read (`stateAt`) and forked into new
- * runs (`fork`; see `DurableHistory`).
+ * runs (`fork`; see `DurableHistory`, `DurableFork`).
  *
  * @since 0.1.0
  */
@@ -41,6 +41,7 @@ import * as Workflow from "effect/workflow/Workflow"
 import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as DurableEvent from "./DurableEvent.ts"
+import * as DurableFork from "./DurableFork.ts"
 import * as DurableHistory from "./DurableHistory.ts"
 import * as RunJournal from "./RunJournal.ts"
 import * as RunLog from "./RunLog.ts"
@@ -108,7 +109,11 @@ export interface DurableAgent<O, R, RU> {
   readonly run: (
     start: Start
   ) => Effect.Effect<AgentEvent.RunResult<O>, RunError, WorkflowEngine | RunStore>
-  /** Starts `start.runId` without waiting; a run that exists already is left as it is. */
+  /**
+   * Starts `start.runId` without waiting; a run that exists already (started
+   * or forked) is left as it is. The run's input is recorded before the
+   * engine holds the start: from then on, a fork onto the id is refused.
+   */
   readonly start: (
     start: Start
   ) => Effect.Effect<void, RunId.InvalidRunId | RunParking.RunParked | RunStoreError, WorkflowEngine | RunStore>
@@ -177,7 +182,7 @@ export interface DurableAgent<O, R, RU> {
    * `options.from`, optionally with its history edited there
    * (`AgentHistory.dropLastAnswer`, `replaceToolOutput`, `addMessage`, or
    * any `AgentHistory.Edit`): the fork is recorded (see
-   * `DurableHistory.fork`), then started as `start` would, with its source's
+   * `DurableFork.fork`), then started as `start` would, with its source's
    * input; it runs on whichever runner picks it up. Follow it like any run
    * (`events`, `result`, `run` with the source's input). The source is not
    * changed. Should the process die between the two, the fork is recorded and
@@ -186,8 +191,8 @@ export interface DurableAgent<O, R, RU> {
    * @since 0.3.0
    */
   readonly fork: (
-    options: DurableHistory.ForkOptions
-  ) => Effect.Effect<void, DurableHistory.ForkError, WorkflowEngine | RunStore>
+    options: DurableFork.ForkOptions
+  ) => Effect.Effect<void, DurableFork.ForkError, WorkflowEngine | RunStore>
 }
 
 /**
@@ -401,9 +406,10 @@ const build = <O, R, E, RU>(
     execution(start, executionId).pipe(
       Effect.retry({ times: 3, while: (error) => error._tag === "StepTaken" }),
       Effect.catchTag("StepTaken", Effect.die),
-      // A result or a termination finishes the run (see `RunRetention`); waiting, stopping or dying does not.
+      // A result, a termination or a defect (which the engine keeps as the run's result) finishes the run (see
+      // `RunRetention`); waiting, stopping or dying with the process does not.
       Effect.onExit((exit) =>
-        Exit.isSuccess(exit) || (Exit.hasFails(exit) && !Exit.hasInterrupts(exit))
+        !Exit.hasInterrupts(exit)
           ? RunRetention.finished({ agent: name, runId: start.runId }, executionId)
           : Effect.void
       ),
@@ -416,6 +422,8 @@ const build = <O, R, E, RU>(
   const runnable = (start: Start) =>
     RunId.validate(start.runId).pipe(
       Effect.andThen(RunParking.check({ agent: name, runId: start.runId })),
+      // The id is taken before the engine holds the start: no fork can become the run this start asked for.
+      Effect.andThen(RunSteps.recordInput({ agent: name, runId: start.runId }, start.input)),
       Effect.as(start)
     )
 
@@ -456,7 +464,7 @@ const build = <O, R, E, RU>(
     stateAt: (runId, index) => DurableHistory.stateAt(history, runId, index),
     fork: (forkOptions) =>
       Effect.flatMap(
-        DurableHistory.fork(history, forkOptions),
+        DurableFork.fork(history, forkOptions),
         (input) => workflow.execute({ runId: forkOptions.runId, input }, { discard: true })
       ).pipe(Effect.asVoid)
   }

@@ -82,8 +82,9 @@ export interface Journal<O> {
    */
   readonly recorded: <A>(name: string, codec: Codec<A>) => Effect.Effect<A | undefined>
   /**
-   * Records that the call of step `name` starts, at once: `false` when it was
-   * recorded before (the call started, and may not have ended).
+   * Records that the call of step `name` starts, at once (a write that fails
+   * is tried again, as a commit is): `false` when it was recorded before (the
+   * call started, and may not have ended).
    *
    * @since 0.3.0
    */
@@ -195,7 +196,11 @@ export const open = <O>(
       },
       claim: (name) =>
         writer.withPermits(1)(
-          Effect.flatMap(Clock.currentTimeMillis, (at) => store.claim(run, name, { seq: ++place, at }))
+          // A claim that landed before its connection dropped reads as made before: the call's outcome is unknown.
+          Effect.flatMap(
+            Clock.currentTimeMillis,
+            (at) => store.claim(run, name, { seq: ++place, at }).pipe(Effect.retry(retry))
+          )
         ),
       log: (step, added) => {
         for (const event of added) {

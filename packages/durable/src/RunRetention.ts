@@ -1,15 +1,18 @@
 /**
- * Retention for durable runs: a run that finished (with a result or a
- * termination) records when, and {@link layer} (what `DurableRunner`'s
- * `retention` option starts) forgets the runs that finished long enough ago,
- * on a schedule, as a fiber of the runner's scope.
+ * Retention for durable runs: a run that finished (with a result, a
+ * termination, or a defect, which the engine keeps as the run's result)
+ * records when, and {@link layer} (what `DurableRunner`'s `retention` option
+ * starts) forgets the runs that finished long enough ago, on a schedule, as a
+ * fiber of the runner's scope.
  *
  * Forgetting a run removes, in one transaction, everything stored for it: the
  * engine's messages and replies for its workflow and its durable clocks, and
  * the run's own records (steps, event log, started calls, approvals, its
- * row). Executing it again with its id starts afresh. A run that waits (for a
- * decision, or parked) or runs is never finished, so never pruned; nor is a
- * run whose execution began again after it finished.
+ * row). Executing it again with its id starts afresh. A run that has not
+ * ended is never finished, so never pruned, however old: one that waits for
+ * a decision (that may never come), a parked one (until it is unparked and
+ * ends), one in flight; nor is a run whose execution began again after it
+ * finished.
  *
  * @since 0.2.0
  */

@@ -30,9 +30,10 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Struct from "effect/Struct"
-import { createHash } from "node:crypto"
 import * as DurableApproval from "./DurableApproval.ts"
 import * as RunJournal from "./RunJournal.ts"
+import { RunStore } from "./RunStore.ts"
+import type { RunKey, RunStoreError } from "./RunStore.ts"
 import * as StepName from "./StepName.ts"
 
 const startCodec = RunJournal.codec(Schema.Number)
@@ -55,18 +56,78 @@ export const start = <O>(journal: RunJournal.Journal<O>): Effect.Effect<number> 
 export const Input = Schema.Union([Schema.String, Item.History])
 export type Input = typeof Input.Type
 
-const inputCodec = RunJournal.codec(Input)
+/**
+ * How the run's input is recorded (step `StepName.input`).
+ *
+ * @example
+ * ```ts
+ * import { RunSteps } from "@agentloop/durable"
+ * import { Effect } from "effect"
+ *
+ * // A run's input as its journal holds it: JSON, checked when it is read back.
+ * const program = Effect.gen(function*() {
+ *   const json = yield* RunSteps.inputCodec.encode("What is 2 + 3?")
+ *   console.log(json) // "What is 2 + 3?"
+ *   console.log(yield* RunSteps.inputCodec.decode(json)) // What is 2 + 3?
+ * })
+ * Effect.runPromise(program)
+ * ```
+ *
+ * @since 0.3.0
+ * @category codecs
+ */
+export const inputCodec: RunJournal.Codec<Input> = RunJournal.codec(Input)
 
 /**
  * The run's input, `given` the first time, recorded once: the run's history
- * is rebuilt from it (see `DurableHistory`), and a fork goes on with its
- * source's.
+ * is rebuilt from it (see `DurableHistory`), and a fork (see `DurableFork`)
+ * goes on with its source's.
  *
  * @since 0.3.0
  * @category constructors
  */
 export const input = <O>(journal: RunJournal.Journal<O>, given: Input): Effect.Effect<Input> =>
   journal.step(StepName.input, inputCodec, Effect.succeed(given))
+
+/**
+ * Run `runId` was recorded by a version of `@agentloop/durable` that did not
+ * record a run's input (before 0.3.0), so its history cannot be rebuilt (see
+ * `DurableHistory`) nor forked. A run that executes again on this version
+ * records it.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class InputNotRecorded extends Schema.TaggedError<InputNotRecorded>()("InputNotRecorded", {
+  runId: Schema.String
+}) {
+  override get message() {
+    const run = JSON.stringify(this.runId)
+    return `run ${run} did not record its input (it was recorded before 0.3.0): its history cannot be rebuilt`
+  }
+}
+
+/**
+ * Records `given` as the input of run `run` before the engine is asked to
+ * start it, unless anything of the run is recorded (a step, a log entry, an
+ * execution that began): from then on the run's id is taken, so a fork onto
+ * it fails with `RunExists` instead of becoming the run the start asked for.
+ * `false` when the run had records: it was started, or forked, first, and
+ * what it recorded holds (a start joins it).
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const recordInput = (run: RunKey, given: Input): Effect.Effect<boolean, RunStoreError, RunStore> =>
+  Effect.gen(function*() {
+    const body = yield* Effect.orDie(inputCodec.encode(given))
+    const stamp = { seq: 1, at: yield* Clock.currentTimeMillis }
+    return yield* (yield* RunStore).create(run, {
+      steps: [{ name: StepName.input, body, stamp }],
+      claims: [],
+      approvals: []
+    })
+  })
 
 /** Compaction's events of a turn. */
 const Note = Schema.Union([AgentEvent.AttemptDiscarded, AgentEvent.Compacted])
@@ -85,7 +146,13 @@ export const TurnRecord = Schema.Struct({
 })
 export type TurnRecord = typeof TurnRecord.Type
 
-const turnCodec = RunJournal.codec(TurnRecord)
+/**
+ * How a completed turn is recorded (step `StepName.turn`).
+ *
+ * @since 0.3.0
+ * @category codecs
+ */
+export const turnCodec: RunJournal.Codec<TurnRecord> = RunJournal.codec(TurnRecord)
 
 /**
  * The completed turn of a record, for the turn that started from `history`.
@@ -167,28 +234,17 @@ export interface Call<R> {
 }
 
 /**
- * The idempotency key of step `name` of the execution `executionId`: the
- * first 32 hex digits of the SHA-256 of both, the same each time the step runs.
+ * How a call's result is recorded (step `StepName.tool`).
  *
- * @example
- * ```ts
- * import { RunSteps } from "@agentloop/durable"
- *
- * // The key a tool sees as `Tool.IdempotencyKey`: the same for every execution of the same call of the same run.
- * console.log(RunSteps.idempotencyKey("exec-1", "call_7") === RunSteps.idempotencyKey("exec-1", "call_7")) // true
- * ```
- *
- * @since 0.2.0
- * @category tools
+ * @since 0.3.0
+ * @category codecs
  */
-export const idempotencyKey = (executionId: string, name: string): string =>
-  createHash("sha256").update(`${executionId}-${name}`).digest("hex").slice(0, 32)
-
-const toolCodec = RunJournal.codec(ToolRecord.ToolRecord)
+export const toolCodec: RunJournal.Codec<ToolRecord.ToolRecord> = RunJournal.codec(ToolRecord.ToolRecord)
 
 /**
  * A tool call, run by `Toolkit.executeAllSafe` with the call's
- * `Tool.IdempotencyKey` (stable across runs of the same call), and committed
+ * `Tool.IdempotencyKey` (`Tool.idempotencyKey` of the run's execution id and
+ * the call's step name: the same each time the call runs), and committed
  * as it ends. A call of a tool that is not `idempotent` is recorded as
  * started first: when a crash cut it short, it is not run again, and the
  * model reads that its outcome is unknown.
@@ -215,8 +271,9 @@ export const tool = <O, R>(journal: RunJournal.Journal<O>, options: Call<R>) => 
       if (!first.success) return ToolRecord.fromResult(Toolkit.outcomeUnknown(call))
     }
     const decision = options.decision
+    const key = yield* Tool.idempotencyKey(options.executionId, name)
     const results = yield* Toolkit.executeAllSafe(toolkit ?? Toolkit.make(), [call], options.tools).pipe(
-      Effect.provideService(Tool.IdempotencyKey, idempotencyKey(options.executionId, name)),
+      Effect.provideService(Tool.IdempotencyKey, key),
       (run) =>
         decision === undefined
           ? run

@@ -18,7 +18,7 @@
  * holds, and a replaying run writes nothing twice. Steps and started calls
  * carry their place in the run's course and when they were written, which
  * make the run's history (see `DurableHistory`); a run's records are read
- * whole, and copied to a new run, for its forks.
+ * whole, and copied to a new run, for its forks (see `DurableFork`).
  *
  * @since 0.1.0
  */
@@ -207,8 +207,8 @@ export class RunStore extends Context.Service<RunStore, {
   readonly parked: (agent: string) => Effect.Effect<ReadonlyArray<ParkedRow>, RunStoreError>
   /**
    * Records that the execution `executionId` of `run` finished (with a
-   * result or a termination) at `at` (epoch milliseconds). An execution of
-   * the run that begins after it makes it unfinished again.
+   * result, a termination or a defect) at `at` (epoch milliseconds). An
+   * execution of the run that begins after it makes it unfinished again.
    */
   readonly finished: (run: RunKey, executionId: string, at: number) => Effect.Effect<void, RunStoreError>
   /** The runs that finished before `before` (epoch milliseconds), oldest first, at most `limit`. */

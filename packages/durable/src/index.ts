@@ -7,6 +7,7 @@
 export * as DurableAgent from "./DurableAgent.ts"
 export * as DurableApproval from "./DurableApproval.ts"
 export * as DurableEvent from "./DurableEvent.ts"
+export * as DurableFork from "./DurableFork.ts"
 export * as DurableHistory from "./DurableHistory.ts"
 export * as DurableRunner from "./DurableRunner.ts"
 export * as DurableStream from "./DurableStream.ts"

@@ -2,6 +2,7 @@ import { Approval, EventStream, Tool, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { createHash } from "node:crypto"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, DurableRunner, RunStore } from "../src/index.ts"
 import { answer, call, calls, embedded, model, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
@@ -40,6 +41,37 @@ describe("DurableAgent on the embedded runner", () => {
       Effect.provide(
         agent.layer.pipe(
           Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("add", { a: 2, b: 3 }), answer("5")]))
+        )
+      ),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  })
+})
+
+describe("DurableAgent tools' idempotency keys", () => {
+  it.live("are Tool.idempotencyKey of the run's execution and the call's step: the keys runs had before", () => {
+    const temp = tempDir()
+    const seen: Array<string | undefined> = []
+    const charge = Tool.make({
+      name: "charge",
+      description: "Charges a card",
+      input: Schema.Struct({ cents: Schema.Int }),
+      output: Schema.String,
+      idempotent: true,
+      execute: ({ cents }) => Effect.map(Tool.IdempotencyKey, (key) => (seen.push(key), `charged ${cents}`))
+    })
+    const cashier = DurableAgent.make("keyed", { model, toolkit: Toolkit.make(charge) })
+    return Effect.gen(function*() {
+      yield* cashier.run({ runId: "k1", input: "Charge 5" })
+      const executionId = yield* cashier.workflow.executionId({ runId: "k1", input: "" })
+      // What @agentloop/durable 0.2 derived: a run in flight across the upgrade keeps its calls' keys.
+      const before = createHash("sha256").update(`${executionId}-tool/1/0`).digest("hex").slice(0, 32)
+      expect(seen).toStrictEqual([yield* Tool.idempotencyKey(executionId, "tool/1/0")])
+      expect(seen).toStrictEqual([before])
+    }).pipe(
+      Effect.provide(
+        cashier.layer.pipe(
+          Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("charge", { cents: 5 }), answer("done")]))
         )
       ),
       Effect.ensuring(Effect.sync(temp.remove))

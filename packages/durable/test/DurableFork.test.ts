@@ -1,16 +1,18 @@
 /**
  * Forks of durable runs, on SQLite and PostgreSQL: from any checkpoint of a
  * finished run, edited or not; of a run in flight, whose call had started;
- * around approvals; and forks are runs like any other for parking and
- * retention. The real process kill is in ForkCrash.test.ts.
+ * around approvals; onto an id that was started and not yet executed
+ * (refused); and forks are runs like any other for parking and retention.
+ * The real process kill is in ForkCrash.test.ts.
  */
 import { AgentHistory, Approval, Tool, Toolkit } from "@agentloop/core"
-import type { MockLanguageModel } from "@agentloop/testing"
-import { describe, expect } from "@effect/vitest"
-import { Deferred, Effect, Option, Schedule, Schema, Stream } from "effect"
+import { MockLanguageModel } from "@agentloop/testing"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
-import { DurableAgent, DurableApproval, RunStore } from "../src/index.ts"
-import { answer, call, model, toolkit } from "./fixtures.ts"
+import * as Path from "node:path"
+import { DurableAgent, DurableApproval, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { answer, call, model, pricing, tempDir, toolkit } from "./fixtures.ts"
 import { eachStore, lastWords, outputOf, requests, tagsOf, textOf } from "./historyFixtures.ts"
 
 const forker = DurableAgent.make("forker", { model, toolkit })
@@ -308,6 +310,122 @@ describe.concurrent("forks and approvals", () => {
       }
     }
   )
+})
+
+describe("a fork onto a run that was started", () => {
+  it.live("is refused while the start waits for a runner, which then runs the start's own input", () => {
+    const temp = tempDir()
+    const filename = Path.join(temp.dir, "runs.db")
+    /** This process on the file: a runner of the agent, or a client that only stores runs. */
+    const here = (runs: boolean) =>
+      runs
+        ? forker.layer.pipe(
+          Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer(adding), pricing)),
+          Layer.provideMerge(DurableRunner.layerSqlite({ filename, synchronous: "NORMAL" }))
+        )
+        : DurableRunner.layer("client").pipe(Layer.provideMerge(NodeSqliteClient.layer({ filename })))
+    return Effect.gen(function*() {
+      yield* Effect.provide(forker.run({ runId: "source", input: question }), here(true))
+      // Started from a process that runs nothing: the engine holds the start, no execution has begun.
+      const refused = yield* Effect.gen(function*() {
+        yield* forker.start({ runId: "started", input: "And times 2?" })
+        return yield* Effect.result(forker.fork({ runId: "started", from: "source", at: 0 }))
+      }).pipe(Effect.provide(here(false)))
+      expect(refused).toMatchObject({ _tag: "Failure", failure: { _tag: "RunExists", id: "started" } })
+      // A runner picks the start up: it runs with the input it was started with, not as a fork of the source.
+      const started = yield* Effect.gen(function*() {
+        const result = yield* forker.run({ runId: "started", input: "And times 2?" })
+        return { output: outputOf(result), kinds: (yield* forker.checkpoints("started")).map((c) => c.kind) }
+      }).pipe(Effect.provide(here(true)))
+      expect(started).toStrictEqual({ output: "10", kinds: ["turn", "finished"] })
+    }).pipe(Effect.ensuring(Effect.sync(temp.remove)))
+  })
+})
+
+/** Removals that wait for decisions, one call at a time; the first waits for `gate`, once it said it `started`. */
+const makeGatedApprover = () => {
+  const removals = { count: 0, started: Deferred.makeUnsafe<void>(), gate: Deferred.makeUnsafe<void>() }
+  const remove = Tool.make({
+    name: "remove",
+    description: "Removes a file",
+    input: Schema.Struct({ path: Schema.String }),
+    output: Schema.String,
+    needsApproval: true,
+    execute: ({ path }) =>
+      Effect.gen(function*() {
+        if (++removals.count === 1) {
+          yield* Deferred.succeed(removals.started, undefined)
+          yield* Deferred.await(removals.gate)
+        }
+        return `removed ${path}`
+      })
+  })
+  const approver = DurableAgent.make("gated-approver", {
+    model,
+    toolkit: Toolkit.make(remove),
+    limits: { toolConcurrency: 1 }
+  })
+  return { removals, approver }
+}
+
+/** Removes /a and /b in one turn, then answers with what the calls' outputs said. */
+const removingBoth: MockLanguageModel.Respond = (request) => {
+  const outputs = request.history.filter((item) => item.type === "function_call_output").map(textOf)
+  if (outputs.length > 0) return answer(outputs.join(" | "))
+  return MockLanguageModel.callsTurn([
+    { name: "remove", arguments: { path: "/a" }, callId: "call_a" },
+    { name: "remove", arguments: { path: "/b" }, callId: "call_b" }
+  ], { model })
+}
+
+describe.concurrent("a fork between a turn's decisions and the end of its calls", () => {
+  eachStore("runs the calls that had not started with the source's decisions, asking for none", () => {
+    const { approver, removals } = makeGatedApprover()
+    const requested = (runId: string) =>
+      approver.events(runId, { fromStep: 1 }).pipe(
+        Stream.filter((event) => event._tag === "ApprovalRequested"),
+        Stream.take(2),
+        Stream.runCollect,
+        Effect.map((events) => events.flatMap((event) => event._tag === "ApprovalRequested" ? [event.token] : []))
+      )
+    return {
+      agents: approver.layer,
+      respond: removingBoth,
+      run: () =>
+        Effect.gen(function*() {
+          yield* approver.start({ runId: "d1", input: "Remove /a and /b" })
+          const [forA, forB] = yield* requested("d1")
+          yield* approver.approve(forA ?? "", Approval.approved)
+          yield* approver.approve(forB ?? "", Approval.denied("keep /b"))
+          // Both decided; the call of /a started and has not ended, the call of /b has not started.
+          yield* Deferred.await(removals.started)
+          expect((yield* approver.checkpoints("d1")).map((c) => c.kind)).toStrictEqual(["turn", "started"])
+
+          yield* approver.fork({ runId: "d1-f", from: "d1", at: -1 })
+          // The fork decides nothing again: its call of /a is cut off, its call of /b runs with the source's denial.
+          const forked = yield* approver.run({ runId: "d1-f", input: "Remove /a and /b" })
+          expect(outputOf(forked)).toContain("was cut short")
+          expect(outputOf(forked)).toContain("keep /b")
+          expect(removals.count).toBe(1)
+          // Its requests carry tokens of its own, for calls decided already: the source's decisions.
+          const refused = yield* Effect.forEach(
+            yield* requested("d1-f"),
+            (token) => Effect.flip(approver.approve(token, Approval.approved))
+          )
+          expect(refused).toMatchObject([
+            { _tag: "ApprovalAlreadyDecided", runId: "d1-f", decision: { _tag: "Approved" } },
+            { _tag: "ApprovalAlreadyDecided", runId: "d1-f", decision: { _tag: "Denied", reason: "keep /b" } }
+          ])
+
+          // The source goes on as if nothing happened.
+          yield* Deferred.succeed(removals.gate, undefined)
+          const source = yield* approver.run({ runId: "d1", input: "Remove /a and /b" })
+          expect(outputOf(source)).toContain("removed /a")
+          expect(outputOf(source)).toContain("keep /b")
+          expect(removals.count).toBe(1)
+        })
+    }
+  })
 })
 
 const fragile = DurableAgent.make("fragile", { model, toolkit, maxCrashes: 2 })

@@ -1,18 +1,24 @@
 /**
  * A durable run's history, on SQLite and PostgreSQL: its checkpoints (the
  * same as an `AgentLoop` run's on a `Checkpointer`) and the run at any of
- * them; bad input to them and to forks refused with typed errors; records
- * written before they were stamped read in the order of the run's course.
+ * them; bad input to them and to forks refused with typed errors (and, on
+ * PostgreSQL, the second of two forks onto one id whose rows meet in the
+ * database); records written before they were stamped read in the order of
+ * the run's course.
  */
-import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
+import { AgentHistory, AgentLoop, Checkpointer, Item } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
-import { DurableAgent, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { DurableAgent, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
 import { answer, call, model, pricing, tempDir, toolkit } from "./fixtures.ts"
 import { eachStore, lastWords, outputOf } from "./historyFixtures.ts"
+import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
+
+const postgresReachable = await reachable()
 
 const historian = DurableAgent.make("historian", { model, toolkit })
 
@@ -125,13 +131,24 @@ describe.concurrent("bad input to a durable run's history", () => {
           expect((yield* refusedFork({ runId: "b-new", from: runId, at: 0 }))._tag).toBe("InvalidRunId")
         }
         expect(yield* refusedFork({ runId: "b1", from: "b1", at: 0 })).toMatchObject({ _tag: "RunExists", id: "b1" })
+        // An edit whose history does not encode (a file with both its data and a URL): refused, nothing recorded.
+        const file = { type: "input_file", file_data: "aGk=", file_url: "https://example.com/a" } as const
+        const unencodable = yield* refusedFork({
+          runId: "b-new",
+          from: "b1",
+          at: -1,
+          edit: (history) => [...history, Item.userMessage([file])]
+        })
+        expect(unencodable).toMatchObject({ _tag: "UneditableCheckpoint", id: "b1", index: 5 })
+        expect(unencodable.message).toContain("the edited history does not encode")
         expect(outputOf(yield* strict.run({ runId: "b2", input: "Note" }))).toBe("noted")
         expect(yield* refusedFork({ runId: "b2", from: "b1", at: 0 })).toMatchObject({ _tag: "RunExists", id: "b2" })
         // An id whose run began, though it recorded nothing yet, is taken too.
         const store = yield* RunStore.RunStore
         yield* store.begin({ agent: "strict", runId: "b3" })
         expect((yield* refusedFork({ runId: "b3", from: "b1", at: 0 }))._tag).toBe("RunExists")
-        // Two forks onto one id at once: one is made, the other refused.
+        // Two forks onto one id at once: one is made, the other refused. (SQLite's one connection runs them one
+        // after the other; a race where their rows meet is below, on PostgreSQL.)
         const raced = yield* Effect.all(
           [strict.fork({ runId: "b4", from: "b1", at: 2 }), strict.fork({ runId: "b4", from: "b1", at: -1 })],
           { concurrency: 2, mode: "result" }
@@ -190,6 +207,55 @@ describe.concurrent("bad input to a durable run's history", () => {
         expect(yield* strict.checkpoints("b2")).toHaveLength(6)
       })
   }))
+})
+
+describe.skipIf(!postgresReachable)("two forks onto one id at once, on PostgreSQL", () => {
+  it.live("the fork whose rows come second waits for the first one's, then is refused with nothing written", () => {
+    const prefix = uniquePrefix("forkrace")
+    const application = `agentloop-fork-race-${process.pid}`
+    const runner = strict.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer(noting), pricing)),
+      Layer.provideMerge(DurableRunner.layerPg({ name: "race" }, { ...connection, applicationName: application }, {
+        prefix,
+        sharding: { shardsPerGroup: 16 }
+      }))
+    )
+    const Waiting = Schema.Array(Schema.Struct({ waiting: Schema.Union([Schema.Number, Schema.BigInt]) }))
+    return Effect.gen(function*() {
+      expect(outputOf(yield* strict.run({ runId: "r1", input: "Note" }))).toBe("noted")
+      const steps = `${prefix}_agent_steps`
+      // The first fork onto "r2", standing still in the middle of its transaction: its first row is written.
+      const admin = yield* Layer.build(PgClient.layer(connection))
+      const sql = Context.get(admin, PgClient.PgClient)
+      const wrote = yield* Deferred.make<void>()
+      const commit = yield* Deferred.make<void>()
+      const first = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`INSERT INTO ${sql(steps)} (agent, run_id, name, body) VALUES ('strict', 'r2', 'input', '"first"')`
+        yield* Deferred.succeed(wrote, undefined)
+        yield* Deferred.await(commit)
+      })))
+      yield* Deferred.await(wrote)
+      // The second found no record of "r2", and its rows wait for the first fork's.
+      const second = yield* Effect.forkChild(Effect.result(strict.fork({ runId: "r2", from: "r1", at: -1 })))
+      yield* Effect.flatMap(
+        sql`SELECT count(*) AS waiting FROM pg_stat_activity
+          WHERE application_name = ${application} AND wait_event_type = 'Lock'`,
+        Schema.decodeUnknownEffect(Waiting)
+      ).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: ([row]) => Number(row?.waiting) > 0 }),
+        Effect.timeout("20 seconds")
+      )
+      yield* Deferred.succeed(commit, undefined)
+      yield* Fiber.join(first)
+      expect(yield* Fiber.join(second)).toMatchObject({ _tag: "Failure", failure: { _tag: "RunExists", id: "r2" } })
+      const store = yield* RunStore.RunStore
+      expect(yield* store.records({ agent: "strict", runId: "r2" })).toStrictEqual({
+        steps: [{ name: "input", body: "\"first\"", stamp: undefined }],
+        claims: [],
+        approvals: []
+      })
+    }).pipe(Effect.scoped, Effect.provide(runner), Effect.ensuring(dropTables(prefix)))
+  })
 })
 
 describe.concurrent("a run store made before steps were stamped", () => {

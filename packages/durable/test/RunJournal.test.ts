@@ -2,16 +2,21 @@
  * The journal of a run over a real SQLite file: a step runs once and is
  * recorded with the next commit, a replay reads it back and writes nothing
  * again, and a step another executor recorded first is kept (the execution
- * learns it with `StepTaken`, and a durable run starts again from storage).
+ * learns it with `StepTaken`, and a durable run starts again from storage);
+ * on PostgreSQL, a call's start whose connection drops is recorded by a retry.
  */
 import { Tool, Toolkit, ToolRecord } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, NodeSqliteClient, RunJournal, RunStore } from "../src/index.ts"
 import { answer, embedded, model, tempDir } from "./fixtures.ts"
+import { connection, dropTables, reachable, uniquePrefix } from "./postgres.ts"
+
+const postgresReachable = await reachable()
 
 const run = { agent: "journal", runId: "j1" }
 const numbers = RunJournal.codec(Schema.Number)
@@ -79,6 +84,68 @@ describe("RunJournal", () => {
       const exit = yield* Effect.exit(journal.step("a", numbers, Effect.succeed(1)))
       expect(exit._tag === "Failure" && exit.cause.reasons[0]?._tag).toBe("Die")
     })))
+})
+
+describe.skipIf(!postgresReachable)("RunJournal on PostgreSQL", () => {
+  const prefix = uniquePrefix("journal")
+  const application = `agentloop-journal-test-${process.pid}`
+  const store = RunStore.layer(prefix).pipe(
+    Layer.provideMerge(PgClient.layer({ ...connection, applicationName: application }))
+  )
+  const admin = PgClient.layer(connection)
+  afterAll(() => Effect.runPromise(dropTables(prefix)))
+
+  const Waiting = Schema.Array(Schema.Struct({ waiting: Schema.Union([Schema.Number, Schema.BigInt]) }))
+  /**
+   * Runs `write` (a write to the started calls) while its connection is dropped: the table is locked, so the
+   * write's statement waits in the server, whose backend is then terminated; the table is unlocked after.
+   */
+  const throughDrop = <A, E>(write: Effect.Effect<A, E>) =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const locked = yield* Deferred.make<void>()
+      const unlock = yield* Deferred.make<void>()
+      const lock = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE ${sql(`${prefix}_agent_calls`)} IN ACCESS EXCLUSIVE MODE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(unlock)
+      })))
+      yield* Deferred.await(locked)
+      const writing = yield* Effect.forkChild(write)
+      yield* Effect.flatMap(
+        sql`SELECT count(*) AS waiting FROM pg_stat_activity
+          WHERE application_name = ${application} AND wait_event_type = 'Lock'`,
+        Schema.decodeUnknownEffect(Waiting)
+      ).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: ([row]) => Number(row?.waiting) > 0 }),
+        Effect.timeout("20 seconds")
+      )
+      yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${application}`
+      yield* Deferred.succeed(unlock, undefined)
+      yield* Fiber.join(lock)
+      return yield* Fiber.join(writing)
+    }).pipe(Effect.provide(admin))
+
+  it.live("a call's start whose connection dropped is recorded by a retry, once", () =>
+    Effect.gen(function*() {
+      const dropped = { agent: "journal", runId: "dropped" }
+      const journal = yield* RunJournal.open(dropped, DurableEvent.DurableEvent)
+      expect(yield* throughDrop(journal.claim("tool/1/0"))).toBe(true)
+      expect(yield* journal.claim("tool/1/0")).toBe(false)
+      const { claims } = yield* (yield* RunStore.RunStore).records(dropped)
+      expect(claims.map((claim) => claim.call)).toStrictEqual(["tool/1/0"])
+    }).pipe(Effect.provide(store)), 30_000)
+
+  it.live(
+    "the same drop fails a claim that is not retried (the test does drop the connection)",
+    () =>
+      Effect.gen(function*() {
+        const runStore = yield* RunStore.RunStore
+        const error = yield* Effect.flip(throughDrop(runStore.claim({ agent: "journal", runId: "once" }, "tool/1/0")))
+        expect(error).toMatchObject({ _tag: "RunStoreError", operation: "claim" })
+      }).pipe(Effect.provide(store)),
+    30_000
+  )
 })
 
 describe("a durable run whose step another executor recorded first", () => {

@@ -1,12 +1,13 @@
 /**
  * A runner with `retention` prunes the durable runs that finished: their
  * records and the engine's go, and a run executed again with its id starts
- * afresh; a run that waits for a decision is not finished, so it stays.
+ * afresh; a run that ended with a defect is finished too; a run that waits
+ * for a decision is not finished, so it stays.
  */
 import { Approval } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schedule, Schema, Stream } from "effect"
+import { Cause, Effect, Exit, Layer, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner, NodeSqliteClient, RunStore } from "../src/index.ts"
@@ -20,15 +21,15 @@ const agent = DurableAgent.make("pruned", { model, toolkit })
 const Count = Schema.Array(Schema.Struct({ n: Schema.Union([Schema.Number, Schema.NumberFromString, Schema.BigInt]) }))
 
 /**
- * What is stored for `runId` under the tables' `prefix`: the run's steps and log entries, and the engine's
- * messages for its workflow.
+ * What is stored for `runId` of `of` (by default the agent of {@link scenario}) under the tables' `prefix`: the
+ * run's steps and log entries, and the engine's messages for its workflow.
  */
-const stored = (runId: string, prefix: string) =>
+const stored = (runId: string, prefix: string, of: DurableAgent.DurableAgent<string, never, never> = agent) =>
   Effect.gen(function*() {
     const store = yield* RunStore.RunStore
     const sql = yield* SqlClient
-    const recorded = yield* store.load({ agent: "pruned", runId })
-    const executionId = yield* agent.workflow.executionId({ runId, input: "" })
+    const recorded = yield* store.load({ agent: of.name, runId })
+    const executionId = yield* of.workflow.executionId({ runId, input: "" })
     const [messages] = yield* Effect.flatMap(
       sql`SELECT COUNT(*) AS n FROM ${sql(`${prefix}_messages`)} WHERE entity_id = ${executionId}`,
       Schema.decodeUnknownEffect(Count)
@@ -36,9 +37,9 @@ const stored = (runId: string, prefix: string) =>
     return { steps: recorded.steps.size, log: recorded.logLength, messages: Number(messages?.n ?? 0) }
   })
 
-/** Waits until nothing is stored for `runId`: the pruner forgot it. */
-const forgotten = (runId: string, prefix: string) =>
-  stored(runId, prefix).pipe(
+/** Waits until nothing is stored for `runId` of `of`: the pruner forgot it. */
+const forgotten = (runId: string, prefix: string, of: DurableAgent.DurableAgent<string, never, never> = agent) =>
+  stored(runId, prefix, of).pipe(
     Effect.repeat({
       schedule: Schedule.spaced("20 millis"),
       until: (left) => left.steps === 0 && left.log === 0 && left.messages === 0
@@ -110,6 +111,24 @@ describe("RunRetention", () => {
       Layer.provideMerge(DurableRunner.layerPg({ name: "pruner" }, connection, { prefix, retention }))
     )
     return scenario(prefix).pipe(Effect.provide(runner), Effect.ensuring(dropTables(prefix)))
+  }, 30_000)
+
+  it.live("a run that ended with a defect (the engine's result for it) is finished too, and forgotten", () => {
+    const temp = tempDir()
+    const broken = DurableAgent.make("pruned-broken", { model, afterTurn: () => Effect.die("the hook broke") })
+    const runner = broken.layer.pipe(
+      Layer.provideMerge(Layer.mergeAll(MockLanguageModel.layer([answer("first")]), pricing)),
+      Layer.provideMerge(DurableRunner.layerSqlite({
+        filename: Path.join(temp.dir, "runs.db"),
+        synchronous: "NORMAL",
+        retention
+      }))
+    )
+    return Effect.gen(function*() {
+      const exit = yield* Effect.exit(broken.run({ runId: "broken", input: "Hi" }))
+      expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+      yield* forgotten("broken", "agentloop", broken)
+    }).pipe(Effect.provide(runner), Effect.ensuring(Effect.sync(temp.remove)))
   }, 30_000)
 
   it.live("a table of runs made before retention gains its columns and index; its rows are kept", () => {

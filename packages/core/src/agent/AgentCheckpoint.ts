@@ -52,10 +52,10 @@ import type * as CheckpointStore from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import * as CheckpointVersion from "../CheckpointVersion.ts"
 import { Cost } from "../Cost.ts"
-import { idempotencyKey } from "../internal/sha256.ts"
 import * as Item from "../Item.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as Termination from "../Termination.ts"
+import * as Tool from "../Tool.ts"
 import * as Toolkit from "../Toolkit.ts"
 import * as ToolRecord from "../ToolRecord.ts"
 import * as Turn from "../Turn.ts"
@@ -711,7 +711,7 @@ export const recorder = <O, R, RU, TR>(options: {
           })),
         // The call runs only once its start is on the disk.
         toolStarted: (step, index) => counted(write({ _tag: "ToolStarted", step, index })),
-        idempotencyKey: (step, index) => idempotencyKey(runId, `tool/${step}/${index}`),
+        idempotencyKey: (step, index) => Tool.idempotencyKey(runId, `tool/${step}/${index}`),
         toolDone: (step, index, result) =>
           counted(write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) })),
         decided: (outcome, transition) => {

@@ -78,10 +78,3 @@ export const sha256Hex = (text: string): Effect.Effect<string> =>
       (buffer) => Array.from(new Uint8Array(buffer, 0, 16), (byte) => byte.toString(16).padStart(2, "0")).join("")
     )
   })
-
-/**
- * The `Tool.IdempotencyKey` of the call `call` (its place: turn and index) of
- * the recorded run `run`: the same each time the same call runs, as the
- * durable engine derives its own.
- */
-export const idempotencyKey = (run: string, call: string): Effect.Effect<string> => sha256Hex(`${run}-${call}`)

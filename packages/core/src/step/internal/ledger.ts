@@ -37,9 +37,9 @@ import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
 import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import type { Cost } from "../../Cost.ts"
-import { idempotencyKey } from "../../internal/sha256.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
+import * as Tool from "../../Tool.ts"
 import type * as ToolRecord from "../../ToolRecord.ts"
 import type * as Turn from "../../Turn.ts"
 import { ExecutionCheckpointFailed } from "../StepError.ts"
@@ -378,7 +378,7 @@ export const load = (
             stands: streamed ? { by: record.call, reference: { ref: "ToolResult", execution, key, index } } : undefined
           }
         ),
-      idempotencyKey: (execution, key, index) => idempotencyKey(id, `${execution}|${key}/tool/${index}`),
+      idempotencyKey: (execution, key, index) => Tool.idempotencyKey(id, `${execution}|${key}/tool/${index}`),
       complete: (execution, key, output, event) =>
         write({ execution: execution.id, key }, () => ({
           _tag: "Completed",
