@@ -15,14 +15,8 @@
  *   entries are its result (see `retention`). It is written whole after the
  *   finishing append is synced, and removed before an append that goes on
  *   after it, so it never marks a run that is not finished.
- * - `lease.<n>` holds the lease's owner and expiry. A new lease is the next
- *   number, created whole by a hard link that fails when the number exists, so
- *   of two executors taking a lapsed lease at once exactly one wins. Its owner
- *   renews it by replacing the file (a temporary file renamed over it); a
- *   lease is lost once a higher number exists. Its holder looks for one only
- *   once its lease may have lapsed (see `leaseWindow`): before that, no one
- *   else can have taken it. Lease files are not synced: a power cut stops
- *   every executor of the machine, and a lease file it tore reads as lapsed.
+ * - `lease.<n>` holds the lease's owner and expiry (see `fileLease`): only
+ *   the holder of the newest lease writes the log, the mark, or the folder.
  *
  * The folder's names, listed as the lease is taken, say whether there is a
  * log to read and a mark to remove; a folder the executor has just made holds
@@ -54,16 +48,17 @@ import * as FileSystem from "effect/FileSystem"
 import * as Path from "effect/Path"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import { CheckpointError, CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
+import { CheckpointMismatch } from "../CheckpointStore.ts"
 import type { Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
+import * as FileLease from "./fileLease.ts"
 import * as GroupCommit from "./groupCommit.ts"
-import * as LeaseKeeper from "./leaseKeeper.ts"
-import * as LeaseWindow from "./leaseWindow.ts"
 import * as LogFrame from "./logFrame.ts"
+import { isReason } from "./platformReason.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
+import * as WholeFile from "./wholeFile.ts"
 
 /** How the file store is set up. */
 export interface Options {
@@ -83,23 +78,13 @@ const Head = Schema.fromJsonString(Schema.Struct({
 const decodeHead = Schema.decodeUnknownEffect(Head)
 const encodeHead = Schema.encodeEffect(Head)
 
-const Lease = Schema.fromJsonString(Schema.Struct({ owner: Schema.String, expiresAt: Schema.Number }))
-const decodeLease = Schema.decodeUnknownEffect(Lease)
-const encodeLease = Schema.encodeEffect(Lease)
-
 const decodeFinished = Schema.decodeUnknownEffect(Retention.FinishedJson)
 const encodeFinished = Schema.encodeEffect(Retention.FinishedJson)
 
-const leaseName = /^lease\.(\d+)$/
 const runFolder = /^[0-9a-f]{32}$/
 const prunedFolder = /^[0-9a-f]{32}\.pruned-/
 
-const isReason = (reason: string) => (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "reason" in error && typeof error.reason === "object" &&
-  error.reason !== null && "_tag" in error.reason && error.reason._tag === reason
-
 const encoder = new TextEncoder()
-let opened = 0
 
 /** Entries as records of a log. */
 const records = (entries: ReadonlyArray<string>) => entries.map((text) => ({ kind: "entry" as const, text }))
@@ -109,26 +94,10 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
-    const ttl = Duration.toMillis(options.lease)
+    const leases = yield* FileLease.make({ lease: options.lease, owner: options.owner })
 
     const folder = (id: string) =>
       Effect.map(RunFingerprint.digest(id), (digest) => path.join(options.directory, digest.slice("sha256:".length)))
-
-    /** A name for a temporary file beside `file`, to be renamed or linked into its place. */
-    const temporaryFor = (file: string) => `${file}.tmp-${Math.random().toString(36).slice(2)}`
-
-    /** Writes `bytes` to `file` whole: a temporary file beside it (synced if `sync`), renamed or linked into place. */
-    const writeWhole = (file: string, bytes: Uint8Array, place: "rename" | "link", sync: boolean) =>
-      Effect.gen(function*() {
-        const temporary = temporaryFor(file)
-        yield* Effect.scoped(Effect.gen(function*() {
-          const handle = yield* fs.open(temporary, { flag: "wx" })
-          yield* handle.writeAll(bytes)
-          if (sync) yield* handle.sync
-        }))
-        if (place === "rename") return yield* fs.rename(temporary, file)
-        yield* fs.link(temporary, file).pipe(Effect.ensuring(Effect.ignore(fs.remove(temporary))))
-      })
 
     /** Removes `file`, unless it is not there. */
     const removeIfThere = (file: string) => Effect.catchIf(fs.remove(file), isReason("NotFound"), () => Effect.void)
@@ -146,7 +115,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const writeLog = (dir: string, head: string, entries: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         const file = path.join(dir, "log")
-        const temporary = temporaryFor(file)
+        const temporary = WholeFile.temporaryFor(file)
         const handle = yield* fs.open(temporary, { flag: "ax" })
         yield* handle.writeAll(LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]))
         if (options.sync) yield* handle.sync
@@ -169,112 +138,6 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         () => Effect.andThen(fs.makeDirectory(options.directory, { recursive: true }), make)
       )
     }
-
-    /** The numbers of the lease files among `names`, lowest first. */
-    const leaseNumbers = (names: ReadonlyArray<string>) =>
-      names.flatMap((name) => {
-        const match = leaseName.exec(name)
-        return match === null ? [] : [Number(match[1])]
-      }).sort((a, b) => a - b)
-
-    const readLease = (dir: string, number: number) =>
-      Effect.flatMap(fs.readFileString(path.join(dir, `lease.${number}`)), decodeLease)
-
-    /**
-     * Takes run `id`'s lease as `owner`: the number of the lease taken, the expiry written in it, and the names
-     * in the folder when it was taken (none when `made`: the folder was just made, and holds nothing).
-     */
-    const acquire = (
-      id: string,
-      dir: string,
-      owner: string,
-      made: boolean
-    ): Effect.Effect<
-      { readonly number: number; readonly expiresAt: number; readonly names: ReadonlyArray<string> },
-      RunInProgress | CheckpointError
-    > =>
-      Effect.gen(function*() {
-        for (let attempt = 0; attempt < 5; attempt++) {
-          const names = made && attempt === 0 ? [] : yield* fs.readDirectory(dir)
-          const numbers = leaseNumbers(names)
-          const top = numbers.at(-1) ?? 0
-          if (top > 0) {
-            const held = yield* Effect.result(readLease(dir, top))
-            // Removed by a new owner cleaning up: look again.
-            if (held._tag === "Failure" && isReason("NotFound")(held.failure)) continue
-            // Lease files are not synced: one a power cut tore is lapsed (its holder died with the machine).
-            if (held._tag === "Failure" && held.failure._tag !== "SchemaError") return yield* Effect.fail(held.failure)
-            const now = yield* Clock.currentTimeMillis
-            if (held._tag === "Success" && held.success.expiresAt > now) {
-              return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
-            }
-          }
-          const expiresAt = (yield* Clock.currentTimeMillis) + ttl
-          const taken = yield* Effect.result(
-            Effect.flatMap(
-              encodeLease({ owner, expiresAt }),
-              (text) => writeWhole(path.join(dir, `lease.${top + 1}`), encoder.encode(text), "link", false)
-            )
-          )
-          if (taken._tag === "Failure" && isReason("AlreadyExists")(taken.failure)) continue
-          if (taken._tag === "Failure") return yield* Effect.fail(taken.failure)
-          yield* Effect.forEach(
-            numbers,
-            (number) => Effect.ignore(fs.remove(path.join(dir, `lease.${number}`))),
-            { discard: true }
-          )
-          return { number: top + 1, expiresAt, names }
-        }
-        return yield* Effect.fail(new Error("the lease changed hands five times while it was being taken"))
-      }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
-
-    /**
-     * Whether a lease newer than `number` exists (or the run's folder is gone): then it was taken over. Any newer
-     * number, not only the next: whoever takes a lease removes the files of the ones before it, so after two
-     * takeovers the next number is gone again.
-     */
-    const superseded = (dir: string, number: number) =>
-      Effect.catchIf(
-        Effect.map(fs.readDirectory(dir), (names) => leaseNumbers(names).some((newer) => newer > number)),
-        isReason("NotFound"),
-        () => Effect.succeed(true)
-      )
-
-    /** Sets lease `number`'s expiry, unless it was taken over: whether it is still held. */
-    const extend = (
-      dir: string,
-      number: number,
-      owner: string,
-      window: LeaseWindow.LeaseWindow<unknown>,
-      expiresAt: Effect.Effect<number>
-    ) =>
-      Effect.gen(function*() {
-        if (!(yield* window.held)) return false
-        const expiry = yield* expiresAt
-        const text = yield* encodeLease({ owner, expiresAt: expiry })
-        yield* writeWhole(path.join(dir, `lease.${number}`), encoder.encode(text), "rename", false)
-        window.wrote(expiry, yield* Clock.currentTimeMillis)
-        return true
-      })
-
-    /**
-     * Holds run `id`'s lease until the scope closes; fails with `RunInProgress` when another executor holds it.
-     * `made`: this executor just made the folder (see `acquire`).
-     */
-    const hold = (id: string, dir: string, made = false) =>
-      Effect.gen(function*() {
-        const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
-        const { expiresAt, names, number } = yield* acquire(id, dir, owner, made)
-        // Clocks agree within a third of the lease: the lease files are looked at only once it may have lapsed.
-        const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: superseded(dir, number) })
-        const kept = yield* LeaseKeeper.keep({
-          ttl: options.lease,
-          renew: extend(dir, number, owner, window, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
-          // Released, the lease says when the execution ended (see `prune`).
-          release: extend(dir, number, owner, window, Retention.releasedExpiry)
-        })
-        return { number, kept, window, names }
-      })
 
     /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
     const load = (id: string, file: string) =>
@@ -312,7 +175,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* RunId.validate(id)
         const dir = yield* folder(id)
         const made = yield* makeFolder(dir).pipe(Effect.mapError(failed("open", id)))
-        const lease = yield* hold(id, dir, made)
+        const lease = yield* leases.hold(id, dir, made)
         const file = path.join(dir, "log")
         // What the folder held when the lease was taken: only the lease's holder writes the log and the mark.
         const log = lease.names.includes("log")
@@ -339,7 +202,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
         const append = GroupCommit.make((entries: ReadonlyArray<string>, group) =>
           Effect.gen(function*() {
-            if (lease.kept.lost() || !(yield* lease.window.held)) {
+            if (!(yield* lease.held)) {
               return yield* Effect.fail(new Error("its lease was taken over by another executor"))
             }
             // A run that goes on is no longer finished: unmarked before anything is written.
@@ -359,7 +222,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             if (group.finished !== undefined) {
               const finishedAt = yield* Clock.currentTimeMillis
               const text = yield* encodeFinished({ id, finishedAt, result: group.finished })
-              yield* writeWhole(marker, encoder.encode(text), "rename", options.sync)
+              yield* WholeFile.write(fs, marker, encoder.encode(text), { place: "rename", sync: options.sync })
               marked = true
             }
           }).pipe(Effect.mapError(failed("append", id)))
@@ -379,7 +242,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* RunId.validate(id)
         const dir = yield* folder(id)
         if (!(yield* fs.exists(dir).pipe(Effect.mapError(failed("clear", id))))) return
-        yield* hold(id, dir)
+        yield* leases.hold(id, dir)
         yield* removeIfThere(path.join(dir, "finished")).pipe(
           Effect.andThen(removeIfThere(path.join(dir, "log"))),
           Effect.mapError(failed("clear", id))
@@ -403,7 +266,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     ) =>
       Effect.scoped(Effect.gen(function*() {
         if (seen.finishedAt >= before) return undefined
-        const taken = yield* Effect.result(hold(seen.id, dir))
+        const taken = yield* Effect.result(leases.hold(seen.id, dir))
         if (taken._tag === "Failure") {
           return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
         }
@@ -448,37 +311,18 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return (yield* decodeHead(head.text)).id
       }))
 
-    /** When the newest lease in folder `dir` lapsed, if it did (nobody holds it), and its number. */
-    const lapsed = (dir: string) =>
-      Effect.gen(function*() {
-        const number = leaseNumbers(yield* fs.readDirectory(dir)).at(-1)
-        if (number === undefined) return undefined
-        const lease = yield* Effect.catchIf(readLease(dir, number), isReason("NotFound"), () => Effect.undefined)
-        // Gone: a new owner is taking it.
-        if (lease === undefined || lease.expiresAt > (yield* Clock.currentTimeMillis)) return undefined
-        const at = Retention.endedAt(lease.expiresAt)
-        if (at !== undefined) return { number, at }
-        // Released by an earlier version, which wrote 0: its file was written then.
-        const info = yield* Effect.catchIf(
-          fs.stat(path.join(dir, `lease.${number}`)),
-          isReason("NotFound"),
-          () => Effect.undefined
-        )
-        return info?.mtime._tag === "Some" ? { number, at: info.mtime.value.getTime() } : undefined
-      })
-
     /**
      * Forgets the run in folder `dir` if it did not finish, is not a thread's, and its last execution ended before
      * `before`: its id if it did. A folder without a log is removed (not counted) on the same terms.
      */
     const pruneUnfinished = (dir: string, before: number) =>
       Effect.scoped(Effect.gen(function*() {
-        const ended = yield* lapsed(dir)
+        const ended = yield* leases.lapsed(dir)
         if (ended === undefined || ended.at >= before) return undefined
         const file = path.join(dir, "log")
         const id = yield* readId(file)
         if (id !== undefined && !Retention.isRun(id)) return undefined
-        const taken = yield* Effect.result(hold(id ?? dir, dir))
+        const taken = yield* Effect.result(leases.hold(id ?? dir, dir))
         if (taken._tag === "Failure") {
           return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
         }

@@ -1,0 +1,213 @@
+/**
+ * A run's lease in the file store: `lease.<n>` files in the run's folder, each
+ * holding its owner and expiry.
+ *
+ * A new lease is the next number, created whole by a hard link that fails when
+ * the number exists, so of two executors taking a lapsed lease at once exactly
+ * one wins; the taker then removes the files of the leases before its own. Its
+ * owner renews it by replacing the file (a temporary file renamed over it); a
+ * lease is lost once a higher number exists. Its holder looks for one only
+ * once its lease may have lapsed (see `leaseWindow`): before that, no one else
+ * can have taken it. Lease files are not synced: a power cut stops every
+ * executor of the machine, and a lease file it tore reads as lapsed.
+ *
+ * A released lease records when it was released (see
+ * `Retention.releasedExpiry`), so the newest lease of a run nobody holds says
+ * when its last execution ended (see {@link Leases.lapsed}).
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import { RunInProgress } from "../CheckpointStore.ts"
+import type { CheckpointError } from "../CheckpointStore.ts"
+import * as LeaseKeeper from "./leaseKeeper.ts"
+import * as LeaseWindow from "./leaseWindow.ts"
+import { isReason } from "./platformReason.ts"
+import * as Retention from "./retention.ts"
+import { failed } from "./storeFailure.ts"
+import * as WholeFile from "./wholeFile.ts"
+
+const Lease = Schema.fromJsonString(Schema.Struct({ owner: Schema.String, expiresAt: Schema.Number }))
+const decodeLease = Schema.decodeUnknownEffect(Lease)
+const encodeLease = Schema.encodeEffect(Lease)
+
+const leaseName = /^lease\.(\d+)$/
+const encoder = new TextEncoder()
+let opened = 0
+
+/** A lease this executor holds on a run's folder, until the scope it was taken in closes. */
+export interface Held {
+  /** The lease's number. */
+  readonly number: number
+  /** The names in the run's folder when the lease was taken (none in a folder just made: it holds nothing). */
+  readonly names: ReadonlyArray<string>
+  /** Whether the lease is still this executor's. */
+  readonly held: Effect.Effect<boolean, unknown>
+}
+
+/** The leases of the file store's run folders. */
+export interface Leases {
+  /**
+   * Holds run `id`'s lease in folder `dir` until the scope closes; fails with `RunInProgress` when another
+   * executor holds it. `made`: this executor just made the folder.
+   */
+  readonly hold: (
+    id: string,
+    dir: string,
+    made?: boolean
+  ) => Effect.Effect<Held, RunInProgress | CheckpointError, Scope.Scope>
+  /** When the newest lease in folder `dir` lapsed, if it did (nobody holds it), and its number. */
+  readonly lapsed: (dir: string) => Effect.Effect<{ readonly number: number; readonly at: number } | undefined, unknown>
+}
+
+/** The numbers of the lease files among `names`, lowest first. */
+const leaseNumbers = (names: ReadonlyArray<string>) =>
+  names.flatMap((name) => {
+    const match = leaseName.exec(name)
+    return match === null ? [] : [Number(match[1])]
+  }).sort((a, b) => a - b)
+
+/** Builds the leases over the `FileSystem` and `Path` in context: `lease` long, taken by `owner` (made unique per hold). */
+export const make = (options: {
+  readonly lease: Duration.Duration
+  readonly owner: string
+}): Effect.Effect<Leases, never, FileSystem.FileSystem | Path.Path> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const ttl = Duration.toMillis(options.lease)
+
+    const readLease = (dir: string, number: number) =>
+      Effect.flatMap(fs.readFileString(path.join(dir, `lease.${number}`)), decodeLease)
+
+    /**
+     * Takes run `id`'s lease as `owner`: the number of the lease taken, the expiry written in it, and the names
+     * in the folder when it was taken (none when `made`: the folder was just made, and holds nothing).
+     */
+    const acquire = (
+      id: string,
+      dir: string,
+      owner: string,
+      made: boolean
+    ): Effect.Effect<
+      { readonly number: number; readonly expiresAt: number; readonly names: ReadonlyArray<string> },
+      RunInProgress | CheckpointError
+    > =>
+      Effect.gen(function*() {
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const names = made && attempt === 0 ? [] : yield* fs.readDirectory(dir)
+          const numbers = leaseNumbers(names)
+          const top = numbers.at(-1) ?? 0
+          if (top > 0) {
+            const held = yield* Effect.result(readLease(dir, top))
+            // Removed by a new owner cleaning up: look again.
+            if (held._tag === "Failure" && isReason("NotFound")(held.failure)) continue
+            // Lease files are not synced: one a power cut tore is lapsed (its holder died with the machine).
+            if (held._tag === "Failure" && held.failure._tag !== "SchemaError") return yield* Effect.fail(held.failure)
+            const now = yield* Clock.currentTimeMillis
+            if (held._tag === "Success" && held.success.expiresAt > now) {
+              return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
+            }
+          }
+          const expiresAt = (yield* Clock.currentTimeMillis) + ttl
+          const taken = yield* Effect.result(
+            Effect.flatMap(
+              encodeLease({ owner, expiresAt }),
+              (text) =>
+                WholeFile.write(fs, path.join(dir, `lease.${top + 1}`), encoder.encode(text), {
+                  place: "link",
+                  sync: false
+                })
+            )
+          )
+          if (taken._tag === "Failure" && isReason("AlreadyExists")(taken.failure)) continue
+          if (taken._tag === "Failure") return yield* Effect.fail(taken.failure)
+          yield* Effect.forEach(
+            numbers,
+            (number) => Effect.ignore(fs.remove(path.join(dir, `lease.${number}`))),
+            { discard: true }
+          )
+          return { number: top + 1, expiresAt, names }
+        }
+        return yield* Effect.fail(new Error("the lease changed hands five times while it was being taken"))
+      }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
+
+    /**
+     * Whether a lease newer than `number` exists (or the run's folder is gone): then it was taken over. Any newer
+     * number, not only the next: whoever takes a lease removes the files of the ones before it, so after two
+     * takeovers the next number is gone again.
+     */
+    const superseded = (dir: string, number: number) =>
+      Effect.catchIf(
+        Effect.map(fs.readDirectory(dir), (names) => leaseNumbers(names).some((newer) => newer > number)),
+        isReason("NotFound"),
+        () => Effect.succeed(true)
+      )
+
+    /** Sets lease `number`'s expiry, unless it was taken over: whether it is still held. */
+    const extend = (
+      dir: string,
+      number: number,
+      owner: string,
+      window: LeaseWindow.LeaseWindow<unknown>,
+      expiresAt: Effect.Effect<number>
+    ) =>
+      Effect.gen(function*() {
+        if (!(yield* window.held)) return false
+        const expiry = yield* expiresAt
+        const text = yield* encodeLease({ owner, expiresAt: expiry })
+        yield* WholeFile.write(fs, path.join(dir, `lease.${number}`), encoder.encode(text), {
+          place: "rename",
+          sync: false
+        })
+        window.wrote(expiry, yield* Clock.currentTimeMillis)
+        return true
+      })
+
+    const hold = (id: string, dir: string, made = false) =>
+      Effect.gen(function*() {
+        const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
+        const { expiresAt, names, number } = yield* acquire(id, dir, owner, made)
+        // Clocks agree within a third of the lease: the lease files are looked at only once it may have lapsed.
+        const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: superseded(dir, number) })
+        const kept = yield* LeaseKeeper.keep({
+          ttl: options.lease,
+          renew: extend(dir, number, owner, window, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
+          // Released, the lease says when the execution ended (see `lapsed`).
+          release: extend(dir, number, owner, window, Retention.releasedExpiry)
+        })
+        const held: Held = {
+          number,
+          names,
+          held: Effect.suspend(() => kept.lost() ? Effect.succeed(false) : window.held)
+        }
+        return held
+      })
+
+    const lapsed = (dir: string) =>
+      Effect.gen(function*() {
+        const number = leaseNumbers(yield* fs.readDirectory(dir)).at(-1)
+        if (number === undefined) return undefined
+        const lease = yield* Effect.catchIf(readLease(dir, number), isReason("NotFound"), () => Effect.undefined)
+        // Gone: a new owner is taking it.
+        if (lease === undefined || lease.expiresAt > (yield* Clock.currentTimeMillis)) return undefined
+        const at = Retention.endedAt(lease.expiresAt)
+        if (at !== undefined) return { number, at }
+        // Released by an earlier version, which wrote 0: its file was written then.
+        const info = yield* Effect.catchIf(
+          fs.stat(path.join(dir, `lease.${number}`)),
+          isReason("NotFound"),
+          () => Effect.undefined
+        )
+        return info?.mtime._tag === "Some" ? { number, at: info.mtime.value.getTime() } : undefined
+      })
+
+    const leases: Leases = { hold, lapsed }
+    return leases
+  })
