@@ -3,9 +3,10 @@ import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
+import { Clock, Deferred, Effect, Fiber, FileSystem, Layer, Queue, Schedule, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -150,14 +151,18 @@ const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
 
 /**
  * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
- * system, or `sync` and `writeAll` on an open file) as it runs, with the name of the file.
+ * system, or `sync` and `writeAll` on an open file) as it starts, with the name of the file (its first argument's);
+ * an effect `seen` returns runs once the call succeeded, before its caller goes on.
  */
-const watchedFiles = (dir: string, seen: (call: string, name: string) => void) =>
+const watchedFiles = (dir: string, seen: (call: string, name: string) => Effect.Effect<void> | void) =>
   Checkpointer.layerFileSystem(dir).pipe(
     Layer.provide(
       Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
         const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
-          Effect.andThen(Effect.sync(() => seen(call, Path.basename(path))), effect)
+          Effect.suspend(() => {
+            const then = seen(call, Path.basename(path))
+            return then === undefined ? effect : Effect.tap(effect, () => then)
+          })
         const watched = (path: string, file: FileSystem.File): FileSystem.File =>
           new Proxy(file, {
             get: (target, key) =>
@@ -329,7 +334,9 @@ describe("Checkpointer", () => {
         const dir = Fs.mkdtempSync(Path.join(directory, "calls-"))
         const calls: Array<string> = []
         // A file by its name once in place (a new log's append handle is the one it was written through).
-        const store = watchedFiles(dir, (call, name) => calls.push(`${call} ${name.replace(/\.tmp-.*/, "")}`))
+        const store = watchedFiles(dir, (call, name) => {
+          calls.push(`${call} ${name.replace(/\.tmp-.*/, "")}`)
+        })
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* (yield* Checkpointer.Checkpointer).open("calls", fingerprint)
           // Its folder is new: no listing, no log to read, no mark to look for.
@@ -386,6 +393,84 @@ describe("Checkpointer", () => {
           }
         }))
         expect(yield* readWith(files(dir), "taken-twice")).toStrictEqual(["first's", "second's", "third's"])
+      }))
+
+    it.effect("a taker that read the lease's file before a renewal landed finds the run in progress, however late it goes on", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "late-taker-"))
+        const renewed = yield* Queue.unbounded<void>()
+        const read = yield* Deferred.make<void>()
+        const resume = yield* Deferred.make<void>()
+        // The holder's renewals, told as they land.
+        const holding = watchedFiles(
+          dir,
+          (call, name) =>
+            call === "rename" && name.startsWith("lease.1.tmp-") ? Queue.offer(renewed, undefined) : undefined
+        )
+        // The taker stalls once it read the lease's file (the expiry it holds then), before it goes on.
+        let stalled = false
+        const taking = watchedFiles(dir, (call, name) =>
+          call === "readFileString" && name === "lease.1" && !stalled
+            ? (stalled = true, Effect.andThen(Deferred.succeed(read, undefined), Deferred.await(resume)))
+            : undefined)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const holder = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("late", fingerprint)).pipe(
+            Effect.provide(holding)
+          )
+          yield* holder.append(["holder's"])
+          const taker = yield* Effect.forkChild(Effect.exit(Effect.scoped(
+            Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("late", fingerprint)).pipe(
+              Effect.flatMap((log) => log.append(["taker's"])),
+              Effect.provide(taking)
+            )
+          )))
+          yield* Deferred.await(read)
+          // Meanwhile the holder renews in time, every third of its 10 s lease, and the clock passes the expiry the
+          // taker read.
+          for (let renewal = 0; renewal < 3; renewal++) {
+            yield* TestClock.adjust(3_334)
+            yield* Queue.take(renewed)
+          }
+          yield* Deferred.succeed(resume, undefined)
+          const taken = yield* Fiber.join(taker)
+          expect(taken).toMatchObject({ _tag: "Failure", cause: { reasons: [{ error: { _tag: "RunInProgress" } }] } })
+          yield* holder.append(["holder's, later"])
+        }))
+        expect(yield* readWith(files(dir), "late")).toStrictEqual(["holder's", "holder's, later"])
+      }))
+
+    it.effect("a takeover the window did not foresee (a taker's clock far ahead) ends at the holder's next renewal", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "unforeseen-"))
+        const looked = yield* Deferred.make<void>()
+        // The holder's renewal, told once it looked at the run's folder (or, not looking, renewed the lease).
+        const holding = watchedFiles(
+          dir,
+          (call, name) =>
+            (call === "readDirectory" && /^[0-9a-f]{32}$/.test(name)) ||
+              (call === "rename" && name.startsWith("lease."))
+              ? Deferred.succeed(looked, undefined)
+              : undefined
+        )
+        yield* Effect.scoped(Effect.gen(function*() {
+          const holder = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("unforeseen", fingerprint))
+            .pipe(
+              Effect.provide(holding)
+            )
+          yield* holder.append(["holder's"])
+          // By a clock 11 s ahead, the holder's lease lapsed: a taker takes the run over at once.
+          const taker = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("unforeseen", fingerprint)).pipe(
+            Effect.provide(files(dir)),
+            after(11_000)
+          )
+          yield* taker.append(["taker's"])
+          // The holder's first renewal, well within what it counts as its window, looks, and finds the lease taken.
+          yield* TestClock.adjust(3_334)
+          yield* Deferred.await(looked)
+          const refused = yield* Effect.flip(holder.append(["holder's, late"]))
+          expect(refused.message).toContain("taken over")
+        }))
+        expect(yield* readWith(files(dir), "unforeseen")).toStrictEqual(["holder's", "taker's"])
       }))
 
     it.effect("an append looks for a newer lease only once its own may have lapsed", () =>

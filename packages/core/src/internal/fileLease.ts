@@ -4,12 +4,17 @@
  *
  * A new lease is the next number, created whole by a hard link that fails when
  * the number exists, so of two executors taking a lapsed lease at once exactly
- * one wins; the taker then removes the files of the leases before its own. Its
- * owner renews it by replacing the file (a temporary file renamed over it); a
- * lease is lost once a higher number exists. Its holder looks for one only
- * once its lease may have lapsed (see `leaseWindow`): before that, no one else
- * can have taken it. Lease files are not synced: a power cut stops every
- * executor of the machine, and a lease file it tore reads as lapsed.
+ * one wins; the taker then removes the files of the leases before its own. A
+ * taker judges the newest lease lapsed by a time read before its file: had it
+ * read the time after, a file read before a renewal landed would pass for
+ * lapsed, however long the reading took. Its owner renews it every third of
+ * its duration by replacing the file (a temporary file renamed over it); a
+ * lease is lost once a higher number exists. Every renewal looks for one, so a
+ * takeover the window below did not foresee ends at the next renewal; an
+ * append looks only once the lease may have lapsed (see `leaseWindow`):
+ * before that, no one else can have taken it. Lease files are not synced: a
+ * power cut stops every executor of the machine, and a lease file it tore
+ * reads as lapsed.
  *
  * A released lease records when it was released (see
  * `Retention.releasedExpiry`), so the newest lease of a run nobody holds says
@@ -101,6 +106,9 @@ export const make = (options: {
     > =>
       Effect.gen(function*() {
         for (let attempt = 0; attempt < 5; attempt++) {
+          // Read before the lease's file: an expiry that passed by then had lapsed, however long the reading took
+          // (judged by a time read after it, a file read before a renewal landed would pass for lapsed).
+          const now = yield* Clock.currentTimeMillis
           const names = made && attempt === 0 ? [] : yield* fs.readDirectory(dir)
           const numbers = leaseNumbers(names)
           const top = numbers.at(-1) ?? 0
@@ -110,12 +118,11 @@ export const make = (options: {
             if (held._tag === "Failure" && isReason("NotFound")(held.failure)) continue
             // Lease files are not synced: one a power cut tore is lapsed (its holder died with the machine).
             if (held._tag === "Failure" && held.failure._tag !== "SchemaError") return yield* Effect.fail(held.failure)
-            const now = yield* Clock.currentTimeMillis
             if (held._tag === "Success" && held.success.expiresAt > now) {
               return yield* new RunInProgress({ id, owner: held.success.owner, expiresAt: held.success.expiresAt })
             }
           }
-          const expiresAt = (yield* Clock.currentTimeMillis) + ttl
+          const expiresAt = now + ttl
           const taken = yield* Effect.result(
             Effect.flatMap(
               encodeLease({ owner, expiresAt }),
@@ -150,16 +157,20 @@ export const make = (options: {
         () => Effect.succeed(true)
       )
 
-    /** Sets lease `number`'s expiry, unless it was taken over: whether it is still held. */
+    /**
+     * Sets lease `number`'s expiry to `expiresAt`, unless `held` says it was taken over: whether it is still held.
+     * The window learns of the expiry written.
+     */
     const extend = (
       dir: string,
       number: number,
       owner: string,
       window: LeaseWindow.LeaseWindow<unknown>,
+      held: Effect.Effect<boolean, unknown>,
       expiresAt: Effect.Effect<number>
     ) =>
       Effect.gen(function*() {
-        if (!(yield* window.held)) return false
+        if (!(yield* held)) return false
         const expiry = yield* expiresAt
         const text = yield* encodeLease({ owner, expiresAt: expiry })
         yield* WholeFile.write(fs, path.join(dir, `lease.${number}`), encoder.encode(text), {
@@ -174,13 +185,23 @@ export const make = (options: {
       Effect.gen(function*() {
         const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
         const { expiresAt, names, number } = yield* acquire(id, dir, owner, made)
-        // Clocks agree within a third of the lease: the lease files are looked at only once it may have lapsed.
-        const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: superseded(dir, number) })
+        const taken = superseded(dir, number)
+        // Clocks agree within a third of the lease: an append looks at the lease files only once it may have lapsed.
+        const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: taken })
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
-          renew: extend(dir, number, owner, window, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
+          // A renewal looks every time, off the appends' path: a takeover the window did not foresee (clocks that
+          // disagree by more than they should) ends at the next renewal.
+          renew: extend(
+            dir,
+            number,
+            owner,
+            window,
+            Effect.map(taken, (taken) => !taken),
+            Effect.map(Clock.currentTimeMillis, (now) => now + ttl)
+          ),
           // Released, the lease says when the execution ended (see `lapsed`).
-          release: extend(dir, number, owner, window, Retention.releasedExpiry)
+          release: extend(dir, number, owner, window, window.held, Retention.releasedExpiry)
         })
         const held: Held = {
           number,
