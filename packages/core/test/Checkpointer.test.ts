@@ -3,7 +3,7 @@ import { Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Fiber, FileSystem, Layer, Queue, Schedule, Schema } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Queue, Schedule, Schema, Scope } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -149,19 +149,22 @@ const logFile = (dir: string): string => {
 const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
 
+/** What a watcher of the file system does about a call: nothing, or effects run before it, and once it succeeded. */
+type Watch = void | { readonly before?: Effect.Effect<void>; readonly after?: Effect.Effect<void> }
+
 /**
  * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
- * system, or `sync` and `writeAll` on an open file) as it starts, with the name of the file (its first argument's);
- * an effect `seen` returns runs once the call succeeded, before its caller goes on.
+ * system, or `sync` and `writeAll` on an open file) as it starts, with the name of the file (its first argument's).
  */
-const watchedFiles = (dir: string, seen: (call: string, name: string) => Effect.Effect<void> | void) =>
+const watchedFiles = (dir: string, seen: (call: string, name: string) => Watch) =>
   Checkpointer.layerFileSystem(dir).pipe(
     Layer.provide(
       Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
         const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
           Effect.suspend(() => {
-            const then = seen(call, Path.basename(path))
-            return then === undefined ? effect : Effect.tap(effect, () => then)
+            const watch = seen(call, Path.basename(path))
+            if (!watch) return effect
+            return Effect.andThen(watch.before ?? Effect.void, Effect.tap(effect, () => watch.after ?? Effect.void))
           })
         const watched = (path: string, file: FileSystem.File): FileSystem.File =>
           new Proxy(file, {
@@ -194,19 +197,25 @@ const watchedFiles = (dir: string, seen: (call: string, name: string) => Effect.
     Layer.provide(NodePath.layer)
   )
 
-/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
-const after = (ms: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+/**
+ * Runs `effect` by a clock `by.ms` ahead of the test's, read at each look (so a test can make a process stall in the
+ * middle of an effect: nothing runs meanwhile, and its clock jumps).
+ */
+const ahead = (by: { readonly ms: number }) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Clock.clockWith((clock) =>
     Effect.provideService(effect, Clock.Clock, {
-      currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + ms,
-      currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + ms),
-      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(ms) * 1_000_000n,
-      currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(ms) * 1_000_000n),
+      currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + by.ms,
+      currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + by.ms),
+      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(by.ms) * 1_000_000n,
+      currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(by.ms) * 1_000_000n),
       monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
       monotonicTimeNanos: clock.monotonicTimeNanos,
       sleep: (duration) => clock.sleep(duration)
     })
   )
+
+/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
+const after = (ms: number) => ahead({ ms })
 
 describe("Checkpointer", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
@@ -395,6 +404,70 @@ describe("Checkpointer", () => {
         expect(yield* readWith(files(dir), "taken-twice")).toStrictEqual(["first's", "second's", "third's"])
       }))
 
+    it.effect("a writer that stalled while its run was forgotten and executed anew writes nothing into the new run's folder", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "made-again-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("again", fingerprint)).pipe(
+          Effect.provide(files(dir))
+        )
+        // The first executor's clock (its renewals', its release's): it stops while the executor stalls.
+        const stall = { ms: 0 }
+        const stalled = yield* Scope.make()
+        const first = yield* open.pipe(Scope.provide(stalled), ahead(stall))
+        yield* first.append(["first's"], { finished: true }).pipe(ahead(stall))
+        // The first executor stalls. A minute later a prune forgets the finished run, folder and all, and a second
+        // executor executes it anew: a new folder, whose lease is number 1 again.
+        expect(yield* Checkpointer.prune({ finishedBefore: 1 }).pipe(Effect.provide(files(dir)), after(60_000)))
+          .toStrictEqual({ runs: ["again"] })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const second = yield* open.pipe(after(60_000))
+          yield* second.append(["second's"])
+          // The first wakes up: its appends fail, its compaction too, and its release writes nothing.
+          stall.ms = 61_000
+          for (const options of [{}, { compact: true }]) {
+            const refused = yield* Effect.flip(first.append(["first's, late"], options).pipe(ahead(stall)))
+            expect(refused.message).toContain("taken over")
+          }
+          yield* Scope.close(stalled, Exit.void)
+          // The second still holds the run.
+          expect(yield* Effect.flip(Effect.scoped(open.pipe(after(62_000))))).toMatchObject({ _tag: "RunInProgress" })
+        }))
+        expect(yield* readWith(files(dir), "again")).toStrictEqual(["second's"])
+      }))
+
+    it.effect("a writer that stalls just before it writes a new log, while its run is forgotten and executed anew, leaves the new log alone", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "stalls-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("stalls", fingerprint))
+        const stall = { ms: 0 }
+        const second = yield* Scope.make()
+        let stalling = false
+        // The first executor's compaction, having found its lease held, stalls a minute before it makes its new
+        // log's file: meanwhile a prune forgets the run, and a second executor executes it anew.
+        const writer = watchedFiles(dir, (call, name) => {
+          if (!stalling || call !== "open" || !name.startsWith("log.tmp-")) return
+          stalling = false
+          return {
+            before: Effect.gen(function*() {
+              stall.ms = 60_000
+              const pruned = yield* Checkpointer.prune({ unfinishedBefore: 1 }).pipe(Effect.provide(files(dir)))
+              expect(pruned).toStrictEqual({ runs: ["stalls"] })
+              const log = yield* open.pipe(Effect.provide(files(dir)), Scope.provide(second))
+              yield* log.append(["second's"])
+            }).pipe(after(60_000), Effect.orDie)
+          }
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* open.pipe(Effect.provide(writer), ahead(stall))
+          yield* first.append(["first's"]).pipe(ahead(stall))
+          stalling = true
+          const refused = yield* Effect.flip(first.append(["first's snapshot"], { compact: true }).pipe(ahead(stall)))
+          expect(refused.message).toContain("taken over")
+        }))
+        expect(yield* readWith(files(dir), "stalls")).toStrictEqual(["second's"])
+        yield* Scope.close(second, Exit.void)
+      }))
+
     it.effect("a taker that read the lease's file before a renewal landed finds the run in progress, however late it goes on", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "late-taker-"))
@@ -405,13 +478,15 @@ describe("Checkpointer", () => {
         const holding = watchedFiles(
           dir,
           (call, name) =>
-            call === "rename" && name.startsWith("lease.1.tmp-") ? Queue.offer(renewed, undefined) : undefined
+            call === "rename" && name.startsWith("lease.1.tmp-")
+              ? { after: Queue.offer(renewed, undefined) }
+              : undefined
         )
         // The taker stalls once it read the lease's file (the expiry it holds then), before it goes on.
         let stalled = false
         const taking = watchedFiles(dir, (call, name) =>
           call === "readFileString" && name === "lease.1" && !stalled
-            ? (stalled = true, Effect.andThen(Deferred.succeed(read, undefined), Deferred.await(resume)))
+            ? (stalled = true, { after: Effect.andThen(Deferred.succeed(read, undefined), Deferred.await(resume)) })
             : undefined)
         yield* Effect.scoped(Effect.gen(function*() {
           const holder = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("late", fingerprint)).pipe(
@@ -430,6 +505,8 @@ describe("Checkpointer", () => {
           for (let renewal = 0; renewal < 3; renewal++) {
             yield* TestClock.adjust(3_334)
             yield* Queue.take(renewed)
+            // Woken from within the renewal's last call: let the renewal end before the clock moves on.
+            yield* Effect.yieldNow
           }
           yield* Deferred.succeed(resume, undefined)
           const taken = yield* Fiber.join(taker)
@@ -442,31 +519,29 @@ describe("Checkpointer", () => {
     it.effect("a takeover the window did not foresee (a taker's clock far ahead) ends at the holder's next renewal", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "unforeseen-"))
-        const looked = yield* Deferred.make<void>()
-        // The holder's renewal, told once it looked at the run's folder (or, not looking, renewed the lease).
+        const renewed = yield* Deferred.make<void>()
+        // The holder's renewal, told once it is over: the lease's new file renamed into place, or removed.
+        let renewing = false
         const holding = watchedFiles(
           dir,
           (call, name) =>
-            (call === "readDirectory" && /^[0-9a-f]{32}$/.test(name)) ||
-              (call === "rename" && name.startsWith("lease."))
-              ? Deferred.succeed(looked, undefined)
+            renewing && (call === "rename" || call === "remove") && name.startsWith("lease.1.tmp-")
+              ? { after: Deferred.succeed(renewed, undefined) }
               : undefined
         )
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("unforeseen", fingerprint))
         yield* Effect.scoped(Effect.gen(function*() {
-          const holder = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("unforeseen", fingerprint))
-            .pipe(
-              Effect.provide(holding)
-            )
+          const holder = yield* open.pipe(Effect.provide(holding))
           yield* holder.append(["holder's"])
           // By a clock 11 s ahead, the holder's lease lapsed: a taker takes the run over at once.
-          const taker = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("unforeseen", fingerprint)).pipe(
-            Effect.provide(files(dir)),
-            after(11_000)
-          )
+          const taker = yield* open.pipe(Effect.provide(files(dir)), after(11_000))
           yield* taker.append(["taker's"])
           // The holder's first renewal, well within what it counts as its window, looks, and finds the lease taken.
+          renewing = true
           yield* TestClock.adjust(3_334)
-          yield* Deferred.await(looked)
+          yield* Deferred.await(renewed)
+          // Woken from within the renewal's last call: let the renewal end before going on.
+          yield* Effect.yieldNow
           const refused = yield* Effect.flip(holder.append(["holder's, late"]))
           expect(refused.message).toContain("taken over")
         }))

@@ -8,13 +8,20 @@
  * taker judges the newest lease lapsed by a time read before its file: had it
  * read the time after, a file read before a renewal landed would pass for
  * lapsed, however long the reading took. Its owner renews it every third of
- * its duration by replacing the file (a temporary file renamed over it); a
- * lease is lost once a higher number exists. Every renewal looks for one, so a
- * takeover the window below did not foresee ends at the next renewal; an
- * append looks only once the lease may have lapsed (see `leaseWindow`):
- * before that, no one else can have taken it. Lease files are not synced: a
- * power cut stops every executor of the machine, and a lease file it tore
- * reads as lapsed.
+ * its duration by replacing the file (a temporary file renamed over it).
+ *
+ * A lease is lost once a higher number exists, or once its own file is gone
+ * or names another owner (owners are unique per hold): a run's folder that a
+ * prune removed and an executor made again numbers its leases from 1 again.
+ * Every renewal looks, so a takeover the window below did not foresee ends at
+ * the next renewal; an append looks only once the lease may have lapsed (see
+ * `leaseWindow`): before that, no one else can have taken it. A holder writes a
+ * file into the run's folder (a lease's renewal, a log, a mark) through a
+ * temporary file made there before it looks (see `WholeFile.write`), so no
+ * file of its lands in a folder made again after the look.
+ *
+ * Lease files are not synced: a power cut stops every executor of the
+ * machine, and a lease file it tore reads as lapsed.
  *
  * A released lease records when it was released (see
  * `Retention.releasedExpiry`), so the newest lease of a run nobody holds says
@@ -146,20 +153,28 @@ export const make = (options: {
       }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
 
     /**
-     * Whether a lease newer than `number` exists (or the run's folder is gone): then it was taken over. Any newer
-     * number, not only the next: whoever takes a lease removes the files of the ones before it, so after two
-     * takeovers the next number is gone again.
+     * Whether lease `number`, taken by `owner`, was taken over: a newer lease exists (any newer number, not only the
+     * next: whoever takes a lease removes the files of the ones before it, so after two takeovers the next number is
+     * gone again), its own file is gone or names another owner (a run's folder removed by a prune and made again
+     * numbers its leases from 1 again), or the folder is gone.
      */
-    const superseded = (dir: string, number: number) =>
-      Effect.catchIf(
-        Effect.map(fs.readDirectory(dir), (names) => leaseNumbers(names).some((newer) => newer > number)),
-        isReason("NotFound"),
-        () => Effect.succeed(true)
+    const superseded = (dir: string, number: number, owner: string) =>
+      Effect.gen(function*() {
+        const names = yield* fs.readDirectory(dir)
+        if (leaseNumbers(names).some((newer) => newer > number) || !names.includes(`lease.${number}`)) return true
+        return (yield* readLease(dir, number)).owner !== owner
+      }).pipe(
+        // Gone since the listing, or not whole: not this owner's file, which is only ever replaced whole.
+        Effect.catchIf(
+          (error) => isReason("NotFound")(error) || error._tag === "SchemaError",
+          () => Effect.succeed(true)
+        )
       )
 
     /**
-     * Sets lease `number`'s expiry to `expiresAt`, unless `held` says it was taken over: whether it is still held.
-     * The window learns of the expiry written.
+     * Sets lease `number`'s expiry to `expiresAt` if `held` says it is still this owner's, looking once the new file
+     * is written beside it (see `WholeFile.write`): it never lands in a folder made again after the look, nor makes
+     * the file again once a new owner removed it. Whether it was set; the window learns of the expiry written.
      */
     const extend = (
       dir: string,
@@ -170,22 +185,24 @@ export const make = (options: {
       expiresAt: Effect.Effect<number>
     ) =>
       Effect.gen(function*() {
-        if (!(yield* held)) return false
         const expiry = yield* expiresAt
         const text = yield* encodeLease({ owner, expiresAt: expiry })
-        yield* WholeFile.write(fs, path.join(dir, `lease.${number}`), encoder.encode(text), {
-          place: "rename",
-          sync: false
-        })
+        const file = path.join(dir, `lease.${number}`)
+        if (!(yield* WholeFile.write(fs, file, encoder.encode(text), { place: "rename", sync: false, when: held }))) {
+          return false
+        }
         window.wrote(expiry, yield* Clock.currentTimeMillis)
         return true
-      })
+      }).pipe(
+        // The folder is gone, and the temporary file with it: a prune forgot the run since.
+        Effect.catchIf(isReason("NotFound"), () => Effect.succeed(false))
+      )
 
     const hold = (id: string, dir: string, made = false) =>
       Effect.gen(function*() {
         const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
         const { expiresAt, names, number } = yield* acquire(id, dir, owner, made)
-        const taken = superseded(dir, number)
+        const taken = superseded(dir, number, owner)
         // Clocks agree within a third of the lease: an append looks at the lease files only once it may have lapsed.
         const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: taken })
         const kept = yield* LeaseKeeper.keep({

@@ -86,6 +86,9 @@ const prunedFolder = /^[0-9a-f]{32}\.pruned-/
 
 const encoder = new TextEncoder()
 
+/** Why an append, or an open, did not write: its lease is another executor's now. */
+const takenOver = () => new Error("its lease was taken over by another executor")
+
 /** Entries as records of a log. */
 const records = (entries: ReadonlyArray<string>) => entries.map((text) => ({ kind: "entry" as const, text }))
 
@@ -109,16 +112,24 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         : Effect.void
 
     /**
-     * Creates the log of folder `dir` whole, of `head` and `entries`, in place of any log there: a temporary file
-     * written (and synced), renamed into place, the folder synced. The file stays open, in the scope, for appends.
+     * Creates the log of folder `dir` whole, of `head` and `entries`, in place of any log there, if `held` says the
+     * folder's lease is still this executor's once the log is written: a temporary file written (and synced),
+     * renamed into place (so into the folder `held` looked at, as `WholeFile.write` does), the folder synced. The
+     * file stays open, in the scope, for appends; `undefined` when the lease was taken over.
      */
-    const writeLog = (dir: string, head: string, entries: ReadonlyArray<string>) =>
+    const writeLog = (
+      dir: string,
+      head: string,
+      entries: ReadonlyArray<string>,
+      held: Effect.Effect<boolean, unknown>
+    ) =>
       Effect.gen(function*() {
         const file = path.join(dir, "log")
         const temporary = WholeFile.temporaryFor(file)
         const handle = yield* fs.open(temporary, { flag: "ax" })
         yield* handle.writeAll(LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]))
         if (options.sync) yield* handle.sync
+        if (!(yield* held)) return yield* Effect.as(Effect.ignore(fs.remove(temporary)), undefined)
         yield* fs.rename(temporary, file)
         yield* syncFolder(dir)
         return handle
@@ -188,13 +199,20 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         if (log !== undefined) {
           const differences = RunFingerprint.differences(log.fingerprint, fingerprint)
           if (differences.length > 0) return yield* new CheckpointMismatch({ id, differences })
-          if (log.torn !== undefined) yield* fs.truncate(file, log.torn).pipe(Effect.mapError(failed("open", id)))
         }
         // The log's appends go to `handle`, open in a scope closed after the last sync below (a compaction
         // replaces the file, and opens the new one in the same scope).
         const files = yield* Scope.fork(yield* Effect.scope)
-        const opening = log === undefined ? writeLog(dir, head, []) : fs.open(file, { flag: "a" })
-        let handle = yield* Scope.provide(files)(opening).pipe(Effect.mapError(failed("open", id)))
+        const opening = Effect.gen(function*() {
+          if (log === undefined) return yield* writeLog(dir, head, [], lease.held)
+          const handle = yield* fs.open(file, { flag: "a" })
+          // A torn last record is cut off through the file opened before the look: the folder's own log.
+          if (log.torn === undefined) return handle
+          return (yield* lease.held) ? yield* Effect.as(handle.truncate(log.torn), handle) : undefined
+        })
+        const opened = yield* Scope.provide(files)(opening).pipe(Effect.mapError(failed("open", id)))
+        if (opened === undefined) return yield* Effect.fail(failed("open", id)(takenOver()))
+        let handle = opened
         const marker = path.join(dir, "finished")
         let marked = lease.names.includes("finished")
         // Entries appended with `durable: false` since the last sync: synced with the next durable append, or here.
@@ -202,15 +220,15 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         yield* Effect.addFinalizer(() => options.sync && unsynced ? Effect.ignore(handle.sync) : Effect.void)
         const append = GroupCommit.make((entries: ReadonlyArray<string>, group) =>
           Effect.gen(function*() {
-            if (!(yield* lease.held)) {
-              return yield* Effect.fail(new Error("its lease was taken over by another executor"))
-            }
+            if (!(yield* lease.held)) return yield* Effect.fail(takenOver())
             // A run that goes on is no longer finished: unmarked before anything is written.
             if (marked && group.finished === undefined) yield* removeIfThere(marker)
             marked = false
             if (group.compact) {
               // A new log, whole and synced, renamed over the old one: a crash leaves one or the other.
-              handle = yield* Scope.provide(files)(writeLog(dir, head, entries))
+              const written = yield* Scope.provide(files)(writeLog(dir, head, entries, lease.held))
+              if (written === undefined) return yield* Effect.fail(takenOver())
+              handle = written
               unsynced = false
             } else {
               yield* handle.writeAll(LogFrame.encode(records(entries)))
@@ -222,7 +240,12 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             if (group.finished !== undefined) {
               const finishedAt = yield* Clock.currentTimeMillis
               const text = yield* encodeFinished({ id, finishedAt, result: group.finished })
-              yield* WholeFile.write(fs, marker, encoder.encode(text), { place: "rename", sync: options.sync })
+              const placed = yield* WholeFile.write(fs, marker, encoder.encode(text), {
+                place: "rename",
+                sync: options.sync,
+                when: lease.held
+              })
+              if (!placed) return yield* Effect.fail(takenOver())
               marked = true
             }
           }).pipe(Effect.mapError(failed("append", id)))
@@ -270,6 +293,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         if (taken._tag === "Failure") {
           return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
         }
+        const lease = taken.success
         // Read again under the lease: the run may have gone on, or finished again, since.
         const record = yield* readFinished(dir)
         if (record === undefined || record.finishedAt >= before) return undefined
@@ -283,8 +307,8 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const log = yield* load(record.id, file)
         if (log === undefined || log.entries.length <= record.result) return undefined
         const head = yield* encodeHead({ version: 1, id: record.id, fingerprint: log.fingerprint })
-        yield* writeLog(dir, head, log.entries.slice(log.entries.length - record.result))
-        return record.id
+        const written = yield* writeLog(dir, head, log.entries.slice(log.entries.length - record.result), lease.held)
+        return written === undefined ? undefined : record.id
       }))
 
     /** The id in the head of the log at `file` (read alone, not the entries), if there is a log. */
