@@ -16,6 +16,8 @@ import * as Step from "../src/step/Step.ts"
 import * as Until from "../src/Until.ts"
 import { answer, model, usage } from "./agentFixtures.ts"
 import {
+  after,
+  ahead,
   dropTables,
   files,
   fingerprint,
@@ -27,7 +29,8 @@ import {
   runAgent,
   sqlite,
   tempDirectory,
-  tools
+  tools,
+  watchedFiles
 } from "./checkpointFixtures.ts"
 
 /** What every store's retention must do; the clock is the test clock, at 0 unless moved. */
@@ -536,6 +539,114 @@ describe("Checkpointer retention", () => {
           .toStrictEqual({ runs: [] })
         expect(yield* Checkpointer.prune({ unfinishedBefore: "30 minutes" }).pipe(Effect.provide(files(dir))))
           .toStrictEqual({ runs: ["earlier"] })
+      }))
+
+    it.effect("an executor that starts as a prune sets its run's folder aside keeps the run to itself (a forgotten run, a cleared run's folder)", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "aside-"))
+        const store = files(dir)
+        const open = (id: string) => Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open(id, fingerprint))
+        yield* TestClock.adjust("1 day")
+        yield* record("done", ["turn"], ["result"]).pipe(Effect.provide(store))
+        yield* record("cleared", ["turn"]).pipe(Effect.provide(store))
+        yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.clear("cleared")).pipe(Effect.provide(store))
+        yield* TestClock.adjust("1 hour")
+        const ids = new Map<string, string>()
+        for (const id of ["done", "cleared"]) ids.set(Path.basename(yield* folderOf(dir, id)), id)
+        // Each run is executed again once the prune renamed its folder aside, before the prune removed it.
+        const scope = yield* Scope.make()
+        const pruning = watchedFiles(dir, (call, name) => {
+          const id = ids.get(name)
+          if (call !== "rename" || id === undefined) return
+          return {
+            after: Effect.flatMap(open(id), (log) => log.append([`${id} again`])).pipe(
+              Scope.provide(scope),
+              Effect.provide(store),
+              Effect.orDie
+            )
+          }
+        })
+        expect(
+          yield* Checkpointer.prune({ finishedBefore: "30 minutes", unfinishedBefore: "30 minutes" }).pipe(
+            Effect.provide(pruning)
+          )
+        ).toStrictEqual({ runs: ["done"] })
+        for (const id of ids.values()) {
+          // Executed afresh, and still held: no other executor gets it.
+          expect(yield* read(id).pipe(Effect.provide(store))).toStrictEqual([`${id} again`])
+          expect(yield* Effect.flip(Effect.scoped(open(id)).pipe(Effect.provide(store)))).toMatchObject({
+            _tag: "RunInProgress"
+          })
+        }
+        yield* Scope.close(scope, Exit.void)
+      }))
+
+    it.effect("an executor whose run's folder a prune removes as it takes the lease makes the folder again", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "vanishing-"))
+        yield* TestClock.adjust("1 day")
+        yield* record("vanishing", ["turn"], ["result"]).pipe(Effect.provide(files(dir)))
+        yield* TestClock.adjust("1 hour")
+        const folder = Path.basename(yield* folderOf(dir, "vanishing"))
+        // The executor finds the run's folder there; before it lists it, a prune forgets the run.
+        let pruned: CheckpointStore.Pruned | undefined
+        const executing = watchedFiles(
+          dir,
+          (call, name) =>
+            call === "readDirectory" && name === folder && pruned === undefined
+              ? {
+                before: Checkpointer.prune({ finishedBefore: "30 minutes" }).pipe(
+                  Effect.provide(files(dir)),
+                  Effect.map((result) => {
+                    pruned = result
+                  }),
+                  Effect.orDie
+                )
+              }
+              : undefined
+        )
+        const found = yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("vanishing", fingerprint)
+          yield* log.append(["afresh"])
+          return log.entries
+        })).pipe(Effect.provide(executing))
+        expect(pruned).toStrictEqual({ runs: ["vanishing"] })
+        expect(found).toStrictEqual([])
+        expect(yield* read("vanishing").pipe(Effect.provide(files(dir)))).toStrictEqual(["afresh"])
+      }))
+
+    it.effect("a prune that stalls past the lease it took leaves alone the run an executor took over meanwhile", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1 day")
+        const cases = [
+          { id: "finished", result: ["result"], options: { finishedBefore: "30 minutes" } },
+          { id: "stopped", result: [], options: { unfinishedBefore: "30 minutes" } }
+        ] as const
+        for (const { id, options, result } of cases) {
+          const dir = Fs.mkdtempSync(Path.join(directory, "stalled-prune-"))
+          yield* record(id, ["turn"], result.length > 0 ? result : undefined).pipe(Effect.provide(files(dir)))
+          yield* TestClock.adjust("1 hour")
+          const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open(id, fingerprint))
+          const stall = { ms: 0 }
+          const scope = yield* Scope.make()
+          let executor: CheckpointStore.Log | undefined
+          // Once it took the run's lease, the prune stalls a minute: meanwhile an executor takes the run over.
+          const pruning = watchedFiles(dir, (call) =>
+            call === "link"
+              ? {
+                after: Effect.gen(function*() {
+                  stall.ms = 60_000
+                  executor = yield* open.pipe(Effect.provide(files(dir)), after(60_000), Scope.provide(scope))
+                }).pipe(Effect.orDie)
+              }
+              : undefined)
+          expect(yield* Checkpointer.prune(options).pipe(Effect.provide(pruning), ahead(stall))).toStrictEqual({
+            runs: []
+          })
+          yield* executor!.append(["again"]).pipe(after(60_000))
+          expect(yield* read(id).pipe(Effect.provide(files(dir)))).toStrictEqual(["turn", ...result, "again"])
+          yield* Scope.close(scope, Exit.void)
+        }
       }))
 
     it.effect("a forgotten run's folder is removed, and one a crashed prune left aside too", () =>

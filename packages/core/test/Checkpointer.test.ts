@@ -1,9 +1,8 @@
 import { NodeSqliteClient } from "@agentloop/durable"
 import { Reachable } from "@agentloop/testing"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Exit, Fiber, FileSystem, Layer, Queue, Schedule, Schema, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schedule, Schema, Scope } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -12,6 +11,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type * as CheckpointStore from "../src/CheckpointStore.ts"
+import { after, ahead, files, watchedFiles } from "./checkpointFixtures.ts"
 
 const fingerprint = { input: "sha256:aa", tools: "add" }
 const fresh = (name: string) => `${name}/${Math.random().toString(36).slice(2)}`
@@ -136,9 +136,6 @@ if (!postgresReachable) console.warn("Checkpointer: SKIPPING the PostgreSQL test
 const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-checkpoints-"))
 afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
 
-const files = (dir: string) =>
-  Checkpointer.layerFileSystem(dir).pipe(Layer.provide(NodeFileSystem.layer), Layer.provide(NodePath.layer))
-
 /** The one log file under `dir`. */
 const logFile = (dir: string): string => {
   const logs = Fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith("log"))
@@ -148,74 +145,6 @@ const logFile = (dir: string): string => {
 
 const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
-
-/** What a watcher of the file system does about a call: nothing, or effects run before it, and once it succeeded. */
-type Watch = void | { readonly before?: Effect.Effect<void>; readonly after?: Effect.Effect<void> }
-
-/**
- * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
- * system, or `sync` and `writeAll` on an open file) as it starts, with the name of the file (its first argument's).
- */
-const watchedFiles = (dir: string, seen: (call: string, name: string) => Watch) =>
-  Checkpointer.layerFileSystem(dir).pipe(
-    Layer.provide(
-      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
-        const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
-          Effect.suspend(() => {
-            const watch = seen(call, Path.basename(path))
-            if (!watch) return effect
-            return Effect.andThen(watch.before ?? Effect.void, Effect.tap(effect, () => watch.after ?? Effect.void))
-          })
-        const watched = (path: string, file: FileSystem.File): FileSystem.File =>
-          new Proxy(file, {
-            get: (target, key) =>
-              key === "sync"
-                ? told("sync", path, target.sync)
-                : key === "writeAll"
-                ? (bytes: Uint8Array) => told("writeAll", path, target.writeAll(bytes))
-                : Reflect.get(target, key)
-          })
-        return new Proxy(fs, {
-          get: (target, key) => {
-            const method: unknown = Reflect.get(target, key)
-            if (typeof method !== "function" || typeof key !== "string") return method
-            return (path: string, ...rest: Array<unknown>) => {
-              const effect = method.call(target, path, ...rest)
-              return told(
-                key,
-                path,
-                key === "open"
-                  ? Effect.map(effect, (file: FileSystem.File) => watched(path, file))
-                  : effect
-              )
-            }
-          }
-        })
-      }))
-    ),
-    Layer.provide(NodeFileSystem.layer),
-    Layer.provide(NodePath.layer)
-  )
-
-/**
- * Runs `effect` by a clock `by.ms` ahead of the test's, read at each look (so a test can make a process stall in the
- * middle of an effect: nothing runs meanwhile, and its clock jumps).
- */
-const ahead = (by: { readonly ms: number }) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Clock.clockWith((clock) =>
-    Effect.provideService(effect, Clock.Clock, {
-      currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + by.ms,
-      currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + by.ms),
-      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(by.ms) * 1_000_000n,
-      currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(by.ms) * 1_000_000n),
-      monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
-      monotonicTimeNanos: clock.monotonicTimeNanos,
-      sleep: (duration) => clock.sleep(duration)
-    })
-  )
-
-/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
-const after = (ms: number) => ahead({ ms })
 
 describe("Checkpointer", () => {
   conformance("in memory", () => Checkpointer.layerMemory)

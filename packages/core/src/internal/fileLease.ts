@@ -61,19 +61,30 @@ export interface Held {
   readonly names: ReadonlyArray<string>
   /** Whether the lease is still this executor's. */
   readonly held: Effect.Effect<boolean, unknown>
+  /**
+   * Gives the lease up without a word: no more renewals, and no release when the scope closes. For a holder about to
+   * remove the run's folder, which an executor may make again at once, holding a lease of its own in it.
+   */
+  readonly disarm: () => void
 }
 
 /** The leases of the file store's run folders. */
 export interface Leases {
   /**
    * Holds run `id`'s lease in folder `dir` until the scope closes; fails with `RunInProgress` when another
-   * executor holds it. `made`: this executor just made the folder.
+   * executor holds it. `make` makes the folder first (whether it made it, then empty: no one else can have taken its
+   * lease), and again if it is removed (by a prune) while the lease is being taken.
    */
   readonly hold: (
     id: string,
     dir: string,
-    made?: boolean
+    make: Effect.Effect<boolean, CheckpointError>
   ) => Effect.Effect<Held, RunInProgress | CheckpointError, Scope.Scope>
+  /** Holds run `id`'s lease in folder `dir` as `hold` does, if the folder is there: `undefined` once it is not. */
+  readonly holdIfThere: (
+    id: string,
+    dir: string
+  ) => Effect.Effect<Held | undefined, RunInProgress | CheckpointError, Scope.Scope>
   /** When the newest lease in folder `dir` lapsed, if it did (nobody holds it), and its number. */
   readonly lapsed: (dir: string) => Effect.Effect<{ readonly number: number; readonly at: number } | undefined, unknown>
 }
@@ -100,23 +111,34 @@ export const make = (options: {
 
     /**
      * Takes run `id`'s lease as `owner`: the number of the lease taken, the expiry written in it, and the names
-     * in the folder when it was taken (none when `made`: the folder was just made, and holds nothing).
+     * in the folder when it was taken (none in a folder just made: it holds nothing). `make` makes the folder, and
+     * again when it is gone (a prune removed it); without it, a folder that is gone has no lease to take (`undefined`).
      */
     const acquire = (
       id: string,
       dir: string,
       owner: string,
-      made: boolean
+      make: Effect.Effect<boolean, CheckpointError> | undefined
     ): Effect.Effect<
-      { readonly number: number; readonly expiresAt: number; readonly names: ReadonlyArray<string> },
+      { readonly number: number; readonly expiresAt: number; readonly names: ReadonlyArray<string> } | undefined,
       RunInProgress | CheckpointError
     > =>
       Effect.gen(function*() {
+        let made = make === undefined ? false : yield* make
         for (let attempt = 0; attempt < 5; attempt++) {
           // Read before the lease's file: an expiry that passed by then had lapsed, however long the reading took
           // (judged by a time read after it, a file read before a renewal landed would pass for lapsed).
           const now = yield* Clock.currentTimeMillis
-          const names = made && attempt === 0 ? [] : yield* fs.readDirectory(dir)
+          const listed = made
+            ? []
+            : yield* Effect.catchIf(fs.readDirectory(dir), isReason("NotFound"), () => Effect.undefined)
+          made = false
+          if (listed === undefined) {
+            if (make === undefined) return undefined
+            made = yield* make
+            continue
+          }
+          const names = listed
           const numbers = leaseNumbers(names)
           const top = numbers.at(-1) ?? 0
           if (top > 0) {
@@ -140,7 +162,13 @@ export const make = (options: {
                 })
             )
           )
-          if (taken._tag === "Failure" && isReason("AlreadyExists")(taken.failure)) continue
+          // Taken first, or the folder was removed since it was listed: look again.
+          if (
+            taken._tag === "Failure" &&
+            (isReason("AlreadyExists")(taken.failure) || isReason("NotFound")(taken.failure))
+          ) {
+            continue
+          }
           if (taken._tag === "Failure") return yield* Effect.fail(taken.failure)
           yield* Effect.forEach(
             numbers,
@@ -149,7 +177,9 @@ export const make = (options: {
           )
           return { number: top + 1, expiresAt, names }
         }
-        return yield* Effect.fail(new Error("the lease changed hands five times while it was being taken"))
+        return yield* Effect.fail(
+          new Error("the lease changed hands, or the run's folder was removed, five times while it was being taken")
+        )
       }).pipe(Effect.mapError((error) => error instanceof RunInProgress ? error : failed("open", id)(error)))
 
     /**
@@ -198,10 +228,12 @@ export const make = (options: {
         Effect.catchIf(isReason("NotFound"), () => Effect.succeed(false))
       )
 
-    const hold = (id: string, dir: string, made = false) =>
+    const holdWith = (id: string, dir: string, make: Effect.Effect<boolean, CheckpointError> | undefined) =>
       Effect.gen(function*() {
         const owner = `${options.owner}#${++opened}.${Math.random().toString(36).slice(2, 8)}`
-        const { expiresAt, names, number } = yield* acquire(id, dir, owner, made)
+        const acquired = yield* acquire(id, dir, owner, make)
+        if (acquired === undefined) return undefined
+        const { expiresAt, names, number } = acquired
         const taken = superseded(dir, number, owner)
         // Clocks agree within a third of the lease: an append looks at the lease files only once it may have lapsed.
         const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: taken })
@@ -223,7 +255,8 @@ export const make = (options: {
         const held: Held = {
           number,
           names,
-          held: Effect.suspend(() => kept.lost() ? Effect.succeed(false) : window.held)
+          held: Effect.suspend(() => kept.lost() ? Effect.succeed(false) : window.held),
+          disarm: kept.disarm
         }
         return held
       })
@@ -246,6 +279,11 @@ export const make = (options: {
         return info?.mtime._tag === "Some" ? { number, at: info.mtime.value.getTime() } : undefined
       })
 
-    const leases: Leases = { hold, lapsed }
+    const leases: Leases = {
+      // Made when it is gone: it is never `undefined`.
+      hold: (id, dir, make) => Effect.map(holdWith(id, dir, make), (held) => held!),
+      holdIfThere: (id, dir) => holdWith(id, dir, undefined),
+      lapsed
+    }
     return leases
   })

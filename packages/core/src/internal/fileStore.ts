@@ -20,12 +20,15 @@
  *
  * The folder's names, listed as the lease is taken, say whether there is a
  * log to read and a mark to remove; a folder the executor has just made holds
- * nothing, and is not listed at all.
+ * nothing, and is not listed at all. A folder a prune removes while an
+ * executor takes its lease is made again.
  *
  * `prune` forgets a finished run by renaming its folder aside (one step: the
- * run is there whole or gone) and then removing it; a folder left aside by a
- * crash is removed by the next `prune`. Keeping only a run's result rewrites
- * its log whole, as a new log is created.
+ * run is there whole or gone) and then removing it, its lease disarmed first
+ * (an executor may make the folder again at once: the prune's lease is not
+ * released into it); a folder left aside by a crash is removed by the next
+ * `prune`. Keeping only a run's result rewrites its log whole, as a new log is
+ * created.
  *
  * A released lease records when it was released (its expiry is set to minus
  * that time: lapsed by every clock), and one whose holder died lapses at its
@@ -101,6 +104,9 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
 
     const folder = (id: string) =>
       Effect.map(RunFingerprint.digest(id), (digest) => path.join(options.directory, digest.slice("sha256:".length)))
+
+    /** Removes folder `aside`, set aside by a prune, and all it holds. */
+    const removeAside = (aside: string) => fs.remove(aside, { recursive: true })
 
     /** Removes `file`, unless it is not there. */
     const removeIfThere = (file: string) => Effect.catchIf(fs.remove(file), isReason("NotFound"), () => Effect.void)
@@ -185,8 +191,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       Effect.gen(function*() {
         yield* RunId.validate(id)
         const dir = yield* folder(id)
-        const made = yield* makeFolder(dir).pipe(Effect.mapError(failed("open", id)))
-        const lease = yield* leases.hold(id, dir, made)
+        const lease = yield* leases.hold(id, dir, makeFolder(dir).pipe(Effect.mapError(failed("open", id))))
         const file = path.join(dir, "log")
         // What the folder held when the lease was taken: only the lease's holder writes the log and the mark.
         const log = lease.names.includes("log")
@@ -264,8 +269,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       Effect.scoped(Effect.gen(function*() {
         yield* RunId.validate(id)
         const dir = yield* folder(id)
-        if (!(yield* fs.exists(dir).pipe(Effect.mapError(failed("clear", id))))) return
-        yield* leases.hold(id, dir)
+        if ((yield* leases.holdIfThere(id, dir)) === undefined) return
         yield* removeIfThere(path.join(dir, "finished")).pipe(
           Effect.andThen(removeIfThere(path.join(dir, "log"))),
           Effect.mapError(failed("clear", id))
@@ -280,6 +284,26 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         () => Effect.undefined
       )
 
+    /** Run `id`'s lease in folder `dir`, for a prune: `undefined` when another executor holds it, or the folder is gone. */
+    const leaseToPrune = (id: string, dir: string) =>
+      Effect.catchTag(leases.holdIfThere(id, dir), "RunInProgress", () => Effect.undefined)
+
+    /**
+     * Removes run folder `dir`, under `lease`, unless the lease was taken over: renamed aside in one step (after a
+     * crash the run is there whole or gone; a folder left aside is removed by the next `prune`), then removed. The
+     * lease is disarmed first: an executor may make the folder again at once, and take a lease of its own in it,
+     * which this one's renewal or release must not touch. Whether it was removed.
+     */
+    const forget = (dir: string, lease: FileLease.Held) =>
+      Effect.gen(function*() {
+        if (!(yield* lease.held)) return false
+        lease.disarm()
+        const aside = `${dir}.pruned-${Math.random().toString(36).slice(2)}`
+        yield* fs.rename(dir, aside)
+        yield* removeAside(aside)
+        return true
+      })
+
     /** Prunes the finished run `seen` in folder `dir` if it finished before `before` and nobody holds it: its id if it did. */
     const pruneFinished = (
       dir: string,
@@ -289,20 +313,12 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     ) =>
       Effect.scoped(Effect.gen(function*() {
         if (seen.finishedAt >= before) return undefined
-        const taken = yield* Effect.result(leases.hold(seen.id, dir))
-        if (taken._tag === "Failure") {
-          return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
-        }
-        const lease = taken.success
+        const lease = yield* leaseToPrune(seen.id, dir)
+        if (lease === undefined) return undefined
         // Read again under the lease: the run may have gone on, or finished again, since.
         const record = yield* readFinished(dir)
         if (record === undefined || record.finishedAt >= before) return undefined
-        if (keep === "nothing") {
-          const aside = `${dir}.pruned-${Math.random().toString(36).slice(2)}`
-          yield* fs.rename(dir, aside)
-          yield* fs.remove(aside, { recursive: true })
-          return record.id
-        }
+        if (keep === "nothing") return (yield* forget(dir, lease)) ? record.id : undefined
         const file = path.join(dir, "log")
         const log = yield* load(record.id, file)
         if (log === undefined || log.entries.length <= record.result) return undefined
@@ -346,20 +362,15 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         const file = path.join(dir, "log")
         const id = yield* readId(file)
         if (id !== undefined && !Retention.isRun(id)) return undefined
-        const taken = yield* Effect.result(leases.hold(id ?? dir, dir))
-        if (taken._tag === "Failure") {
-          return taken.failure._tag === "RunInProgress" ? undefined : yield* Effect.fail(taken.failure)
-        }
+        const lease = yield* leaseToPrune(id ?? dir, dir)
         // Another lease taken since it looked: the run was executed again, and ended later.
-        if (taken.success.number !== ended.number + 1) return undefined
+        if (lease === undefined || lease.number !== ended.number + 1) return undefined
         if (yield* fs.exists(path.join(dir, "finished"))) return undefined
         if (id === undefined) {
-          if (yield* fs.exists(file)) return undefined
-          const aside = `${dir}.pruned-${Math.random().toString(36).slice(2)}`
-          yield* fs.rename(dir, aside)
-          yield* fs.remove(aside, { recursive: true })
+          if (!(yield* fs.exists(file))) yield* forget(dir, lease)
           return undefined
         }
+        if (!(yield* lease.held)) return undefined
         yield* fs.remove(file)
         yield* syncFolder(dir)
         return id
@@ -386,7 +397,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           const dir = path.join(options.directory, name)
           if (prunedFolder.test(name)) {
             // Set aside by a prune that crashed before removing it.
-            yield* fs.remove(dir, { recursive: true }).pipe(Effect.mapError(failed("prune", dir)))
+            yield* removeAside(dir).pipe(Effect.mapError(failed("prune", dir)))
           } else if (runFolder.test(name)) {
             const id = yield* pruneRun(dir, cutoff).pipe(Effect.mapError(failed("prune", dir)))
             if (id !== undefined) runs.push(id)
