@@ -649,6 +649,40 @@ describe("Checkpointer retention", () => {
         }
       }))
 
+    it.effect("two prunes at once (two processes') each forget what the other did not, and neither fails", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "two-prunes-"))
+        yield* TestClock.adjust("1 day")
+        const finished = ["done-1", "done-2", "done-3"]
+        const unfinished = ["stopped-1", "stopped-2"]
+        for (const id of finished) yield* record(id, ["turn"], ["result"]).pipe(Effect.provide(files(dir)))
+        for (const id of unfinished) yield* record(id, ["turn"]).pipe(Effect.provide(files(dir)))
+        yield* TestClock.adjust("1 hour")
+        const options = { finishedBefore: "30 minutes", unfinishedBefore: "30 minutes" } as const
+        // The second prune runs whole once the first renamed its first run's folder aside, before the first removed
+        // it: it removes that folder (as one a crashed prune left), and forgets the runs the first has yet to look at.
+        let second: CheckpointStore.Pruned | undefined
+        const first = watchedFiles(
+          dir,
+          (call, name) =>
+            call === "rename" && /^[0-9a-f]{32}$/.test(name) && second === undefined
+              ? {
+                after: Checkpointer.prune(options).pipe(
+                  Effect.provide(files(dir)),
+                  Effect.map((pruned) => {
+                    second = pruned
+                  }),
+                  Effect.orDie
+                )
+              }
+              : undefined
+        )
+        const pruned = yield* Checkpointer.prune(options).pipe(Effect.provide(first))
+        const runs = [...pruned.runs, ...second!.runs]
+        expect(runs.sort()).toStrictEqual([...finished, ...unfinished].sort())
+        for (const id of runs) expect(yield* read(id).pipe(Effect.provide(files(dir)))).toStrictEqual([])
+      }))
+
     it.effect("a forgotten run's folder is removed, and one a crashed prune left aside too", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "folders-"))

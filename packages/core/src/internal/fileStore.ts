@@ -105,8 +105,8 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     const folder = (id: string) =>
       Effect.map(RunFingerprint.digest(id), (digest) => path.join(options.directory, digest.slice("sha256:".length)))
 
-    /** Removes folder `aside`, set aside by a prune, and all it holds. */
-    const removeAside = (aside: string) => fs.remove(aside, { recursive: true })
+    /** Removes folder `aside`, set aside by a prune, and all it holds; another prune may be removing it too. */
+    const removeAside = (aside: string) => fs.remove(aside, { recursive: true, force: true })
 
     /** Removes `file`, unless it is not there. */
     const removeIfThere = (file: string) => Effect.catchIf(fs.remove(file), isReason("NotFound"), () => Effect.void)
@@ -399,7 +399,11 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
             // Set aside by a prune that crashed before removing it.
             yield* removeAside(dir).pipe(Effect.mapError(failed("prune", dir)))
           } else if (runFolder.test(name)) {
-            const id = yield* pruneRun(dir, cutoff).pipe(Effect.mapError(failed("prune", dir)))
+            const id = yield* pruneRun(dir, cutoff).pipe(
+              // Gone as it was looked at: another prune (another process's) forgot the run.
+              Effect.catchIf(isReason("NotFound"), () => Effect.undefined),
+              Effect.mapError(failed("prune", dir))
+            )
             if (id !== undefined) runs.push(id)
           }
         }
