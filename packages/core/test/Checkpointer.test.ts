@@ -267,6 +267,21 @@ describe("Checkpointer", () => {
         expect(yield* readWith(files(dir), "syncs")).toStrictEqual(["snapshot", "decided after it"])
       }))
 
+    it.effect("a new run's folder is synced into the store's folder, once (and the store's folder, made with its first run, into its parent)", () =>
+      Effect.gen(function*() {
+        const parent = Fs.mkdtempSync(Path.join(directory, "folders-"))
+        const synced: Array<string> = []
+        const store = watchedFiles(Path.join(parent, "store"), (call, name) => {
+          if (call === "sync") synced.push(name)
+        })
+        for (const [id, entry] of [["first", "one"], ["second", "one"], ["first", "two"]] as const) {
+          yield* appendAll(id, [entry]).pipe(Effect.provide(store))
+        }
+        expect(synced.filter((name) => name === "store")).toHaveLength(2)
+        expect(synced.filter((name) => name === Path.basename(parent))).toHaveLength(1)
+        expect(yield* readWith(files(Path.join(parent, "store")), "first")).toStrictEqual(["one", "two"])
+      }))
+
     it.effect("a new run's open reads nothing back, and each append is one write, and one sync when durable", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "calls-"))

@@ -141,19 +141,28 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return handle
       })
 
-    /** Makes folder `dir`: whether this call made it (then it is empty, and no one else has taken its lease). */
+    /**
+     * Makes run folder `dir`: whether this call made it (then it is empty, and no one else has taken its lease). A
+     * folder made is synced into the store's folder, as a log is into its run's: after a power cut, the run's
+     * synced log is in a folder that is there.
+     */
     const makeFolder = (dir: string) => {
       const make = Effect.catchIf(
         Effect.as(fs.makeDirectory(dir), true),
         isReason("AlreadyExists"),
         () => Effect.succeed(false)
       )
-      // The store's own folder is made with its first run.
-      return Effect.catchIf(
+      // The store's own folder is made with its first run, and synced into its parent.
+      const made = Effect.catchIf(
         make,
         isReason("NotFound"),
-        () => Effect.andThen(fs.makeDirectory(options.directory, { recursive: true }), make)
+        () =>
+          fs.makeDirectory(options.directory, { recursive: true }).pipe(
+            Effect.andThen(syncFolder(path.dirname(options.directory))),
+            Effect.andThen(make)
+          )
       )
+      return Effect.tap(made, (isNew) => isNew ? syncFolder(options.directory) : Effect.void)
     }
 
     /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
