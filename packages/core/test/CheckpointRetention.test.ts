@@ -367,6 +367,46 @@ const stalledWriter = (
       yield* store.clear(id)
     }).pipe(Effect.provide(layer())))
 
+/**
+ * More finished runs than one transaction of a SQL prune takes, in their own table `table` (made by the store), are
+ * all cut down to their result, each counted once.
+ */
+const cutsInBatches = (client: Layer.Layer<SqlClient.SqlClient, unknown>, table: string) =>
+  it.effect("more finished runs than one transaction takes are all cut down to their result, each counted once", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = Checkpointer.layerSql({ table }).pipe(Layer.provide(client))
+      yield* TestClock.adjust("1 day")
+      // Made by the store.
+      expect(yield* Checkpointer.prune({ finishedBefore: 0 }).pipe(Effect.provide(store))).toStrictEqual({ runs: [] })
+      const ids = Array.from({ length: 1_001 }, (_, i) => `batch-${i}`)
+      const recorded = JSON.stringify(fingerprint)
+      // The rows of a statement's insert (a chunk of `ids`, never empty).
+      const rows = <A>(all: ReadonlyArray<A>): readonly [A, ...Array<A>] => [all[0]!, ...all.slice(1)]
+      for (let start = 0; start < ids.length; start += 250) {
+        const chunk = ids.slice(start, start + 250)
+        // Finished at 1 with their last entry as their result, and released.
+        const runs = chunk.map((id) => ({
+          execution_id: id,
+          fingerprint: recorded,
+          owner: "gone",
+          expires_at: -1,
+          finished_at: 1,
+          result_from: 2
+        }))
+        const entries = chunk.flatMap((id) => [0, 1, 2].map((seq) => ({ execution_id: id, seq, entry: `${seq}` })))
+        yield* sql`INSERT INTO ${sql(`${table}_runs`)} ${sql.insert(rows(runs))}`
+        yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rows(entries))}`
+      }
+      const pruned = yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" }).pipe(Effect.provide(store))
+      expect([...pruned.runs].sort()).toStrictEqual([...ids].sort())
+      const left = yield* sql<{ readonly entry: string }>`SELECT DISTINCT entry FROM ${sql(table)}`
+      expect(left.map((row) => row.entry)).toStrictEqual(["2"])
+      expect(yield* read("batch-1000").pipe(Effect.provide(store))).toStrictEqual(["2"])
+      expect(yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" }).pipe(Effect.provide(store)))
+        .toStrictEqual({ runs: [] })
+    }).pipe(Effect.provide(client)))
+
 /** The folder of run `id` in the file store in `dir`. */
 const folderOf = (dir: string, id: string) =>
   Effect.map(RunFingerprint.digest(id), (digest) => Path.join(dir, digest.slice("sha256:".length)))
@@ -789,6 +829,7 @@ describe("Checkpointer retention", () => {
 
     const client = sqlite(Path.join(directory, "stalled.db"))
     stalledWriter(() => Checkpointer.layerSql().pipe(Layer.provide(client)), lapseRow(client, "agentloop_checkpoints"))
+    cutsInBatches(sqlite(Path.join(directory, "batches.db")), "batches")
   })
 
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
@@ -798,6 +839,9 @@ describe("Checkpointer retention", () => {
     conformance("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))
 
     stalledWriter(() => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)), lapseRow(client, table))
+    const batches = `agentloop_retention_batches_${process.pid}`
+    afterAll(() => dropTables(batches))
+    cutsInBatches(client, batches)
 
     it.live("a stalled writer's append that meets a prune deleting its run waits for the prune, and writes nothing", () =>
       Effect.gen(function*() {
