@@ -379,6 +379,28 @@ describe("Checkpointer", () => {
         expect(yield* readWith(files(dir), "again")).toStrictEqual(["second's"])
       }))
 
+    it.effect("a holder's release looks at the files, even in its window: it leaves alone the lease of a run executed anew by clocks far ahead", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "release-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("released", fingerprint)).pipe(
+          Effect.provide(files(dir))
+        )
+        const first = yield* Scope.make()
+        const log = yield* open.pipe(Scope.provide(first))
+        yield* log.append(["first's"], { finished: true })
+        // By clocks a minute ahead of the first executor's, its lease lapsed: a prune forgets its run, and a second
+        // executor executes it anew, in a new folder whose lease is number 1 again.
+        expect(yield* Checkpointer.prune({ finishedBefore: 1 }).pipe(Effect.provide(files(dir)), after(60_000)))
+          .toStrictEqual({ runs: ["released"] })
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Effect.flatMap(open.pipe(after(60_000)), (second) => second.append(["second's"]))
+          // The first ends its run, its lease still in its window by its own clock: its release writes nothing.
+          yield* Scope.close(first, Exit.void)
+          expect(yield* Effect.flip(Effect.scoped(open.pipe(after(62_000))))).toMatchObject({ _tag: "RunInProgress" })
+        }))
+        expect(yield* readWith(files(dir), "released")).toStrictEqual(["second's"])
+      }))
+
     it.effect("a writer that stalls just before it writes a new log, while its run is forgotten and executed anew, leaves the new log alone", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "stalls-"))

@@ -13,8 +13,9 @@
  * A lease is lost once a higher number exists, or once its own file is gone
  * or names another owner (owners are unique per hold): a run's folder that a
  * prune removed and an executor made again numbers its leases from 1 again.
- * Every renewal looks, so a takeover the window below did not foresee ends at
- * the next renewal; an append looks only once the lease may have lapsed (see
+ * Every renewal looks, and the release, so a takeover the window below did
+ * not foresee ends at the next renewal, and the new holder's lease file is
+ * never replaced; an append looks only once the lease may have lapsed (see
  * `leaseWindow`): before that, no one else can have taken it. A holder writes a
  * file into the run's folder (a lease's renewal, a log, a mark) through a
  * temporary file made there before it looks (see `WholeFile.write`), so no
@@ -237,20 +238,14 @@ export const make = (options: {
         const taken = superseded(dir, number, owner)
         // Clocks agree within a third of the lease: an append looks at the lease files only once it may have lapsed.
         const window = LeaseWindow.make({ expiresAt, margin: ttl / 3, superseded: taken })
+        // A renewal and the release look every time, off the appends' path: a takeover the window did not foresee
+        // (clocks that disagree by more than they should) ends at the next renewal, and its lease is never replaced.
+        const own = Effect.map(taken, (taken) => !taken)
         const kept = yield* LeaseKeeper.keep({
           ttl: options.lease,
-          // A renewal looks every time, off the appends' path: a takeover the window did not foresee (clocks that
-          // disagree by more than they should) ends at the next renewal.
-          renew: extend(
-            dir,
-            number,
-            owner,
-            window,
-            Effect.map(taken, (taken) => !taken),
-            Effect.map(Clock.currentTimeMillis, (now) => now + ttl)
-          ),
+          renew: extend(dir, number, owner, window, own, Effect.map(Clock.currentTimeMillis, (now) => now + ttl)),
           // Released, the lease says when the execution ended (see `lapsed`).
-          release: extend(dir, number, owner, window, window.held, Retention.releasedExpiry)
+          release: extend(dir, number, owner, window, own, Retention.releasedExpiry)
         })
         const held: Held = {
           number,
