@@ -18,7 +18,7 @@
  * never replaced; an append looks only once the lease may have lapsed (see
  * `leaseWindow`): before that, no one else can have taken it. A holder writes a
  * file into the run's folder (a lease's renewal, a log, a mark) through a
- * temporary file made there before it looks (see `WholeFile.write`), so no
+ * temporary file made there before it looks (see `WholeFile.place`), so no
  * file of its lands in a folder made again after the look.
  *
  * Lease files are not synced: a power cut stops every executor of the
@@ -204,7 +204,7 @@ export const make = (options: {
 
     /**
      * Sets lease `number`'s expiry to `expiresAt` if `held` says it is still this owner's, looking once the new file
-     * is written beside it (see `WholeFile.write`): it never lands in a folder made again after the look, nor makes
+     * is written beside it (see `WholeFile.place`): it never lands in a folder made again after the look, nor makes
      * the file again once a new owner removed it. Whether it was set; the window learns of the expiry written.
      */
     const extend = (
@@ -258,11 +258,13 @@ export const make = (options: {
 
     const lapsed = (dir: string) =>
       Effect.gen(function*() {
+        // Read before the lease's file, as a taker does.
+        const now = yield* Clock.currentTimeMillis
         const number = leaseNumbers(yield* fs.readDirectory(dir)).at(-1)
         if (number === undefined) return undefined
         const lease = yield* Effect.catchIf(readLease(dir, number), isReason("NotFound"), () => Effect.undefined)
         // Gone: a new owner is taking it.
-        if (lease === undefined || lease.expiresAt > (yield* Clock.currentTimeMillis)) return undefined
+        if (lease === undefined || lease.expiresAt > now) return undefined
         const at = Retention.endedAt(lease.expiresAt)
         if (at !== undefined) return { number, at }
         // Released by an earlier version, which wrote 0: its file was written then.

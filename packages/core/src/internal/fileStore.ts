@@ -120,8 +120,8 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
     /**
      * Creates the log of folder `dir` whole, of `head` and `entries`, in place of any log there, if `held` says the
      * folder's lease is still this executor's once the log is written: a temporary file written (and synced),
-     * renamed into place (so into the folder `held` looked at, as `WholeFile.write` does), the folder synced. The
-     * file stays open, in the scope, for appends; `undefined` when the lease was taken over.
+     * renamed into place (into the folder `held` looked at: see `WholeFile.place`), the folder synced. The file
+     * stays open, in the scope, for appends; `undefined` when the lease was taken over.
      */
     const writeLog = (
       dir: string,
@@ -132,11 +132,14 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       Effect.gen(function*() {
         const file = path.join(dir, "log")
         const temporary = WholeFile.temporaryFor(file)
-        const handle = yield* fs.open(temporary, { flag: "ax" })
-        yield* handle.writeAll(LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]))
-        if (options.sync) yield* handle.sync
-        if (!(yield* held)) return yield* Effect.as(Effect.ignore(fs.remove(temporary)), undefined)
-        yield* fs.rename(temporary, file)
+        const written = Effect.gen(function*() {
+          const handle = yield* fs.open(temporary, { flag: "ax" })
+          yield* handle.writeAll(LogFrame.encode([{ kind: "head", text: head }, ...records(entries)]))
+          if (options.sync) yield* handle.sync
+          return handle
+        })
+        const handle = yield* WholeFile.place(fs, file, temporary, written, { place: "rename", when: held })
+        if (handle === undefined) return undefined
         yield* syncFolder(dir)
         return handle
       })
