@@ -16,6 +16,8 @@ import * as Step from "../src/step/Step.ts"
 import * as Until from "../src/Until.ts"
 import { answer, model, usage } from "./agentFixtures.ts"
 import {
+  after,
+  ahead,
   dropTables,
   files,
   fingerprint,
@@ -27,7 +29,8 @@ import {
   runAgent,
   sqlite,
   tempDirectory,
-  tools
+  tools,
+  watchedFiles
 } from "./checkpointFixtures.ts"
 
 /** What every store's retention must do; the clock is the test clock, at 0 unless moved. */
@@ -364,6 +367,46 @@ const stalledWriter = (
       yield* store.clear(id)
     }).pipe(Effect.provide(layer())))
 
+/**
+ * More finished runs than one transaction of a SQL prune takes, in their own table `table` (made by the store), are
+ * all cut down to their result, each counted once.
+ */
+const cutsInBatches = (client: Layer.Layer<SqlClient.SqlClient, unknown>, table: string) =>
+  it.effect("more finished runs than one transaction takes are all cut down to their result, each counted once", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const store = Checkpointer.layerSql({ table }).pipe(Layer.provide(client))
+      yield* TestClock.adjust("1 day")
+      // Made by the store.
+      expect(yield* Checkpointer.prune({ finishedBefore: 0 }).pipe(Effect.provide(store))).toStrictEqual({ runs: [] })
+      const ids = Array.from({ length: 1_001 }, (_, i) => `batch-${i}`)
+      const recorded = JSON.stringify(fingerprint)
+      // The rows of a statement's insert (a chunk of `ids`, never empty).
+      const rows = <A>(all: ReadonlyArray<A>): readonly [A, ...Array<A>] => [all[0]!, ...all.slice(1)]
+      for (let start = 0; start < ids.length; start += 250) {
+        const chunk = ids.slice(start, start + 250)
+        // Finished at 1 with their last entry as their result, and released.
+        const runs = chunk.map((id) => ({
+          execution_id: id,
+          fingerprint: recorded,
+          owner: "gone",
+          expires_at: -1,
+          finished_at: 1,
+          result_from: 2
+        }))
+        const entries = chunk.flatMap((id) => [0, 1, 2].map((seq) => ({ execution_id: id, seq, entry: `${seq}` })))
+        yield* sql`INSERT INTO ${sql(`${table}_runs`)} ${sql.insert(rows(runs))}`
+        yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rows(entries))}`
+      }
+      const pruned = yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" }).pipe(Effect.provide(store))
+      expect([...pruned.runs].sort()).toStrictEqual([...ids].sort())
+      const left = yield* sql<{ readonly entry: string }>`SELECT DISTINCT entry FROM ${sql(table)}`
+      expect(left.map((row) => row.entry)).toStrictEqual(["2"])
+      expect(yield* read("batch-1000").pipe(Effect.provide(store))).toStrictEqual(["2"])
+      expect(yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" }).pipe(Effect.provide(store)))
+        .toStrictEqual({ runs: [] })
+    }).pipe(Effect.provide(client)))
+
 /** The folder of run `id` in the file store in `dir`. */
 const folderOf = (dir: string, id: string) =>
   Effect.map(RunFingerprint.digest(id), (digest) => Path.join(dir, digest.slice("sha256:".length)))
@@ -538,6 +581,148 @@ describe("Checkpointer retention", () => {
           .toStrictEqual({ runs: ["earlier"] })
       }))
 
+    it.effect("an executor that starts as a prune sets its run's folder aside keeps the run to itself (a forgotten run, a cleared run's folder)", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "aside-"))
+        const store = files(dir)
+        const open = (id: string) => Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open(id, fingerprint))
+        yield* TestClock.adjust("1 day")
+        yield* record("done", ["turn"], ["result"]).pipe(Effect.provide(store))
+        yield* record("cleared", ["turn"]).pipe(Effect.provide(store))
+        yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.clear("cleared")).pipe(Effect.provide(store))
+        yield* TestClock.adjust("1 hour")
+        const ids = new Map<string, string>()
+        for (const id of ["done", "cleared"]) ids.set(Path.basename(yield* folderOf(dir, id)), id)
+        // Each run is executed again once the prune renamed its folder aside, before the prune removed it.
+        const scope = yield* Scope.make()
+        const pruning = watchedFiles(dir, (call, name) => {
+          const id = ids.get(name)
+          if (call !== "rename" || id === undefined) return
+          return {
+            after: Effect.flatMap(open(id), (log) => log.append([`${id} again`])).pipe(
+              Scope.provide(scope),
+              Effect.provide(store),
+              Effect.orDie
+            )
+          }
+        })
+        expect(
+          yield* Checkpointer.prune({ finishedBefore: "30 minutes", unfinishedBefore: "30 minutes" }).pipe(
+            Effect.provide(pruning)
+          )
+        ).toStrictEqual({ runs: ["done"] })
+        for (const id of ids.values()) {
+          // Executed afresh, and still held: no other executor gets it.
+          expect(yield* read(id).pipe(Effect.provide(store))).toStrictEqual([`${id} again`])
+          expect(yield* Effect.flip(Effect.scoped(open(id)).pipe(Effect.provide(store)))).toMatchObject({
+            _tag: "RunInProgress"
+          })
+        }
+        yield* Scope.close(scope, Exit.void)
+      }))
+
+    it.effect("an executor whose run's folder a prune removes as it takes the lease makes the folder again", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "vanishing-"))
+        yield* TestClock.adjust("1 day")
+        yield* record("vanishing", ["turn"], ["result"]).pipe(Effect.provide(files(dir)))
+        yield* TestClock.adjust("1 hour")
+        const folder = Path.basename(yield* folderOf(dir, "vanishing"))
+        // The executor finds the run's folder there; before it lists it, a prune forgets the run.
+        let pruned: CheckpointStore.Pruned | undefined
+        const executing = watchedFiles(
+          dir,
+          (call, name) =>
+            call === "readDirectory" && name === folder && pruned === undefined
+              ? {
+                before: Checkpointer.prune({ finishedBefore: "30 minutes" }).pipe(
+                  Effect.provide(files(dir)),
+                  Effect.map((result) => {
+                    pruned = result
+                  }),
+                  Effect.orDie
+                )
+              }
+              : undefined
+        )
+        const found = yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* (yield* Checkpointer.Checkpointer).open("vanishing", fingerprint)
+          yield* log.append(["afresh"])
+          return log.entries
+        })).pipe(Effect.provide(executing))
+        expect(pruned).toStrictEqual({ runs: ["vanishing"] })
+        expect(found).toStrictEqual([])
+        expect(yield* read("vanishing").pipe(Effect.provide(files(dir)))).toStrictEqual(["afresh"])
+      }))
+
+    it.effect("a prune that stalls past the lease it took leaves alone the run an executor took over meanwhile", () =>
+      Effect.gen(function*() {
+        yield* TestClock.adjust("1 day")
+        const cases = [
+          { id: "finished", result: ["result"], options: { finishedBefore: "30 minutes" } },
+          { id: "stopped", result: [], options: { unfinishedBefore: "30 minutes" } }
+        ] as const
+        for (const { id, options, result } of cases) {
+          const dir = Fs.mkdtempSync(Path.join(directory, "stalled-prune-"))
+          yield* record(id, ["turn"], result.length > 0 ? result : undefined).pipe(Effect.provide(files(dir)))
+          yield* TestClock.adjust("1 hour")
+          const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open(id, fingerprint))
+          const stall = { ms: 0 }
+          const scope = yield* Scope.make()
+          let executor: CheckpointStore.Log | undefined
+          // Once it took the run's lease, the prune stalls a minute: meanwhile an executor takes the run over.
+          const pruning = watchedFiles(dir, (call) =>
+            call === "link"
+              ? {
+                after: Effect.gen(function*() {
+                  stall.ms = 60_000
+                  executor = yield* open.pipe(Effect.provide(files(dir)), after(60_000), Scope.provide(scope))
+                }).pipe(Effect.orDie)
+              }
+              : undefined)
+          expect(yield* Checkpointer.prune(options).pipe(Effect.provide(pruning), ahead(stall))).toStrictEqual({
+            runs: []
+          })
+          yield* executor!.append(["again"]).pipe(after(60_000))
+          expect(yield* read(id).pipe(Effect.provide(files(dir)))).toStrictEqual(["turn", ...result, "again"])
+          yield* Scope.close(scope, Exit.void)
+        }
+      }))
+
+    it.effect("two prunes at once (two processes') each forget what the other did not, and neither fails", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "two-prunes-"))
+        yield* TestClock.adjust("1 day")
+        const finished = ["done-1", "done-2", "done-3"]
+        const unfinished = ["stopped-1", "stopped-2"]
+        for (const id of finished) yield* record(id, ["turn"], ["result"]).pipe(Effect.provide(files(dir)))
+        for (const id of unfinished) yield* record(id, ["turn"]).pipe(Effect.provide(files(dir)))
+        yield* TestClock.adjust("1 hour")
+        const options = { finishedBefore: "30 minutes", unfinishedBefore: "30 minutes" } as const
+        // The second prune runs whole once the first renamed its first run's folder aside, before the first removed
+        // it: it removes that folder (as one a crashed prune left), and forgets the runs the first has yet to look at.
+        let second: CheckpointStore.Pruned | undefined
+        const first = watchedFiles(
+          dir,
+          (call, name) =>
+            call === "rename" && /^[0-9a-f]{32}$/.test(name) && second === undefined
+              ? {
+                after: Checkpointer.prune(options).pipe(
+                  Effect.provide(files(dir)),
+                  Effect.map((pruned) => {
+                    second = pruned
+                  }),
+                  Effect.orDie
+                )
+              }
+              : undefined
+        )
+        const pruned = yield* Checkpointer.prune(options).pipe(Effect.provide(first))
+        const runs = [...pruned.runs, ...second!.runs]
+        expect(runs.sort()).toStrictEqual([...finished, ...unfinished].sort())
+        for (const id of runs) expect(yield* read(id).pipe(Effect.provide(files(dir)))).toStrictEqual([])
+      }))
+
     it.effect("a forgotten run's folder is removed, and one a crashed prune left aside too", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "folders-"))
@@ -644,6 +829,7 @@ describe("Checkpointer retention", () => {
 
     const client = sqlite(Path.join(directory, "stalled.db"))
     stalledWriter(() => Checkpointer.layerSql().pipe(Layer.provide(client)), lapseRow(client, "agentloop_checkpoints"))
+    cutsInBatches(sqlite(Path.join(directory, "batches.db")), "batches")
   })
 
   describe.skipIf(!postgresReachable)("on PostgreSQL", () => {
@@ -653,6 +839,9 @@ describe("Checkpointer retention", () => {
     conformance("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)))
 
     stalledWriter(() => Checkpointer.layerSql({ table }).pipe(Layer.provide(client)), lapseRow(client, table))
+    const batches = `agentloop_retention_batches_${process.pid}`
+    afterAll(() => dropTables(batches))
+    cutsInBatches(client, batches)
 
     it.live("a stalled writer's append that meets a prune deleting its run waits for the prune, and writes nothing", () =>
       Effect.gen(function*() {

@@ -2,7 +2,7 @@
  * Retention after a real crash, on files, SQLite and PostgreSQL: a child that
  * holds a run's log and a thread's log is killed (`SIGKILL`), so neither lease
  * is released. Until its lease lapses the run is in progress, and no prune
- * takes it; once it lapsed, the run's last execution ended when its lease
+ * takes it, whatever its cutoff; once it lapsed, the run's last execution ended when its lease
  * lapsed (the child's last renewal plus the lease's duration), and a prune of
  * the runs that did not finish takes it by that time. The thread's log is
  * never taken. The test's clock starts at the wall clock's time, before the
@@ -42,8 +42,9 @@ const crashed = (store: Config["store"], layer: () => Layer.Layer<Checkpointer.C
     expect(opened, holder.stderr()).toStrictEqual({ opened: true })
     yield* holder.kill
     yield* Effect.gen(function*() {
-      // Its lease lapses at its last renewal (after `start`) plus 10 seconds: in progress until then.
-      expect(yield* Checkpointer.prune({ unfinishedBefore: 0 })).toStrictEqual({ runs: [] })
+      // Its lease lapses at its last renewal (after `start`) plus 10 seconds: in progress until then, whatever the
+      // cutoff (an hour from now would take it once it lapsed).
+      expect(yield* Checkpointer.prune({ unfinishedBefore: new Date(start + 3_600_000) })).toStrictEqual({ runs: [] })
       expect(yield* read("cut-off")).toStrictEqual(["turn 1"])
       yield* TestClock.setTime(start + 3_600_000)
       // Lapsed: the execution ended then, after `start`, not before.

@@ -1,16 +1,17 @@
 import { NodeSqliteClient } from "@agentloop/durable"
 import { Reachable } from "@agentloop/testing"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Fiber, FileSystem, Layer, Schedule, Schema } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schedule, Schema, Scope } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import type * as CheckpointStore from "../src/CheckpointStore.ts"
+import { after, ahead, files, watchedFiles } from "./checkpointFixtures.ts"
 
 const fingerprint = { input: "sha256:aa", tools: "add" }
 const fresh = (name: string) => `${name}/${Math.random().toString(36).slice(2)}`
@@ -135,9 +136,6 @@ if (!postgresReachable) console.warn("Checkpointer: SKIPPING the PostgreSQL test
 const directory = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentloop-checkpoints-"))
 afterAll(() => Fs.rmSync(directory, { recursive: true, force: true }))
 
-const files = (dir: string) =>
-  Checkpointer.layerFileSystem(dir).pipe(Layer.provide(NodeFileSystem.layer), Layer.provide(NodePath.layer))
-
 /** The one log file under `dir`. */
 const logFile = (dir: string): string => {
   const logs = Fs.readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith("log"))
@@ -147,61 +145,6 @@ const logFile = (dir: string): string => {
 
 const readWith = (layer: Layer.Layer<Checkpointer.Checkpointer>, id: string) =>
   Effect.flatMap(Checkpointer.Checkpointer, (c) => c.read(id)).pipe(Effect.provide(layer))
-
-/**
- * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
- * system, or `sync` and `writeAll` on an open file) as it runs, with the name of the file.
- */
-const watchedFiles = (dir: string, seen: (call: string, name: string) => void) =>
-  Checkpointer.layerFileSystem(dir).pipe(
-    Layer.provide(
-      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
-        const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
-          Effect.andThen(Effect.sync(() => seen(call, Path.basename(path))), effect)
-        const watched = (path: string, file: FileSystem.File): FileSystem.File =>
-          new Proxy(file, {
-            get: (target, key) =>
-              key === "sync"
-                ? told("sync", path, target.sync)
-                : key === "writeAll"
-                ? (bytes: Uint8Array) => told("writeAll", path, target.writeAll(bytes))
-                : Reflect.get(target, key)
-          })
-        return new Proxy(fs, {
-          get: (target, key) => {
-            const method: unknown = Reflect.get(target, key)
-            if (typeof method !== "function" || typeof key !== "string") return method
-            return (path: string, ...rest: Array<unknown>) => {
-              const effect = method.call(target, path, ...rest)
-              return told(
-                key,
-                path,
-                key === "open"
-                  ? Effect.map(effect, (file: FileSystem.File) => watched(path, file))
-                  : effect
-              )
-            }
-          }
-        })
-      }))
-    ),
-    Layer.provide(NodeFileSystem.layer),
-    Layer.provide(NodePath.layer)
-  )
-
-/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
-const after = (ms: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Clock.clockWith((clock) =>
-    Effect.provideService(effect, Clock.Clock, {
-      currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + ms,
-      currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + ms),
-      currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(ms) * 1_000_000n,
-      currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(ms) * 1_000_000n),
-      monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
-      monotonicTimeNanos: clock.monotonicTimeNanos,
-      sleep: (duration) => clock.sleep(duration)
-    })
-  )
 
 describe("Checkpointer", () => {
   conformance("in memory", () => Checkpointer.layerMemory)
@@ -324,12 +267,29 @@ describe("Checkpointer", () => {
         expect(yield* readWith(files(dir), "syncs")).toStrictEqual(["snapshot", "decided after it"])
       }))
 
+    it.effect("a new run's folder is synced into the store's folder, once (and the store's folder, made with its first run, into its parent)", () =>
+      Effect.gen(function*() {
+        const parent = Fs.mkdtempSync(Path.join(directory, "folders-"))
+        const synced: Array<string> = []
+        const store = watchedFiles(Path.join(parent, "store"), (call, name) => {
+          if (call === "sync") synced.push(name)
+        })
+        for (const [id, entry] of [["first", "one"], ["second", "one"], ["first", "two"]] as const) {
+          yield* appendAll(id, [entry]).pipe(Effect.provide(store))
+        }
+        expect(synced.filter((name) => name === "store")).toHaveLength(2)
+        expect(synced.filter((name) => name === Path.basename(parent))).toHaveLength(1)
+        expect(yield* readWith(files(Path.join(parent, "store")), "first")).toStrictEqual(["one", "two"])
+      }))
+
     it.effect("a new run's open reads nothing back, and each append is one write, and one sync when durable", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "calls-"))
         const calls: Array<string> = []
         // A file by its name once in place (a new log's append handle is the one it was written through).
-        const store = watchedFiles(dir, (call, name) => calls.push(`${call} ${name.replace(/\.tmp-.*/, "")}`))
+        const store = watchedFiles(dir, (call, name) => {
+          calls.push(`${call} ${name.replace(/\.tmp-.*/, "")}`)
+        })
         yield* Effect.scoped(Effect.gen(function*() {
           const log = yield* (yield* Checkpointer.Checkpointer).open("calls", fingerprint)
           // Its folder is new: no listing, no log to read, no mark to look for.
@@ -386,6 +346,172 @@ describe("Checkpointer", () => {
           }
         }))
         expect(yield* readWith(files(dir), "taken-twice")).toStrictEqual(["first's", "second's", "third's"])
+      }))
+
+    it.effect("a writer that stalled while its run was forgotten and executed anew writes nothing into the new run's folder", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "made-again-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("again", fingerprint)).pipe(
+          Effect.provide(files(dir))
+        )
+        // The first executor's clock (its renewals', its release's): it stops while the executor stalls.
+        const stall = { ms: 0 }
+        const stalled = yield* Scope.make()
+        const first = yield* open.pipe(Scope.provide(stalled), ahead(stall))
+        yield* first.append(["first's"], { finished: true }).pipe(ahead(stall))
+        // The first executor stalls. A minute later a prune forgets the finished run, folder and all, and a second
+        // executor executes it anew: a new folder, whose lease is number 1 again.
+        expect(yield* Checkpointer.prune({ finishedBefore: 1 }).pipe(Effect.provide(files(dir)), after(60_000)))
+          .toStrictEqual({ runs: ["again"] })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const second = yield* open.pipe(after(60_000))
+          yield* second.append(["second's"])
+          // The first wakes up: its appends fail, its compaction too, and its release writes nothing.
+          stall.ms = 61_000
+          for (const options of [{}, { compact: true }]) {
+            const refused = yield* Effect.flip(first.append(["first's, late"], options).pipe(ahead(stall)))
+            expect(refused.message).toContain("taken over")
+          }
+          yield* Scope.close(stalled, Exit.void)
+          // The second still holds the run.
+          expect(yield* Effect.flip(Effect.scoped(open.pipe(after(62_000))))).toMatchObject({ _tag: "RunInProgress" })
+        }))
+        expect(yield* readWith(files(dir), "again")).toStrictEqual(["second's"])
+      }))
+
+    it.effect("a holder's release looks at the files, even in its window: it leaves alone the lease of a run executed anew by clocks far ahead", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "release-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("released", fingerprint)).pipe(
+          Effect.provide(files(dir))
+        )
+        const first = yield* Scope.make()
+        const log = yield* open.pipe(Scope.provide(first))
+        yield* log.append(["first's"], { finished: true })
+        // By clocks a minute ahead of the first executor's, its lease lapsed: a prune forgets its run, and a second
+        // executor executes it anew, in a new folder whose lease is number 1 again.
+        expect(yield* Checkpointer.prune({ finishedBefore: 1 }).pipe(Effect.provide(files(dir)), after(60_000)))
+          .toStrictEqual({ runs: ["released"] })
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Effect.flatMap(open.pipe(after(60_000)), (second) => second.append(["second's"]))
+          // The first ends its run, its lease still in its window by its own clock: its release writes nothing.
+          yield* Scope.close(first, Exit.void)
+          expect(yield* Effect.flip(Effect.scoped(open.pipe(after(62_000))))).toMatchObject({ _tag: "RunInProgress" })
+        }))
+        expect(yield* readWith(files(dir), "released")).toStrictEqual(["second's"])
+      }))
+
+    it.effect("a writer that stalls just before it writes a new log, while its run is forgotten and executed anew, leaves the new log alone", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "stalls-"))
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("stalls", fingerprint))
+        const stall = { ms: 0 }
+        const second = yield* Scope.make()
+        let stalling = false
+        // The first executor's compaction, having found its lease held, stalls a minute before it makes its new
+        // log's file: meanwhile a prune forgets the run, and a second executor executes it anew.
+        const writer = watchedFiles(dir, (call, name) => {
+          if (!stalling || call !== "open" || !name.startsWith("log.tmp-")) return
+          stalling = false
+          return {
+            before: Effect.gen(function*() {
+              stall.ms = 60_000
+              const pruned = yield* Checkpointer.prune({ unfinishedBefore: 1 }).pipe(Effect.provide(files(dir)))
+              expect(pruned).toStrictEqual({ runs: ["stalls"] })
+              const log = yield* open.pipe(Effect.provide(files(dir)), Scope.provide(second))
+              yield* log.append(["second's"])
+            }).pipe(after(60_000), Effect.orDie)
+          }
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const first = yield* open.pipe(Effect.provide(writer), ahead(stall))
+          yield* first.append(["first's"]).pipe(ahead(stall))
+          stalling = true
+          const refused = yield* Effect.flip(first.append(["first's snapshot"], { compact: true }).pipe(ahead(stall)))
+          expect(refused.message).toContain("taken over")
+        }))
+        expect(yield* readWith(files(dir), "stalls")).toStrictEqual(["second's"])
+        yield* Scope.close(second, Exit.void)
+      }))
+
+    it.effect("a taker that read the lease's file before a renewal landed finds the run in progress, however late it goes on", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "late-taker-"))
+        const renewed = yield* Queue.unbounded<void>()
+        const read = yield* Deferred.make<void>()
+        const resume = yield* Deferred.make<void>()
+        // The holder's renewals, told as they land.
+        const holding = watchedFiles(
+          dir,
+          (call, name) =>
+            call === "rename" && name.startsWith("lease.1.tmp-")
+              ? { after: Queue.offer(renewed, undefined) }
+              : undefined
+        )
+        // The taker stalls once it read the lease's file (the expiry it holds then), before it goes on.
+        let stalled = false
+        const taking = watchedFiles(dir, (call, name) =>
+          call === "readFileString" && name === "lease.1" && !stalled
+            ? (stalled = true, { after: Effect.andThen(Deferred.succeed(read, undefined), Deferred.await(resume)) })
+            : undefined)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const holder = yield* Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("late", fingerprint)).pipe(
+            Effect.provide(holding)
+          )
+          yield* holder.append(["holder's"])
+          const taker = yield* Effect.forkChild(Effect.exit(Effect.scoped(
+            Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("late", fingerprint)).pipe(
+              Effect.flatMap((log) => log.append(["taker's"])),
+              Effect.provide(taking)
+            )
+          )))
+          yield* Deferred.await(read)
+          // Meanwhile the holder renews in time, every third of its 10 s lease, and the clock passes the expiry the
+          // taker read.
+          for (let renewal = 0; renewal < 3; renewal++) {
+            yield* TestClock.adjust(3_334)
+            yield* Queue.take(renewed)
+            // Woken from within the renewal's last call: let the renewal end before the clock moves on.
+            yield* Effect.yieldNow
+          }
+          yield* Deferred.succeed(resume, undefined)
+          const taken = yield* Fiber.join(taker)
+          expect(taken).toMatchObject({ _tag: "Failure", cause: { reasons: [{ error: { _tag: "RunInProgress" } }] } })
+          yield* holder.append(["holder's, later"])
+        }))
+        expect(yield* readWith(files(dir), "late")).toStrictEqual(["holder's", "holder's, later"])
+      }))
+
+    it.effect("a takeover the window did not foresee (a taker's clock far ahead) ends at the holder's next renewal", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "unforeseen-"))
+        const renewed = yield* Deferred.make<void>()
+        // The holder's renewal, told once it is over: the lease's new file renamed into place, or removed.
+        let renewing = false
+        const holding = watchedFiles(
+          dir,
+          (call, name) =>
+            renewing && (call === "rename" || call === "remove") && name.startsWith("lease.1.tmp-")
+              ? { after: Deferred.succeed(renewed, undefined) }
+              : undefined
+        )
+        const open = Effect.flatMap(Checkpointer.Checkpointer, (c) => c.open("unforeseen", fingerprint))
+        yield* Effect.scoped(Effect.gen(function*() {
+          const holder = yield* open.pipe(Effect.provide(holding))
+          yield* holder.append(["holder's"])
+          // By a clock 11 s ahead, the holder's lease lapsed: a taker takes the run over at once.
+          const taker = yield* open.pipe(Effect.provide(files(dir)), after(11_000))
+          yield* taker.append(["taker's"])
+          // The holder's first renewal, well within what it counts as its window, looks, and finds the lease taken.
+          renewing = true
+          yield* TestClock.adjust(3_334)
+          yield* Deferred.await(renewed)
+          // Woken from within the renewal's last call: let the renewal end before going on.
+          yield* Effect.yieldNow
+          const refused = yield* Effect.flip(holder.append(["holder's, late"]))
+          expect(refused.message).toContain("taken over")
+        }))
+        expect(yield* readWith(files(dir), "unforeseen")).toStrictEqual(["holder's", "taker's"])
       }))
 
     it.effect("an append looks for a newer lease only once its own may have lapsed", () =>

@@ -29,7 +29,7 @@ describe("LeaseWindow", () => {
       expect(yield* window.held).toBe(false)
     }))
 
-  it.effect("a renewal written in time extends the window; one written late counts once the files confirm", () =>
+  it.effect("a renewal written in time extends the window", () =>
     Effect.gen(function*() {
       const { looks, window } = windowOver(10_000, () => false)
       yield* TestClock.setTime(3_000)
@@ -37,14 +37,30 @@ describe("LeaseWindow", () => {
       yield* TestClock.setTime(11_999)
       expect(yield* window.held).toBe(true)
       expect(looks.count).toBe(0)
-      // Landed after the window closed: someone may have taken the lease over before it did.
-      window.wrote(25_000, 12_500)
-      yield* TestClock.setTime(13_000)
+      yield* TestClock.setTime(12_000)
       expect(yield* window.held).toBe(true)
       expect(looks.count).toBe(1)
-      // Confirmed: no newer lease after it landed, so none before it lapses.
-      yield* TestClock.setTime(23_999)
+    }))
+
+  it.effect("a renewal written late never opens the window again, even once the files said the lease is held", () =>
+    Effect.gen(function*() {
+      let taken = false
+      const { looks, window } = windowOver(10_000, () => taken)
+      // Landed after the window closed (at 9 s): a taker may have read the lapsed file before it landed.
+      yield* TestClock.setTime(9_500)
+      window.wrote(19_500, 9_500)
       expect(yield* window.held).toBe(true)
       expect(looks.count).toBe(1)
+      // That taker takes the lease now, long before the late expiry: the next look tells.
+      taken = true
+      yield* TestClock.setTime(10_000)
+      expect(yield* window.held).toBe(false)
+      expect(looks.count).toBe(2)
+      // Later renewals, however early before the expiries they write, are late too.
+      taken = false
+      window.wrote(25_000, 15_000)
+      yield* TestClock.setTime(16_000)
+      expect(yield* window.held).toBe(true)
+      expect(looks.count).toBe(3)
     }))
 })

@@ -4,7 +4,7 @@ import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe } from "@effect/vitest"
-import { Deferred, Effect, Layer, Schema } from "effect"
+import { Clock, Deferred, Effect, FileSystem, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -129,3 +129,72 @@ export const eachStore = (
     suite("on PostgreSQL", () => Checkpointer.layerSql({ table }).pipe(Layer.provide(postgresClient)))
   })
 }
+
+/** What a watcher of the file system does about a call: nothing, or effects run before it, and once it succeeded. */
+export type Watch = void | { readonly before?: Effect.Effect<void>; readonly after?: Effect.Effect<void> }
+
+/**
+ * The store on `dir` over the platform's file system, telling `seen` of each call it makes (a method of the file
+ * system, or `sync` and `writeAll` on an open file) as it starts, with the name of the file (its first argument's).
+ */
+export const watchedFiles = (dir: string, seen: (call: string, name: string) => Watch) =>
+  Checkpointer.layerFileSystem(dir).pipe(
+    Layer.provide(
+      Layer.effect(FileSystem.FileSystem)(Effect.map(FileSystem.FileSystem, (fs) => {
+        const told = <A, E, R>(call: string, path: string, effect: Effect.Effect<A, E, R>) =>
+          Effect.suspend(() => {
+            const watch = seen(call, Path.basename(path))
+            if (!watch) return effect
+            return Effect.andThen(watch.before ?? Effect.void, Effect.tap(effect, () => watch.after ?? Effect.void))
+          })
+        const watched = (path: string, file: FileSystem.File): FileSystem.File =>
+          new Proxy(file, {
+            get: (target, key) =>
+              key === "sync"
+                ? told("sync", path, target.sync)
+                : key === "writeAll"
+                ? (bytes: Uint8Array) => told("writeAll", path, target.writeAll(bytes))
+                : Reflect.get(target, key)
+          })
+        return new Proxy(fs, {
+          get: (target, key) => {
+            const method: unknown = Reflect.get(target, key)
+            if (typeof method !== "function" || typeof key !== "string") return method
+            return (path: string, ...rest: Array<unknown>) => {
+              const effect = method.call(target, path, ...rest)
+              return told(
+                key,
+                path,
+                key === "open"
+                  ? Effect.map(effect, (file: FileSystem.File) => watched(path, file))
+                  : effect
+              )
+            }
+          }
+        })
+      }))
+    ),
+    Layer.provide(NodeFileSystem.layer),
+    Layer.provide(NodePath.layer)
+  )
+
+/**
+ * Runs `effect` by a clock `by.ms` ahead of the test's, read at each look (so a test can make a process stall in the
+ * middle of an effect: nothing runs meanwhile, and its clock jumps).
+ */
+export const ahead =
+  (by: { readonly ms: number }) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Clock.clockWith((clock) =>
+      Effect.provideService(effect, Clock.Clock, {
+        currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() + by.ms,
+        currentTimeMillis: Effect.map(clock.currentTimeMillis, (now) => now + by.ms),
+        currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() + BigInt(by.ms) * 1_000_000n,
+        currentTimeNanos: Effect.map(clock.currentTimeNanos, (now) => now + BigInt(by.ms) * 1_000_000n),
+        monotonicTimeNanosUnsafe: () => clock.monotonicTimeNanosUnsafe(),
+        monotonicTimeNanos: clock.monotonicTimeNanos,
+        sleep: (duration) => clock.sleep(duration)
+      })
+    )
+
+/** Runs `effect` as if `ms` had passed on every clock (and nothing had run meanwhile: a process stalled that long). */
+export const after = (ms: number) => ahead({ ms })

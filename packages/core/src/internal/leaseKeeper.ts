@@ -3,7 +3,8 @@
  * notes when another owner took it over, and releases it when the scope
  * closes. A renewal that fails for a passing reason (a dropped connection) is
  * tried again at the next beat; the lease is only lost when someone else holds
- * it.
+ * it. A holder that removed what it leased disarms it: no more renewals, and
+ * no release.
  *
  * @internal
  */
@@ -16,6 +17,8 @@ import type * as Scope from "effect/Scope"
 export interface Kept {
   /** Whether another owner has taken the lease over. */
   readonly lost: () => boolean
+  /** Stops renewing the lease, and releasing it when the scope closes: what it leased is gone. */
+  readonly disarm: () => void
 }
 
 /** Keeps the lease that `renew` renews (false: another owner holds it) and `release` gives back. */
@@ -26,15 +29,26 @@ export const keep = (options: {
 }): Effect.Effect<Kept, never, Scope.Scope> =>
   Effect.gen(function*() {
     let lost = false
-    const beat = Effect.flatMap(Effect.result(options.renew), (renewed) =>
-      Effect.sync(() => {
-        if (renewed._tag === "Success" && !renewed.success) lost = true
-      }))
-    yield* Effect.addFinalizer(() => lost ? Effect.void : Effect.ignore(options.release))
+    let disarmed = false
+    const beat = Effect.suspend(() =>
+      disarmed ? Effect.void : Effect.flatMap(Effect.result(options.renew), (renewed) =>
+        Effect.sync(() => {
+          if (renewed._tag === "Success" && !renewed.success) lost = true
+        }))
+    )
+    yield* Effect.addFinalizer(() => lost || disarmed ? Effect.void : Effect.ignore(options.release))
     yield* beat.pipe(
-      Effect.repeat({ schedule: Schedule.spaced(Duration.divideUnsafe(options.ttl, 3)), until: () => lost }),
+      Effect.repeat({
+        schedule: Schedule.spaced(Duration.divideUnsafe(options.ttl, 3)),
+        until: () => lost || disarmed
+      }),
       Effect.delay(Duration.divideUnsafe(options.ttl, 3)),
       Effect.forkScoped
     )
-    return { lost: () => lost }
+    return {
+      lost: () => lost,
+      disarm: () => {
+        disarmed = true
+      }
+    }
   })

@@ -2,13 +2,15 @@
  * What the holder of a file lease knows of it without looking at the files:
  * until when no other executor can have taken it over.
  *
- * Another executor takes a lease over only once the expiry in its file has
- * passed by that executor's clock, and clocks agree within `margin`. So while
- * `now` is before the expiry last written, less the margin, the lease is
- * still held, and an append need not look for a newer lease file; after that
- * it must, and the files tell. An expiry counts only once it is on the disk
- * in time: a renewal that lands when the lease may already have lapsed counts
- * once the files confirm, after it, that no newer lease exists.
+ * Another executor takes a lease over only once the expiry it reads in the
+ * lease's file has passed by its clock, read before the file, and clocks agree
+ * within `margin`. So while `now` is before the expiry last written, less the
+ * margin, the lease is still held, and an append need not look for a newer
+ * lease file; after that it must, and the files tell. An expiry counts only
+ * once it is on the disk in time: a renewal that lands when the lease may
+ * already have lapsed never opens the window again, since a taker that read
+ * the lapsed file before it landed may take the lease after it, at any time.
+ * From then on every look is at the files.
  *
  * @internal
  */
@@ -34,22 +36,14 @@ export const make = <E>(options: {
   readonly superseded: Effect.Effect<boolean, E>
 }): LeaseWindow<E> => {
   const { margin, superseded } = options
-  // The last expiry written to the lease's file, and the time until which no one can have taken the lease over.
-  let written = options.expiresAt
-  let safeUntil = written - margin
-  const held = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    if (now < safeUntil) return Effect.succeed(true)
-    // What the file holds now, at least: if no newer lease exists after this, none can before it lapses.
-    const onDisk = written
-    return Effect.map(superseded, (taken) => {
-      if (!taken) safeUntil = Math.max(safeUntil, onDisk - margin)
-      return !taken
-    })
-  })
+  // The time until which no one can have taken the lease over: it only moves while it is ahead.
+  let safeUntil = options.expiresAt - margin
   return {
-    held,
+    held: Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => now < safeUntil ? Effect.succeed(true) : Effect.map(superseded, (taken) => !taken)
+    ),
     wrote: (expiresAt, writtenBy) => {
-      written = expiresAt
       if (writtenBy < safeUntil) safeUntil = Math.max(safeUntil, expiresAt - margin)
     }
   }

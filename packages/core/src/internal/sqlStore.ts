@@ -73,7 +73,6 @@ const Holders = Schema.Array(Schema.Struct({
 }))
 const Positions = Schema.Array(Schema.Struct({ seq: Integer }))
 const Ids = Schema.Array(Schema.Struct({ execution_id: Schema.String }))
-const Results = Schema.Array(Schema.Struct({ execution_id: Schema.String, result_from: Integer }))
 const FingerprintJson = Schema.fromJsonString(RunFingerprint.Fingerprint)
 
 /** The most entries one statement of an append inserts. */
@@ -389,25 +388,48 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         }
       })
 
-    /** Keeps only the result of the runs that finished before `before` and that nobody holds: the ids of those cut. */
+    /**
+     * Keeps only the result of the runs that finished before `before`, that nobody holds, and that still have entries
+     * before their result: the ids of those cut. A batch of runs at a time, each batch one transaction: an update
+     * that checks, itself, that their leases are free takes their rows (on PostgreSQL it locks them, so a run's
+     * execution that starts meanwhile waits for the transaction), the runs that still have entries to cut are read
+     * again (another prune may have cut some since the update chose them), and one statement deletes their entries
+     * before their results.
+     */
     const cut = (before: number, now: number) =>
       Effect.gen(function*() {
-        const finished = yield* Effect.flatMap(
-          retrying(
-            sql`SELECT execution_id, result_from FROM ${runs} WHERE finished_at < ${before} AND expires_at <= ${now}`
-          ),
-          Schema.decodeUnknownEffect(Results)
-        )
         const ids: Array<string> = []
-        for (const { execution_id: id, result_from: from } of finished) {
-          const removed = yield* retrying(
-            sql`DELETE FROM ${entries} WHERE execution_id = ${id} AND seq < ${from} AND EXISTS (
-              SELECT 1 FROM ${runs} WHERE execution_id = ${id} AND finished_at < ${before} AND expires_at <= ${now})
-              RETURNING seq`
-          )
-          if (removed.length > 0) ids.push(id)
+        const free = sql`finished_at < ${before} AND expires_at <= ${now}`
+        // The run in row `run` of the table of runs has entries before its result.
+        const uncut = (run: Statement.Identifier) =>
+          sql`EXISTS (SELECT 1 FROM ${entries} WHERE ${entries}.execution_id = ${run}.execution_id
+            AND ${entries}.seq < ${run}.result_from)`
+        while (true) {
+          const [chosen, cut] = yield* retrying(sql.withTransaction(Effect.gen(function*() {
+            const taken = yield* Effect.flatMap(
+              sql`UPDATE ${runs} SET result_from = result_from WHERE ${free} AND execution_id IN (
+                SELECT execution_id FROM ${runs} AS candidate WHERE ${free} AND ${uncut(sql("candidate"))}
+                ORDER BY finished_at LIMIT ${runsPerBatch})
+                RETURNING execution_id`,
+              Schema.decodeUnknownEffect(Ids)
+            )
+            if (taken.length === 0) return [0, []] as const
+            const toCut = yield* Effect.flatMap(
+              sql`SELECT execution_id FROM ${runs} WHERE ${
+                sql.in("execution_id", taken.map((row) => row.execution_id))
+              } AND ${uncut(runs)}`,
+              Schema.decodeUnknownEffect(Ids)
+            )
+            const cut = toCut.map((row) => row.execution_id)
+            if (cut.length > 0) {
+              yield* sql`DELETE FROM ${entries} WHERE ${sql.in("execution_id", cut)} AND seq < (
+                SELECT result_from FROM ${runs} WHERE ${runs}.execution_id = ${entries}.execution_id)`
+            }
+            return [taken.length, cut] as const
+          })))
+          ids.push(...cut)
+          if (chosen < runsPerBatch) return ids
         }
-        return ids
       })
 
     /**
