@@ -146,8 +146,8 @@ export type Entry = typeof Entry.Type
 /** Decodes the JSON of an entry (its version is read apart). */
 export const decodeEntry = Schema.decodeUnknownEffect(Entry)
 
-/** Encodes an entry to its JSON (its version is written apart): fails when an output or a state is not JSON. */
-export const encodeEntry = Schema.encodeUnknownEffect(Entry)
+/** Encodes an entry to its JSON (its version is written apart), at once: fails when an output or a state is not JSON. */
+export const encodeEntry = Schema.encodeUnknownResult(Entry)
 
 /** Decodes a state a migration answered: it must be JSON. */
 export const decodeState = Schema.decodeUnknownEffect(Schema.Json)
@@ -167,7 +167,7 @@ export const decode = (text: string): Effect.Effect<Versioned, Schema.SchemaErro
 
 /** Writes an entry of the ledger at `version`. */
 export const encode = ({ entry, version }: Versioned): Effect.Effect<string, Schema.SchemaError> =>
-  Effect.map(encodeEntry(entry), (json) => CheckpointVersion.format(version, json))
+  Effect.map(Effect.fromResult(encodeEntry(entry)), (json) => CheckpointVersion.format(version, json))
 
 /** A context as it was, item log whole, ready to be put back. */
 export interface Restorable extends Omit<Context, "log"> {

@@ -31,12 +31,15 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { Accounting } from "../../Accounting.ts"
 import * as AgentCheckpoint from "../../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../../Checkpointer.ts"
+import type { Log } from "../../CheckpointStore.ts"
 import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import type { Cost } from "../../Cost.ts"
+import * as GroupCommit from "../../internal/groupCommit.ts"
 import { idempotencyKey } from "../../internal/sha256.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
@@ -189,6 +192,19 @@ const read = (id: string, text: string, versioning: CheckpointVersion.Versioning
     )
   )
 
+/**
+ * Writes a group of a ledger's entries to its log, in one append; the
+ * program's output, when it ends the group, in an append of its own that
+ * finishes the execution (so that `prune` with `keep: "result"` keeps it
+ * alone).
+ */
+const appendGroup = (log: Log, texts: ReadonlyArray<string>, group: GroupCommit.Group) => {
+  const result = group.finished ?? 0
+  const before = texts.slice(0, texts.length - result)
+  const appended = before.length === 0 ? Effect.void : log.append(before)
+  return result === 0 ? appended : Effect.andThen(appended, log.append(texts.slice(before.length), { finished: true }))
+}
+
 /** An entry to write, less its marks and time; its output and state are checked to be JSON as it is encoded. */
 type Unstamped = { readonly _tag: Entries.Entry["_tag"] } & Record<string, unknown>
 
@@ -298,11 +314,17 @@ export const load = (
     }
     const journal = Journal.make()
     const version = versioning?.version ?? CheckpointVersion.first
+    const clock = yield* Clock.Clock
+    const appends = GroupCommit.queue((texts: ReadonlyArray<string>, group) =>
+      appendGroup(log, texts, group).pipe(Effect.mapError((error) => failed(id, error.message, error)))
+    )
     /**
-     * Writes the entry `make` builds, with the events noted before it, at
-     * once: its context and its marks are taken together, so an entry's marks
-     * are the events noted between its context and the one before. `stands`
-     * is the event the entry stands for, when it is to be streamed.
+     * Writes the entry `make` builds, with the events noted before it: its
+     * context and its marks are taken, and the entry queued, in one
+     * synchronous step, so the entries land in the order they were built (each
+     * context's item log is a change from the one built before it, and the
+     * marks are the events noted since). `stands` is the event the entry
+     * stands for, when it is to be streamed.
      */
     const write = (
       place: Marks.Place,
@@ -312,28 +334,26 @@ export const load = (
         readonly stands?: { readonly by: object; readonly reference: Marks.Reference } | undefined
       }
     ) =>
-      Effect.suspend(() => {
+      Effect.uninterruptible(Effect.suspend(() => {
         const entry = make()
         const events = journal.take(place, options?.stands)
-        return Clock.currentTimeMillis.pipe(
-          // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
-          Effect.flatMap((time) => Entries.encodeEntry({ ...entry, ...(events.length === 0 ? {} : { events }), time })),
-          Effect.map((json) => CheckpointVersion.format(version, json)),
-          Effect.mapError((error) =>
-            failed(
-              id,
-              `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${error.message}`,
-              error
-            )
-          ),
-          Effect.flatMap((text) =>
-            log.append([text], { finished: options?.finished ?? false }).pipe(
-              Effect.mapError((error) => failed(id, error.message, error))
-            )
-          ),
-          Effect.uninterruptible
-        )
-      })
+        // Entries are checked as they are encoded: an output or a state that is not JSON fails here.
+        const encoded = Entries.encodeEntry({
+          ...entry,
+          ...(events.length === 0 ? {} : { events }),
+          time: clock.currentTimeMillisUnsafe()
+        })
+        if (Result.isFailure(encoded)) {
+          return Effect.fail(failed(
+            id,
+            `the checkpoint of "${id}" could not be encoded (step outputs and the state must be JSON): ${encoded.failure.message}`,
+            encoded.failure
+          ))
+        }
+        return appends.push([CheckpointVersion.format(version, encoded.success)], {
+          finished: options?.finished ?? false
+        })
+      }))
 
     return {
       completed: (execution, key) => completed.get(`${execution}|${key}`),
