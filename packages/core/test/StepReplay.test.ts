@@ -16,6 +16,7 @@ import * as Item from "../src/Item.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
 import * as Channel from "../src/step/Channel.ts"
 import { fingerprint as fingerprintOf } from "../src/step/internal/execute.ts"
+import * as Journal from "../src/step/internal/journal.ts"
 import * as Step from "../src/step/Step.ts"
 import type * as StepEvent from "../src/step/StepEvent.ts"
 import * as StepHistory from "../src/step/StepHistory.ts"
@@ -333,6 +334,60 @@ describe("Step.stream of a recorded program (in memory)", () => {
       const again = yield* streamed(watched, id, [])
       expect(again.events).toStrictEqual(live.events)
       expect(polls).toBe(ran)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("an every step that keeps failing writes its events on their own, never more than the bound waiting", () =>
+    Effect.gen(function*() {
+      const done = yield* Channel.make("done", Schema.Number)
+      const wake = yield* Channel.make<"now">("wake")
+      // Each failed run streams three events (its step's Started and Failed, the every's Recorded), and no step
+      // completes: nothing else writes an entry.
+      const failures = Journal.pendingBound
+      const watched = Step.fork({
+        id: "watched",
+        mode: "race",
+        paths: (_: string) => [
+          Step.every({
+            id: "poll",
+            ms: 60_000,
+            wakeOn: wake,
+            step: Step.run({ id: "check", execute: () => Effect.fail(new Error("offline")) })
+          }),
+          Step.run({ id: "wait", execute: (_: string, ctx) => ctx.recv(done) })
+        ]
+      })
+      for (let i = 0; i < failures; i++) yield* Channel.send(wake, "now")
+      const id = fresh("failing")
+      const first: Array<Event> = []
+      const seen = yield* Deferred.make<void>()
+      // Cut off once the consumer saw every failure: the every parks, waiting for a wake-up that does not come.
+      const fiber = yield* Effect.forkChild(
+        Stream.runForEach(
+          Step.stream(watched, input, { id, toolkit: slowTool(false).toolkit }),
+          (event) =>
+            Effect.suspend(() => {
+              first.push(event)
+              return first.filter((seen) => seen._tag === "Recorded").length === failures
+                ? Deferred.succeed(seen, undefined)
+                : Effect.void
+            })
+        )
+      )
+      yield* Deferred.await(seen)
+      yield* Fiber.interrupt(fiber)
+
+      const entries = yield* entriesOf(id)
+      const marks = entries.map((entry) => (entry["events"] as ReadonlyArray<unknown> | undefined)?.length ?? 0)
+      const written = marks.reduce((sum, count) => sum + count, 0)
+      expect(Math.max(...marks)).toBeLessThanOrEqual(Journal.pendingBound)
+      expect(written).toBeGreaterThan(first.length - Journal.pendingBound)
+      expect((yield* StepHistory.checkpoints(id)).map((checkpoint) => checkpoint.kind)).toContain("streamed")
+
+      // Executed again, it replays what was written, then goes on.
+      yield* Channel.send(done, 1)
+      const resumed = yield* streamed(watched, id, [])
+      expect(resumed.events.slice(0, written)).toStrictEqual(first.slice(0, written))
+      expect(resumed.events.at(-1)).toStrictEqual({ _tag: "Output", value: 1 })
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a fork whose context was edited replays the turns after the edit as they were streamed", () =>

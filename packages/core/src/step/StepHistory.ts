@@ -6,8 +6,9 @@
  * Each entry of an execution's ledger is a checkpoint: `step` when a step
  * completed (its output, and its execution's context then), `saved` when a
  * step's `checkpoint()` saved its context, `turn` once an `llm` step's model
- * answered, `tool` as each of its calls ended, and `finished` with the
- * program's output. Sub-agents (`spawn`) record in their parent's ledger,
+ * answered, `tool` as each of its calls ended, `streamed` when the events the
+ * program streamed were written on their own (many came with no step
+ * completing), and `finished` with the program's output. Sub-agents (`spawn`) record in their parent's ledger,
  * under their own execution id. A ledger holds everything it needs, so
  * reading one takes its id only.
  *
@@ -42,7 +43,7 @@ import type * as StepAst from "./StepAst.ts"
  * @since 0.2.0
  * @category models
  */
-export type Kind = "step" | "saved" | "turn" | "started" | "tool" | "finished"
+export type Kind = "step" | "saved" | "turn" | "started" | "tool" | "finished" | "streamed"
 
 /**
  * One checkpoint of an execution: entry `index` of its ledger, what it is,
@@ -144,6 +145,11 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
         key: step.key,
         ...fields
       })
+      // A checkpoint of the program's own: its books hold its sub-agents' usage and cost too.
+      const ofProgram = (kind: Kind, output: Schema.Json | undefined): Checkpoint => {
+        const { cost, tokens } = books(id)
+        return { ...at, kind, execution: id, stepId: undefined, key: undefined, tokens, cost, output, items: [] }
+      }
       let checkpoint: Checkpoint
       switch (entry._tag) {
         case "Completed":
@@ -182,23 +188,13 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
             : ofStep(entry, { kind: "tool", tokens, cost, output: undefined, items: [entry.record.output] })
           break
         }
-        case "Finished": {
-          output = entry.output
-          // A sub-agent's usage and cost are its ancestors' too: the program's books hold them all.
-          const { cost, tokens } = books(id)
-          checkpoint = {
-            ...at,
-            kind: "finished",
-            execution: id,
-            stepId: undefined,
-            key: undefined,
-            tokens,
-            cost,
-            output,
-            items: []
-          }
+        case "Streamed":
+          checkpoint = ofProgram("streamed", undefined)
           break
-        }
+        case "Finished":
+          output = entry.output
+          checkpoint = ofProgram("finished", output)
+          break
       }
       checkpoints.push(checkpoint)
     }
@@ -277,7 +273,9 @@ const renamed = (entry: Entries.Entry, from: string, id: string): Entries.Entry 
     execution === from || execution.startsWith(`${from}/`) ? `${id}${execution.slice(from.length)}` : execution
   const events = entry.events?.map((mark) => Marks.renamed(mark, rename))
   const marked = events === undefined ? entry : { ...entry, events }
-  return marked._tag === "Finished" ? marked : { ...marked, execution: rename(marked.execution) }
+  return marked._tag === "Finished" || marked._tag === "Streamed"
+    ? marked
+    : { ...marked, execution: rename(marked.execution) }
 }
 
 /**

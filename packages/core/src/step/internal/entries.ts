@@ -2,7 +2,8 @@
  * The entries of a step program's ledger, as `Schema`s: a step that completed
  * (its output and its execution's context then), a context a step's
  * `checkpoint()` saved, an `llm` step's answered turn, a call's start and its
- * end, and the program's output.
+ * end, the program's output, and what the program streamed when many events
+ * came with no other entry to carry them.
  *
  * Since 0.3.0 an entry also carries what the program streamed since the entry
  * before (its marks, see `marks.ts`), and what the events its own entry
@@ -137,7 +138,9 @@ const Entry = Schema.Union([
     events: Events,
     time: Time
   }),
-  Schema.TaggedStruct("Finished", { ...Output, events: Events, time: Time })
+  Schema.TaggedStruct("Finished", { ...Output, events: Events, time: Time }),
+  // What the program streamed, on its own: written once many events came with no other entry to carry them.
+  Schema.TaggedStruct("Streamed", { events: Schema.Array(Mark), time: Time })
 ])
 
 /** An entry of the ledger. */

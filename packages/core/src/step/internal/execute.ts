@@ -92,10 +92,14 @@ export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
  */
 const recording = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
   emit: (event, key) => {
-    if (!Marks.isMarked(event)) ledger.placed(event)
-    else if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
-    else ledger.note({ event, key })
-    return stream === undefined ? Effect.void : stream(event)
+    const streamed = stream === undefined ? Effect.void : stream(event)
+    if (!Marks.isMarked(event)) {
+      ledger.placed(event)
+      return streamed
+    }
+    if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
+    // A note that could not be written ends the program, as any record does (see `program`).
+    return Effect.andThen(Effect.orDie(ledger.note({ event, key })), streamed)
   }
 })
 

@@ -14,10 +14,20 @@
 import type * as StepEvent from "../StepEvent.ts"
 import * as Marks from "./marks.ts"
 
+/**
+ * How many marks wait for an entry at most: once as many are noted, the
+ * ledger writes them in an entry of their own (a step that keeps running
+ * without completing, such as an `every` step whose step keeps failing,
+ * would otherwise keep them in memory, and lose them all in a crash).
+ */
+export const pendingBound = 100
+
 /** The events of an execution to write with its ledger's next entry. */
 export interface Journal {
   /** Notes an event the execution streams. */
   readonly note: (noted: Marks.Noted) => void
+  /** How many marks wait for the next entry. */
+  readonly pending: number
   /**
    * Takes the marks of the entry written at `place`: the events noted since
    * the entry before. `stands` is the event the entry stands for, when it is
@@ -40,6 +50,9 @@ export const make = (): Journal => {
   /** The entries whose event is to be streamed, by the object it carries: its reference, and the entry's place. */
   const standing = new WeakMap<object, { readonly reference: Marks.Reference; readonly at: number }>()
   return {
+    get pending() {
+      return pending.length
+    },
     note: (noted) => {
       pending.push(noted)
       sequence++

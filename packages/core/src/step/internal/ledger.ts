@@ -110,8 +110,12 @@ export interface Ledger {
    * recorded again, and is taken out once made.
    */
   readonly awaited: Set<string>
-  /** Notes an event the program streams, to be recorded with the next entry (see `Marks`). */
-  readonly note: (noted: Marks.Noted) => void
+  /**
+   * Notes an event the program streams, to be recorded with the next entry
+   * (see `Marks`); it writes the events noted in an entry of their own once
+   * `Journal.pendingBound` wait.
+   */
+  readonly note: (noted: Marks.Noted) => Effect.Effect<void, ExecutionCheckpointFailed>
   /**
    * Tells that the event an entry stands for (a step's `Completed`, a
    * `TurnCompleted`, a `ToolResult`) was streamed: when other events came
@@ -287,6 +291,8 @@ export const load = (
         case "Finished":
           finished = Entries.outputOf(entry)
           break
+        case "Streamed":
+          break
       }
       const unreadable = replay.add(entry, contexts)
       if (unreadable !== undefined) return yield* undecodable(id, unreadable)
@@ -365,7 +371,12 @@ export const load = (
       finished,
       replayed: replay.events(),
       awaited: replay.awaited(),
-      note: journal.note,
+      note: (noted) => {
+        journal.note(noted)
+        return journal.pending < Journal.pendingBound
+          ? Effect.void
+          : write({ execution: id }, () => ({ _tag: "Streamed" }))
+      },
       placed: journal.placed,
       answer: (execution, key, turn, cost, told) =>
         write({ execution, key }, () => ({

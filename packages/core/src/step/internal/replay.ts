@@ -147,11 +147,13 @@ export const make = (program: string, streamed: boolean): Replay => {
   }
 
   const add: Replay["add"] = (entry, contexts) => {
-    const at = entry._tag === "Finished" ? { execution: program } : { execution: entry.execution, key: entry.key }
+    const at = entry._tag === "Finished" || entry._tag === "Streamed"
+      ? { execution: program }
+      : { execution: entry.execution, key: entry.key }
     for (const mark of entry.events ?? []) {
       const read = Marks.read(mark, at)
       if (read === undefined) {
-        return `the entry of its output holds a mark of the entry's own step (${JSON.stringify(mark)})`
+        return `an entry of no step holds a mark of the entry's own step (${JSON.stringify(mark)})`
       }
       if ("ref" in read) {
         if (streamed) moved(read, at)
@@ -208,6 +210,7 @@ export const make = (program: string, streamed: boolean): Replay => {
       case "Saved":
       case "ToolStarted":
       case "Finished":
+      case "Streamed":
         return undefined
     }
   }
