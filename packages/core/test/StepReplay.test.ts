@@ -390,6 +390,49 @@ describe("Step.stream of a recorded program (in memory)", () => {
       expect(resumed.events.at(-1)).toStrictEqual({ _tag: "Output", value: 1 })
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
+  it.effect("a fork path interrupted once its step's entry was written replays no Completed: it streamed none", () =>
+    Effect.gen(function*() {
+      const writing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // The store holds the loser's entry until the execution interrupted the loser: a slow disk, say.
+      const slow = Layer.effect(Checkpointer.Checkpointer)(Effect.map(Checkpointer.Checkpointer, (store) => ({
+        ...store,
+        open: (id, fingerprint) =>
+          Effect.map(store.open(id, fingerprint), (log) => ({
+            ...log,
+            append: (entries, options) =>
+              entries.some((entry) => entry.includes("/loser#0\""))
+                ? Effect.andThen(
+                  Deferred.succeed(writing, undefined),
+                  Effect.andThen(Deferred.await(release), log.append(entries, options))
+                )
+                : log.append(entries, options)
+          }))
+      })))
+      // The ender completes the execution while the loser's entry is being written: the loser is interrupted then,
+      // its entry written, its Completed not streamed.
+      const ender = Step.run({
+        id: "ender",
+        execute: (_: string, ctx) =>
+          Effect.gen(function*() {
+            yield* Deferred.await(writing)
+            ctx.complete("ended")
+            return yield* Effect.never
+          }).pipe(Effect.onInterrupt(() => Deferred.succeed(release, undefined)))
+      })
+      const watch = Step.fork({
+        id: "watch",
+        mode: "race",
+        paths: (_: string) => [ender, Step.run({ id: "loser", execute: () => "lost" })]
+      })
+      const id = fresh("lost")
+      const live = yield* streamed(watch, id, []).pipe(Effect.provide(slow))
+      expect(live.events.some((event) => event._tag === "Completed" && event.stepId === "loser")).toBe(false)
+      expect((yield* StepHistory.checkpoints(id)).map((checkpoint) => checkpoint.stepId)).toContain("loser")
+      const again = yield* streamed(watch, id, [])
+      expect(again.events).toStrictEqual(live.events)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
   it.effect("a fork whose context was edited replays the turns after the edit as they were streamed", () =>
     Effect.gen(function*() {
       const agent = Step.loop({ id: "agent", steps: [Step.llm({ id: "turn", model })], until: Until.noToolCalls() })

@@ -92,14 +92,16 @@ export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
  */
 const recording = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
   emit: (event, key) => {
-    const streamed = stream === undefined ? Effect.void : stream(event)
     if (!Marks.isMarked(event)) {
       ledger.placed(event)
-      return streamed
+      if (stream !== undefined) return Effect.map(stream(event), () => ledger.delivered(event))
+      ledger.delivered(event)
+      return Effect.void
     }
     if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
     // A note that could not be written ends the program, as any record does (see `program`).
-    return Effect.andThen(Effect.orDie(ledger.note({ event, key })), streamed)
+    const noted = Effect.orDie(ledger.note({ event, key }))
+    return stream === undefined ? noted : Effect.andThen(noted, stream(event))
   }
 })
 

@@ -118,10 +118,17 @@ export interface Ledger {
   readonly note: (noted: Marks.Noted) => Effect.Effect<void, ExecutionCheckpointFailed>
   /**
    * Tells that the event an entry stands for (a step's `Completed`, a
-   * `TurnCompleted`, a `ToolResult`) was streamed: when other events came
+   * `TurnCompleted`, a `ToolResult`) is streamed now: when other events came
    * since its entry was written, a reference with the next entry says where.
    */
   readonly placed: (event: StepEvent.StepEvent) => void
+  /** Tells that an event {@link Ledger.placed} reached the stream. */
+  readonly delivered: (event: StepEvent.StepEvent) => void
+  /**
+   * Tells that the step `key` of `execution` ended: the events its entries
+   * stand for that did not reach the stream are recorded as not streamed.
+   */
+  readonly ended: (execution: string, key: string) => void
   readonly answer: (
     execution: string,
     key: string,
@@ -378,6 +385,8 @@ export const load = (
           : write({ execution: id }, () => ({ _tag: "Streamed" }))
       },
       placed: journal.placed,
+      delivered: journal.delivered,
+      ended: journal.ended,
       answer: (execution, key, turn, cost, told) =>
         write({ execution, key }, () => ({
           _tag: "Answered",

@@ -47,14 +47,16 @@ type Told = typeof Told.Type
  * Where the event an entry stands for was streamed, when other events came
  * between the entry and it (paths of a fork, calls of a turn, ending at
  * once): a step's `Completed`, an `llm` step's `TurnCompleted`, or the
- * `ToolResult` of its call `index`. Without one, it replays right after its
- * entry.
+ * `ToolResult` of its call `index`; with `unstreamed`, that it never was
+ * (its step was interrupted once the entry was written). Without one, it
+ * replays right after its entry.
  */
 export const Reference = Schema.Struct({
   ref: Schema.Literals(["Completed", "TurnCompleted", "ToolResult"]),
   execution: Schema.optionalKey(Schema.String),
   key: Schema.String,
-  index: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+  index: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  unstreamed: Schema.optionalKey(Schema.Literal(true))
 })
 export type Reference = typeof Reference.Type
 

@@ -137,12 +137,17 @@ export const make = (program: string, streamed: boolean): Replay => {
     slots.set(Marks.slotOf(reference, at), events.length)
     events.push(event)
   }
+  /** The event of `reference`'s entry, where the reference says it was streamed: later, or nowhere. */
   const moved = (reference: Marks.Reference, at: Marks.Place) => {
     const slot = Marks.slotOf(reference, at)
     const index = slots.get(slot)
     if (index === undefined) return
-    slots.delete(slot)
-    events.push(events[index])
+    if (reference.unstreamed === true) {
+      slots.delete(slot)
+    } else {
+      slots.set(slot, events.length)
+      events.push(events[index])
+    }
     events[index] = undefined
   }
 

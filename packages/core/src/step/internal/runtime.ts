@@ -152,9 +152,11 @@ export const runStep = <I, O, E, R, S, RT>(
         Effect.provideService(Tracer.ParentSpan, span),
         Effect.provideService(ExecutionContext, context)
       )
-      return runtime.sink === undefined
+      const run = runtime.sink === undefined
         ? body
         : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }, key), body)
+      // Whatever ended the step, the events its entries stand for that did not reach the stream do not replay.
+      return ledger === undefined ? run : Effect.ensuring(run, Effect.sync(() => ledger.ended(execution.id, key)))
     }
   )
 }
