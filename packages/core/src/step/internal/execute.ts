@@ -132,24 +132,25 @@ export const program = (
     const clock = yield* Clock.Clock
     const id = options?.id ??
       `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
-    // The thread's lease, then the ledger's, are held until the program ends.
-    const session = options?.thread === undefined ? undefined : yield* Threads.open(options.thread, id)
+    // The ledger's lease, and the thread's, are held until the program ends. A program that started on its thread
+    // before is known by the history it started from: its ledger is read first, and a finished one replays without
+    // the thread's lease (another run may hold it). A new one starts from the thread's history as it is then.
+    const thread = options?.thread === undefined ? undefined : yield* Threads.run(options.thread, id)
+    const fresh = thread === undefined || thread.fingerprint !== undefined ? undefined : yield* thread.open
     const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     const ledger = Option.isNone(checkpointer)
       ? undefined
       : yield* Ledger.load(
         checkpointer.value,
         id,
-        {
-          ...(yield* fingerprint(step, input, options?.toolkit)),
-          ...(session === undefined ? {} : yield* session.fingerprint)
-        },
+        { ...(yield* fingerprint(step, input, options?.toolkit)), ...(thread?.fingerprint ?? fresh?.fingerprint) },
         options?.stateVersioning,
         stream !== undefined
       )
     // A recorded execution first streams what it recorded.
     if (ledger !== undefined && stream !== undefined) yield* Effect.forEach(ledger.replayed, stream, { discard: true })
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
+    const session = fresh ?? (thread === undefined ? undefined : yield* thread.open)
     const sink = ledger !== undefined
       ? recording(ledger, stream)
       : stream === undefined
