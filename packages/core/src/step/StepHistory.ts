@@ -24,8 +24,9 @@ import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../Checkpointer.ts"
-import type { OpenError } from "../CheckpointStore.ts"
+import type { CheckpointMismatch, OpenError } from "../CheckpointStore.ts"
 import * as Cost from "../Cost.ts"
+import * as InvalidOptions from "../InvalidOptions.ts"
 import type * as Item from "../Item.ts"
 import * as RunHistory from "../RunHistory.ts"
 import * as TokenUsage from "../TokenUsage.ts"
@@ -253,9 +254,10 @@ export const stateAt = (
 
 /**
  * Why a fork failed: the source's ledger could not be read, the index is out
- * of range, the new execution already has checkpoints, or either could not be
+ * of range, the new execution already has checkpoints, either could not be
  * opened (the source is being executed, or the program, input or tools are
- * not the source's: `CheckpointMismatch`).
+ * not the source's: `CheckpointMismatch`), or the source ran on a thread
+ * (`InvalidOptions`, field `thread`: fork the thread with `Thread.fork`).
  *
  * @since 0.2.0
  * @category errors
@@ -266,6 +268,29 @@ export type ForkError =
   | RunHistory.RunExists
   | RunHistory.UneditableCheckpoint
   | OpenError
+  | InvalidOptions.InvalidOptions
+
+/**
+ * `error`, opening execution `from` for a fork, as the fork's failure: a
+ * program that ran on a thread started from the thread's history, which its
+ * ledger does not hold, and its fingerprint says so (see
+ * `Thread.runFingerprint`); a fork, which has no thread, is refused for it.
+ */
+const refusedOnThread = (
+  from: string,
+  error: CheckpointMismatch
+): Effect.Effect<never, CheckpointMismatch | InvalidOptions.InvalidOptions> => {
+  const thread = error.id === from
+    ? error.differences.find((difference) => difference.field === "thread" && difference.given === null)
+    : undefined
+  if (thread === undefined) return Effect.fail(error)
+  return Effect.fail(InvalidOptions.make({
+    field: "thread",
+    value: thread.recorded,
+    expected: `none: execution "${from}" ran on a thread, and a program on a thread is not forked on its own ` +
+      "ledger (fork the thread: Thread.fork)"
+  }))
+}
 
 /** An entry of execution `from`'s ledger as execution `id`'s: its execution, or sub-agent (`<from>/…`), renamed. */
 const renamed = (entry: Entries.Entry, from: string, id: string): Entries.Entry => {
@@ -342,7 +367,10 @@ const editLast = (
  * recorded there and runs the rest. The fork is recorded with the program's
  * fingerprint, and `from` is opened with it too: the program, input and
  * tools must be the source's (`CheckpointMismatch` otherwise). `from` is not
- * changed, but is opened (its lease taken, briefly).
+ * changed, but is opened (its lease taken, briefly). A program that ran on a
+ * thread is not forked on its own (`InvalidOptions`, field `thread`): it
+ * started from the thread's history, which its ledger does not hold; fork the
+ * thread (`Thread.fork`) and run the program on the fork.
  *
  * With `edit`, the last context the program's execution recorded up to the
  * checkpoint (when a step completed, or saved its context) is edited first:
@@ -393,5 +421,5 @@ export const fork = <RT = never>(
           }
           return yield* Effect.forEach(edited, (entry, i) => Entries.encode({ entry, version: kept[i]!.version }))
         })
-    })
+    }).pipe(Effect.catchTag("CheckpointMismatch", (error) => refusedOnThread(from, error)))
   })
