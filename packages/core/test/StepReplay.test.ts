@@ -14,6 +14,7 @@ import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Compactor from "../src/Compactor.ts"
 import * as Item from "../src/Item.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
+import * as RunFingerprint from "../src/RunFingerprint.ts"
 import * as Channel from "../src/step/Channel.ts"
 import { fingerprint as fingerprintOf } from "../src/step/internal/execute.ts"
 import * as Journal from "../src/step/internal/journal.ts"
@@ -133,6 +134,33 @@ const renamed = (events: ReadonlyArray<Event>, from: string, to: string) =>
 /** The execution a stream's events come from: its first event's context. */
 const contextOf = (events: ReadonlyArray<Event>) => events[0]?._tag === "Output" ? "" : events[0]?.contextId ?? ""
 
+/** Events as JSON texts (their keys sorted), sorted: the same events, whatever their order. */
+const sorted = (events: ReadonlyArray<Event>) => events.map(RunFingerprint.stableJson).sort()
+
+/**
+ * Streams `everything(concurrency)` uninterrupted, then again under a new id cut off while its second turn's slow
+ * call runs, then resumed: what the uninterrupted stream, the cut one and the resumed one showed.
+ */
+const cutOff = (concurrency: number | undefined) =>
+  Effect.gen(function*() {
+    const cutScript = [addCall(2, 3), slowCall, answer("5 and 10")]
+    const uninterrupted = yield* streamed(everything(concurrency), fresh("whole"), cutScript)
+    const id = fresh("cut")
+    const blocking = slowTool(true)
+    const first: Array<Event> = []
+    const fiber = yield* Effect.forkChild(
+      Stream.runForEach(
+        Step.stream(everything(concurrency), input, { id, toolkit: blocking.toolkit }),
+        (event) => Effect.sync(() => first.push(event))
+      ).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer(cutScript), pricing)))
+    )
+    yield* Deferred.await(blocking.started)
+    yield* Fiber.interrupt(fiber)
+    // The two turns the model answered are not asked again: they, and what came before, replay.
+    const resumed = yield* streamed(everything(concurrency), id, cutScript.slice(2), blocking.toolkit)
+    return { first, id, resumed, uninterrupted }
+  })
+
 const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
   describe(name, () => {
     it.effect("a finished program streamed again replays the events it streamed, less deltas, asking nothing", () =>
@@ -160,27 +188,24 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
 
     it.effect("a program cut off mid-way streams its recorded prefix, then the rest, each event once", () =>
       Effect.gen(function*() {
-        const cutScript = [addCall(2, 3), slowCall, answer("5 and 10")]
-        const uninterrupted = yield* streamed(everything(1), fresh("whole"), cutScript)
-
-        const id = fresh("cut")
-        const blocking = slowTool(true)
-        const first: Array<Event> = []
-        const fiber = yield* Effect.forkChild(
-          Stream.runForEach(
-            Step.stream(everything(1), input, { id, toolkit: blocking.toolkit }),
-            (event) => Effect.sync(() => first.push(event))
-          ).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer(cutScript), pricing)))
-        )
-        yield* Deferred.await(blocking.started)
-        yield* Fiber.interrupt(fiber)
-
-        const resumed = yield* streamed(everything(1), id, cutScript.slice(2), blocking.toolkit)
-        // The two turns the model answered are not asked again: they, and what came before, replay.
+        // One path at a time: the events come in the same order, live, resumed or replayed.
+        const { first, id, resumed, uninterrupted } = yield* cutOff(1)
         expect(resumed.asked).toBe(1)
         const events = recordedOnly(resumed.events)
         expect(events.slice(0, recordedOnly(first).length)).toStrictEqual(recordedOnly(first))
         expect(events).toStrictEqual(renamed(recordedOnly(uninterrupted.events), contextOf(uninterrupted.events), id))
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a program whose forks' paths run at once, cut off mid-way, streams each event once, none missing", () =>
+      Effect.gen(function*() {
+        const { id, resumed, uninterrupted } = yield* cutOff(undefined)
+        expect(resumed.asked).toBe(1)
+        // The paths' events interleave as they come, live and resumed alike: the same events, each once.
+        const events = recordedOnly(resumed.events)
+        const expected = renamed(recordedOnly(uninterrupted.events), contextOf(uninterrupted.events), id)
+        expect(sorted(events)).toStrictEqual(sorted(expected))
+        // The finished program replays them in the order the resumed execution streamed them.
+        expect((yield* streamed(everything(), id, [])).events).toStrictEqual(events)
       }).pipe(Effect.provide(layer())))
 
     it.effect("a fork streams its source's events up to its checkpoint, then its own", () =>
