@@ -347,12 +347,12 @@ const editLast = (
   // out whole, so that the fork replays its `TurnCompleted` as it was streamed.
   const after = entries.slice(last + 1).map((later): Entries.Entry => {
     if (later._tag !== "Answered" || later.execution !== execution) return later
-    const told = later.turnCompleted
-    if (later.step === undefined || told === undefined) return later
+    const recorded = later.turnCompleted
+    if (later.step === undefined || recorded === undefined) return later
     const { lastItems, ...accounting } = Replay.accountingOf(
       unedited,
       { turn: later.turn, cost: later.cost, step: later.step },
-      told
+      recorded
     )
     return { ...later, turnCompleted: { ...accounting, lastItems } }
   })

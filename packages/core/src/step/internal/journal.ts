@@ -127,6 +127,10 @@ export const make = (): Journal => {
 export const carrier = (event: StepEvent.StepEvent): object | undefined => {
   if (event._tag === "Completed") return event
   if (event._tag !== "Turn") return undefined
-  const told = event.event
-  return told._tag === "TurnCompleted" ? told.turn : told._tag === "ToolResult" ? told.call : undefined
+  const turnEvent = event.event
+  return turnEvent._tag === "TurnCompleted"
+    ? turnEvent.turn
+    : turnEvent._tag === "ToolResult"
+    ? turnEvent.call
+    : undefined
 }

@@ -22,6 +22,7 @@ import * as StepEvent from "../StepEvent.ts"
 import { View } from "./context.ts"
 import * as Ledger from "./ledger.ts"
 import * as Outputs from "./outputs.ts"
+import type * as Recorded from "./recorded.ts"
 import { Runner } from "./runner.ts"
 import type { Runtime, Scope } from "./runner.ts"
 import { validate } from "./validate.ts"
@@ -223,7 +224,7 @@ const replay = <I, O, E, R, S, RT>(
   step: Step.Step<I, O, E, R, S>,
   runtime: Runtime<S, RT>,
   key: string,
-  recorded: Ledger.Recorded
+  recorded: Recorded.CompletedStep
 ): Effect.Effect<O, E, never> => {
   const execution = runtime.execution
   return Effect.suspend(() => {

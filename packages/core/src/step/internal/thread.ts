@@ -19,7 +19,7 @@ import type { CompactionError } from "../../Compactor.ts"
 import type * as Item from "../../Item.ts"
 import type * as RunFingerprint from "../../RunFingerprint.ts"
 import type { ExecutionCheckpointFailed } from "../StepError.ts"
-import { failed } from "./ledger.ts"
+import { failed } from "./checkpointFailed.ts"
 
 /** A program's `thread` option: a thread id, or the thread's options. */
 export type ThreadOption = string | ThreadOptions
