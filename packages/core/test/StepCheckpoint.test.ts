@@ -1,9 +1,11 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { Deferred, Effect, Fiber, Layer, Scheduler, Schema } from "effect"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import * as Item from "../src/Item.ts"
 import type { ExecutionContext } from "../src/step/ExecutionContext.ts"
 import * as Step from "../src/step/Step.ts"
+import * as StepHistory from "../src/step/StepHistory.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Until from "../src/Until.ts"
@@ -208,6 +210,56 @@ describe("Step.execute with a Checkpointer", () => {
       const merged = yield* Step.execute(program, undefined, { id: "exec-5" })
       expect(merged).toBe("a+b+c")
       expect(ran.sort()).toStrictEqual(["a", "b", "c", "c"])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a fork path's checkpoint lands where it was taken, whenever its fiber yields: the item log comes back whole", () =>
+    Effect.gen(function*() {
+      /** Effect work of `n` operations, two a round. */
+      const busy = (n: number): Effect.Effect<void> =>
+        n <= 0 ? Effect.void : Effect.flatMap(Effect.void, () => busy(n - 2))
+      const texts = (items: ReadonlyArray<Item.Item>) =>
+        items.map((item) => item.type === "message" ? item.content.map(Item.partText).join("") : item.type).join(",")
+      // Path `a` works `ops` operations, then appends and checkpoints; path `b` appends and completes. A fiber
+      // yields once it has run `budget` operations: one execution for each `ops` below it puts that yield at every
+      // operation of `a`'s checkpoint, so in some `b` runs while `a` writes.
+      const budget = 512
+      const a = (ops: number) =>
+        Step.run({
+          id: "a",
+          execute: (_: string, ctx) =>
+            Effect.gen(function*() {
+              yield* busy(ops)
+              ctx.itemLog.append(Item.userMessage("a1"), Item.userMessage("a2"))
+              yield* ctx.checkpoint()
+              return "a"
+            })
+        })
+      const b = Step.run({ id: "b", execute: (_: string, ctx) => (ctx.itemLog.append(Item.userMessage("b1")), "b") })
+      const program = (ops: number) =>
+        Step.loop({
+          id: "job",
+          steps: [
+            Step.fork({
+              id: "both",
+              mode: "all",
+              paths: (_: string) => [a(ops), b],
+              merge: (outputs) => outputs.join("")
+            }),
+            Step.run({ id: "report", execute: (_: string, ctx) => texts(ctx.itemLog.items) })
+          ],
+          until: Until.maxSteps(1)
+        })
+      const torn: Array<string> = []
+      for (let ops = 0; ops < budget; ops += 2) {
+        const id = `exec-ordered-${ops}`
+        const live = yield* Step.execute(program(ops), "go", { id }).pipe(
+          Effect.provideService(Scheduler.MaxOpsBeforeYield, budget)
+        )
+        // What executing it again would put back: the item log its ledger rebuilds.
+        const recorded = texts((yield* StepHistory.stateAt(id, -1)).contexts.get(id)?.items ?? [])
+        if (recorded !== live) torn.push(`${ops} operations: ran with ${live}, recorded ${recorded}`)
+      }
+      expect(torn).toStrictEqual([])
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("an output that is not JSON ends the execution with ExecutionCheckpointFailed (and is fine without a Checkpointer)", () =>

@@ -248,4 +248,19 @@ describe("StepHistory", () => {
       ])
       expect(checkpoints[0]!.items).toStrictEqual([])
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a program that ran on a thread is not forked on its own ledger: refused naming the thread, nothing recorded", () =>
+    Effect.gen(function*() {
+      const { program } = pipeline()
+      const thread = fresh("chat")
+      const from = fresh("on-thread")
+      yield* Step.execute(program, "Say hi", { id: from, thread }).pipe(
+        Effect.provide(Layer.mergeAll(MockLanguageModel.layer([answer("hi")]), pricing))
+      )
+      const id = fresh("fork")
+      const refused = yield* Effect.flip(StepHistory.fork(program, "Say hi", { id, from, at: 0 }))
+      expect(refused).toMatchObject({ _tag: "InvalidOptions", field: "thread" })
+      expect(refused.message).toContain("Thread.fork")
+      expect(yield* read(id)).toStrictEqual([])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 })

@@ -14,8 +14,10 @@ import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Compactor from "../src/Compactor.ts"
 import * as Item from "../src/Item.ts"
 import type { LanguageModel } from "../src/LanguageModel.ts"
+import * as RunFingerprint from "../src/RunFingerprint.ts"
 import * as Channel from "../src/step/Channel.ts"
 import { fingerprint as fingerprintOf } from "../src/step/internal/execute.ts"
+import * as Journal from "../src/step/internal/journal.ts"
 import * as Step from "../src/step/Step.ts"
 import type * as StepEvent from "../src/step/StepEvent.ts"
 import * as StepHistory from "../src/step/StepHistory.ts"
@@ -132,6 +134,33 @@ const renamed = (events: ReadonlyArray<Event>, from: string, to: string) =>
 /** The execution a stream's events come from: its first event's context. */
 const contextOf = (events: ReadonlyArray<Event>) => events[0]?._tag === "Output" ? "" : events[0]?.contextId ?? ""
 
+/** Events as JSON texts (their keys sorted), sorted: the same events, whatever their order. */
+const sorted = (events: ReadonlyArray<Event>) => events.map(RunFingerprint.stableJson).sort()
+
+/**
+ * Streams `everything(concurrency)` uninterrupted, then again under a new id cut off while its second turn's slow
+ * call runs, then resumed: what the uninterrupted stream, the cut one and the resumed one showed.
+ */
+const cutOff = (concurrency: number | undefined) =>
+  Effect.gen(function*() {
+    const cutScript = [addCall(2, 3), slowCall, answer("5 and 10")]
+    const uninterrupted = yield* streamed(everything(concurrency), fresh("whole"), cutScript)
+    const id = fresh("cut")
+    const blocking = slowTool(true)
+    const first: Array<Event> = []
+    const fiber = yield* Effect.forkChild(
+      Stream.runForEach(
+        Step.stream(everything(concurrency), input, { id, toolkit: blocking.toolkit }),
+        (event) => Effect.sync(() => first.push(event))
+      ).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer(cutScript), pricing)))
+    )
+    yield* Deferred.await(blocking.started)
+    yield* Fiber.interrupt(fiber)
+    // The two turns the model answered are not asked again: they, and what came before, replay.
+    const resumed = yield* streamed(everything(concurrency), id, cutScript.slice(2), blocking.toolkit)
+    return { first, id, resumed, uninterrupted }
+  })
+
 const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer, unknown>) =>
   describe(name, () => {
     it.effect("a finished program streamed again replays the events it streamed, less deltas, asking nothing", () =>
@@ -159,27 +188,24 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
 
     it.effect("a program cut off mid-way streams its recorded prefix, then the rest, each event once", () =>
       Effect.gen(function*() {
-        const cutScript = [addCall(2, 3), slowCall, answer("5 and 10")]
-        const uninterrupted = yield* streamed(everything(1), fresh("whole"), cutScript)
-
-        const id = fresh("cut")
-        const blocking = slowTool(true)
-        const first: Array<Event> = []
-        const fiber = yield* Effect.forkChild(
-          Stream.runForEach(
-            Step.stream(everything(1), input, { id, toolkit: blocking.toolkit }),
-            (event) => Effect.sync(() => first.push(event))
-          ).pipe(Effect.provide(Layer.mergeAll(MockLanguageModel.layer(cutScript), pricing)))
-        )
-        yield* Deferred.await(blocking.started)
-        yield* Fiber.interrupt(fiber)
-
-        const resumed = yield* streamed(everything(1), id, cutScript.slice(2), blocking.toolkit)
-        // The two turns the model answered are not asked again: they, and what came before, replay.
+        // One path at a time: the events come in the same order, live, resumed or replayed.
+        const { first, id, resumed, uninterrupted } = yield* cutOff(1)
         expect(resumed.asked).toBe(1)
         const events = recordedOnly(resumed.events)
         expect(events.slice(0, recordedOnly(first).length)).toStrictEqual(recordedOnly(first))
         expect(events).toStrictEqual(renamed(recordedOnly(uninterrupted.events), contextOf(uninterrupted.events), id))
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a program whose forks' paths run at once, cut off mid-way, streams each event once, none missing", () =>
+      Effect.gen(function*() {
+        const { id, resumed, uninterrupted } = yield* cutOff(undefined)
+        expect(resumed.asked).toBe(1)
+        // The paths' events interleave as they come, live and resumed alike: the same events, each once.
+        const events = recordedOnly(resumed.events)
+        const expected = renamed(recordedOnly(uninterrupted.events), contextOf(uninterrupted.events), id)
+        expect(sorted(events)).toStrictEqual(sorted(expected))
+        // The finished program replays them in the order the resumed execution streamed them.
+        expect((yield* streamed(everything(), id, [])).events).toStrictEqual(events)
       }).pipe(Effect.provide(layer())))
 
     it.effect("a fork streams its source's events up to its checkpoint, then its own", () =>
@@ -333,6 +359,103 @@ describe("Step.stream of a recorded program (in memory)", () => {
       const again = yield* streamed(watched, id, [])
       expect(again.events).toStrictEqual(live.events)
       expect(polls).toBe(ran)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("an every step that keeps failing writes its events on their own, never more than the bound waiting", () =>
+    Effect.gen(function*() {
+      const done = yield* Channel.make("done", Schema.Number)
+      const wake = yield* Channel.make<"now">("wake")
+      // Each failed run streams three events (its step's Started and Failed, the every's Recorded), and no step
+      // completes: nothing else writes an entry.
+      const failures = Journal.pendingBound
+      const watched = Step.fork({
+        id: "watched",
+        mode: "race",
+        paths: (_: string) => [
+          Step.every({
+            id: "poll",
+            ms: 60_000,
+            wakeOn: wake,
+            step: Step.run({ id: "check", execute: () => Effect.fail(new Error("offline")) })
+          }),
+          Step.run({ id: "wait", execute: (_: string, ctx) => ctx.recv(done) })
+        ]
+      })
+      for (let i = 0; i < failures; i++) yield* Channel.send(wake, "now")
+      const id = fresh("failing")
+      const first: Array<Event> = []
+      const seen = yield* Deferred.make<void>()
+      // Cut off once the consumer saw every failure: the every parks, waiting for a wake-up that does not come.
+      const fiber = yield* Effect.forkChild(
+        Stream.runForEach(
+          Step.stream(watched, input, { id, toolkit: slowTool(false).toolkit }),
+          (event) =>
+            Effect.suspend(() => {
+              first.push(event)
+              return first.filter((seen) => seen._tag === "Recorded").length === failures
+                ? Deferred.succeed(seen, undefined)
+                : Effect.void
+            })
+        )
+      )
+      yield* Deferred.await(seen)
+      yield* Fiber.interrupt(fiber)
+
+      const entries = yield* entriesOf(id)
+      const marks = entries.map((entry) => (entry["events"] as ReadonlyArray<unknown> | undefined)?.length ?? 0)
+      const written = marks.reduce((sum, count) => sum + count, 0)
+      expect(Math.max(...marks)).toBeLessThanOrEqual(Journal.pendingBound)
+      expect(written).toBeGreaterThan(first.length - Journal.pendingBound)
+      expect((yield* StepHistory.checkpoints(id)).map((checkpoint) => checkpoint.kind)).toContain("streamed")
+
+      // Executed again, it replays what was written, then goes on.
+      yield* Channel.send(done, 1)
+      const resumed = yield* streamed(watched, id, [])
+      expect(resumed.events.slice(0, written)).toStrictEqual(first.slice(0, written))
+      expect(resumed.events.at(-1)).toStrictEqual({ _tag: "Output", value: 1 })
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
+
+  it.effect("a fork path interrupted once its step's entry was written replays no Completed: it streamed none", () =>
+    Effect.gen(function*() {
+      const writing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // The store holds the loser's entry until the execution interrupted the loser: a slow disk, say.
+      const slow = Layer.effect(Checkpointer.Checkpointer)(Effect.map(Checkpointer.Checkpointer, (store) => ({
+        ...store,
+        open: (id, fingerprint) =>
+          Effect.map(store.open(id, fingerprint), (log) => ({
+            ...log,
+            append: (entries, options) =>
+              entries.some((entry) => entry.includes("/loser#0\""))
+                ? Effect.andThen(
+                  Deferred.succeed(writing, undefined),
+                  Effect.andThen(Deferred.await(release), log.append(entries, options))
+                )
+                : log.append(entries, options)
+          }))
+      })))
+      // The ender completes the execution while the loser's entry is being written: the loser is interrupted then,
+      // its entry written, its Completed not streamed.
+      const ender = Step.run({
+        id: "ender",
+        execute: (_: string, ctx) =>
+          Effect.gen(function*() {
+            yield* Deferred.await(writing)
+            ctx.complete("ended")
+            return yield* Effect.never
+          }).pipe(Effect.onInterrupt(() => Deferred.succeed(release, undefined)))
+      })
+      const watch = Step.fork({
+        id: "watch",
+        mode: "race",
+        paths: (_: string) => [ender, Step.run({ id: "loser", execute: () => "lost" })]
+      })
+      const id = fresh("lost")
+      const live = yield* streamed(watch, id, []).pipe(Effect.provide(slow))
+      expect(live.events.some((event) => event._tag === "Completed" && event.stepId === "loser")).toBe(false)
+      expect((yield* StepHistory.checkpoints(id)).map((checkpoint) => checkpoint.stepId)).toContain("loser")
+      const again = yield* streamed(watch, id, [])
+      expect(again.events).toStrictEqual(live.events)
     }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a fork whose context was edited replays the turns after the edit as they were streamed", () =>

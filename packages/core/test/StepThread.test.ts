@@ -7,7 +7,7 @@
  */
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, type Exit, Fiber, Layer, Schema } from "effect"
+import { Deferred, Effect, type Exit, Fiber, Layer, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Thread from "../src/agent/Thread.ts"
 import * as ThreadId from "../src/agent/ThreadId.ts"
@@ -146,6 +146,40 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
         expect(yield* history(thread)).toStrictEqual(["user: fast", "assistant: ok"])
       }).pipe(Effect.provide(layer())))
 
+    it.effect("a finished program or AgentLoop run on a thread replays while another run holds the thread", () =>
+      Effect.gen(function*() {
+        const thread = fresh("watched")
+        const id = fresh("program")
+        const runId = fresh("run")
+        // What each streamed, less the model's deltas (not recorded), and a run's events by tag (a replayed turn's
+        // time counts from the execution that replays it).
+        const streamProgram = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
+          Stream.runCollect(Step.stream(agent, "q1", { thread, id })).pipe(
+            Effect.map((events) => events.filter((event) => event._tag !== "Turn" || event.event._tag !== "Delta")),
+            Effect.provide(Layer.mergeAll(MockLanguageModel.layer(script), pricing))
+          )
+        const streamRun = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
+          Effect.flatMap(
+            AgentLoop.AgentLoop,
+            (agent) => Stream.runCollect(agent.stream({ input: "q2", thread, runId }))
+          )
+            .pipe(
+              Effect.map((events) => events.flatMap((event) => event._tag === "Delta" ? [] : [event._tag])),
+              Effect.provide(AgentLoop.layer.pipe(Layer.provide(MockLanguageModel.layer(script))))
+            )
+        const program = yield* streamProgram([answer("a1")])
+        const run = yield* streamRun([answer("a2")])
+        // Another run executes on the thread: it holds the thread's lease.
+        const { started, toolkit } = stalling()
+        const holder = yield* Effect.forkChild(execute([waitCall], "q3", { toolkit, thread }))
+        yield* Deferred.await(started)
+        // The finished ones replay all the same, asking nothing.
+        expect(yield* streamProgram([])).toStrictEqual(program)
+        expect(yield* streamRun([])).toStrictEqual(run)
+        yield* Fiber.interrupt(holder)
+        expect(yield* history(thread)).toStrictEqual(["user: q1", "assistant: a1", "user: q2", "assistant: a2"])
+      }).pipe(Effect.provide(layer())))
+
     it.effect("a program cut off mid-tool and executed again with its id adds its items once; a failed one none", () =>
       Effect.gen(function*() {
         const thread = fresh("resumed")
@@ -233,6 +267,36 @@ describe("Step programs on threads", () => {
       expect(again.requests).toStrictEqual([])
       expect(yield* history(thread)).toStrictEqual(["user: q1", "assistant: a1"])
     }).pipe(Effect.provide(losing())))
+
+  it.effect("a program whose start its thread no longer holds (cleared meanwhile) is refused, not started afresh", () =>
+    Effect.gen(function*() {
+      const thread = fresh("cleared")
+      succeeded((yield* execute([answer("a1")], "q1", { thread })).exit)
+      const { started, toolkit } = stalling()
+      const options = { toolkit, thread, id: fresh("program") }
+      const first = yield* Effect.forkChild(execute([waitCall], "q2", options))
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(first)
+      // The thread is cleared after the program read where it started, before it takes the thread's lease.
+      let armed = true
+      const clearing = Layer.effect(Checkpointer.Checkpointer)(Effect.map(Checkpointer.Checkpointer, (store) => ({
+        ...store,
+        open: (id, fingerprint) =>
+          id === ThreadId.logId(thread) && armed
+            ? Effect.andThen(
+              Effect.andThen(store.clear(id), Effect.sync(() => (armed = false))),
+              store.open(id, fingerprint)
+            )
+            : store.open(id, fingerprint)
+      })))
+      const resumed = yield* execute([answer("a2")], "q2", options).pipe(Effect.provide(clearing))
+      expect(yield* Effect.flip(resumed.exit)).toMatchObject({
+        _tag: "ExecutionCheckpointFailed",
+        cause: { _tag: "CheckpointMismatch", differences: [{ field: "thread" }] }
+      })
+      expect(resumed.requests).toStrictEqual([])
+      expect(yield* history(thread)).toStrictEqual([])
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a program on a thread needs a Checkpointer; its thread and its id are checked before anything runs", () =>
     Effect.gen(function*() {

@@ -25,7 +25,6 @@ import type { CompactionError } from "../Compactor.ts"
 import * as SpanStream from "../internal/spanStream.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
-import * as RunFingerprint from "../RunFingerprint.ts"
 import * as Telemetry from "../Telemetry.ts"
 import * as Termination from "../Termination.ts"
 import * as AgentCheckpoint from "./AgentCheckpoint.ts"
@@ -145,7 +144,7 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
           })
         ))
     // The thread stays open (its lease held) for as long as the run's stream: one run at a time on a thread.
-    const openThread = (thread: ThreadOptions) =>
+    const openThread = (thread: ThreadOptions, resumed?: Thread.RunStart) =>
       Effect.gen(function*() {
         const checkpointer = yield* Effect.serviceOption(Checkpointer)
         if (Option.isNone(checkpointer)) {
@@ -157,29 +156,33 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
             })
           )
         }
-        return yield* Thread.open(thread, machine.runId).pipe(
+        return yield* Thread.open(thread, machine.runId, resumed).pipe(
           Effect.provideService(Checkpointer, checkpointer.value),
           Effect.catch((error): Effect.Effect<never, Termination.Error> =>
             error._tag === "CompactionError" ? compactionFailed(thread, error) : checkpointFailed(error)
           )
         )
       })
-    const session = thread === undefined ? undefined : yield* openThread(thread)
-    const start = session === undefined
-      ? initial
-      : { ...initial, history: [...session.history, ...initial.history] }
+    const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
+    // A run that started on its thread before is known by the history it started from: its log is read first, and
+    // one that does not go on replays without the thread's lease (another run may hold it).
+    const resumed = thread === undefined || Option.isNone(checkpointer)
+      ? undefined
+      : yield* Thread.started(thread.id, machine.runId).pipe(
+        Effect.provideService(Checkpointer, checkpointer.value),
+        Effect.catch(checkpointFailed)
+      )
+    const fresh = thread === undefined || resumed !== undefined ? undefined : yield* openThread(thread)
+    const history = resumed?.history ?? fresh?.history
+    const start = history === undefined ? initial : { ...initial, history: [...history, ...initial.history] }
     latest = start
 
-    const checkpointer = options.runId === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     // The log stays open (its lease held) for as long as the run's stream.
     const recorder = Option.isNone(checkpointer) ? undefined : yield* AgentCheckpoint.recorder({
       runId: machine.runId,
       fingerprint: {
         ...(yield* AgentCheckpoint.fingerprint(options)),
-        // A run on a thread is the same run only from the same history.
-        ...(session === undefined
-          ? {}
-          : { thread: yield* RunFingerprint.digest(RunFingerprint.stableJson(session.history)) })
+        ...(history === undefined ? {} : yield* Thread.runFingerprint(history))
       },
       machine,
       output: AgentCheckpoint.output(options),
@@ -195,7 +198,9 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
     const position = recovered?.position ?? { _tag: "Between" as const, state: start }
     const replayed = Stream.fromIterable(recovered?.each.flat() ?? [])
     if (position._tag === "Finished") {
-      if (session !== undefined) {
+      // Its items reach its thread unless they did before it was recorded finished.
+      if (thread !== undefined && resumed?.added !== true) {
+        const session = fresh ?? (yield* openThread(thread, resumed))
         yield* session.finished(position.result.history).pipe(Effect.catch(checkpointFailed))
       }
       yield* Termination.annotateCurrentSpan(position.result.termination)
@@ -207,6 +212,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       yield* Termination.annotateCurrentSpan(halted)
       return Stream.concat(replayed, Stream.fail(halted))
     }
+
+    const session = thread === undefined ? undefined : fresh ?? (yield* openThread(thread, resumed))
 
     const body = (at: Exclude<AgentCheckpoint.Position<O>, { readonly _tag: "Finished" | "Cancelled" }>) => {
       const state = at.state

@@ -18,11 +18,12 @@
  * A run on a thread holds the thread's lease for as long as it executes: a
  * second run on the same thread at the same time is refused at once with
  * `CheckpointFailed`, `RunInProgress` as its cause (naming the thread's log),
- * so two runs never interleave. A run executed again with the same `runId`
- * (after a crash, an interruption or an error termination) starts from the
- * same history as before and adds its items once; a run that a later run on
- * the thread superseded cannot be resumed (`ThreadSuperseded`): its items
- * would no longer follow the history it answered.
+ * so two runs never interleave; a finished run streamed again replays
+ * without it. A run executed again with the same `runId` (after a crash, an
+ * interruption or an error termination) starts from the same history as
+ * before and adds its items once; a run that a later run on the thread
+ * superseded cannot be resumed (`ThreadSuperseded`): its items would no
+ * longer follow the history it answered.
  *
  * @since 0.2.0
  */
@@ -32,10 +33,11 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Checkpointer, CheckpointError } from "../Checkpointer.ts"
+import { CheckpointMismatch } from "../CheckpointStore.ts"
 import type { Log, OpenError } from "../CheckpointStore.ts"
 import * as Compactor from "../Compactor.ts"
 import * as Item from "../Item.ts"
-import type * as RunFingerprint from "../RunFingerprint.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
 import type { InvalidRunId } from "../RunId.ts"
 import { apply, change, HistoryChange } from "./AgentCheckpoint.ts"
 import type { ThreadOptions } from "./AgentOptions.ts"
@@ -299,6 +301,47 @@ export const read = (
   )
 
 /**
+ * A run on a thread as the thread's log tells it: the history the run
+ * started from, and whether the thread holds the items it added (it finished
+ * well).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RunStart {
+  readonly history: ReadonlyArray<Item.Item>
+  readonly added: boolean
+}
+
+/**
+ * How run `run` started on thread `thread`, read without taking the thread's
+ * lease (a run executing on it meanwhile is no obstacle); `undefined` when it
+ * did not start there. A run's start does not change once written, unless the
+ * thread is cleared.
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const started = (
+  thread: string,
+  run: string
+): Effect.Effect<RunStart | undefined, CheckpointError | InvalidRunId, Checkpointer> =>
+  Effect.flatMap(Checkpointer, (store) => store.read(logId(thread))).pipe(
+    Effect.flatMap((entries) => fold(thread, entries, run)),
+    Effect.map((folded) => folded.base === undefined ? undefined : { history: folded.base, added: folded.finished })
+  )
+
+/**
+ * What a run on a thread adds to its own fingerprint: it is the same run only
+ * from the same history.
+ *
+ * @since 0.3.0
+ * @category running
+ */
+export const runFingerprint = (history: ReadonlyArray<Item.Item>): Effect.Effect<RunFingerprint.Fingerprint> =>
+  Effect.map(RunFingerprint.digest(RunFingerprint.stableJson(history)), (digest) => ({ thread: digest }))
+
+/**
  * Starts thread `to` as a copy of thread `from`'s history; `from` is
  * untouched, and each goes on on its own. Fails with `ThreadExists` when `to`
  * has a history already, and with `RunInProgress` while a run executes on it.
@@ -363,14 +406,19 @@ export const options = (thread: string | ThreadOptions): ThreadOptions =>
  * Opens thread `options.id` for run `run`, holding the thread's lease until
  * the scope closes. A new run starts from the thread's history, compacted
  * first when it holds more than `maxItems` items; a run executed again starts
- * from the history it started from the first time.
+ * from the history it started from the first time. `resumed` is the run's
+ * start as {@link started} read it, when the caller went on from it: if the
+ * thread no longer holds it (it was cleared meanwhile), the run is refused
+ * with `CheckpointMismatch` (field `thread`) rather than started afresh from
+ * another history.
  *
  * @since 0.2.0
  * @category running
  */
 export const open = (
   options: ThreadOptions,
-  run: string
+  run: string,
+  resumed?: RunStart | undefined
 ): Effect.Effect<
   Session,
   OpenError | ThreadSuperseded | Compactor.CompactionError,
@@ -383,6 +431,11 @@ export const open = (
     const folded = yield* fold(thread, log.entries, run)
     let done = folded.finished
     const recorded = folded.base
+    if (resumed !== undefined && recorded === undefined) {
+      const [before, now] = yield* Effect.all([runFingerprint(resumed.history), runFingerprint(folded.history)])
+      const differences = RunFingerprint.differences(before, now)
+      if (differences.length > 0) return yield* new CheckpointMismatch({ id: run, differences })
+    }
     if (recorded !== undefined && !done && folded.lastStarted !== run) {
       return yield* new ThreadSuperseded({ thread, run, by: folded.lastStarted! })
     }

@@ -9,6 +9,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
+import type { AppendOptions } from "../CheckpointStore.ts"
 
 interface Pending<E> {
   readonly entries: ReadonlyArray<string>
@@ -33,20 +34,29 @@ export interface Group {
 }
 
 /**
- * The append of a log whose one write of a group is `write`. After a write fails, every later append
- * fails with the same error: what reached the store is unknown, and the log is
- * read again by the next execution.
+ * Appends to one log, in the order they are queued.
  */
-export const make = <E>(
+export interface Queue<E> {
+  /**
+   * Queues `entries` at once, after every append queued before it (nothing
+   * queued later is written before them), and answers the effect that writes
+   * them, with whatever else is queued by then, and waits for them. Queued
+   * entries are written by the next group even when that effect is not run.
+   * A caller whose entries depend on the ones queued before them (a change
+   * against them) builds them and queues them in one synchronous step: nothing
+   * else can queue in between.
+   */
+  readonly push: (entries: ReadonlyArray<string>, options?: AppendOptions) => Effect.Effect<void, E>
+}
+
+/**
+ * The queue of a log whose one write of a group is `write`. After a write
+ * fails, every later append fails with the same error: what reached the store
+ * is unknown, and the log is read again by the next execution.
+ */
+export const queue = <E>(
   write: (entries: ReadonlyArray<string>, group: Group) => Effect.Effect<void, E>
-): (
-  entries: ReadonlyArray<string>,
-  options?: {
-    readonly durable?: boolean | undefined
-    readonly finished?: boolean | undefined
-    readonly compact?: boolean | undefined
-  }
-) => Effect.Effect<void, E> => {
+): Queue<E> => {
   const lock = Semaphore.makeUnsafe(1)
   let pending: Array<Pending<E>> = []
   let broken: E | undefined
@@ -75,9 +85,10 @@ export const make = <E>(
       })
     )
   })
-  return (entries, options) =>
-    entries.length === 0 ? Effect.void : Effect.uninterruptible(Effect.gen(function*() {
-      const done = yield* Deferred.make<void, E>()
+  return {
+    push: (entries, options) => {
+      if (entries.length === 0) return Effect.void
+      const done = Deferred.makeUnsafe<void, E>()
       pending.push({
         entries,
         durable: options?.durable ?? true,
@@ -85,7 +96,18 @@ export const make = <E>(
         compact: options?.compact ?? false,
         done
       })
-      yield* lock.withPermits(1)(flush)
-      return yield* Deferred.await(done)
-    }))
+      return Effect.uninterruptible(Effect.andThen(lock.withPermits(1)(flush), Deferred.await(done)))
+    }
+  }
+}
+
+/**
+ * The append of a log whose one write of a group is `write` (see
+ * {@link queue}): its entries are queued when the append runs.
+ */
+export const make = <E>(
+  write: (entries: ReadonlyArray<string>, group: Group) => Effect.Effect<void, E>
+): (entries: ReadonlyArray<string>, options?: AppendOptions) => Effect.Effect<void, E> => {
+  const appends = queue(write)
+  return (entries, options) => Effect.uninterruptible(Effect.suspend(() => appends.push(entries, options)))
 }

@@ -6,8 +6,9 @@
  * Each entry of an execution's ledger is a checkpoint: `step` when a step
  * completed (its output, and its execution's context then), `saved` when a
  * step's `checkpoint()` saved its context, `turn` once an `llm` step's model
- * answered, `tool` as each of its calls ended, and `finished` with the
- * program's output. Sub-agents (`spawn`) record in their parent's ledger,
+ * answered, `tool` as each of its calls ended, `streamed` when the events the
+ * program streamed were written on their own (many came with no step
+ * completing), and `finished` with the program's output. Sub-agents (`spawn`) record in their parent's ledger,
  * under their own execution id. A ledger holds everything it needs, so
  * reading one takes its id only.
  *
@@ -23,8 +24,9 @@ import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
 import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
 import type { Checkpointer } from "../Checkpointer.ts"
-import type { OpenError } from "../CheckpointStore.ts"
+import type { CheckpointMismatch, OpenError } from "../CheckpointStore.ts"
 import * as Cost from "../Cost.ts"
+import * as InvalidOptions from "../InvalidOptions.ts"
 import type * as Item from "../Item.ts"
 import * as RunHistory from "../RunHistory.ts"
 import * as TokenUsage from "../TokenUsage.ts"
@@ -42,7 +44,7 @@ import type * as StepAst from "./StepAst.ts"
  * @since 0.2.0
  * @category models
  */
-export type Kind = "step" | "saved" | "turn" | "started" | "tool" | "finished"
+export type Kind = "step" | "saved" | "turn" | "started" | "tool" | "finished" | "streamed"
 
 /**
  * One checkpoint of an execution: entry `index` of its ledger, what it is,
@@ -144,6 +146,11 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
         key: step.key,
         ...fields
       })
+      // A checkpoint of the program's own: its books hold its sub-agents' usage and cost too.
+      const ofProgram = (kind: Kind, output: Schema.Json | undefined): Checkpoint => {
+        const { cost, tokens } = books(id)
+        return { ...at, kind, execution: id, stepId: undefined, key: undefined, tokens, cost, output, items: [] }
+      }
       let checkpoint: Checkpoint
       switch (entry._tag) {
         case "Completed":
@@ -182,23 +189,13 @@ const fold = (id: string, entries: ReadonlyArray<string>) =>
             : ofStep(entry, { kind: "tool", tokens, cost, output: undefined, items: [entry.record.output] })
           break
         }
-        case "Finished": {
-          output = entry.output
-          // A sub-agent's usage and cost are its ancestors' too: the program's books hold them all.
-          const { cost, tokens } = books(id)
-          checkpoint = {
-            ...at,
-            kind: "finished",
-            execution: id,
-            stepId: undefined,
-            key: undefined,
-            tokens,
-            cost,
-            output,
-            items: []
-          }
+        case "Streamed":
+          checkpoint = ofProgram("streamed", undefined)
           break
-        }
+        case "Finished":
+          output = entry.output
+          checkpoint = ofProgram("finished", output)
+          break
       }
       checkpoints.push(checkpoint)
     }
@@ -257,9 +254,10 @@ export const stateAt = (
 
 /**
  * Why a fork failed: the source's ledger could not be read, the index is out
- * of range, the new execution already has checkpoints, or either could not be
+ * of range, the new execution already has checkpoints, either could not be
  * opened (the source is being executed, or the program, input or tools are
- * not the source's: `CheckpointMismatch`).
+ * not the source's: `CheckpointMismatch`), or the source ran on a thread
+ * (`InvalidOptions`, field `thread`: fork the thread with `Thread.fork`).
  *
  * @since 0.2.0
  * @category errors
@@ -270,6 +268,29 @@ export type ForkError =
   | RunHistory.RunExists
   | RunHistory.UneditableCheckpoint
   | OpenError
+  | InvalidOptions.InvalidOptions
+
+/**
+ * `error`, opening execution `from` for a fork, as the fork's failure: a
+ * program that ran on a thread started from the thread's history, which its
+ * ledger does not hold, and its fingerprint says so (see
+ * `Thread.runFingerprint`); a fork, which has no thread, is refused for it.
+ */
+const refusedOnThread = (
+  from: string,
+  error: CheckpointMismatch
+): Effect.Effect<never, CheckpointMismatch | InvalidOptions.InvalidOptions> => {
+  const thread = error.id === from
+    ? error.differences.find((difference) => difference.field === "thread" && difference.given === null)
+    : undefined
+  if (thread === undefined) return Effect.fail(error)
+  return Effect.fail(InvalidOptions.make({
+    field: "thread",
+    value: thread.recorded,
+    expected: `none: execution "${from}" ran on a thread, and a program on a thread is not forked on its own ` +
+      "ledger (fork the thread: Thread.fork)"
+  }))
+}
 
 /** An entry of execution `from`'s ledger as execution `id`'s: its execution, or sub-agent (`<from>/…`), renamed. */
 const renamed = (entry: Entries.Entry, from: string, id: string): Entries.Entry => {
@@ -277,7 +298,9 @@ const renamed = (entry: Entries.Entry, from: string, id: string): Entries.Entry 
     execution === from || execution.startsWith(`${from}/`) ? `${id}${execution.slice(from.length)}` : execution
   const events = entry.events?.map((mark) => Marks.renamed(mark, rename))
   const marked = events === undefined ? entry : { ...entry, events }
-  return marked._tag === "Finished" ? marked : { ...marked, execution: rename(marked.execution) }
+  return marked._tag === "Finished" || marked._tag === "Streamed"
+    ? marked
+    : { ...marked, execution: rename(marked.execution) }
 }
 
 /**
@@ -324,12 +347,12 @@ const editLast = (
   // out whole, so that the fork replays its `TurnCompleted` as it was streamed.
   const after = entries.slice(last + 1).map((later): Entries.Entry => {
     if (later._tag !== "Answered" || later.execution !== execution) return later
-    const told = later.turnCompleted
-    if (later.step === undefined || told === undefined) return later
+    const recorded = later.turnCompleted
+    if (later.step === undefined || recorded === undefined) return later
     const { lastItems, ...accounting } = Replay.accountingOf(
       unedited,
       { turn: later.turn, cost: later.cost, step: later.step },
-      told
+      recorded
     )
     return { ...later, turnCompleted: { ...accounting, lastItems } }
   })
@@ -344,7 +367,10 @@ const editLast = (
  * recorded there and runs the rest. The fork is recorded with the program's
  * fingerprint, and `from` is opened with it too: the program, input and
  * tools must be the source's (`CheckpointMismatch` otherwise). `from` is not
- * changed, but is opened (its lease taken, briefly).
+ * changed, but is opened (its lease taken, briefly). A program that ran on a
+ * thread is not forked on its own (`InvalidOptions`, field `thread`): it
+ * started from the thread's history, which its ledger does not hold; fork the
+ * thread (`Thread.fork`) and run the program on the fork.
  *
  * With `edit`, the last context the program's execution recorded up to the
  * checkpoint (when a step completed, or saved its context) is edited first:
@@ -395,5 +421,5 @@ export const fork = <RT = never>(
           }
           return yield* Effect.forEach(edited, (entry, i) => Entries.encode({ entry, version: kept[i]!.version }))
         })
-    })
+    }).pipe(Effect.catchTag("CheckpointMismatch", (error) => refusedOnThread(from, error)))
   })

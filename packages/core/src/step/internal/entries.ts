@@ -2,7 +2,8 @@
  * The entries of a step program's ledger, as `Schema`s: a step that completed
  * (its output and its execution's context then), a context a step's
  * `checkpoint()` saved, an `llm` step's answered turn, a call's start and its
- * end, and the program's output.
+ * end, the program's output, and what the program streamed when many events
+ * came with no other entry to carry them.
  *
  * Since 0.3.0 an entry also carries what the program streamed since the entry
  * before (its marks, see `marks.ts`), and what the events its own entry
@@ -137,7 +138,9 @@ const Entry = Schema.Union([
     events: Events,
     time: Time
   }),
-  Schema.TaggedStruct("Finished", { ...Output, events: Events, time: Time })
+  Schema.TaggedStruct("Finished", { ...Output, events: Events, time: Time }),
+  // What the program streamed, on its own: written once many events came with no other entry to carry them.
+  Schema.TaggedStruct("Streamed", { events: Schema.Array(Mark), time: Time })
 ])
 
 /** An entry of the ledger. */
@@ -146,8 +149,8 @@ export type Entry = typeof Entry.Type
 /** Decodes the JSON of an entry (its version is read apart). */
 export const decodeEntry = Schema.decodeUnknownEffect(Entry)
 
-/** Encodes an entry to its JSON (its version is written apart): fails when an output or a state is not JSON. */
-export const encodeEntry = Schema.encodeUnknownEffect(Entry)
+/** Encodes an entry to its JSON (its version is written apart), at once: fails when an output or a state is not JSON. */
+export const encodeEntry = Schema.encodeUnknownResult(Entry)
 
 /** Decodes a state a migration answered: it must be JSON. */
 export const decodeState = Schema.decodeUnknownEffect(Schema.Json)
@@ -167,7 +170,7 @@ export const decode = (text: string): Effect.Effect<Versioned, Schema.SchemaErro
 
 /** Writes an entry of the ledger at `version`. */
 export const encode = ({ entry, version }: Versioned): Effect.Effect<string, Schema.SchemaError> =>
-  Effect.map(encodeEntry(entry), (json) => CheckpointVersion.format(version, json))
+  Effect.map(Effect.fromResult(encodeEntry(entry)), (json) => CheckpointVersion.format(version, json))
 
 /** A context as it was, item log whole, ready to be put back. */
 export interface Restorable extends Omit<Context, "log"> {

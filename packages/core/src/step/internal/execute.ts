@@ -92,10 +92,16 @@ export type Emit = (event: StepEvent.StepEvent) => Effect.Effect<void>
  */
 const recording = (ledger: Ledger.Ledger, stream: Emit | undefined): Sink => ({
   emit: (event, key) => {
-    if (!Marks.isMarked(event)) ledger.placed(event)
-    else if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
-    else ledger.note({ event, key })
-    return stream === undefined ? Effect.void : stream(event)
+    if (!Marks.isMarked(event)) {
+      ledger.placed(event)
+      if (stream !== undefined) return Effect.map(stream(event), () => ledger.delivered(event))
+      ledger.delivered(event)
+      return Effect.void
+    }
+    if (ledger.awaited.size > 0 && ledger.awaited.delete(Marks.identity(event, key))) return Effect.void
+    // A note that could not be written ends the program, as any record does (see `program`).
+    const noted = Effect.orDie(ledger.note({ event, key }))
+    return stream === undefined ? noted : Effect.andThen(noted, stream(event))
   }
 })
 
@@ -126,24 +132,25 @@ export const program = (
     const clock = yield* Clock.Clock
     const id = options?.id ??
       `exec_${Math.abs(yield* Random.nextInt).toString(36)}_${clock.currentTimeMillisUnsafe().toString(36)}`
-    // The thread's lease, then the ledger's, are held until the program ends.
-    const session = options?.thread === undefined ? undefined : yield* Threads.open(options.thread, id)
+    // The ledger's lease, and the thread's, are held until the program ends. A program that started on its thread
+    // before is known by the history it started from: its ledger is read first, and a finished one replays without
+    // the thread's lease (another run may hold it). A new one starts from the thread's history as it is then.
+    const thread = options?.thread === undefined ? undefined : yield* Threads.run(options.thread, id)
+    const fresh = thread === undefined || thread.fingerprint !== undefined ? undefined : yield* thread.open
     const checkpointer = options?.id === undefined ? Option.none() : yield* Effect.serviceOption(Checkpointer)
     const ledger = Option.isNone(checkpointer)
       ? undefined
       : yield* Ledger.load(
         checkpointer.value,
         id,
-        {
-          ...(yield* fingerprint(step, input, options?.toolkit)),
-          ...(session === undefined ? {} : yield* session.fingerprint)
-        },
+        { ...(yield* fingerprint(step, input, options?.toolkit)), ...(thread?.fingerprint ?? fresh?.fingerprint) },
         options?.stateVersioning,
         stream !== undefined
       )
     // A recorded execution first streams what it recorded.
     if (ledger !== undefined && stream !== undefined) yield* Effect.forEach(ledger.replayed, stream, { discard: true })
     if (ledger?.finished !== undefined) return yield* Outputs.decodeOutput(id, step, ledger.finished)
+    const session = fresh ?? (thread === undefined ? undefined : yield* thread.open)
     const sink = ledger !== undefined
       ? recording(ledger, stream)
       : stream === undefined

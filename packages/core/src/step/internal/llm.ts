@@ -26,7 +26,7 @@ import type { MemoryError } from "../Memory.ts"
 import type { EmitFilter, MaybeEffect, StepLLM } from "../StepAst.ts"
 import { ExecutionCheckpointFailed, InvalidOutput, InvalidStep } from "../StepError.ts"
 import type { StepFailed } from "../StepError.ts"
-import type * as Ledger from "./ledger.ts"
+import type * as Recorded from "./recorded.ts"
 import * as Replay from "./replay.ts"
 import { Runner, TypeId, variance } from "./runner.ts"
 import { allows, attempt, emit, userMessage } from "./runtime.ts"
@@ -162,8 +162,8 @@ const build = <I, O, E, R, S>(
               if (ledger === undefined) return Effect.succeed(accounting)
               const { cost, turn } = completed
               const streamed = streams({ _tag: "TurnCompleted", step: turnNumber, turn, cost, accounting })
-              const told = { step: turnNumber, completed: streamed ? { accounting, logged } : undefined }
-              return Effect.as(Effect.orDie(ledger.answer(execution.id, key, turn, cost, told)), accounting)
+              const record = { step: turnNumber, completed: streamed ? { accounting, logged } : undefined }
+              return Effect.as(Effect.orDie(ledger.answer(execution.id, key, turn, cost, record)), accounting)
             }),
           onToolResult: ledger === undefined
             ? undefined
@@ -259,7 +259,7 @@ const resumeTurn = <RT>(
   execution: Execution<unknown>,
   toolkit: Toolkit.Toolkit<RT> | undefined,
   history: ReadonlyArray<Item.Item>,
-  answered: Ledger.Answered
+  answered: Recorded.ResumableTurn
 ): Effect.Effect<AgentTurn.Answered> =>
   Effect.gen(function*() {
     execution.account(answered.turn.usage, answered.cost)

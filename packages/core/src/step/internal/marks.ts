@@ -34,27 +34,29 @@ const kindless = <F extends { readonly stepId: unknown; readonly contextId: unkn
 const kinds = { Turn: "llm", Verdict: "loop", LoopEnded: "loop", Recorded: "every" } as const
 
 /** An event a mark keeps whole, less what its key, its place and its tag give. */
-const Told = Schema.toCodecJson(Schema.Union([
+const KeptEvent = Schema.toCodecJson(Schema.Union([
   StepEvent.Failed.mapFields(headless),
   StepEvent.Turn.mapFields(kindless),
   StepEvent.Verdict.mapFields(kindless),
   StepEvent.LoopEnded.mapFields(kindless),
   StepEvent.Recorded.mapFields(kindless)
 ]))
-type Told = typeof Told.Type
+type KeptEvent = typeof KeptEvent.Type
 
 /**
  * Where the event an entry stands for was streamed, when other events came
  * between the entry and it (paths of a fork, calls of a turn, ending at
  * once): a step's `Completed`, an `llm` step's `TurnCompleted`, or the
- * `ToolResult` of its call `index`. Without one, it replays right after its
- * entry.
+ * `ToolResult` of its call `index`; with `unstreamed`, that it never was
+ * (its step was interrupted once the entry was written). Without one, it
+ * replays right after its entry.
  */
 export const Reference = Schema.Struct({
   ref: Schema.Literals(["Completed", "TurnCompleted", "ToolResult"]),
   execution: Schema.optionalKey(Schema.String),
   key: Schema.String,
-  index: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+  index: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+  unstreamed: Schema.optionalKey(Schema.Literal(true))
 })
 export type Reference = typeof Reference.Type
 
@@ -65,7 +67,7 @@ export const Mark = Schema.Union([
   StepEvent.Kind,
   Schema.Tuple([StepEvent.Kind, Schema.String]),
   Schema.Tuple([StepEvent.Kind, Schema.String, Schema.String]),
-  Schema.Struct({ key: Schema.String, execution: Schema.optionalKey(Schema.String), event: Told }),
+  Schema.Struct({ key: Schema.String, execution: Schema.optionalKey(Schema.String), event: KeptEvent }),
   Reference
 ])
 export type Mark = typeof Mark.Type
@@ -124,12 +126,12 @@ export const write = (noted: Noted | Reference, at: Place): Mark => {
     if (event.contextId !== at.execution) return [event.kind, key, event.contextId]
     return key === at.key ? event.kind : [event.kind, key]
   }
-  const kept = told(event)
+  const kept = keptEvent(event)
   return event.contextId === at.execution ? { key, event: kept } : { key, execution: event.contextId, event: kept }
 }
 
 /** An event as a mark keeps it. */
-const told = (event: Exclude<Marked, StepEvent.Started>): Told => {
+const keptEvent = (event: Exclude<Marked, StepEvent.Started>): KeptEvent => {
   switch (event._tag) {
     case "Failed":
       return headless(event)

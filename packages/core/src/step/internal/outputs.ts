@@ -13,8 +13,8 @@ import * as Schema from "effect/Schema"
 import * as CheckpointVersion from "../../CheckpointVersion.ts"
 import type * as Step from "../StepAst.ts"
 import type { ExecutionCheckpointFailed } from "../StepError.ts"
-import { failed } from "./ledger.ts"
-import type * as Ledger from "./ledger.ts"
+import { failed } from "./checkpointFailed.ts"
+import type * as Entries from "./entries.ts"
 
 /** How a step's output is written: with its schema when it has one (an `llm` step's `output`, a tool step's tool), else as it is. */
 const codecOf = (step: Step.Any): Schema.Codec<unknown, unknown> | undefined => {
@@ -33,7 +33,7 @@ export const encodeOutput = (
   executionId: string,
   step: Step.Any,
   output: unknown
-): Effect.Effect<Ledger.Unwritten, ExecutionCheckpointFailed> => {
+): Effect.Effect<Entries.Unwritten, ExecutionCheckpointFailed> => {
   const codec = codecOf(step)
   const version = versioningOf(step)?.version
   const encoded = codec === undefined ? Effect.succeed(output) : Schema.encodeUnknownEffect(codec)(output).pipe(
@@ -51,7 +51,7 @@ export const encodeOutput = (
 export const decodeOutput = (
   executionId: string,
   step: Step.Any,
-  recorded: Ledger.Output
+  recorded: Entries.Output
 ): Effect.Effect<unknown, ExecutionCheckpointFailed> => {
   const codec = codecOf(step)
   if (codec === undefined) return Effect.succeed(recorded.output)

@@ -45,7 +45,7 @@ export interface Before {
 export const nothingBefore: Before = { items: [], tokens: TokenUsage.empty, cost: Cost.zero }
 
 /** An answered turn: the turn, its cost, and its number. */
-export interface Answered {
+export interface NumberedTurn {
   readonly turn: Turn.Turn
   readonly cost: Cost.Cost
   readonly step: number
@@ -58,9 +58,9 @@ const sameUsage = Schema.toEquivalence(TokenUsage.TokenUsage)
  * only what the execution's books and item log written before (`before`),
  * the turn and the item log it was asked with (`logged`) do not say.
  */
-export const told = (
+export const recordedAccounting = (
   before: Before,
-  answered: Answered,
+  answered: NumberedTurn,
   accounting: Accounting,
   logged: ReadonlyArray<Item.Item>
 ): Entries.TurnCompleted => {
@@ -81,15 +81,19 @@ export const told = (
   }
 }
 
-/** The accounting a `TurnCompleted` of `answered` carried, as `told` recorded it against `before`. */
-export const accountingOf = (before: Before, answered: Answered, told: Entries.TurnCompleted): Accounting => {
-  const asked = told.asked === undefined ? before.items : AgentCheckpoint.apply(before.items, told.asked)
+/** The accounting a `TurnCompleted` of `answered` carried, as {@link recordedAccounting} recorded it against `before`. */
+export const accountingOf = (
+  before: Before,
+  answered: NumberedTurn,
+  recorded: Entries.TurnCompleted
+): Accounting => {
+  const asked = recorded.asked === undefined ? before.items : AgentCheckpoint.apply(before.items, recorded.asked)
   return {
-    usage: told.usage ?? TokenUsage.add(before.tokens, answered.turn.usage),
-    cost: told.cost === undefined ? Cost.add(before.cost, answered.cost) : told.cost,
-    elapsedMs: told.elapsedMs,
-    steps: told.steps ?? answered.step,
-    lastItems: told.lastItems ?? lastItems([...asked, ...answered.turn.items])
+    usage: recorded.usage ?? TokenUsage.add(before.tokens, answered.turn.usage),
+    cost: recorded.cost === undefined ? Cost.add(before.cost, answered.cost) : recorded.cost,
+    elapsedMs: recorded.elapsedMs,
+    steps: recorded.steps ?? answered.step,
+    lastItems: recorded.lastItems ?? lastItems([...asked, ...answered.turn.items])
   }
 }
 
@@ -137,21 +141,28 @@ export const make = (program: string, streamed: boolean): Replay => {
     slots.set(Marks.slotOf(reference, at), events.length)
     events.push(event)
   }
+  /** The event of `reference`'s entry, where the reference says it was streamed: later, or nowhere. */
   const moved = (reference: Marks.Reference, at: Marks.Place) => {
     const slot = Marks.slotOf(reference, at)
     const index = slots.get(slot)
     if (index === undefined) return
-    slots.delete(slot)
-    events.push(events[index])
+    if (reference.unstreamed === true) {
+      slots.delete(slot)
+    } else {
+      slots.set(slot, events.length)
+      events.push(events[index])
+    }
     events[index] = undefined
   }
 
   const add: Replay["add"] = (entry, contexts) => {
-    const at = entry._tag === "Finished" ? { execution: program } : { execution: entry.execution, key: entry.key }
+    const at = entry._tag === "Finished" || entry._tag === "Streamed"
+      ? { execution: program }
+      : { execution: entry.execution, key: entry.key }
     for (const mark of entry.events ?? []) {
       const read = Marks.read(mark, at)
       if (read === undefined) {
-        return `the entry of its output holds a mark of the entry's own step (${JSON.stringify(mark)})`
+        return `an entry of no step holds a mark of the entry's own step (${JSON.stringify(mark)})`
       }
       if ("ref" in read) {
         if (streamed) moved(read, at)
@@ -180,8 +191,8 @@ export const make = (program: string, streamed: boolean): Replay => {
       }
       case "Answered": {
         if (entry.step !== undefined) turns.set(step(entry.execution, entry.key), entry.step)
-        const told = entry.turnCompleted
-        if (entry.step === undefined || told === undefined) return undefined
+        const recorded = entry.turnCompleted
+        if (entry.step === undefined || recorded === undefined) return undefined
         const answered = { turn: entry.turn, cost: entry.cost, step: entry.step }
         stands({ ref: "TurnCompleted", key: entry.key }, at, {
           _tag: "Turn",
@@ -189,7 +200,7 @@ export const make = (program: string, streamed: boolean): Replay => {
           event: {
             _tag: "TurnCompleted",
             ...answered,
-            accounting: accountingOf(contexts.get(entry.execution) ?? nothingBefore, answered, told)
+            accounting: accountingOf(contexts.get(entry.execution) ?? nothingBefore, answered, recorded)
           }
         })
         return undefined
@@ -208,6 +219,7 @@ export const make = (program: string, streamed: boolean): Replay => {
       case "Saved":
       case "ToolStarted":
       case "Finished":
+      case "Streamed":
         return undefined
     }
   }

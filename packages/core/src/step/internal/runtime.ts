@@ -22,6 +22,7 @@ import * as StepEvent from "../StepEvent.ts"
 import { View } from "./context.ts"
 import * as Ledger from "./ledger.ts"
 import * as Outputs from "./outputs.ts"
+import type * as Recorded from "./recorded.ts"
 import { Runner } from "./runner.ts"
 import type { Runtime, Scope } from "./runner.ts"
 import { validate } from "./validate.ts"
@@ -152,9 +153,11 @@ export const runStep = <I, O, E, R, S, RT>(
         Effect.provideService(Tracer.ParentSpan, span),
         Effect.provideService(ExecutionContext, context)
       )
-      return runtime.sink === undefined
+      const run = runtime.sink === undefined
         ? body
         : Effect.andThen(emit(runtime, step, { _tag: "Started", ...header }, key), body)
+      // Whatever ended the step, the events its entries stand for that did not reach the stream do not replay.
+      return ledger === undefined ? run : Effect.ensuring(run, Effect.sync(() => ledger.ended(execution.id, key)))
     }
   )
 }
@@ -221,7 +224,7 @@ const replay = <I, O, E, R, S, RT>(
   step: Step.Step<I, O, E, R, S>,
   runtime: Runtime<S, RT>,
   key: string,
-  recorded: Ledger.Recorded
+  recorded: Recorded.CompletedStep
 ): Effect.Effect<O, E, never> => {
   const execution = runtime.execution
   return Effect.suspend(() => {
