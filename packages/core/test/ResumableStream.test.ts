@@ -14,6 +14,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
+import { LanguageModel } from "../src/LanguageModel.ts"
 import * as EventStream from "../src/stream/EventStream.ts"
 import * as EventStreamClient from "../src/stream/EventStreamClient.ts"
 import * as LiveRuns from "../src/stream/LiveRuns.ts"
@@ -388,6 +389,33 @@ describe("ResumableStream over HTTP", () => {
   )
 })
 
+const waitTurn = MockLanguageModel.callsTurn([{ name: "wait", arguments: { ms: 0 }, callId: "call_0" }])
+
+/** A model whose first turn calls `wait`, and whose second never answers. */
+const stalledInSecondTurn = Layer.succeed(LanguageModel, {
+  provider: "mock",
+  streamTurn: (history) =>
+    history.some((item) => item.type === "function_call")
+      ? Stream.never
+      : Stream.fromIterable(MockLanguageModel.deltas(waitTurn))
+})
+
+/** Follows run `options.runId` from the start up to its second turn's start, and leaves: the last id it has. */
+const untilSecondTurn = (options: ResumableStream.RunOptions<string, never, never, never>) =>
+  Effect.flatMap(ResumableStream.events(options), (stream) =>
+    stream.pipe(
+      Stream.takeUntil((entry) => entry.event._tag === "TurnStarted" && entry.event.step === 2),
+      Stream.runCollect,
+      Effect.map((entries) => entries.at(-1)?.id)
+    ))
+
+/** Follows run `options.runId` again, from after `id`, to its end. */
+const comeBack = (options: ResumableStream.RunOptions<string, never, never, never>, id: string | undefined) =>
+  Effect.flatMap(
+    ResumableStream.lastEventId({ "last-event-id": id }),
+    (after) => Effect.flatMap(ResumableStream.events(options, { after }), Stream.runCollect)
+  )
+
 describe("ResumableStream.events", () => {
   it.live(
     "a client too far behind is let go, and comes back for the rest with its last id",
@@ -424,6 +452,20 @@ describe("ResumableStream.events", () => {
       }).pipe(Effect.scoped, Effect.provide(services)),
     30_000
   )
+
+  it.live("a client back with the start of the turn its run was cancelled in gets the cancellation", () =>
+    Effect.gen(function*() {
+      const options = optionsFor("stalled")
+      const id = yield* untilSecondTurn(options)
+      expect(id).toBe("2.0")
+      expect(yield* ResumableStream.cancel(options)).toBe(true)
+      expect(yield* Effect.flip(comeBack(options, id))).toMatchObject({ _tag: "Halted", source: "person" })
+    }).pipe(
+      Effect.provide(LiveRuns.layer),
+      Effect.provide(
+        AgentLoop.layer.pipe(Layer.provide(stalledInSecondTurn), Layer.provideMerge(Checkpointer.layerMemory))
+      )
+    ))
 
   it.live("a run on a thread is refused with InvalidOptions", () =>
     Effect.gen(function*() {

@@ -235,7 +235,8 @@ export const events = <O = string, R = never, E = never, RU = never>(
         first = { _tag: "Failed", termination: replayed.failure }
       } else {
         const { ended, events: recorded } = replayed.success
-        if (after !== undefined && !RunCursor.isWithin(after, frontierOf(recorded), ended === undefined)) {
+        // Only a run that finished sent nothing past its log: one cancelled or failed in a turn had sent its start.
+        if (after !== undefined && !RunCursor.isWithin(after, frontierOf(recorded), ended?._tag !== "Finished")) {
           return yield* refuse(`run "${runId}" has no such event`)
         }
         first = live === undefined ? { _tag: "Log", read: replayed.success } : { _tag: "Live", live }
