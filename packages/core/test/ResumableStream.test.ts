@@ -13,6 +13,7 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, Schema, Scope, Stream } 
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as AiError from "../src/AiError.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import { LanguageModel } from "../src/LanguageModel.ts"
 import * as EventStream from "../src/stream/EventStream.ts"
@@ -464,6 +465,41 @@ describe("ResumableStream.events", () => {
       Effect.provide(LiveRuns.layer),
       Effect.provide(
         AgentLoop.layer.pipe(Layer.provide(stalledInSecondTurn), Layer.provideMerge(Checkpointer.layerMemory))
+      )
+    ))
+
+  it.live("a client back at once from a run that failed gets the run executed again, not the failure", () =>
+    Effect.gen(function*() {
+      const options = optionsFor("failed")
+      // The client follows the run to its failure: its last id is the start of the turn that failed.
+      const seen: Array<ResumableStream.Entry<unknown>> = []
+      const failed = yield* Effect.flatMap(
+        ResumableStream.events(options),
+        (stream) =>
+          stream.pipe(Stream.tap((entry) => Effect.sync(() => seen.push(entry))), Stream.runDrain, Effect.flip)
+      )
+      expect(failed).toMatchObject({ _tag: "DuringExecution" })
+      const id = seen.findLast((entry) => entry.id !== undefined)?.id
+      expect(id).toBe("2.0")
+      // It comes back at once: the run is executed again, from its log, and its second turn asked again.
+      const rest = yield* comeBack(options, id)
+      expect(rest.map((entry) => entry.event._tag).filter((tag) => tag !== "Delta")).toStrictEqual([
+        "TurnCompleted",
+        "Verdict",
+        "Finished"
+      ])
+      expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(3)
+    }).pipe(
+      Effect.provide(LiveRuns.layer),
+      Effect.provide(
+        AgentLoop.layer.pipe(
+          Layer.provideMerge(MockLanguageModel.layer([
+            waitTurn,
+            new AiError.Unavailable({ provider: "mock", message: "overloaded" }),
+            MockLanguageModel.textTurn("Done.")
+          ])),
+          Layer.provideMerge(Checkpointer.layerMemory)
+        )
       )
     ))
 

@@ -186,12 +186,13 @@ export const make = (
 
     const end = (entry: Entry, ending: Ending) => {
       entry.ending = ending
+      // Out of the registry before its clients hear of it: one that comes back at once finds how the run stands.
+      if (entries.get(entry.id) === entry) entries.delete(entry.id)
       for (const client of entry.clients) {
         if (ending._tag === "Finished") Queue.endUnsafe(client)
         else Queue.failCauseUnsafe(client, Cause.fail(ending))
       }
       entry.clients.clear()
-      if (entries.get(entry.id) === entry) entries.delete(entry.id)
     }
 
     const publish = (entry: Entry, keyOf: ReturnType<typeof RunCursor.keys>) =>
