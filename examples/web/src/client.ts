@@ -81,7 +81,7 @@ const follow = async (index: number, bubble: HTMLElement): Promise<State> => {
   for (let retries = 0;;) {
     try {
       for await (const { event, id } of EventStreamClient.entries(agent, "/chat", request(index), { lastEventId })) {
-        lastEventId = id === "" ? undefined : id
+        if (id !== "") lastEventId = id
         retries = 0
         view.show(event)
       }

@@ -11,7 +11,7 @@ import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Deferred, Effect, Layer, Redacted } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
@@ -33,7 +33,10 @@ if (!hasChromium) {
 
 const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
 
-/** Serves the chat routes on a random local port for the scope, its runs recorded in memory; returns the page's URL. */
+/**
+ * Serves the chat routes on a random local port for the scope, its runs recorded in memory: the page's URL, and
+ * `cut`, which closes every connection to the server (a network cut).
+ */
 const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>) =>
   Effect.gen(function*() {
     const nodeServer = Http.createServer()
@@ -46,7 +49,10 @@ const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>
     )
     yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
     const address = nodeServer.address()
-    return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`
+    return {
+      url: `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`,
+      cut: () => nodeServer.closeAllConnections()
+    }
   })
 
 /** A fresh page in a headless Chromium, closed with the scope. */
@@ -82,7 +88,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
     "shows the answer as it streams, the tool calls and results, and the turn's cost",
     () =>
       Effect.gen(function*() {
-        const url = yield* serve("mock", Provider.mock)
+        const { url } = yield* serve("mock", Provider.mock)
         const page = yield* browserPage
         yield* Effect.promise(() => page.goto(url))
         // Every change of the answer's text is sampled with the page's state at that moment.
@@ -129,7 +135,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
       // The model never answers: the run waits on its HTTP request until Stop.
       yield* provider.reply(ProviderServer.hang)
       const model = Responses.layer({ apiKey: Redacted.make("test-key"), baseUrl: provider.url, model: "gpt-5-mini" })
-      const url = yield* serve("responses", model)
+      const { url } = yield* serve("responses", model)
       const page = yield* browserPage
       yield* Effect.promise(() => page.goto(url))
       yield* Effect.promise(() => page.click("#send"))
@@ -148,7 +154,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
       Effect.gen(function*() {
         // One scripted model for both runs (it answers the turn each history is at), to count what it was asked.
         const model = yield* Layer.build(Provider.mock)
-        const url = yield* serve("mock", Layer.succeedContext(model))
+        const { url } = yield* serve("mock", Layer.succeedContext(model))
         const page = yield* browserPage
         yield* Effect.promise(() => page.goto(url))
         // A first exchange, then a second message, whose run is in progress when the page is loaded again.
@@ -185,6 +191,56 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
         yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat-reload.png`, fullPage: true }))
       }).pipe(Effect.scoped),
     90_000
+  )
+
+  it.live(
+    "a connection cut in the middle of a turn, then cut again after the resume, shows each turn once",
+    () =>
+      Effect.gen(function*() {
+        // The script's second turn stops after two deltas until the test lets it go on.
+        const stalled = yield* Deferred.make<void>()
+        const goOn = yield* Deferred.make<void>()
+        const [first, second, third] = script
+        const model = MockLanguageModel.layer([
+          first!,
+          MockLanguageModel.held(
+            second!,
+            2,
+            Effect.andThen(Deferred.succeed(stalled, undefined), Deferred.await(goOn))
+          ),
+          third!
+        ])
+        const { cut, url } = yield* serve("mock", model)
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        yield* Effect.promise(() => page.click("#send"))
+        yield* Deferred.await(stalled)
+        const secondTurnShown = () =>
+          page.waitForFunction(() => (document.querySelectorAll(".turn .text")[1]?.textContent ?? "") !== "")
+        /** Cuts the connection; the page reconnects, drops the turn in progress, and shows it again. */
+        const cutAndResume = Effect.promise(async () => {
+          const resumed = page.waitForResponse((response) => response.url().endsWith("/chat"))
+          cut()
+          await resumed
+          await secondTurnShown()
+        })
+        yield* Effect.promise(secondTurnShown)
+        yield* cutAndResume
+        yield* cutAndResume
+        yield* Deferred.succeed(goOn, undefined)
+        yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
+
+        const costs = yield* Effect.promise(() => page.locator(".meta").allTextContents())
+        expect(costs.map((cost) => cost.split(" · ")[0])).toStrictEqual(["turn 1", "turn 2", "turn 3"])
+        const texts = yield* Effect.promise(() => page.locator(".turn .text").allTextContents())
+        expect(texts).toHaveLength(3)
+        expect(texts[0]).toBe("Let me work these out with the tools.\n")
+        expect(texts[1]).toBe("I asked for the wrong unit; converting to Celsius instead.\n")
+        expect(yield* Effect.promise(() => page.locator(".call").count())).toBe(4)
+        expect(yield* Effect.promise(() => page.locator(".result").count())).toBe(4)
+        expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toContain("✓ Stop")
+      }).pipe(Effect.scoped),
+    60_000
   )
 
   it.live("a durable run's page survives a reload: the whole conversation, once, and the run went on", () => {

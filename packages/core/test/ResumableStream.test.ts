@@ -15,7 +15,6 @@ import * as Http from "node:http"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
-import { LanguageModel } from "../src/LanguageModel.ts"
 import * as EventStream from "../src/stream/EventStream.ts"
 import * as EventStreamClient from "../src/stream/EventStreamClient.ts"
 import * as LiveRuns from "../src/stream/LiveRuns.ts"
@@ -32,7 +31,7 @@ const deferred = (name: string) => {
   deferreds.set(name, made)
   return made
 }
-/** The gate of run `runId`'s second call, and the signal that the call is waiting at it. */
+/** The gate of run `runId`'s second call (or turn), and the signal that it is waiting at it. */
 const gate = (runId: string) => deferred(`${runId}/open`)
 const atGate = (runId: string) => deferred(`${runId}/reached`)
 const wait = Tool.make({
@@ -53,7 +52,8 @@ const toolkit = Toolkit.make(wait)
 
 /**
  * Three turns of a call each, then an answer. A run whose task starts with "hang" waits forever at its first
- * call, one whose task starts with "gate" at its second call until its gate opens.
+ * call, one whose task starts with "gate" at its second call until its gate opens, and one whose task starts with
+ * "stall" in the middle of its second turn (after two deltas) until its gate opens.
  */
 const respond: MockLanguageModel.Respond = ({ history }) => {
   const calls = history.filter((item) => item.type === "function_call").length
@@ -62,7 +62,7 @@ const respond: MockLanguageModel.Respond = ({ history }) => {
     ? first.content[0].text
     : ""
   const hang = task.startsWith("hang") && calls === 0
-  return calls < 3
+  const turn = calls < 3
     ? MockLanguageModel.callsTurn([{
       name: "wait",
       arguments: hang
@@ -73,6 +73,13 @@ const respond: MockLanguageModel.Respond = ({ history }) => {
       callId: `call_${calls}`
     }], { text: `Step ${calls + 1}, in a few words.` })
     : MockLanguageModel.textTurn("All done, in a few words.")
+  return task.startsWith("stall") && calls === 1
+    ? MockLanguageModel.held(
+      turn,
+      2,
+      Effect.andThen(Deferred.succeed(atGate(task), undefined), Deferred.await(gate(task)))
+    )
+    : turn
 }
 
 const optionsFor = (runId: string, input = runId) => ({ input, toolkit, runId })
@@ -138,14 +145,15 @@ interface Read {
 }
 
 /**
- * Reads `url` from `lastEventId` on, leaving after `leaveAfter` events: each event's id and tag, and how it
- * ended. `saw` is completed when an event of tag `sawTag` (default TurnCompleted) arrives.
+ * Reads `url` from `lastEventId` on, leaving after `leaveAfter` events (or once the events it has pass it):
+ * each event's id and tag, and how it ended. `saw` is completed when an event of tag `sawTag` (default
+ * TurnCompleted) arrives.
  */
 const readEvents = (
   url: string,
   options: {
     readonly lastEventId?: string
-    readonly leaveAfter?: number
+    readonly leaveAfter?: number | ((entries: Read["entries"]) => boolean)
     readonly saw?: Deferred.Deferred<void>
     readonly sawTag?: string
   } = {}
@@ -159,7 +167,8 @@ const readEvents = (
         if (options.saw !== undefined && event._tag === (options.sawTag ?? "TurnCompleted")) {
           Deferred.doneUnsafe(options.saw, Exit.void)
         }
-        if (entries.length === options.leaveAfter) return { entries, ended: "left" }
+        const leave = options.leaveAfter
+        if (typeof leave === "number" ? entries.length === leave : leave?.(entries)) return { entries, ended: "left" }
       }
       return { entries, ended: "end" }
     } catch (error) {
@@ -172,9 +181,14 @@ const readEvents = (
     }
   })
 
-/** The recorded events of a read: those whose id changed (an unrecorded event repeats the last id). */
-const recorded = (read: Read) =>
-  read.entries.filter((entry, i) => entry.id !== "" && entry.id !== (read.entries[i - 1]?.id ?? ""))
+/**
+ * The recorded events of reads, each from the last id of the one before: those whose id changed (an unrecorded
+ * event repeats the last id).
+ */
+const recorded = (...reads: ReadonlyArray<Read>) => {
+  const entries = reads.flatMap((read) => read.entries)
+  return entries.filter((entry, i) => entry.id !== "" && entry.id !== (entries[i - 1]?.id ?? ""))
+}
 
 const post = (url: string) => Effect.promise(() => fetch(url, { method: "POST" }).then((response) => response.text()))
 
@@ -186,8 +200,7 @@ describe("ResumableStream over HTTP", () => {
         const url = `${yield* serve}/runs/walk/events`
         // The first client leaves in the middle of the second turn's deltas, when the run has recorded 5 events.
         const first = yield* readEvents(url, { leaveAfter: 25 })
-        const seen = recorded(first)
-        expect(seen.length).toBeGreaterThanOrEqual(4)
+        expect(recorded(first).length).toBeGreaterThanOrEqual(4)
         const lastEventId = first.entries.at(-1)!.id
         const rest = yield* readEvents(url, { lastEventId })
         expect(rest.ended).toBe("end")
@@ -216,7 +229,28 @@ describe("ResumableStream over HTTP", () => {
         expect(whole.entries.map((entry) => entry.id).slice(0, 5)).toStrictEqual(["1.0", "1.1", "1.2.1", "1.3", "2.0"])
         expect(whole.entries.at(-1)?.id).toBe("4.5")
         // No gap and no duplicate.
-        expect([...seen, ...recorded(rest)]).toStrictEqual(whole.entries)
+        expect(recorded(first, rest)).toStrictEqual(whole.entries)
+      }).pipe(Effect.scoped, Effect.provide(services)),
+    30_000
+  )
+
+  it.live(
+    "a client cut twice in the middle of a turn, back each time with the last id it has, gets the run once",
+    () =>
+      Effect.gen(function*() {
+        const url = `${yield* serve}/runs/stall-twice/events`
+        // Cut in the middle of the second turn's text, where the run waits (two deltas past its start)...
+        const first = yield* readEvents(url, {
+          leaveAfter: (entries) => entries.at(-3)?.tag === "TurnStarted" && entries.at(-3)?.id === "2.0"
+        })
+        expect(first.entries.at(-1)).toStrictEqual({ id: "2.0", tag: "Delta" })
+        // ...back with its last id, it gets those deltas again, keeping that id; cut again in the same place.
+        const second = yield* readEvents(url, { lastEventId: "2.0", leaveAfter: 2 })
+        expect(second.entries).toStrictEqual([{ id: "2.0", tag: "Delta" }, { id: "2.0", tag: "Delta" }])
+        yield* Deferred.succeed(gate("stall-twice"), undefined)
+        const rest = yield* readEvents(url, { lastEventId: second.entries.at(-1)!.id })
+        expect(rest.ended).toBe("end")
+        expect(recorded(first, second, rest)).toStrictEqual((yield* readEvents(url)).entries)
       }).pipe(Effect.scoped, Effect.provide(services)),
     30_000
   )
@@ -337,7 +371,7 @@ describe("ResumableStream over HTTP", () => {
         // Asked only for the turns after the second: its answered turns came from the log.
         expect((yield* mock.requests).length).toBe(before + 2)
         const whole = yield* readEvents(`${again}/runs/gate-restart/events`)
-        expect([...recorded(first), ...recorded(during), ...recorded(rest)]).toStrictEqual(whole.entries)
+        expect(recorded(first, during, rest)).toStrictEqual(whole.entries)
       }).pipe(Effect.scoped, Effect.provide(services)),
     30_000
   )
@@ -392,14 +426,11 @@ describe("ResumableStream over HTTP", () => {
 
 const waitTurn = MockLanguageModel.callsTurn([{ name: "wait", arguments: { ms: 0 }, callId: "call_0" }])
 
-/** A model whose first turn calls `wait`, and whose second never answers. */
-const stalledInSecondTurn = Layer.succeed(LanguageModel, {
-  provider: "mock",
-  streamTurn: (history) =>
-    history.some((item) => item.type === "function_call")
-      ? Stream.never
-      : Stream.fromIterable(MockLanguageModel.deltas(waitTurn))
-})
+/** A model whose first turn calls `wait`, and whose second never goes past its start. */
+const stalledInSecondTurn = MockLanguageModel.layer([
+  waitTurn,
+  MockLanguageModel.held(MockLanguageModel.textTurn("Never said."), 0, Effect.never)
+])
 
 /** Follows run `options.runId` from the start up to its second turn's start, and leaves: the last id it has. */
 const untilSecondTurn = (options: ResumableStream.RunOptions<string, never, never, never>) =>
