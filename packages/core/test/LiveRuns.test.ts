@@ -168,6 +168,24 @@ describe("LiveRuns", () => {
       expect(order).toStrictEqual(["recorded", "started"])
     }).pipe(Effect.scoped))
 
+  it.live("a start interrupted as it starts the run leaves the run running, or nothing: never an id without a run", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make()
+      const { run } = yield* handRun
+      // The client's request is interrupted (its connection closed) while the run is being started.
+      const starter = yield* Effect.forkChild(Effect.scoped(registry.start("r8", {}, (cancel) => {
+        Fiber.getCurrent()?.interruptUnsafe()
+        return run(cancel)
+      })))
+      expect((yield* Fiber.await(starter))._tag).toBe("Failure")
+      // The run it registered runs: a client attaches to it, and a cancel reaches it.
+      const { live } = (yield* registry.start("r8", {}, run))!
+      const client = yield* follow(live)
+      expect(yield* registry.cancel("r8", {}, "stop", Effect.succeed(false))).toBe(true)
+      expect((yield* Fiber.join(client.rest))._tag).toBe("Failure")
+      expect(registry.get("r8")).toBeUndefined()
+    }).pipe(Effect.scoped))
+
   it.live("closing its scope stops every live run (its clients get Stopped), and starts nothing after", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()

@@ -280,8 +280,8 @@ export const make = (
         id: string,
         fingerprint: RunFingerprint.Fingerprint,
         run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
-      ) =>
-        lock.withPermits(1)(Effect.suspend((): Effect.Effect<Started<O> | undefined, never, Scope.Scope> => {
+      ) => {
+        const attachOrStart = Effect.suspend((): Effect.Effect<Started<O> | undefined, never, Scope.Scope> => {
           if (closing) return Effect.succeed(undefined)
           const found = entries.get(id)
           if (found !== undefined) {
@@ -304,7 +304,10 @@ export const make = (
               fiber.addObserver((exit) => end(started, endingOf(exit)))
               return { live: handle, attached }
             }))
-        })),
+        })
+        // Registered, attached and forked at once (all quick): an interrupted start leaves no id without its run.
+        return lock.withPermits(1)(Effect.uninterruptible(attachOrStart))
+      },
       cancel: <E, R>(
         id: string,
         fingerprint: RunFingerprint.Fingerprint,
