@@ -534,6 +534,20 @@ describe("ResumableStream.events", () => {
       )
     ))
 
+  it.live("a cancel with other options than the run's is refused with CheckpointMismatch, live or not", () =>
+    Effect.gen(function*() {
+      const options = optionsFor("hang-mismatch")
+      const other = { ...options, input: "something else" }
+      const following = yield* Effect.forkChild(Effect.flatMap(ResumableStream.events(options), Stream.runDrain))
+      yield* Deferred.await(atGate("hang-mismatch"))
+      const mismatch = { _tag: "CheckpointMismatch", differences: [{ field: "input" }] }
+      expect(yield* Effect.flip(ResumableStream.cancel(other))).toMatchObject(mismatch)
+      // The run goes on; cancelled with its own options, it stops, and then the other options are refused as well.
+      expect(yield* ResumableStream.cancel(options)).toBe(true)
+      expect(yield* Effect.flip(Fiber.join(following))).toMatchObject({ _tag: "Halted", source: "person" })
+      expect(yield* Effect.flip(ResumableStream.cancel(other))).toMatchObject(mismatch)
+    }).pipe(Effect.provide(LiveRuns.layer), Effect.provide(services)))
+
   it.live("a run on a thread is refused with InvalidOptions", () =>
     Effect.gen(function*() {
       const stream = yield* ResumableStream.events({ ...optionsFor("threaded"), thread: "chat-1" })

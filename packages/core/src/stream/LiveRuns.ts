@@ -28,7 +28,8 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
-import type * as RunFingerprint from "../RunFingerprint.ts"
+import { CheckpointMismatch } from "../CheckpointStore.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
 import type * as Termination from "../Termination.ts"
 import * as RunCursor from "./RunCursor.ts"
 
@@ -130,18 +131,20 @@ export class LiveRuns extends Context.Service<LiveRuns, {
   ) => Effect.Effect<Started<O> | undefined, never, Scope.Scope>
   /**
    * Cancels run `id` (whose options have `fingerprint`), saying `reason`. A live run is told to, and awaited:
-   * `true` once it ended with `Halted` by `"person"` for this reason. A run
-   * that is not live, or ended some other way (it finished first, failed, or
-   * another process executes it), is held (no client starts it) while
-   * `otherwise` records the cancellation in its log, whose answer is the
-   * answer; its clients then read how it stands from its log.
+   * `true` once it ended with `Halted` by `"person"` for this reason. A live
+   * run started with another fingerprint is left running, and the cancel
+   * fails with `CheckpointMismatch`. A run that is not live, or ended some
+   * other way (it finished first, failed, or another process executes it), is
+   * held (no client starts it) while `otherwise` records the cancellation in
+   * its log, whose answer is the answer; its clients then read how it stands
+   * from its log.
    */
   readonly cancel: <E, R>(
     id: string,
     fingerprint: RunFingerprint.Fingerprint,
     reason: string,
     otherwise: Effect.Effect<boolean, E, R>
-  ) => Effect.Effect<boolean, E, R>
+  ) => Effect.Effect<boolean, E | CheckpointMismatch, R>
 }>()("@agentloop/core/stream/LiveRuns") {}
 
 /** A run's state in the registry. */
@@ -320,11 +323,18 @@ export const make = (
           return failure?._tag === "Some" && failure.value._tag === "Halted" &&
             failure.value.source === "person" && failure.value.reason === reason
         }
-        const cancel: Effect.Effect<boolean, E, R> = Effect.flatMap(
+        const cancel: Effect.Effect<boolean, E | CheckpointMismatch, R> = Effect.flatMap(
           lock.withPermits(1)(
-            Effect.suspend((): Effect.Effect<boolean | Fiber.Fiber<void, Termination.Error>, E, R> => {
+            Effect.suspend((): Effect.Effect<
+              boolean | Fiber.Fiber<void, Termination.Error>,
+              E | CheckpointMismatch,
+              R
+            > => {
               const found = entries.get(id)
               if (found?.fiber !== undefined) {
+                // Options that are not the run's cancel nothing, as they would not open its log.
+                const differences = RunFingerprint.differences(found.fingerprint, fingerprint)
+                if (differences.length > 0) return Effect.fail(new CheckpointMismatch({ id, differences }))
                 Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
                 return Effect.succeed(found.fiber)
               }
