@@ -186,6 +186,37 @@ describe("LiveRuns", () => {
       expect(registry.get("r8")).toBeUndefined()
     }).pipe(Effect.scoped))
 
+  it.live("of cancels at once, one answers that it cancelled the run", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make()
+      const { run } = yield* handRun
+      yield* registry.start("r9", {}, run)
+      const cancel = registry.cancel("r9", {}, "stop", Effect.succeed(true))
+      const answers = yield* Effect.all([cancel, cancel, cancel], { concurrency: 3 })
+      expect(answers.filter((answer) => answer)).toHaveLength(1)
+    }).pipe(Effect.scoped))
+
+  it.live("a cancel waiting for a run that does not heed it can be abandoned; the run stays told", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make()
+      const deaf = yield* Queue.unbounded<Event, Cause.Done>()
+      const told = yield* Deferred.make<string>()
+      // A run that hears the cancel, and goes on (a tool that ignores interruption).
+      const { live } = (yield* registry.start("r10", {}, (cancel) =>
+        Stream.unwrap(Effect.as(
+          Effect.forkChild(Effect.flatMap(cancel, (reason) => Deferred.succeed(told, reason))),
+          Stream.fromQueue(deaf)
+        ))))!
+      const client = yield* follow(live)
+      const waiting = yield* Effect.forkChild(registry.cancel("r10", {}, "stop", Effect.succeed(true)))
+      expect(yield* Deferred.await(told)).toBe("stop")
+      yield* Fiber.interrupt(waiting)
+      expect(yield* Fiber.await(waiting)).toMatchObject({ _tag: "Failure" })
+      expect(registry.get("r10")).toBeDefined()
+      yield* Queue.end(deaf)
+      expect((yield* Fiber.join(client.rest))._tag).toBe("Success")
+    }).pipe(Effect.scoped))
+
   it.live("closing its scope stops every live run (its clients get Stopped), and starts nothing after", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()

@@ -130,14 +130,16 @@ export class LiveRuns extends Context.Service<LiveRuns, {
     run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
   ) => Effect.Effect<Started<O> | undefined, never, Scope.Scope>
   /**
-   * Cancels run `id` (whose options have `fingerprint`), saying `reason`. A live run is told to, and awaited:
-   * `true` once it ended with `Halted` by `"person"` for this reason. A live
-   * run started with another fingerprint is left running, and the cancel
-   * fails with `CheckpointMismatch`. A run that is not live, or ended some
-   * other way (it finished first, failed, or another process executes it), is
-   * held (no client starts it) while `otherwise` records the cancellation in
-   * its log, whose answer is the answer; its clients then read how it stands
-   * from its log.
+   * Cancels run `id` (whose options have `fingerprint`), saying `reason`. A
+   * live run is told to, and awaited: `true` once it ended with `Halted` by
+   * `"person"` for this reason, for the cancel that told it first (of several
+   * at once, one answers `true`); a cancel interrupted while it waits leaves
+   * the run told. A live run started with another fingerprint is left
+   * running, and the cancel fails with `CheckpointMismatch`. A run that is
+   * not live, or ended some other way (it finished first, failed, or another
+   * process executes it), is held (no client starts it) while `otherwise`
+   * records the cancellation in its log, whose answer is the answer; its
+   * clients then read how it stands from its log.
    */
   readonly cancel: <E, R>(
     id: string,
@@ -241,6 +243,9 @@ export const make = (
 
     type Next = Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>
 
+    /** A cancel's answer, or the live run it told and whether it told it first. */
+    type Told = boolean | { readonly fiber: Fiber.Fiber<void, Termination.Error>; readonly first: boolean }
+
     const attach = (entry: Entry): Effect.Effect<Attached<unknown>, never, Scope.Scope> =>
       Effect.flatMap(
         Queue.bounded<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>(capacity),
@@ -323,35 +328,40 @@ export const make = (
           return failure?._tag === "Some" && failure.value._tag === "Halted" &&
             failure.value.source === "person" && failure.value.reason === reason
         }
-        const cancel: Effect.Effect<boolean, E | CheckpointMismatch, R> = Effect.flatMap(
-          lock.withPermits(1)(
-            Effect.suspend((): Effect.Effect<
-              boolean | Fiber.Fiber<void, Termination.Error>,
-              E | CheckpointMismatch,
-              R
-            > => {
-              const found = entries.get(id)
-              if (found?.fiber !== undefined) {
-                // Options that are not the run's cancel nothing, as they would not open its log.
-                const differences = RunFingerprint.differences(found.fingerprint, fingerprint)
-                if (differences.length > 0) return Effect.fail(new CheckpointMismatch({ id, differences }))
-                Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
-                return Effect.succeed(found.fiber)
-              }
-              // Not live: held while the cancellation is written, so that no client starts it meanwhile.
-              const held = entry(id, fingerprint)
-              entries.set(id, held)
-              return otherwise.pipe(Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" }))))
+        /**
+         * Under the lock, and not to be interrupted half done: a live run is told (its execution, and whether
+         * this call told it first); one not live gets `otherwise`'s answer.
+         */
+        const tell = Effect.suspend((): Effect.Effect<Told, E | CheckpointMismatch, R> => {
+          const found = entries.get(id)
+          if (found?.fiber !== undefined) {
+            // Options that are not the run's cancel nothing, as they would not open its log.
+            const differences = RunFingerprint.differences(found.fingerprint, fingerprint)
+            if (differences.length > 0) return Effect.fail(new CheckpointMismatch({ id, differences }))
+            return Effect.succeed({
+              fiber: found.fiber,
+              first: Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
             })
-          ),
-          (outcome) =>
-            typeof outcome === "boolean"
-              ? Effect.succeed(outcome)
+          }
+          // Not live: held while the cancellation is written, so that no client starts it meanwhile.
+          const held = entry(id, fingerprint)
+          entries.set(id, held)
+          return otherwise.pipe(Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" }))))
+        })
+        // Once told, the run stops by itself: waiting for it can be abandoned (a tool that ignores interruption).
+        const cancel: Effect.Effect<boolean, E | CheckpointMismatch, R> = Effect.flatMap(
+          lock.withPermits(1)(Effect.uninterruptible(tell)),
+          (told) =>
+            typeof told === "boolean"
+              ? Effect.succeed(told)
               // A run that ended otherwise (it finished, failed, or runs in another process) is no longer live:
               // its log says whether there is something to cancel.
-              : Effect.flatMap(Fiber.await(outcome), (exit) => cancelledAsTold(exit) ? Effect.succeed(true) : cancel)
+              : Effect.flatMap(
+                Fiber.await(told.fiber),
+                (exit) => cancelledAsTold(exit) ? Effect.succeed(told.first) : cancel
+              )
         )
-        return Effect.uninterruptible(cancel)
+        return cancel
       }
     })
   })

@@ -413,7 +413,9 @@ export const toHttpResponse = <O = string, R = never, E = never, RU = never>(
  * `AgentHistory.cancel`). Every client attached to it gets `Halted` whose
  * `source` is `"person"`, and so does every client and execution after.
  * Answers whether this call cancelled it: `false` for a run that had finished
- * or been cancelled. Options other than the run's cancel nothing, live or not:
+ * or been cancelled (of cancels at once, one answers `true`). A call
+ * interrupted once it told the run (waiting for it to stop) leaves it told.
+ * Options other than the run's cancel nothing, live or not:
  * `CheckpointMismatch`. A run another process executes is not cancelled: it
  * fails with `RunInProgress` (cancel it where it runs).
  *
