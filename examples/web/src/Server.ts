@@ -48,13 +48,14 @@ const badRequest = (error: { readonly message: string }) =>
   Effect.succeed(HttpServerResponse.text(`bad request: ${error.message}\n`, { status: 400 }))
 
 /**
- * The routes, on the `Checkpointer` and the `LiveRuns` in context. `model` is
- * built anew for every run this server starts, so a scripted model replays its
- * script each time; pass a built layer (`Layer.succeedContext`) to share one.
+ * The routes, on the `Checkpointer` and the `LiveRuns` in context. The agent
+ * and its `model` are built once, with the routes (a failure to build them
+ * fails the server's start): a run goes on after the request that started it,
+ * so its services must outlive that request.
  */
-export const routes = (options: {
+export const routes = <E>(options: {
   readonly provider: string
-  readonly model: Layer.Layer<LanguageModel.LanguageModel>
+  readonly model: Layer.Layer<LanguageModel.LanguageModel, E>
 }) =>
   Layer.mergeAll(
     HttpRouter.add("GET", "/", HttpServerResponse.html(page(options.provider, question))),
@@ -69,9 +70,7 @@ export const routes = (options: {
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const chat = yield* chatRequest
-        return yield* ResumableStream.toHttpResponse(runOf(chat), EventStream.agent, { headers: request.headers }).pipe(
-          Effect.provide(AgentLoop.layer.pipe(Layer.provide(options.model)))
-        )
+        return yield* ResumableStream.toHttpResponse(runOf(chat), EventStream.agent, { headers: request.headers })
       }).pipe(Effect.catch(badRequest))
     ),
     HttpRouter.add(
@@ -82,4 +81,4 @@ export const routes = (options: {
         return HttpServerResponse.text(cancelled ? "cancelled\n" : "the run had ended\n")
       }).pipe(Effect.catch(badRequest))
     )
-  )
+  ).pipe(HttpRouter.provideRequest(AgentLoop.layer.pipe(Layer.provide(options.model))))

@@ -3,8 +3,9 @@
  * `playwright-core`; never a browser download). `.ci/run` installs Chromium;
  * elsewhere these tests skip, saying so, when it is missing.
  */
-import { Checkpointer, LiveRuns } from "@agentloop/core"
+import { Checkpointer, EventStreamClient, LiveRuns } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
+import { agent } from "@agentloop/core/stream/EventStream"
 import * as Provider from "@agentloop/example-terminal/Provider"
 import { question, script } from "@agentloop/example-terminal/script"
 import { Responses } from "@agentloop/responses"
@@ -81,6 +82,34 @@ describe("the chat page's script", () => {
       // What keeps it small: no Effect runtime beyond what decoding needs, no HTTP server.
       expect(script).not.toContain("HttpServerResponse")
     }), 60_000)
+})
+
+describe("the chat server", () => {
+  it.live("builds its model once, for its lifetime: a run never uses a model already released", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      // A model holding a resource (a connection pool, say), released when its layer closes.
+      const model = Layer.unwrap(Effect.acquireRelease(
+        Effect.sync(() => {
+          log.push("acquired")
+          return MockLanguageModel.layer([...script, ...script])
+        }),
+        () => Effect.sync(() => log.push("released"))
+      ))
+      const { url } = yield* serve("mock", model)
+      for (const index of [0, 1]) {
+        const body = JSON.stringify({ conversation: "conversation-1", index, message: question })
+        const ended = yield* Effect.promise(async () => {
+          let last = ""
+          for await (const event of EventStreamClient.events(agent, `${url}chat`, { method: "POST", body })) {
+            last = event._tag
+          }
+          return last
+        })
+        expect(ended).toBe("Finished")
+      }
+      expect(log).toStrictEqual(["acquired"])
+    }).pipe(Effect.scoped))
 })
 
 describe.skipIf(!hasChromium)("the chat page in Chromium", () => {

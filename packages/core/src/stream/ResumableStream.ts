@@ -165,8 +165,14 @@ type Source<O> =
  * fails with {@link EventStream.InvalidLastEventId}. Needs the `AgentLoop`,
  * the `Checkpointer` and the services of the run's tools and predicate; a
  * run it starts executes with those of the first client's request, for as
- * long as the `LiveRuns` layer lives. Runs on a thread are refused (their
- * stream fails with `InvalidOptions`).
+ * long as the `LiveRuns` layer lives. Those services must outlive the
+ * request: a layer provided to the request alone (`Effect.provide(layer)` in
+ * the route's handler) is closed when the handler returns its response, and
+ * the run starts later, when the response's body streams, on services
+ * already released (a model's connection pool, a database client). Build
+ * them once, with the server (provided to its layer, or to the routes with
+ * `HttpRouter.provideRequest`). Runs on a thread are refused (their stream
+ * fails with `InvalidOptions`).
  *
  * @example
  * ```ts
