@@ -7,12 +7,18 @@
  *
  * A live run keeps every recorded event it streamed (with its key, see
  * `RunCursor`) and the unrecorded ones since the last recorded one (the
- * deltas of the turn in progress), so a client attaching gets the run so far
- * and then each event as it comes. A run leaves the registry when it ends;
- * closing the layer's scope interrupts every live run (a `Checkpointer` run
- * resumes from its checkpoints when it is executed again). A client that
- * falls more than `capacity` events behind is let go, to come back with the
- * last id it has: a run never waits for its clients.
+ * deltas of the turn in progress, a tool's progress), so a client attaching
+ * gets the run so far and then each event as it comes. The recorded events
+ * are few a turn, but kept whole until the run ends (a log's `compactAfter`
+ * does not bound them), and each client attaching copies them: memory grows
+ * with a live run's length. The unrecorded ones are kept up to `capacity`:
+ * past it they are dropped, and a client attaching then gets none of them
+ * until the next recorded event (the turn whole in its `TurnCompleted`, a
+ * tool's result). A run leaves the registry when it ends; closing the
+ * layer's scope interrupts every live run (a `Checkpointer` run resumes from
+ * its checkpoints when it is executed again). A client that falls more than
+ * `capacity` events behind is let go, to come back with the last id it has:
+ * a run never waits for its clients.
  *
  * @since 0.3.0
  */
@@ -61,9 +67,10 @@ export type Ending =
 
 /**
  * A client attached to a live run: the events so far (every recorded one,
- * then the unrecorded ones since the last of those), and the rest as they
- * come, in `next`, which ends with the run's {@link Ending} (`Cause.Done`
- * after `Finished`).
+ * then the unrecorded ones since the last of those: none once there were
+ * more than the registry's `capacity`, and then none of those that come
+ * until the next recorded one), and the rest as they come, in `next`, which
+ * ends with the run's {@link Ending} (`Cause.Done` after `Finished`).
  *
  * @since 0.3.0
  * @category models
@@ -149,14 +156,20 @@ export class LiveRuns extends Context.Service<LiveRuns, {
   ) => Effect.Effect<boolean, E | CheckpointMismatch, R>
 }>()("@agentloop/core/stream/LiveRuns") {}
 
+/** A client's queue of a run's events, ending with how the run ended. */
+type Next = Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>
+
 /** A run's state in the registry. */
 interface Entry {
   readonly id: string
   readonly fingerprint: RunFingerprint.Fingerprint
   readonly recorded: Array<Published<unknown>>
-  since: Array<Published<unknown>>
+  /** The unrecorded events since the last recorded one; `undefined` once there were more than `capacity`. */
+  since: Array<Published<unknown>> | undefined
   frontier: RunCursor.Cursor | undefined
-  readonly clients: Set<Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>>
+  readonly clients: Set<Next>
+  /** Clients that attached once `since` was dropped: they get no unrecorded event until the next recorded one. */
+  readonly skipping: Set<Next>
   /** A person's reason, once the run is cancelled. */
   readonly cancelled: Deferred.Deferred<string>
   ending: Ending | undefined
@@ -166,8 +179,9 @@ interface Entry {
 
 /**
  * Makes the registry; every live run is interrupted when the scope closes.
- * `capacity` is how many events a client may be behind before it is let go
- * (default 10,000).
+ * `capacity` is how many events a client may be behind before it is let go,
+ * and how many unrecorded events since the last recorded one a live run
+ * keeps for the clients that attach (default 10,000).
  *
  * @since 0.3.0
  * @category constructors
@@ -198,6 +212,7 @@ export const make = (
         else Queue.failCauseUnsafe(client, Cause.fail(ending))
       }
       entry.clients.clear()
+      entry.skipping.clear()
     }
 
     const publish = (entry: Entry, keyOf: ReturnType<typeof RunCursor.keys>) =>
@@ -205,21 +220,29 @@ export const make = (
       chunk: ReadonlyArray<AgentEvent.AgentEvent<unknown>>
     ) => {
       const items = chunk.map((event): Published<unknown> => ({ key: keyOf(event), event }))
-      for (const item of items) {
+      let firstRecorded = -1
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!
         if (item.key === undefined) {
-          entry.since.push(item)
+          if (entry.since !== undefined && entry.since.length < capacity) entry.since.push(item)
+          else entry.since = undefined
         } else {
+          if (firstRecorded < 0) firstRecorded = i
           entry.recorded.push(item)
           entry.since = []
           entry.frontier = RunCursor.advance(entry.frontier, item.key)
         }
       }
+      // Those who attached past the dropped events get the turn from its next recorded event on.
+      const fromRecorded = firstRecorded < 0 ? [] : items.slice(firstRecorded)
       for (const client of entry.clients) {
-        if (Queue.offerAllUnsafe(client, items).length > 0) {
+        const sent = entry.skipping.has(client) ? fromRecorded : items
+        if (Queue.offerAllUnsafe(client, sent).length > 0) {
           Queue.failCauseUnsafe(client, Cause.fail({ _tag: "Behind" }))
           entry.clients.delete(client)
         }
       }
+      if (firstRecorded >= 0) entry.skipping.clear()
     }
 
     const endingOf = (exit: Exit.Exit<void, Termination.Error>): Ending =>
@@ -236,12 +259,11 @@ export const make = (
       since: [],
       frontier: undefined,
       clients: new Set(),
+      skipping: new Set(),
       cancelled: Deferred.makeUnsafe<string>(),
       ending: undefined,
       fiber: undefined
     })
-
-    type Next = Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>
 
     /** A cancel's answer, or the live run it told and whether it told it first. */
     type Told = boolean | { readonly fiber: Fiber.Fiber<void, Termination.Error>; readonly first: boolean }
@@ -257,11 +279,13 @@ export const make = (
               if (ending === undefined) entry.clients.add(next)
               else if (ending._tag === "Finished") Queue.endUnsafe(next)
               else Queue.failCauseUnsafe(next, Cause.fail(ending))
-              return { recorded: [...entry.recorded], since: [...entry.since], next }
+              if (entry.since === undefined) entry.skipping.add(next)
+              return { recorded: [...entry.recorded], since: entry.since === undefined ? [] : [...entry.since], next }
             }),
             () =>
               Effect.sync(() => {
                 entry.clients.delete(next)
+                entry.skipping.delete(next)
                 Queue.shutdownUnsafe(next)
               })
           )

@@ -22,7 +22,8 @@
  * it has: reconnecting, it gets the turn in progress again from its start
  * (what it had of it past that id must be dropped: an `EventSource` page
  * clears the turn when it reconnects), or whole in its `TurnCompleted` when
- * the turn completed meanwhile.
+ * the turn completed meanwhile, or sent more unrecorded events than
+ * `LiveRuns` keeps.
  *
  * @since 0.3.0
  */
