@@ -14,11 +14,9 @@
  *
  * @since 0.2.0
  */
-import type * as Accounting from "@agentloop/core/Accounting"
-import * as Cost from "@agentloop/core/Cost"
+import * as Accounting from "@agentloop/core/Accounting"
 import * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
-import * as TokenUsage from "@agentloop/core/TokenUsage"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { HttpServerResponse } from "effect/http"
@@ -207,14 +205,6 @@ export const toHttpResponse = (
       )
   )
 
-const noAccounting: Accounting.Accounting = {
-  usage: TokenUsage.empty,
-  cost: Cost.zero,
-  elapsedMs: 0,
-  steps: 0,
-  lastItems: []
-}
-
 /**
  * Cancels run `runId` of `agent` (whose output is text): interrupts it wherever it is (a model request, a tool call, a wait
  * for approval) and logs its end as `Halted` by `"person"`, with the run's
@@ -236,7 +226,7 @@ export const cancel = <R, RU>(
     const store = yield* RunStore
     let afterSeq = -1
     let ended = false
-    let accounting = noAccounting
+    let accounting = Accounting.empty
     let step = 0
     while (true) {
       const entries = yield* store.read(run, { afterSeq, fromStep: 0, limit: 256 })

@@ -36,16 +36,15 @@ import * as Pull from "effect/Pull"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Accounting from "../Accounting.ts"
 import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
 import * as AgentHistory from "../agent/AgentHistory.ts"
 import { AgentLoop } from "../agent/AgentLoop.ts"
 import { Checkpointer } from "../Checkpointer.ts"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
-import * as Cost from "../Cost.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as Termination from "../Termination.ts"
-import * as TokenUsage from "../TokenUsage.ts"
 import * as EventStream from "./EventStream.ts"
 import * as ClientCursor from "./internal/clientCursor.ts"
 import * as SseFrames from "./internal/sseFrames.ts"
@@ -119,14 +118,12 @@ export const lastEventId = (
 ): Effect.Effect<RunCursor.Cursor | undefined, EventStream.InvalidLastEventId> =>
   Effect.fromResult(EventStream.lastEventId(headers, RunCursor.FromEventId))
 
-const nothing = { usage: TokenUsage.empty, cost: Cost.zero, elapsedMs: 0, steps: 0, lastItems: [] }
-
 /** A failure to read or open a run's log, as the termination a client gets. */
 const checkpointFailed = (error: AgentHistory.CancelError): Termination.Error =>
   error._tag === "InvalidOptions" ? error : new Termination.CheckpointFailed({
     message: `the run's checkpoint failed: ${error.message}`,
     cause: error,
-    accounting: nothing
+    accounting: Accounting.empty
   })
 
 /** A run executed elsewhere: another process (or code of this one outside the registry) holds its lease. */
