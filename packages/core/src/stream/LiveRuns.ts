@@ -37,6 +37,7 @@ import type * as AgentEvent from "../agent/AgentEvent.ts"
 import { CheckpointMismatch } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import type * as Termination from "../Termination.ts"
+import * as ClientCursor from "./internal/clientCursor.ts"
 import * as RunCursor from "./RunCursor.ts"
 
 /**
@@ -166,7 +167,8 @@ interface Entry {
   readonly recorded: Array<Published<unknown>>
   /** The unrecorded events since the last recorded one; `undefined` once there were more than `capacity`. */
   since: Array<Published<unknown>> | undefined
-  frontier: RunCursor.Cursor | undefined
+  /** What a client that has every recorded event it streamed has. */
+  readonly frontier: ReturnType<typeof ClientCursor.make<unknown>>
   readonly clients: Set<Next>
   /** Clients that attached once `since` was dropped: they get no unrecorded event until the next recorded one. */
   readonly skipping: Set<Next>
@@ -230,7 +232,7 @@ export const make = (
           if (firstRecorded < 0) firstRecorded = i
           entry.recorded.push(item)
           entry.since = []
-          entry.frontier = RunCursor.advance(entry.frontier, item.key)
+          entry.frontier.take(item.key)
         }
       }
       // Those who attached past the dropped events get the turn from its next recorded event on.
@@ -257,7 +259,7 @@ export const make = (
       fingerprint,
       recorded: [],
       since: [],
-      frontier: undefined,
+      frontier: ClientCursor.make(undefined),
       clients: new Set(),
       skipping: new Set(),
       cancelled: Deferred.makeUnsafe<string>(),
@@ -295,7 +297,7 @@ export const make = (
       const handle: Live<unknown> = {
         id: entry.id,
         fingerprint: entry.fingerprint,
-        frontier: () => entry.frontier,
+        frontier: entry.frontier.cursor,
         attach: attach(entry)
       }
       // The entry's events are those of the run `start` found or made under this id, whose output is O: a caller

@@ -132,17 +132,6 @@ const heldElsewhere = (cause: Cause.Cause<Termination.Error>): boolean => {
   return error._tag === "Some" && error.value._tag === "CheckpointFailed" && error.value.cause instanceof RunInProgress
 }
 
-/** The cursor of a client that has every recorded one of `events`. */
-const frontierOf = (events: ReadonlyArray<AgentEvent.AgentEvent<unknown>>): RunCursor.Cursor | undefined => {
-  const keyOf = RunCursor.keys()
-  let frontier: RunCursor.Cursor | undefined
-  for (const event of events) {
-    const key = keyOf(event)
-    if (key !== undefined) frontier = RunCursor.advance(frontier, key)
-  }
-  return frontier
-}
-
 /** What a client reads next: the live run, the run's log (read already, or to read), or the log after a pause. */
 type Source<O> =
   | { readonly _tag: "Live"; readonly live: LiveRuns.Live<O> }
@@ -239,8 +228,11 @@ export const events = <O = string, R = never, E = never, RU = never>(
         first = { _tag: "Failed", termination: replayed.failure }
       } else {
         const { ended, events: recorded } = replayed.success
+        // The cursor of a client that has every event of the log.
+        const log = ClientCursor.make(undefined)
+        log.lacks(ClientCursor.keyed(recorded))
         // Only a run that finished sent nothing past its log: one cancelled or failed in a turn had sent its start.
-        if (after !== undefined && !RunCursor.isWithin(after, frontierOf(recorded), ended?._tag !== "Finished")) {
+        if (after !== undefined && !RunCursor.isWithin(after, log.cursor(), ended?._tag !== "Finished")) {
           return yield* refuse(`run "${runId}" has no such event`)
         }
         first = live === undefined ? { _tag: "Log", read: replayed.success } : { _tag: "Live", live }
@@ -273,8 +265,7 @@ export const events = <O = string, R = never, E = never, RU = never>(
 
     /** The run's recorded events, then how it ended; a run that has not is executed (or followed). */
     const fromLog = (replayed: AgentHistory.Replayed<O>) => {
-      const keyOf = RunCursor.keys()
-      const sent = client.lacks(replayed.events.map((event) => ({ key: keyOf(event), event })))
+      const sent = client.lacks(ClientCursor.keyed(replayed.events))
       const ended = replayed.ended
       const rest: Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> =
         ended?._tag === "Finished"
