@@ -548,6 +548,17 @@ describe("ResumableStream.events", () => {
       expect(yield* Effect.flip(ResumableStream.cancel(other))).toMatchObject(mismatch)
     }).pipe(Effect.provide(LiveRuns.layer), Effect.provide(services)))
 
+  it.live("a client connecting to a finished run gets what its log holds: after a compaction, the turns after it", () =>
+    Effect.gen(function*() {
+      const options = { ...optionsFor("compacted"), compactAfter: 3 }
+      const ids = (entries: ReadonlyArray<ResumableStream.Entry<unknown>>) =>
+        entries.flatMap((entry) => entry.id === undefined ? [] : [entry.id])
+      // Live in this server, the run sends every event; read from its log after, what follows its last snapshot.
+      const live = ids(yield* Stream.runCollect(yield* ResumableStream.events(options)))
+      expect(live).toHaveLength(16)
+      expect(ids(yield* Stream.runCollect(yield* ResumableStream.events(options)))).toStrictEqual(live.slice(-4))
+    }).pipe(Effect.provide(LiveRuns.layer), Effect.provide(services)))
+
   it.live("a run on a thread is refused with InvalidOptions", () =>
     Effect.gen(function*() {
       const stream = yield* ResumableStream.events({ ...optionsFor("threaded"), thread: "chat-1" })

@@ -5,7 +5,10 @@
  * browser's `EventSource` does it by itself; `EventStreamClient.entries` with
  * `lastEventId`) gets every recorded event after it, once, then the rest as
  * the run streams it. A client that connects to a finished run gets the
- * whole run and how it ended.
+ * events its log holds and how it ended: the whole run, unless the log was
+ * compacted (`compactAfter`: the events after its last snapshot) or cut down
+ * to its result by retention (the last decision and `Finished`). A run live
+ * in this server sends every event it streamed, compacted or not.
  *
  * The run outlives its clients: the server executes it in a fiber of its own
  * (see `LiveRuns`), and a client attaches to it; disconnecting does not stop
