@@ -3,8 +3,8 @@
  * `playwright-core`; never a browser download). `.ci/run` installs Chromium;
  * elsewhere these tests skip, saying so, when it is missing.
  */
-import { Checkpointer, EventStreamClient, LiveRuns } from "@agentloop/core"
-import type { LanguageModel } from "@agentloop/core"
+import { Checkpointer, EventStreamClient, Item, LiveRuns } from "@agentloop/core"
+import type { AgentLoop, LanguageModel } from "@agentloop/core"
 import { agent } from "@agentloop/core/stream/EventStream"
 import * as Provider from "@agentloop/example-terminal/Provider"
 import { question, script } from "@agentloop/example-terminal/script"
@@ -12,7 +12,7 @@ import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Layer, Redacted } from "effect"
+import { Context, Deferred, Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
@@ -23,6 +23,7 @@ import { gzipSync } from "node:zlib"
 import { chromium } from "playwright-core"
 import type { Page } from "playwright-core"
 import { bundle } from "../src/bundle.ts"
+import * as Conversation from "../src/Conversation.ts"
 import * as Durable from "../src/Durable.ts"
 import * as Server from "../src/Server.ts"
 
@@ -84,6 +85,19 @@ describe("the chat page's script", () => {
     }), 60_000)
 })
 
+/** Posts `body` to the chat server at `url`: the last event of its run; the failure it ended with, as the failure. */
+const chat = (url: string, body: unknown) =>
+  Effect.tryPromise({
+    try: async () => {
+      let last: AgentLoop.AgentEvent | undefined
+      const init = { method: "POST", body: JSON.stringify(body) }
+      for await (const event of EventStreamClient.events(agent, `${url}chat`, init)) last = event
+      if (last === undefined) throw new Error("the run sent no event")
+      return last
+    },
+    catch: (error) => error
+  })
+
 describe("the chat server", () => {
   it.live("builds its model once, for its lifetime: a run never uses a model already released", () =>
     Effect.gen(function*() {
@@ -98,17 +112,38 @@ describe("the chat server", () => {
       ))
       const { url } = yield* serve("mock", model)
       for (const index of [0, 1]) {
-        const body = JSON.stringify({ conversation: "conversation-1", index, message: question })
-        const ended = yield* Effect.promise(async () => {
-          let last = ""
-          for await (const event of EventStreamClient.events(agent, `${url}chat`, { method: "POST", body })) {
-            last = event._tag
-          }
-          return last
-        })
-        expect(ended).toBe("Finished")
+        const ended = yield* chat(url, { conversation: "conversation-1", index, message: question, context: [] })
+        expect(ended._tag).toBe("Finished")
       }
       expect(log).toStrictEqual(["acquired"])
+    }).pipe(Effect.scoped))
+
+  it.live("runs a message on the conversation before it, which the page sends again as it was", () =>
+    Effect.gen(function*() {
+      const built = yield* Layer.build(MockLanguageModel.layer([...script, ...script]))
+      const { url } = yield* serve("mock", Layer.succeedContext(built))
+      const first = yield* chat(url, { conversation: "conversation-2", index: 0, message: question, context: [] })
+      const history = first._tag === "Finished" ? first.result.history : []
+      const next = {
+        conversation: "conversation-2",
+        index: 1,
+        message: "And in miles per hour?",
+        context: Schema.encodeSync(Conversation.History)(history)
+      }
+      expect((yield* chat(url, next))._tag).toBe("Finished")
+      // The model read the first exchange, then the new message.
+      const requests = yield* Context.get(built, MockLanguageModel.MockLanguageModel).requests
+      expect(requests[3]?.history).toStrictEqual([...history, Item.userMessage("And in miles per hour?")])
+      // Sent again as it was (a reload), it names the same run, which is not executed again.
+      expect((yield* chat(url, next))._tag).toBe("Finished")
+      expect(yield* Context.get(built, MockLanguageModel.MockLanguageModel).requests).toHaveLength(6)
+      // The run's options are the same, as its log's fingerprint says; with another conversation, they are not.
+      const cancel = (body: unknown) =>
+        Effect.promise(() =>
+          fetch(`${url}chat/cancel`, { method: "POST", body: JSON.stringify(body) }).then((r) => r.text())
+        )
+      expect(yield* cancel(next)).toBe("the run had ended\n")
+      expect(yield* cancel({ ...next, context: [] })).toContain("was recorded with another input")
     }).pipe(Effect.scoped))
 })
 
@@ -215,7 +250,15 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
           expect(yield* Effect.promise(() => bubble.locator(".ending").textContent())).toContain("✓ Stop")
         }
         // The reload did not start the run again: each run's three turns were asked once.
-        expect(yield* Context.get(model, MockLanguageModel.MockLanguageModel).requests).toHaveLength(6)
+        const requests = yield* Context.get(model, MockLanguageModel.MockLanguageModel).requests
+        expect(requests).toHaveLength(6)
+        // The second message was asked on the first exchange: the question, and its answer.
+        const read = requests[3]?.history.map((item) =>
+          item.type === "message" ? item.content.map(Item.partText).join("") : item.type
+        )
+        expect(read?.[0]).toBe(question)
+        expect(read?.at(-2)).toContain("A marathon is about 42.16 km.")
+        expect(read?.at(-1)).toBe("And in miles per hour?")
         mkdirSync(screenshots, { recursive: true })
         yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat-reload.png`, fullPage: true }))
       }).pipe(Effect.scoped),
