@@ -26,13 +26,16 @@ export const name = Config.Literals(
 
 /**
  * The scripted model, paced like a real one. It answers the turn the history
- * is at (each answer of the script has a text), so a run resumed from its
- * checkpoints is asked only for the turns it had not had.
+ * is at since the person's last message (each answer of the script has a
+ * text), so a run resumed from its checkpoints is asked only for the turns it
+ * had not had, and a conversation's next message is answered afresh.
  */
 export const mock = MockLanguageModel.layer(
-  ({ history }) =>
-    script[history.filter((item) => item.type === "message" && item.role === "assistant").length] ??
-      MockLanguageModel.textTurn("(The script has no more turns.)"),
+  ({ history }) => {
+    const asked = history.findLastIndex((item) => item.type === "message" && item.role === "user")
+    const answered = history.slice(asked + 1).filter((item) => item.type === "message" && item.role === "assistant")
+    return script[answered.length] ?? MockLanguageModel.textTurn("(The script has no more turns.)")
+  },
   { chunkSize: 6, delay: "20 millis" }
 )
 

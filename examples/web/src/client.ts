@@ -1,16 +1,21 @@
 /**
  * The page's script, run in the browser: a conversation whose every message
- * is a run the server executes (see `Server.ts`), read back as typed
- * `AgentEvent`s with the small `EventStreamClient`, and shown as they arrive.
- * The conversation (its id and its messages) is kept in the tab's
- * `sessionStorage`: a page loaded again (a reload) reads each of its runs
- * again, whole, and follows the one in progress. A connection cut mid-run is
- * read again from the last id it had. Stop cancels the run on the server.
- * Its bundle stays under 40 KB gzipped (see the test).
+ * is a run the server executes (see `Server.ts`) on the conversation before
+ * it, read back as typed `AgentEvent`s with the small `EventStreamClient`,
+ * and shown as they arrive. The conversation (its id, its messages, each with
+ * the conversation it was sent with, and the history of its last exchange
+ * that finished) is kept in the tab's `sessionStorage`: a page loaded again
+ * (a reload) reads each of its runs again, whole, and follows the one in
+ * progress. A connection cut mid-run is read again from the last id it had.
+ * Stop cancels the run on the server. Its bundle stays under 40 KB gzipped
+ * (see the test).
  */
 import { agent, EventStreamError } from "@agentloop/core/stream/EventStream"
 import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
 import { Halted } from "@agentloop/core/Termination"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { History } from "./Conversation.ts"
 import { add, renderer } from "./render.ts"
 
 const element = <E extends HTMLElement>(id: string): E => {
@@ -36,34 +41,49 @@ const setStatus = (state: State, text: string = state) => {
   stop.disabled = state !== "running"
 }
 
-/** The conversation: the server names its runs after its id and each message's place in it. */
+/** A message, and the conversation before it that it was sent with (JSON, see `Conversation`). */
+interface Message {
+  readonly text: string
+  readonly context: unknown
+}
+
+/**
+ * The conversation: the server names its runs after its id and each message's
+ * place in it. `context` is what the next message is sent with: the history of
+ * the last exchange that finished (`finished`, its place).
+ */
 interface Conversation {
   readonly id: string
-  readonly messages: Array<string>
+  readonly messages: Array<Message>
+  context: unknown
+  finished: number
 }
 
-const saved = (): Conversation | undefined => {
-  try {
-    const value: unknown = JSON.parse(sessionStorage.getItem("agentloop-chat") ?? "null")
-    return typeof value === "object" && value !== null && "id" in value && typeof value.id === "string" &&
-        "messages" in value && Array.isArray(value.messages) &&
-        value.messages.every((message: unknown) => typeof message === "string")
-      ? { id: value.id, messages: value.messages }
-      : undefined
-  } catch {
-    return undefined
-  }
-}
+const Saved = Schema.Struct({
+  id: Schema.String,
+  messages: Schema.mutable(Schema.Array(Schema.Struct({ text: Schema.String, context: Schema.Unknown }))),
+  context: Schema.Unknown,
+  finished: Schema.Number
+})
 
-const conversation: Conversation = saved() ?? { id: crypto.randomUUID(), messages: [] }
+const saved = (): Conversation | undefined =>
+  Option.getOrUndefined(
+    Schema.decodeUnknownOption(Schema.fromJsonString(Saved))(sessionStorage.getItem("agentloop-chat"))
+  )
+
+const conversation: Conversation = saved() ?? { id: crypto.randomUUID(), messages: [], context: [], finished: -1 }
 const save = () => sessionStorage.setItem("agentloop-chat", JSON.stringify(conversation))
+const encodeHistory = Schema.encodeSync(History)
 
 /** What the server is asked about message `index`: its run's events, or to cancel it. */
-const request = (index: number): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify({ conversation: conversation.id, index, message: conversation.messages[index] })
-})
+const request = (index: number): RequestInit => {
+  const message = conversation.messages[index]
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ conversation: conversation.id, index, message: message?.text, context: message?.context })
+  }
+}
 
 const describe = (error: unknown): string =>
   error instanceof Error ? `${"_tag" in error ? String(error._tag) : error.name}: ${error.message}` : String(error)
@@ -81,9 +101,15 @@ const follow = async (index: number, bubble: HTMLElement): Promise<State> => {
   for (let retries = 0;;) {
     try {
       for await (const { event, id } of EventStreamClient.entries(agent, "/chat", request(index), { lastEventId })) {
-        lastEventId = id === "" ? undefined : id
+        if (id !== "") lastEventId = id
         retries = 0
         view.show(event)
+        // The latest exchange that finished is what the next message is sent with.
+        if (event._tag === "Finished" && index > conversation.finished) {
+          conversation.context = encodeHistory(event.result.history)
+          conversation.finished = index
+          save()
+        }
       }
       return "finished"
     } catch (error) {
@@ -107,7 +133,7 @@ let running: number | undefined
 
 /** Shows message `index` and its answer; the last one is the run in progress, which the status follows. */
 const show = (index: number, last: boolean) => {
-  add(log, "user", conversation.messages[index])
+  add(log, "user", conversation.messages[index]?.text)
   const ended = follow(index, add(log, "assistant"))
   if (!last) return
   running = index
@@ -122,7 +148,7 @@ form.addEventListener("submit", (submitted) => {
   submitted.preventDefault()
   const message = input.value.trim()
   if (message === "" || running !== undefined) return
-  conversation.messages.push(message)
+  conversation.messages.push({ text: message, context: conversation.context })
   save()
   show(conversation.messages.length - 1, true)
 })

@@ -20,13 +20,15 @@ import * as Startup from "./Startup.ts"
 const program = Effect.gen(function*() {
   const port = yield* Config.Port("AGENTLOOP_WEB_PORT").pipe(Config.withDefault(3000))
   const provider = yield* Provider.name
-  // A real provider is built once, at start (a missing key is reported now); the mock anew for every chat.
-  const model = provider === "mock" ? Provider.mock : Layer.succeedContext(yield* Layer.build(Provider.layer))
   const checkpoints = yield* Config.String("AGENTLOOP_WEB_CHECKPOINTS").pipe(
     Config.withDefault(join(tmpdir(), "agentloop-web-checkpoints"))
   )
   yield* Layer.launch(
-    HttpRouter.serve(Server.routes({ provider, model }), { disableLogger: true, disableListenLog: true }).pipe(
+    // The model is built once, as the server starts: a missing key is reported then.
+    HttpRouter.serve(Server.routes({ provider, model: Provider.layer }), {
+      disableLogger: true,
+      disableListenLog: true
+    }).pipe(
       Layer.provide(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
       // The server's runs live as long as the server; their checkpoints in a folder, across restarts.
       Layer.provide(LiveRuns.layer),

@@ -3,15 +3,16 @@
  * `playwright-core`; never a browser download). `.ci/run` installs Chromium;
  * elsewhere these tests skip, saying so, when it is missing.
  */
-import { Checkpointer, LiveRuns } from "@agentloop/core"
-import type { LanguageModel } from "@agentloop/core"
+import { Checkpointer, EventStreamClient, Item, LiveRuns } from "@agentloop/core"
+import type { AgentLoop, LanguageModel } from "@agentloop/core"
+import { agent } from "@agentloop/core/stream/EventStream"
 import * as Provider from "@agentloop/example-terminal/Provider"
 import { question, script } from "@agentloop/example-terminal/script"
 import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Deferred, Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import * as Http from "node:http"
@@ -22,6 +23,7 @@ import { gzipSync } from "node:zlib"
 import { chromium } from "playwright-core"
 import type { Page } from "playwright-core"
 import { bundle } from "../src/bundle.ts"
+import * as Conversation from "../src/Conversation.ts"
 import * as Durable from "../src/Durable.ts"
 import * as Server from "../src/Server.ts"
 
@@ -33,7 +35,10 @@ if (!hasChromium) {
 
 const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
 
-/** Serves the chat routes on a random local port for the scope, its runs recorded in memory; returns the page's URL. */
+/**
+ * Serves the chat routes on a random local port for the scope, its runs recorded in memory: the page's URL, and
+ * `cut`, which closes every connection to the server (a network cut).
+ */
 const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>) =>
   Effect.gen(function*() {
     const nodeServer = Http.createServer()
@@ -46,7 +51,10 @@ const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>
     )
     yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
     const address = nodeServer.address()
-    return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`
+    return {
+      url: `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`,
+      cut: () => nodeServer.closeAllConnections()
+    }
   })
 
 /** A fresh page in a headless Chromium, closed with the scope. */
@@ -77,12 +85,74 @@ describe("the chat page's script", () => {
     }), 60_000)
 })
 
+/** Posts `body` to the chat server at `url`: the last event of its run; the failure it ended with, as the failure. */
+const chat = (url: string, body: unknown) =>
+  Effect.tryPromise({
+    try: async () => {
+      let last: AgentLoop.AgentEvent | undefined
+      const init = { method: "POST", body: JSON.stringify(body) }
+      for await (const event of EventStreamClient.events(agent, `${url}chat`, init)) last = event
+      if (last === undefined) throw new Error("the run sent no event")
+      return last
+    },
+    catch: (error) => error
+  })
+
+describe("the chat server", () => {
+  it.live("builds its model once, for its lifetime: a run never uses a model already released", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      // A model holding a resource (a connection pool, say), released when its layer closes.
+      const model = Layer.unwrap(Effect.acquireRelease(
+        Effect.sync(() => {
+          log.push("acquired")
+          return MockLanguageModel.layer([...script, ...script])
+        }),
+        () => Effect.sync(() => log.push("released"))
+      ))
+      const { url } = yield* serve("mock", model)
+      for (const index of [0, 1]) {
+        const ended = yield* chat(url, { conversation: "conversation-1", index, message: question, context: [] })
+        expect(ended._tag).toBe("Finished")
+      }
+      expect(log).toStrictEqual(["acquired"])
+    }).pipe(Effect.scoped))
+
+  it.live("runs a message on the conversation before it, which the page sends again as it was", () =>
+    Effect.gen(function*() {
+      const built = yield* Layer.build(MockLanguageModel.layer([...script, ...script]))
+      const { url } = yield* serve("mock", Layer.succeedContext(built))
+      const first = yield* chat(url, { conversation: "conversation-2", index: 0, message: question, context: [] })
+      const history = first._tag === "Finished" ? first.result.history : []
+      const next = {
+        conversation: "conversation-2",
+        index: 1,
+        message: "And in miles per hour?",
+        context: Schema.encodeSync(Conversation.History)(history)
+      }
+      expect((yield* chat(url, next))._tag).toBe("Finished")
+      // The model read the first exchange, then the new message.
+      const requests = yield* Context.get(built, MockLanguageModel.MockLanguageModel).requests
+      expect(requests[3]?.history).toStrictEqual([...history, Item.userMessage("And in miles per hour?")])
+      // Sent again as it was (a reload), it names the same run, which is not executed again.
+      expect((yield* chat(url, next))._tag).toBe("Finished")
+      expect(yield* Context.get(built, MockLanguageModel.MockLanguageModel).requests).toHaveLength(6)
+      // The run's options are the same, as its log's fingerprint says; with another conversation, they are not.
+      const cancel = (body: unknown) =>
+        Effect.promise(() =>
+          fetch(`${url}chat/cancel`, { method: "POST", body: JSON.stringify(body) }).then((r) => r.text())
+        )
+      expect(yield* cancel(next)).toBe("the run had ended\n")
+      expect(yield* cancel({ ...next, context: [] })).toContain("was recorded with another input")
+    }).pipe(Effect.scoped))
+})
+
 describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
   it.live(
     "shows the answer as it streams, the tool calls and results, and the turn's cost",
     () =>
       Effect.gen(function*() {
-        const url = yield* serve("mock", Provider.mock)
+        const { url } = yield* serve("mock", Provider.mock)
         const page = yield* browserPage
         yield* Effect.promise(() => page.goto(url))
         // Every change of the answer's text is sampled with the page's state at that moment.
@@ -129,7 +199,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
       // The model never answers: the run waits on its HTTP request until Stop.
       yield* provider.reply(ProviderServer.hang)
       const model = Responses.layer({ apiKey: Redacted.make("test-key"), baseUrl: provider.url, model: "gpt-5-mini" })
-      const url = yield* serve("responses", model)
+      const { url } = yield* serve("responses", model)
       const page = yield* browserPage
       yield* Effect.promise(() => page.goto(url))
       yield* Effect.promise(() => page.click("#send"))
@@ -148,7 +218,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
       Effect.gen(function*() {
         // One scripted model for both runs (it answers the turn each history is at), to count what it was asked.
         const model = yield* Layer.build(Provider.mock)
-        const url = yield* serve("mock", Layer.succeedContext(model))
+        const { url } = yield* serve("mock", Layer.succeedContext(model))
         const page = yield* browserPage
         yield* Effect.promise(() => page.goto(url))
         // A first exchange, then a second message, whose run is in progress when the page is loaded again.
@@ -180,11 +250,69 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
           expect(yield* Effect.promise(() => bubble.locator(".ending").textContent())).toContain("✓ Stop")
         }
         // The reload did not start the run again: each run's three turns were asked once.
-        expect(yield* Context.get(model, MockLanguageModel.MockLanguageModel).requests).toHaveLength(6)
+        const requests = yield* Context.get(model, MockLanguageModel.MockLanguageModel).requests
+        expect(requests).toHaveLength(6)
+        // The second message was asked on the first exchange: the question, and its answer.
+        const read = requests[3]?.history.map((item) =>
+          item.type === "message" ? item.content.map(Item.partText).join("") : item.type
+        )
+        expect(read?.[0]).toBe(question)
+        expect(read?.at(-2)).toContain("A marathon is about 42.16 km.")
+        expect(read?.at(-1)).toBe("And in miles per hour?")
         mkdirSync(screenshots, { recursive: true })
         yield* Effect.promise(() => page.screenshot({ path: `${screenshots}chat-reload.png`, fullPage: true }))
       }).pipe(Effect.scoped),
     90_000
+  )
+
+  it.live(
+    "a connection cut in the middle of a turn, then cut again after the resume, shows each turn once",
+    () =>
+      Effect.gen(function*() {
+        // The script's second turn stops after two deltas until the test lets it go on.
+        const stalled = yield* Deferred.make<void>()
+        const goOn = yield* Deferred.make<void>()
+        const [first, second, third] = script
+        const model = MockLanguageModel.layer([
+          first!,
+          MockLanguageModel.held(
+            second!,
+            2,
+            Effect.andThen(Deferred.succeed(stalled, undefined), Deferred.await(goOn))
+          ),
+          third!
+        ])
+        const { cut, url } = yield* serve("mock", model)
+        const page = yield* browserPage
+        yield* Effect.promise(() => page.goto(url))
+        yield* Effect.promise(() => page.click("#send"))
+        yield* Deferred.await(stalled)
+        const secondTurnShown = () =>
+          page.waitForFunction(() => (document.querySelectorAll(".turn .text")[1]?.textContent ?? "") !== "")
+        /** Cuts the connection; the page reconnects, drops the turn in progress, and shows it again. */
+        const cutAndResume = Effect.promise(async () => {
+          const resumed = page.waitForResponse((response) => response.url().endsWith("/chat"))
+          cut()
+          await resumed
+          await secondTurnShown()
+        })
+        yield* Effect.promise(secondTurnShown)
+        yield* cutAndResume
+        yield* cutAndResume
+        yield* Deferred.succeed(goOn, undefined)
+        yield* Effect.promise(() => page.waitForSelector("#status[data-state=finished]", { timeout: 30_000 }))
+
+        const costs = yield* Effect.promise(() => page.locator(".meta").allTextContents())
+        expect(costs.map((cost) => cost.split(" · ")[0])).toStrictEqual(["turn 1", "turn 2", "turn 3"])
+        const texts = yield* Effect.promise(() => page.locator(".turn .text").allTextContents())
+        expect(texts).toHaveLength(3)
+        expect(texts[0]).toBe("Let me work these out with the tools.\n")
+        expect(texts[1]).toBe("I asked for the wrong unit; converting to Celsius instead.\n")
+        expect(yield* Effect.promise(() => page.locator(".call").count())).toBe(4)
+        expect(yield* Effect.promise(() => page.locator(".result").count())).toBe(4)
+        expect(yield* Effect.promise(() => page.locator(".ending").textContent())).toContain("✓ Stop")
+      }).pipe(Effect.scoped),
+    60_000
   )
 
   it.live("a durable run's page survives a reload: the whole conversation, once, and the run went on", () => {

@@ -7,9 +7,9 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { Cost } from "./Cost.ts"
+import * as Cost from "./Cost.ts"
 import * as Item from "./Item.ts"
-import { TokenUsage } from "./TokenUsage.ts"
+import * as TokenUsage from "./TokenUsage.ts"
 
 const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(0))
 
@@ -39,10 +39,19 @@ const Count = Schema.Number.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(
  * @category schemas
  */
 export const Accounting = Schema.Struct({
-  usage: TokenUsage,
-  cost: Cost,
+  usage: TokenUsage.TokenUsage,
+  cost: Cost.Cost,
   elapsedMs: Schema.Finite,
   steps: Count,
   lastItems: Item.History
 })
 export type Accounting = typeof Accounting.Type
+
+/**
+ * The accounting of what never ran (a termination found before the run, or
+ * a run whose log holds no turn): no tokens, no cost, no time, no turns.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const empty: Accounting = { usage: TokenUsage.empty, cost: Cost.zero, elapsedMs: 0, steps: 0, lastItems: [] }

@@ -15,11 +15,9 @@ import * as Formatter from "effect/Formatter"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import { Accounting } from "./Accounting.ts"
+import * as Accounting from "./Accounting.ts"
 import * as CheckpointVersion from "./CheckpointVersion.ts"
-import * as Cost from "./Cost.ts"
 import type { ModelParams } from "./LanguageModel.ts"
-import * as TokenUsage from "./TokenUsage.ts"
 
 /**
  * An option cannot work: `field` (a path: `limits.maxTurns`, `Until.maxDuration`,
@@ -37,7 +35,7 @@ export class InvalidOptions extends Schema.TaggedError<InvalidOptions>()("Invali
   expected: Schema.String,
   /** The step whose field it is, in a step program. */
   stepId: Schema.optionalKey(Schema.String),
-  accounting: Accounting
+  accounting: Accounting.Accounting
 }) {
   /** As a termination, `fatal`: a new run fails the same way until the code changes. */
   get category(): "fatal" {
@@ -48,9 +46,6 @@ export class InvalidOptions extends Schema.TaggedError<InvalidOptions>()("Invali
     return `${where}${this.field} must be ${this.expected}, not ${this.value}`
   }
 }
-
-/** The accounting of what never ran. */
-const nothing: Accounting = { usage: TokenUsage.empty, cost: Cost.zero, elapsedMs: 0, steps: 0, lastItems: [] }
 
 /** Values are printed up to this many characters. */
 const maxValueLength = 200
@@ -84,7 +79,7 @@ export const make = (options: {
     value: print(options.value),
     expected: options.expected,
     ...(options.stepId === undefined ? {} : { stepId: options.stepId }),
-    accounting: nothing
+    accounting: Accounting.empty
   })
 
 /**

@@ -8,8 +8,11 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
+import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentHistory from "../src/agent/AgentHistory.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as AgentMachine from "../src/agent/AgentMachine.ts"
+import * as Thread from "../src/agent/Thread.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
@@ -52,6 +55,26 @@ const noting = (order: Array<string>) =>
             log.append(entries, options),
             () => Effect.sync(() => entries.some((entry) => entry.includes("\"Cancelled\"")) && order.push("recorded"))
           )
+      }))
+  })))
+
+/**
+ * The checkpointer in context, whose append of a run's result, once begun, presses stop and waits until the run has
+ * taken the cancel (`taken`): the cancellation arrives while the result is being written.
+ */
+const stopWhileFinishing = (stop: Deferred.Deferred<string>, taken: Deferred.Deferred<void>) =>
+  Layer.effect(Checkpointer.Checkpointer)(Effect.map(Checkpointer.Checkpointer, (store) => ({
+    ...store,
+    open: (id, fingerprint) =>
+      Effect.map(store.open(id, fingerprint), (log) => ({
+        ...log,
+        append: (entries, options) =>
+          entries.some((entry) => entry.includes("\"Finished\""))
+            ? Deferred.succeed(stop, "too late").pipe(
+              Effect.andThen(Deferred.await(taken)),
+              Effect.andThen(log.append(entries, options))
+            )
+            : log.append(entries, options)
       }))
   })))
 
@@ -143,6 +166,86 @@ eachStore("agent-cancel", (label, layer) =>
         const again = yield* execute([], options)
         expect(again.exit._tag).toBe("Success")
       }).pipe(Effect.provide(agentWith([addCall(1, 2), answer("3")])), Effect.provide(layer())))
+
+    it.effect("a cancellation that comes while the run's result is being written leaves it finished", () => {
+      const stop = Deferred.makeUnsafe<string>()
+      const taken = Deferred.makeUnsafe<void>()
+      return Effect.gen(function*() {
+        const options = { input: "Add", toolkit: Toolkit.make(add), model, runId: fresh("finishing") }
+        const cancel = Effect.tap(Deferred.await(stop), () => Deferred.succeed(taken, undefined))
+        const events = yield* Stream.runCollect((yield* AgentLoop.AgentLoop).stream({ ...options, cancel }))
+        // The consumer gets the result the log records, not the cancellation.
+        expect(events.map((event) => event._tag).slice(-2)).toStrictEqual(["Verdict", "Finished"])
+        expect((yield* read(options.runId)).map((entry) => JSON.parse(entry)._tag)).toStrictEqual([
+          "Answered",
+          "ToolDone",
+          "Decided",
+          "Answered",
+          "Finished"
+        ])
+        expect((yield* AgentHistory.events(options)).ended?._tag).toBe("Finished")
+        expect(yield* AgentHistory.cancel(options)).toBe(false)
+        // Its result kept alone by retention, it stays finished.
+        yield* Checkpointer.prune({ finishedBefore: new Date(Date.now() + 60_000), keep: "result" })
+        expect((yield* read(options.runId)).map((entry) => JSON.parse(entry)._tag)).toStrictEqual(["Finished"])
+        expect((yield* execute([], options)).exit._tag).toBe("Success")
+      }).pipe(
+        Effect.provide(agentWith([addCall(1, 2), answer("3")])),
+        Effect.provide(stopWhileFinishing(stop, taken).pipe(Layer.provide(layer())))
+      )
+    })
+
+    it.effect("a cancellation that comes while a run's result is being written lets its items reach its thread", () => {
+      const stop = Deferred.makeUnsafe<string>()
+      const taken = Deferred.makeUnsafe<void>()
+      return Effect.gen(function*() {
+        const thread = fresh("chat")
+        const options = { input: "Add", toolkit: Toolkit.make(add), model, runId: fresh("finishing"), thread }
+        const cancel = Effect.tap(Deferred.await(stop), () => Deferred.succeed(taken, undefined))
+        const events = yield* Stream.runCollect((yield* AgentLoop.AgentLoop).stream({ ...options, cancel }))
+        expect(events.at(-1)?._tag).toBe("Finished")
+        expect((yield* Thread.read(thread)).map((item) => item.type)).toStrictEqual([
+          "message",
+          "function_call",
+          "function_call_output",
+          "message"
+        ])
+      }).pipe(
+        Effect.provide(agentWith([addCall(1, 2), answer("3")])),
+        Effect.provide(stopWhileFinishing(stop, taken).pipe(Layer.provide(layer())))
+      )
+    })
+
+    it.effect("a recorder records no cancellation once the run's log ended, with its result or a cancellation", () =>
+      Effect.gen(function*() {
+        /** Opens a recorder of `options`' run, recovers it, and has it record a cancellation. */
+        const cancelledByRecorder = (options: AgentLoop.Options<string, never>, reason: string) =>
+          Effect.scoped(Effect.gen(function*() {
+            const machine = yield* AgentMachine.make(options)
+            const recorder = yield* AgentCheckpoint.recorder({
+              runId: machine.runId,
+              fingerprint: yield* AgentCheckpoint.fingerprint(options),
+              machine,
+              output: AgentCheckpoint.output(options),
+              toolkit: options.toolkit
+            })
+            yield* recorder.recover(machine.initial, () => Effect.void)
+            yield* recorder.cancelled(reason)
+            yield* recorder.cancelled(`${reason}, again`)
+          }))
+        const tags = (runId: string) =>
+          Effect.map(read(runId), (entries) => entries.map((entry) => JSON.parse(entry)._tag))
+        const finished = { input: "Add", toolkit: Toolkit.make(add), model, runId: fresh("recorded") }
+        expect((yield* execute([addCall(1, 2), answer("3")], finished)).exit._tag).toBe("Success")
+        yield* cancelledByRecorder(finished, "too late")
+        expect((yield* tags(finished.runId)).at(-1)).toBe("Finished")
+        // A run that had not ended is cancelled once, by the first.
+        const running = { ...finished, runId: fresh("recorded") }
+        yield* cancelledByRecorder(running, "stop")
+        expect(yield* tags(running.runId)).toStrictEqual(["Cancelled"])
+        yield* cancelledByRecorder(running, "stop")
+        expect(yield* tags(running.runId)).toStrictEqual(["Cancelled"])
+      }).pipe(Effect.provide(layer())))
 
     it.effect("a run not executing is cancelled by AgentHistory.cancel, even one never started", () =>
       Effect.gen(function*() {

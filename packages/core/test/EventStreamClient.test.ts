@@ -28,7 +28,9 @@ const server = Effect.acquireRelease(
         "/cut": event,
         "/malformed": "data: {\"n\":\"zero\"}\n\n",
         "/big": `data: ${"x".repeat(4096)}\n\n`,
-        "/server": "event: error\ndata: {\"message\":\"could not encode\"}\n\n"
+        "/server": "event: error\ndata: {\"message\":\"could not encode\"}\n\n",
+        // A resumed stream: the turn in progress again, without ids, then a recorded event.
+        "/resumed": `${event}${event}id: 8\n${event}${written(Stream.empty)}`
       }
       const http = Http.createServer((request, response) => {
         const path = request.url ?? ""
@@ -88,6 +90,18 @@ describe("EventStreamClient.events", () => {
       expect(yield* failure(`${url}/big`, { maxEventSize: 1024 })).toMatchObject({ reason: "malformed" })
       expect(yield* failure(`${url}/server`)).toMatchObject({ reason: "server", message: "could not encode" })
       expect(yield* failure("http://127.0.0.1:1/refused")).toMatchObject({ reason: "http" })
+    }).pipe(Effect.scoped))
+
+  it.live("a resumed stream's events without an id have the id it resumed from, as an EventSource keeps it", () =>
+    Effect.gen(function*() {
+      const { url } = yield* server
+      const ids = yield* Effect.promise(async () => {
+        const out: Array<string> = []
+        const read = EventStreamClient.entries(counts, `${url}/resumed`, undefined, { lastEventId: "7" })
+        for await (const { id } of read) out.push(id)
+        return out
+      })
+      expect(ids).toStrictEqual(["7", "7", "8"])
     }).pipe(Effect.scoped))
 
   it.live("leaving the loop closes the connection, which the server sees", () =>

@@ -36,14 +36,13 @@ const handRun = Effect.gen(function*() {
   return { events, run }
 })
 
+/** Waits until what a client attaching to `live` gets right away is `done`. */
+const attachingGets = <O>(live: LiveRuns.Live<O>, done: (attached: LiveRuns.Attached<O>) => boolean) =>
+  Effect.scoped(live.attach).pipe(Effect.repeat({ until: done, schedule: Schedule.spaced("2 millis") }))
+
 /** Waits until `live` has published `count` events of its turn so far (recorded, then unrecorded since). */
 const published = <O>(live: LiveRuns.Live<O>, count: number) =>
-  Effect.scoped(live.attach).pipe(
-    Effect.repeat({
-      until: (attached) => attached.recorded.length + attached.since.length >= count,
-      schedule: Schedule.spaced("2 millis")
-    })
-  )
+  attachingGets(live, (attached) => attached.recorded.length + attached.since.length >= count)
 
 /** What an attached client has right away, and the rest of its events until its run's end. */
 const follow = <O>(live: LiveRuns.Live<O>) =>
@@ -71,9 +70,7 @@ describe("LiveRuns", () => {
       // A second start under the same id finds the live run: one execution per id.
       expect((yield* registry.start("r1", { input: "a" }, run))?.live.id).toBe("r1")
       yield* Queue.offerAll(events, [delta("!"), completed])
-      yield* Effect.scoped(live.attach).pipe(
-        Effect.repeat({ until: (attached) => attached.recorded.length === 2, schedule: Schedule.spaced("2 millis") })
-      )
+      yield* attachingGets(live, (attached) => attached.recorded.length === 2)
       // Once the turn completed, a new client gets it whole: the deltas of a completed turn are not kept.
       const late = yield* follow(live)
       expect(late.now).toStrictEqual(["TurnStarted", "TurnCompleted"])
@@ -168,6 +165,81 @@ describe("LiveRuns", () => {
       expect(order).toStrictEqual(["recorded", "started"])
     }).pipe(Effect.scoped))
 
+  it.live("a start interrupted as it starts the run leaves the run running, or nothing: never an id without a run", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make()
+      const { run } = yield* handRun
+      // The client's request is interrupted (its connection closed) while the run is being started.
+      const starter = yield* Effect.forkChild(Effect.scoped(registry.start("r8", {}, (cancel) => {
+        Fiber.getCurrent()?.interruptUnsafe()
+        return run(cancel)
+      })))
+      expect((yield* Fiber.await(starter))._tag).toBe("Failure")
+      // The run it registered runs: a client attaches to it, and a cancel reaches it.
+      const { live } = (yield* registry.start("r8", {}, run))!
+      const client = yield* follow(live)
+      expect(yield* registry.cancel("r8", {}, "stop", Effect.succeed(false))).toBe(true)
+      expect((yield* Fiber.join(client.rest))._tag).toBe("Failure")
+      expect(registry.get("r8")).toBeUndefined()
+    }).pipe(Effect.scoped))
+
+  it.live("of cancels at once, one answers that it cancelled the run", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make()
+      const { run } = yield* handRun
+      yield* registry.start("r9", {}, run)
+      const cancel = registry.cancel("r9", {}, "stop", Effect.succeed(true))
+      const answers = yield* Effect.all([cancel, cancel, cancel], { concurrency: 3 })
+      expect(answers.filter((answer) => answer)).toHaveLength(1)
+    }).pipe(Effect.scoped))
+
+  it.live("a cancel waiting for a run that does not heed it can be abandoned; the run stays told", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make()
+      const deaf = yield* Queue.unbounded<Event, Cause.Done>()
+      const told = yield* Deferred.make<string>()
+      // A run that hears the cancel, and goes on (a tool that ignores interruption).
+      const { live } = (yield* registry.start("r10", {}, (cancel) =>
+        Stream.unwrap(Effect.as(
+          Effect.forkChild(Effect.flatMap(cancel, (reason) => Deferred.succeed(told, reason))),
+          Stream.fromQueue(deaf)
+        ))))!
+      const client = yield* follow(live)
+      const waiting = yield* Effect.forkChild(registry.cancel("r10", {}, "stop", Effect.succeed(true)))
+      expect(yield* Deferred.await(told)).toBe("stop")
+      yield* Fiber.interrupt(waiting)
+      expect(yield* Fiber.await(waiting)).toMatchObject({ _tag: "Failure" })
+      expect(registry.get("r10")).toBeDefined()
+      yield* Queue.end(deaf)
+      expect((yield* Fiber.join(client.rest))._tag).toBe("Success")
+    }).pipe(Effect.scoped))
+
+  it.live("a turn in progress is kept up to capacity events; past them, a client attaching gets it when it completes", () =>
+    Effect.gen(function*() {
+      const registry = yield* LiveRuns.make({ capacity: 4 })
+      const { events, run } = yield* handRun
+      const { attached, live } = (yield* registry.start("r11", {}, run))!
+      const starter = yield* Effect.forkChild(Stream.runCollect(Stream.fromQueue(attached.next)))
+      yield* Queue.offerAll(events, [started, delta("a"), delta("b"), delta("c")])
+      yield* published(live, 4)
+      const early = yield* follow(live)
+      expect(early.now).toStrictEqual(["TurnStarted", "Delta", "Delta", "Delta"])
+      // A fifth delta: the turn's deltas are no longer kept (a tool reporting progress for an hour, say).
+      yield* Queue.offerAll(events, [delta("d"), delta("e")])
+      yield* attachingGets(live, (attached) => attached.since.length === 0)
+      // A client attaching now gets none of the turn's deltas, not even the ones that come: the turn whole, after.
+      const late = yield* follow(live)
+      expect(late.now).toStrictEqual(["TurnStarted"])
+      yield* Queue.offerAll(events, [delta("f"), completed, delta("g")])
+      yield* Queue.end(events)
+      const tags = (exit: Exit.Exit<ReadonlyArray<LiveRuns.Published<string>>, unknown>) =>
+        Exit.isSuccess(exit) ? exit.value.map(({ event }) => event._tag) : exit
+      expect(tags(yield* Fiber.join(late.rest))).toStrictEqual(["TurnCompleted", "Delta"])
+      // Clients that were there go on as before.
+      expect(tags(yield* Fiber.join(early.rest))).toStrictEqual(["Delta", "Delta", "Delta", "TurnCompleted", "Delta"])
+      expect(yield* Fiber.join(starter)).toHaveLength(9)
+    }).pipe(Effect.scoped))
+
   it.live("closing its scope stops every live run (its clients get Stopped), and starts nothing after", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
@@ -190,8 +262,8 @@ describe("LiveRuns", () => {
       const { events, run } = yield* handRun
       const { live } = (yield* registry.start("r7", {}, run))!
       const attached = yield* live.attach
-      yield* Queue.offerAll(events, [started, delta("a"), delta("b"), delta("c"), delta("d")])
-      yield* published(live, 5)
+      yield* Queue.offerAll(events, [started, delta("a"), delta("b"), delta("c"), delta("d"), completed])
+      yield* attachingGets(live, (attached) => attached.recorded.length === 2)
       const exit = yield* Effect.exit(Stream.runCollect(Stream.fromQueue(attached.next)))
       const ending = Exit.isFailure(exit)
         ? exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error

@@ -13,6 +13,7 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, Schema, Scope, Stream } 
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Http from "node:http"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
+import * as AiError from "../src/AiError.ts"
 import * as Checkpointer from "../src/Checkpointer.ts"
 import * as EventStream from "../src/stream/EventStream.ts"
 import * as EventStreamClient from "../src/stream/EventStreamClient.ts"
@@ -30,7 +31,7 @@ const deferred = (name: string) => {
   deferreds.set(name, made)
   return made
 }
-/** The gate of run `runId`'s second call, and the signal that the call is waiting at it. */
+/** The gate of run `runId`'s second call (or turn), and the signal that it is waiting at it. */
 const gate = (runId: string) => deferred(`${runId}/open`)
 const atGate = (runId: string) => deferred(`${runId}/reached`)
 const wait = Tool.make({
@@ -51,7 +52,8 @@ const toolkit = Toolkit.make(wait)
 
 /**
  * Three turns of a call each, then an answer. A run whose task starts with "hang" waits forever at its first
- * call, one whose task starts with "gate" at its second call until its gate opens.
+ * call, one whose task starts with "gate" at its second call until its gate opens, and one whose task starts with
+ * "stall" in the middle of its second turn (after two deltas) until its gate opens.
  */
 const respond: MockLanguageModel.Respond = ({ history }) => {
   const calls = history.filter((item) => item.type === "function_call").length
@@ -60,7 +62,7 @@ const respond: MockLanguageModel.Respond = ({ history }) => {
     ? first.content[0].text
     : ""
   const hang = task.startsWith("hang") && calls === 0
-  return calls < 3
+  const turn = calls < 3
     ? MockLanguageModel.callsTurn([{
       name: "wait",
       arguments: hang
@@ -71,6 +73,13 @@ const respond: MockLanguageModel.Respond = ({ history }) => {
       callId: `call_${calls}`
     }], { text: `Step ${calls + 1}, in a few words.` })
     : MockLanguageModel.textTurn("All done, in a few words.")
+  return task.startsWith("stall") && calls === 1
+    ? MockLanguageModel.held(
+      turn,
+      2,
+      Effect.andThen(Deferred.succeed(atGate(task), undefined), Deferred.await(gate(task)))
+    )
+    : turn
 }
 
 const optionsFor = (runId: string, input = runId) => ({ input, toolkit, runId })
@@ -136,14 +145,15 @@ interface Read {
 }
 
 /**
- * Reads `url` from `lastEventId` on, leaving after `leaveAfter` events: each event's id and tag, and how it
- * ended. `saw` is completed when an event of tag `sawTag` (default TurnCompleted) arrives.
+ * Reads `url` from `lastEventId` on, leaving after `leaveAfter` events (or once the events it has pass it):
+ * each event's id and tag, and how it ended. `saw` is completed when an event of tag `sawTag` (default
+ * TurnCompleted) arrives.
  */
 const readEvents = (
   url: string,
   options: {
     readonly lastEventId?: string
-    readonly leaveAfter?: number
+    readonly leaveAfter?: number | ((entries: Read["entries"]) => boolean)
     readonly saw?: Deferred.Deferred<void>
     readonly sawTag?: string
   } = {}
@@ -157,7 +167,8 @@ const readEvents = (
         if (options.saw !== undefined && event._tag === (options.sawTag ?? "TurnCompleted")) {
           Deferred.doneUnsafe(options.saw, Exit.void)
         }
-        if (entries.length === options.leaveAfter) return { entries, ended: "left" }
+        const leave = options.leaveAfter
+        if (typeof leave === "number" ? entries.length === leave : leave?.(entries)) return { entries, ended: "left" }
       }
       return { entries, ended: "end" }
     } catch (error) {
@@ -170,9 +181,14 @@ const readEvents = (
     }
   })
 
-/** The recorded events of a read: those whose id changed (an unrecorded event repeats the last id). */
-const recorded = (read: Read) =>
-  read.entries.filter((entry, i) => entry.id !== "" && entry.id !== (read.entries[i - 1]?.id ?? ""))
+/**
+ * The recorded events of reads, each from the last id of the one before: those whose id changed (an unrecorded
+ * event repeats the last id).
+ */
+const recorded = (...reads: ReadonlyArray<Read>) => {
+  const entries = reads.flatMap((read) => read.entries)
+  return entries.filter((entry, i) => entry.id !== "" && entry.id !== (entries[i - 1]?.id ?? ""))
+}
 
 const post = (url: string) => Effect.promise(() => fetch(url, { method: "POST" }).then((response) => response.text()))
 
@@ -184,8 +200,7 @@ describe("ResumableStream over HTTP", () => {
         const url = `${yield* serve}/runs/walk/events`
         // The first client leaves in the middle of the second turn's deltas, when the run has recorded 5 events.
         const first = yield* readEvents(url, { leaveAfter: 25 })
-        const seen = recorded(first)
-        expect(seen.length).toBeGreaterThanOrEqual(4)
+        expect(recorded(first).length).toBeGreaterThanOrEqual(4)
         const lastEventId = first.entries.at(-1)!.id
         const rest = yield* readEvents(url, { lastEventId })
         expect(rest.ended).toBe("end")
@@ -214,7 +229,28 @@ describe("ResumableStream over HTTP", () => {
         expect(whole.entries.map((entry) => entry.id).slice(0, 5)).toStrictEqual(["1.0", "1.1", "1.2.1", "1.3", "2.0"])
         expect(whole.entries.at(-1)?.id).toBe("4.5")
         // No gap and no duplicate.
-        expect([...seen, ...recorded(rest)]).toStrictEqual(whole.entries)
+        expect(recorded(first, rest)).toStrictEqual(whole.entries)
+      }).pipe(Effect.scoped, Effect.provide(services)),
+    30_000
+  )
+
+  it.live(
+    "a client cut twice in the middle of a turn, back each time with the last id it has, gets the run once",
+    () =>
+      Effect.gen(function*() {
+        const url = `${yield* serve}/runs/stall-twice/events`
+        // Cut in the middle of the second turn's text, where the run waits (two deltas past its start)...
+        const first = yield* readEvents(url, {
+          leaveAfter: (entries) => entries.at(-3)?.tag === "TurnStarted" && entries.at(-3)?.id === "2.0"
+        })
+        expect(first.entries.at(-1)).toStrictEqual({ id: "2.0", tag: "Delta" })
+        // ...back with its last id, it gets those deltas again, keeping that id; cut again in the same place.
+        const second = yield* readEvents(url, { lastEventId: "2.0", leaveAfter: 2 })
+        expect(second.entries).toStrictEqual([{ id: "2.0", tag: "Delta" }, { id: "2.0", tag: "Delta" }])
+        yield* Deferred.succeed(gate("stall-twice"), undefined)
+        const rest = yield* readEvents(url, { lastEventId: second.entries.at(-1)!.id })
+        expect(rest.ended).toBe("end")
+        expect(recorded(first, second, rest)).toStrictEqual((yield* readEvents(url)).entries)
       }).pipe(Effect.scoped, Effect.provide(services)),
     30_000
   )
@@ -335,7 +371,7 @@ describe("ResumableStream over HTTP", () => {
         // Asked only for the turns after the second: its answered turns came from the log.
         expect((yield* mock.requests).length).toBe(before + 2)
         const whole = yield* readEvents(`${again}/runs/gate-restart/events`)
-        expect([...recorded(first), ...recorded(during), ...recorded(rest)]).toStrictEqual(whole.entries)
+        expect(recorded(first, during, rest)).toStrictEqual(whole.entries)
       }).pipe(Effect.scoped, Effect.provide(services)),
     30_000
   )
@@ -388,6 +424,30 @@ describe("ResumableStream over HTTP", () => {
   )
 })
 
+const waitTurn = MockLanguageModel.callsTurn([{ name: "wait", arguments: { ms: 0 }, callId: "call_0" }])
+
+/** A model whose first turn calls `wait`, and whose second never goes past its start. */
+const stalledInSecondTurn = MockLanguageModel.layer([
+  waitTurn,
+  MockLanguageModel.held(MockLanguageModel.textTurn("Never said."), 0, Effect.never)
+])
+
+/** Follows run `options.runId` from the start up to its second turn's start, and leaves: the last id it has. */
+const untilSecondTurn = (options: ResumableStream.RunOptions<string, never, never, never>) =>
+  Effect.flatMap(ResumableStream.events(options), (stream) =>
+    stream.pipe(
+      Stream.takeUntil((entry) => entry.event._tag === "TurnStarted" && entry.event.step === 2),
+      Stream.runCollect,
+      Effect.map((entries) => entries.at(-1)?.id)
+    ))
+
+/** Follows run `options.runId` again, from after `id`, to its end. */
+const comeBack = (options: ResumableStream.RunOptions<string, never, never, never>, id: string | undefined) =>
+  Effect.flatMap(
+    ResumableStream.lastEventId({ "last-event-id": id }),
+    (after) => Effect.flatMap(ResumableStream.events(options, { after }), Stream.runCollect)
+  )
+
 describe("ResumableStream.events", () => {
   it.live(
     "a client too far behind is let go, and comes back for the rest with its last id",
@@ -424,6 +484,80 @@ describe("ResumableStream.events", () => {
       }).pipe(Effect.scoped, Effect.provide(services)),
     30_000
   )
+
+  it.live("a client back with the start of the turn its run was cancelled in gets the cancellation", () =>
+    Effect.gen(function*() {
+      const options = optionsFor("stalled")
+      const id = yield* untilSecondTurn(options)
+      expect(id).toBe("2.0")
+      expect(yield* ResumableStream.cancel(options)).toBe(true)
+      expect(yield* Effect.flip(comeBack(options, id))).toMatchObject({ _tag: "Halted", source: "person" })
+    }).pipe(
+      Effect.provide(LiveRuns.layer),
+      Effect.provide(
+        AgentLoop.layer.pipe(Layer.provide(stalledInSecondTurn), Layer.provideMerge(Checkpointer.layerMemory))
+      )
+    ))
+
+  it.live("a client back at once from a run that failed gets the run executed again, not the failure", () =>
+    Effect.gen(function*() {
+      const options = optionsFor("failed")
+      // The client follows the run to its failure: its last id is the start of the turn that failed.
+      const seen: Array<ResumableStream.Entry<unknown>> = []
+      const failed = yield* Effect.flatMap(
+        ResumableStream.events(options),
+        (stream) =>
+          stream.pipe(Stream.tap((entry) => Effect.sync(() => seen.push(entry))), Stream.runDrain, Effect.flip)
+      )
+      expect(failed).toMatchObject({ _tag: "DuringExecution" })
+      const id = seen.findLast((entry) => entry.id !== undefined)?.id
+      expect(id).toBe("2.0")
+      // It comes back at once: the run is executed again, from its log, and its second turn asked again.
+      const rest = yield* comeBack(options, id)
+      expect(rest.map((entry) => entry.event._tag).filter((tag) => tag !== "Delta")).toStrictEqual([
+        "TurnCompleted",
+        "Verdict",
+        "Finished"
+      ])
+      expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(3)
+    }).pipe(
+      Effect.provide(LiveRuns.layer),
+      Effect.provide(
+        AgentLoop.layer.pipe(
+          Layer.provideMerge(MockLanguageModel.layer([
+            waitTurn,
+            new AiError.Unavailable({ provider: "mock", message: "overloaded" }),
+            MockLanguageModel.textTurn("Done.")
+          ])),
+          Layer.provideMerge(Checkpointer.layerMemory)
+        )
+      )
+    ))
+
+  it.live("a cancel with other options than the run's is refused with CheckpointMismatch, live or not", () =>
+    Effect.gen(function*() {
+      const options = optionsFor("hang-mismatch")
+      const other = { ...options, input: "something else" }
+      const following = yield* Effect.forkChild(Effect.flatMap(ResumableStream.events(options), Stream.runDrain))
+      yield* Deferred.await(atGate("hang-mismatch"))
+      const mismatch = { _tag: "CheckpointMismatch", differences: [{ field: "input" }] }
+      expect(yield* Effect.flip(ResumableStream.cancel(other))).toMatchObject(mismatch)
+      // The run goes on; cancelled with its own options, it stops, and then the other options are refused as well.
+      expect(yield* ResumableStream.cancel(options)).toBe(true)
+      expect(yield* Effect.flip(Fiber.join(following))).toMatchObject({ _tag: "Halted", source: "person" })
+      expect(yield* Effect.flip(ResumableStream.cancel(other))).toMatchObject(mismatch)
+    }).pipe(Effect.provide(LiveRuns.layer), Effect.provide(services)))
+
+  it.live("a client connecting to a finished run gets what its log holds: after a compaction, the turns after it", () =>
+    Effect.gen(function*() {
+      const options = { ...optionsFor("compacted"), compactAfter: 3 }
+      const ids = (entries: ReadonlyArray<ResumableStream.Entry<unknown>>) =>
+        entries.flatMap((entry) => entry.id === undefined ? [] : [entry.id])
+      // Live in this server, the run sends every event; read from its log after, what follows its last snapshot.
+      const live = ids(yield* Stream.runCollect(yield* ResumableStream.events(options)))
+      expect(live).toHaveLength(16)
+      expect(ids(yield* Stream.runCollect(yield* ResumableStream.events(options)))).toStrictEqual(live.slice(-4))
+    }).pipe(Effect.provide(LiveRuns.layer), Effect.provide(services)))
 
   it.live("a run on a thread is refused with InvalidOptions", () =>
     Effect.gen(function*() {

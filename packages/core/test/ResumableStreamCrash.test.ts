@@ -35,7 +35,10 @@ type Read = typeof Read.Type
 const reads = (child: TestProcess.Child) =>
   child.messages.flatMap((message) => Schema.is(Read)(message) ? [message] : [])
 
-/** The recorded events of reads: those whose id changed (an unrecorded event repeats the last id). */
+/**
+ * The recorded events of reads, each from the last id of the one before: those whose id changed (an unrecorded
+ * event repeats the last id).
+ */
 const recorded = (entries: ReadonlyArray<Read>) =>
   entries.filter((entry, i) => entry.id !== "" && entry.id !== (entries[i - 1]?.id ?? ""))
 
@@ -113,7 +116,7 @@ describe("ResumableStream from a server process", () => {
         const whole = yield* readHere(events)
         expect(whole.ended).toBe("end")
         expect(whole.entries.map((entry) => entry.tag)).toStrictEqual(wholeRun)
-        expect([...recorded(seen), ...recorded(rest.entries)]).toStrictEqual(whole.entries)
+        expect(recorded([...seen, ...rest.entries])).toStrictEqual(whole.entries)
       }).pipe(Effect.scoped),
     hangs
   )
@@ -143,7 +146,7 @@ describe("ResumableStream from a server process", () => {
         expect(rest.ended).toBe("end")
         const whole = yield* readHere(events(after.url))
         expect(whole.entries.map((entry) => entry.tag)).toStrictEqual(wholeRun)
-        expect([...recorded(seen), ...recorded(rest.entries)]).toStrictEqual(whole.entries)
+        expect(recorded([...seen, ...rest.entries])).toStrictEqual(whole.entries)
         // Each of the five turns was asked once, by one server or the other.
         const asked = [...before.child.messages, ...after.child.messages].flatMap((message) =>
           typeof message["asked"] === "number" ? [message["asked"]] : []

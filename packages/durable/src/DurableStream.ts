@@ -5,7 +5,11 @@
  * `EventSource` does it by itself; `EventStreamClient.entries` with
  * `lastEventId`) gets every event after it, once, then the rest as the run
  * logs them. A client that connects to a finished run gets the whole run and
- * how it ended.
+ * how it ended (until the run is pruned, see `RunRetention`). A
+ * `Last-Event-ID` that names no entry of the run's log is answered `400`, and
+ * a run the store has no record of (never started, or pruned) fails the
+ * stream after a while (`startTimeout`) rather than being waited for without
+ * end.
  *
  * Disconnecting does not stop a durable run: only {@link cancel} does. It
  * interrupts the run's workflow and logs the run's end as a `Halted`
@@ -14,11 +18,10 @@
  *
  * @since 0.2.0
  */
-import type * as Accounting from "@agentloop/core/Accounting"
-import * as Cost from "@agentloop/core/Cost"
+import * as Accounting from "@agentloop/core/Accounting"
 import * as EventStream from "@agentloop/core/stream/EventStream"
 import * as Termination from "@agentloop/core/Termination"
-import * as TokenUsage from "@agentloop/core/TokenUsage"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import { HttpServerResponse } from "effect/http"
@@ -55,6 +58,11 @@ export interface ReadOptions {
   readonly after?: number | undefined
   /** How long to wait before looking again when the log has nothing new (default 100 ms). */
   readonly pollInterval?: Duration.Input | undefined
+  /**
+   * How long to wait for a run the store has no record of (default 30 seconds): never started, pruned, or
+   * started and not begun by a runner yet. @since 0.3.0
+   */
+  readonly startTimeout?: Duration.Input | undefined
 }
 
 const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
@@ -62,7 +70,9 @@ const failureJson = Schema.fromJsonString(Schema.toCodecJson(Termination.Error))
 /**
  * The log of `run` after position `after`: the entries logged so far, then
  * the rest as they are logged, ending with `Finished` or the failure entry.
- * Fails with `RunStoreError` when an entry does not decode.
+ * Fails with `RunStoreError` when an entry does not decode, and when the
+ * store still has no record of the run after `startTimeout` (a run id never
+ * started, or pruned, would be waited for without end).
  *
  * @since 0.2.0
  * @category reading
@@ -79,6 +89,14 @@ export const read = <O>(
     const corrupt = (entry: Entry) => (error: Schema.SchemaError) =>
       new RunStoreError({ operation: "decode", message: `entry ${entry.seq}: ${error.message}` })
     const pause = Duration.fromInputUnsafe(options.pollInterval ?? Duration.millis(100))
+    const startBy = (yield* Clock.currentTimeMillis) +
+      Duration.toMillis(Duration.fromInputUnsafe(options.startTimeout ?? Duration.seconds(30)))
+    // Once the store has a record of the run, the wait for its next entry has no bound: it is running, or waits.
+    let known = false
+    const unknown = new RunStoreError({
+      operation: "read",
+      message: `run "${run.runId}" of agent "${run.agent}" has no record: it was never started, or was pruned`
+    })
     const decode = (entry: Entry): Effect.Effect<Logged<O>, RunStoreError> =>
       entry.kind === "failure"
         ? Effect.map(
@@ -96,9 +114,14 @@ export const read = <O>(
         }
         const entries = yield* store.read(run, { afterSeq, fromStep: 0, limit: 256 })
         if (entries.length === 0) {
+          known ||= yield* store.exists(run)
+          if (!known && (yield* Clock.currentTimeMillis) >= startBy) {
+            return yield* unknown
+          }
           yield* Effect.sleep(pause)
           return [[], Option.some(afterSeq)] as const
         }
+        known = true
         const out: Array<Logged<O>> = []
         for (const entry of entries) {
           const logged = yield* decode(entry)
@@ -184,8 +207,10 @@ const sseHeaders = { "cache-control": "no-cache", "x-accel-buffering": "no" }
 
 /**
  * An `effect/http` response streaming run `runId` of the durable agent
- * named `agent` (whose output is text) from after `after`: see {@link read}. The
- * client going away ends the response, not the run.
+ * named `agent` (whose output is text) from after `after`: see {@link read};
+ * `400` when the run's log has no event at `after` (the client's
+ * `Last-Event-ID` was not written by this run). The client going away ends
+ * the response, not the run.
  *
  * @since 0.2.0
  * @category serving
@@ -195,25 +220,25 @@ export const toHttpResponse = (
   runId: string,
   options: ReadOptions = {}
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, RunStore> =>
-  Effect.map(
-    Effect.context<RunStore>(),
-    (context) =>
-      HttpServerResponse.stream(
-        Stream.provideContext(
-          Stream.encodeText(encode(read({ agent, runId }, DurableEvent.DurableEvent, options))),
-          context
-        ),
-        { contentType: "text/event-stream; charset=utf-8", headers: sseHeaders }
-      )
-  )
-
-const noAccounting: Accounting.Accounting = {
-  usage: TokenUsage.empty,
-  cost: Cost.zero,
-  elapsedMs: 0,
-  steps: 0,
-  lastItems: []
-}
+  Effect.gen(function*() {
+    const context = yield* Effect.context<RunStore>()
+    const run = { agent, runId }
+    const events = HttpServerResponse.stream(
+      Stream.provideContext(Stream.encodeText(encode(read(run, DurableEvent.DurableEvent, options))), context),
+      { contentType: "text/event-stream; charset=utf-8", headers: sseHeaders }
+    )
+    const after = options.after
+    if (after === undefined) return events
+    // The server sends only events its log holds: a position past the log is no event of this run's.
+    // A store that fails here is reported by the stream, which reads it next.
+    const at = yield* Effect.option((yield* RunStore).read(run, { afterSeq: after - 1, fromStep: 0, limit: 1 }))
+    if (at._tag === "None" || at.value.length > 0) return events
+    const refused = new EventStream.InvalidLastEventId({
+      value: String(after),
+      reason: `run "${runId}" has no such event`
+    })
+    return HttpServerResponse.text(`${refused.message}\n`, { status: 400 })
+  })
 
 /**
  * Cancels run `runId` of `agent` (whose output is text): interrupts it wherever it is (a model request, a tool call, a wait
@@ -236,7 +261,7 @@ export const cancel = <R, RU>(
     const store = yield* RunStore
     let afterSeq = -1
     let ended = false
-    let accounting = noAccounting
+    let accounting = Accounting.empty
     let step = 0
     while (true) {
       const entries = yield* store.read(run, { afterSeq, fromStep: 0, limit: 256 })

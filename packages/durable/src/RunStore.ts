@@ -234,6 +234,14 @@ export class RunStore extends Context.Service<RunStore, {
    * @since 0.3.0
    */
   readonly create: (run: RunKey, records: RunRecords) => Effect.Effect<boolean, RunStoreError>
+  /**
+   * Whether `run` has any record: a step, a log entry, or an execution that
+   * began. A run started is not recorded until a runner begins it; a run
+   * pruned has none.
+   *
+   * @since 0.3.0
+   */
+  readonly exists: (run: RunKey) => Effect.Effect<boolean, RunStoreError>
 }>()("@agentloop/durable/RunStore") {}
 
 /**
@@ -399,17 +407,23 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
       )
 
     /** Writes the records of a new run, failing with `occupied` (which rolls the transaction back) when it has any. */
-    const create = (run: RunKey, records: RunRecords) =>
-      Effect.gen(function*() {
-        const where = sql`agent = ${run.agent} AND run_id = ${run.runId}`
-        const found = yield* Effect.flatMap(
+    const exists = (run: RunKey) => {
+      const where = sql`agent = ${run.agent} AND run_id = ${run.runId}`
+      return Effect.map(
+        Effect.flatMap(
           sql`SELECT 1 AS found FROM ${steps} WHERE ${where}
             UNION ALL SELECT 1 AS found FROM ${events} WHERE ${where}
             UNION ALL SELECT 1 AS found FROM ${runs} WHERE ${where}
             LIMIT 1`,
           Schema.decodeUnknownEffect(Found)
-        )
-        if (found.length > 0) return yield* Effect.fail(occupied)
+        ),
+        (found) => found.length > 0
+      )
+    }
+
+    const create = (run: RunKey, records: RunRecords) =>
+      Effect.gen(function*() {
+        if (yield* exists(run)) return yield* Effect.fail(occupied)
         const key = { agent: run.agent, run_id: run.runId }
         // Another fork onto the same id, at once: its rows win, and this one rolls back.
         const written = yield* insertAll(steps, stepRows(run, records.steps))
@@ -613,6 +627,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.catchTag("Occupied", () => Effect.succeed(false)),
           Effect.mapError(fail("create"))
         ),
+      exists: (run) => exists(run).pipe(Effect.mapError(fail("read"))),
       decide: (run, wait, decision) =>
         sql`UPDATE ${approvals} SET decision = ${decision}
           WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL

@@ -1,14 +1,15 @@
 /**
  * A durable run's events over HTTP from a real server process (an embedded
  * runner on SQLite), read by client processes that are killed mid-run and
- * come back with `Last-Event-ID`, and a cancel that every client sees.
+ * come back with `Last-Event-ID`, and a cancel that every client sees; in
+ * this process, ids past a run's log and run ids with no record.
  */
 import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
 import * as TestProcess from "@agentloop/testing/TestProcess"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Schema } from "effect"
+import { Effect, Fiber, Layer, Schema, Stream } from "effect"
 import * as Path from "node:path"
-import { DurableEvent } from "../src/index.ts"
+import { DurableEvent, DurableStream, NodeSqliteClient, RunStore } from "../src/index.ts"
 import { sources, tempDir } from "./fixtures.ts"
 
 const script = TestProcess.bundled(new URL("./streamChild.ts", import.meta.url).pathname, sources)
@@ -108,4 +109,57 @@ describe("DurableStream from a server process", () => {
     },
     120_000
   )
+})
+
+describe("DurableStream in this process", () => {
+  const encodeEvent = Schema.encodeSync(Schema.fromJsonString(Schema.toCodecJson(DurableEvent.DurableEvent)))
+  const withStore = <A, E>(effect: Effect.Effect<A, E, RunStore.RunStore>) => {
+    const temp = tempDir()
+    return effect.pipe(
+      Effect.provide(
+        RunStore.layer().pipe(Layer.provide(NodeSqliteClient.layer({ filename: Path.join(temp.dir, "runs.db") })))
+      ),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  }
+
+  it.live("a Last-Event-ID past the run's log is refused with 400", () =>
+    withStore(Effect.gen(function*() {
+      const run = { agent: "walker", runId: "logged" }
+      yield* (yield* RunStore.RunStore).commit(run, {
+        steps: [],
+        entries: [
+          { seq: 0, step: 1, kind: "event", body: encodeEvent({ _tag: "TurnStarted", step: 1 }) },
+          { seq: 1, step: 1, kind: "event", body: encodeEvent({ _tag: "TurnStarted", step: 2 }) }
+        ]
+      })
+      const status = (after: number) =>
+        Effect.map(DurableStream.toHttpResponse(run.agent, run.runId, { after }), (r) => r.status)
+      expect(yield* status(1)).toBe(200)
+      expect(yield* status(2)).toBe(400)
+      expect(yield* status(17)).toBe(400)
+    })))
+
+  it.live("a run the store has no record of is waited for up to startTimeout; one begun, for as long as it takes", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* RunStore.RunStore
+      const options = { startTimeout: "50 millis", pollInterval: "5 millis" } as const
+      const unknown = yield* Effect.flip(
+        Stream.runDrain(DurableStream.read({ agent: "walker", runId: "never" }, DurableEvent.DurableEvent, options))
+      )
+      expect(unknown).toMatchObject({ _tag: "RunStoreError", operation: "read" })
+      expect(unknown.message).toContain("has no record")
+      // A run a runner began, whose first turn is long: its reader waits past the bound, until its first event.
+      const run = { agent: "walker", runId: "slow" }
+      yield* store.begin(run)
+      const reading = yield* Effect.forkChild(
+        Stream.runCollect(Stream.take(DurableStream.read(run, DurableEvent.DurableEvent, options), 1))
+      )
+      yield* Effect.sleep("100 millis")
+      yield* store.commit(run, {
+        steps: [],
+        entries: [{ seq: 0, step: 1, kind: "event", body: encodeEvent({ _tag: "TurnStarted", step: 1 }) }]
+      })
+      expect(yield* Fiber.join(reading)).toHaveLength(1)
+    })))
 })

@@ -51,12 +51,70 @@ export const partial = (turn: Turn, after: number, error: AiError.AiError): Part
 })
 
 /**
- * What one request answers with: a turn to replay, an error to fail with, or a turn that breaks off.
+ * A reply that streams the first `after` deltas of `turn`, waits for `until`, then streams the rest.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Held {
+  readonly _tag: "Held"
+  readonly turn: Turn
+  readonly after: number
+  readonly until: Effect.Effect<void>
+}
+
+/**
+ * A reply that stops in the middle of its turn: the first `after` deltas of
+ * `turn`, then nothing until `until` completes (a `Deferred` the test
+ * holds), then the rest. A test acts while the turn is in progress, at a
+ * place it knows: a client that goes away, a cancel.
+ *
+ * @example
+ * ```ts
+ * import { AgentLoop } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
+ *
+ * const open = Deferred.makeUnsafe<void>()
+ * const model = MockLanguageModel.layer([
+ *   MockLanguageModel.held(MockLanguageModel.textTurn("Hello there"), 1, Deferred.await(open))
+ * ], { chunkSize: 5 })
+ *
+ * const program = Effect.gen(function*() {
+ *   const agent = yield* AgentLoop.AgentLoop
+ *   const seen: Array<string> = []
+ *   const run = yield* Effect.forkChild(
+ *     Stream.runForEach(agent.stream({ input: "Hi" }), (event) => Effect.sync(() => seen.push(event._tag)))
+ *   )
+ *   // The turn stops after its first delta, until the gate opens.
+ *   yield* Effect.yieldNow.pipe(Effect.repeat({ until: () => seen.length === 2 }))
+ *   console.log(seen) // [ 'TurnStarted', 'Delta' ]
+ *   yield* Deferred.succeed(open, undefined)
+ *   yield* Fiber.join(run)
+ *   console.log(seen.at(-1)) // Finished
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(AgentLoop.layer.pipe(Layer.provide(model)))))
+ * ```
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const held = (turn: Turn, after: number, until: Effect.Effect<void>): Held => ({
+  _tag: "Held",
+  turn,
+  after,
+  until
+})
+
+/**
+ * What one request answers with: a turn to replay, an error to fail with, a
+ * turn that breaks off, or one that stops in the middle until told to go on.
  *
  * @since 0.1.0
  * @category models
  */
-export type Reply = Turn | AiError.AiError | Partial
+export type Reply = Turn | AiError.AiError | Partial | Held
 
 /**
  * A request the mock received.
@@ -180,6 +238,13 @@ export const make = Effect.fnUntraced(function*(script: ReadonlyArray<Reply> | R
             )
           }
           if (!("_tag" in reply)) return pace(Stream.fromIterable(deltas(reply, chunkSize)))
+          if (reply._tag === "Held") {
+            const all = deltas(reply.turn, chunkSize)
+            return Stream.concat(
+              pace(Stream.fromIterable(all.slice(0, reply.after))),
+              Stream.unwrap(Effect.as(reply.until, pace(Stream.fromIterable(all.slice(reply.after)))))
+            )
+          }
           if (reply._tag !== "Partial") return Stream.fail(reply)
           const all = deltas(reply.turn, chunkSize)
           // Never the turn_complete: the turn breaks off before it.

@@ -617,7 +617,10 @@ export interface Recorder<O> {
     outcome: AgentTurn.Outcome,
     transition: AgentMachine.Transition<O>
   ) => Effect.Effect<void, CheckpointError>
-  /** Records that a person cancelled the run, saying `reason`: the append that ends it. @since 0.3.0 */
+  /**
+   * Records that a person cancelled the run, saying `reason`: the append that ends it. Nothing once its log has
+   * ended (with its result, or a cancellation, recovered or recorded): the run stays as it ended. @since 0.3.0
+   */
   readonly cancelled: (reason: string) => Effect.Effect<void, CheckpointError>
 }
 
@@ -675,6 +678,10 @@ export const recorder = <O, R, RU, TR>(options: {
       let length = log.entries.length
       const counted = (effect: Effect.Effect<void, CheckpointError>) =>
         Effect.tap(effect, () => Effect.sync(() => length++))
+      // The log ended (with the run's result or a cancellation): nothing may contradict it after.
+      let ended = false
+      const ending = (effect: Effect.Effect<void, CheckpointError>) =>
+        Effect.tap(effect, () => Effect.sync(() => ended = true))
       const toolkit = options.toolkit ?? Toolkit.make()
       // A submitted value is its finish tool's output: written with the tool's version, read through its migrations.
       const finishedEntry = (transition: AgentMachine.Transition<O> & { readonly _tag: "Finish" }): Recorded<O> => {
@@ -699,7 +706,11 @@ export const recorder = <O, R, RU, TR>(options: {
               runId,
               account: (state, completed) => Effect.map(machine.account(state, completed), (booked) => booked.state)
             }, each),
-            (folded) => ({ position: position(folded.last, initial), each: folded.each })
+            (folded) => {
+              const at = position(folded.last, initial)
+              ended = at._tag === "Finished" || at._tag === "Cancelled"
+              return { position: at, each: folded.each }
+            }
           ),
         answered: (state, completed) =>
           counted(write({
@@ -716,7 +727,7 @@ export const recorder = <O, R, RU, TR>(options: {
           counted(write({ _tag: "ToolDone", step, index, record: ToolRecord.fromResult(result, toolkit) })),
         decided: (outcome, transition) => {
           // The run's result: the store marks the run finished, and `prune` with `keep: "result"` keeps this alone.
-          if (transition._tag === "Finish") return write(finishedEntry(transition), { finished: true })
+          if (transition._tag === "Finish") return ending(write(finishedEntry(transition), { finished: true }))
           // The log grew past its bound: the state it leads to replaces it, in one compacting append.
           if (options.compactAfter !== undefined && length + 1 > options.compactAfter) {
             return Effect.tap(
@@ -737,7 +748,8 @@ export const recorder = <O, R, RU, TR>(options: {
           }, { durable: false }))
         },
         // Like a result, it ends the run: `prune` expires it, or keeps it alone.
-        cancelled: (reason) => write({ _tag: "Cancelled", reason }, { finished: true })
+        cancelled: (reason) =>
+          Effect.suspend(() => ended ? Effect.void : ending(write({ _tag: "Cancelled", reason }, { finished: true })))
       }
     }
   )

@@ -125,6 +125,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
     const initial = yield* machine.start
     /** The run as last accounted: what a deadline or a failed turn reports. */
     let latest = initial
+    /** The events of the run's finish, once it is decided (and recorded): the run is finished then. */
+    let finishing: ReadonlyArray<AgentEvent<O>> | undefined
     const checkpointFailed = (error: OpenError | AgentCheckpoint.RecoveryError | Thread.ThreadSuperseded) =>
       Effect.flatMap(machine.accounting(latest), (accounting) =>
         Effect.fail(
@@ -250,11 +252,19 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
             Termination.annotateCurrentSpan(transition.result.termination),
             Loop.stopAfter(Stream.fromIterable(transition.events))
           )
+      // A finish counts once it is recorded (in the same uninterruptible step): a cancel after it lets its events out.
+      const finishes = (transition: AgentMachine.Transition<O>) =>
+        Effect.sync(() => {
+          if (transition._tag === "Finish") finishing = transition.events
+        })
       const then = (outcome: AgentTurn.Outcome) =>
         Effect.flatMap(machine.decide(accounted, outcome), (transition) =>
-          recorder === undefined
-            ? next(transition)
-            : Effect.andThen(Effect.uninterruptible(recorder.decided(outcome, transition)), next(transition)))
+          Effect.andThen(
+            recorder === undefined
+              ? finishes(transition)
+              : Effect.uninterruptible(Effect.andThen(recorder.decided(outcome, transition), finishes(transition))),
+            next(transition)
+          ))
       if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
       return Effect.as(
@@ -263,9 +273,16 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       )
     }
 
+    const cancel = options.cancel
+    const loop = Stream.concat(replayed, Loop.loop(position, body))
+    const cancelled = (reason: string) =>
+      Effect.gen(function*() {
+        if (recorder !== undefined) yield* Effect.uninterruptible(recorder.cancelled(reason))
+        return yield* Effect.fail(AgentCheckpoint.cancellation(reason, yield* machine.accounting(latest)))
+      })
+    const events = cancel === undefined ? loop : cancelledOn(loop, cancel, () => finishing, cancelled)
     // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
     // terminations and records the termination on the run's span (no stream layer of its own for either).
-    const events = Stream.concat(replayed, Loop.loop(position, body))
     const run = (session === undefined ? events : events.pipe(
       // A finished run's items reach its thread before its `Finished` event reaches the consumer; the events go on
       // in the chunks they came in (a tap per event would make every delta a chunk of its own).
@@ -286,18 +303,9 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         ))
       )
     )
-    const cancel = options.cancel
-    const cancellable = cancel === undefined ? run : cancelledOn(run, cancel, (reason) =>
-      Effect.gen(function*() {
-        if (recorder !== undefined) {
-          yield* Effect.uninterruptible(recorder.cancelled(reason)).pipe(Effect.catch(checkpointFailed))
-        }
-        const halted = AgentCheckpoint.cancellation(reason, yield* machine.accounting(latest))
-        return yield* annotated(Effect.fail(halted))
-      }))
     const deadline = machine.maxDurationMs
-    if (deadline === undefined) return cancellable
-    return cancellable.pipe(Stream.interruptWhen(
+    if (deadline === undefined) return run
+    return run.pipe(Stream.interruptWhen(
       Effect.sleep(deadline).pipe(
         Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
       )
@@ -307,22 +315,33 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
 /**
  * `run`, stopped once `cancel` succeeds with a reason: the run is interrupted
  * (its model request aborted, its tools told to stop), then
- * `cancelled(reason)` ends it, unless the run had finished.
+ * `cancelled(reason)` ends it, unless the run had finished: once its finish
+ * is decided (`finishing`, its events), the events of it not sent yet are
+ * sent instead.
  */
-const cancelledOn = <O, R>(
-  run: Stream.Stream<AgentEvent<O>, Termination.Error, R>,
+const cancelledOn = <O, E, R, E2>(
+  run: Stream.Stream<AgentEvent<O>, E, R>,
   cancel: Effect.Effect<string>,
-  cancelled: (reason: string) => Effect.Effect<never, Termination.Error>
-): Stream.Stream<AgentEvent<O>, Termination.Error, R> => {
+  finishing: () => ReadonlyArray<AgentEvent<O>> | undefined,
+  cancelled: (reason: string) => Effect.Effect<never, E2>
+): Stream.Stream<AgentEvent<O>, E | E2, R> => {
   let reason: string | undefined
-  let finished = false
+  /** The last event sent: an event interrupted on its way out is not sent. */
+  let sent: AgentEvent<O> | undefined
   return run.pipe(
-    Stream.tap((event) => event._tag === "Finished" ? Effect.sync(() => (finished = true)) : Effect.void),
     Stream.interruptWhen(Effect.map(cancel, (given) => (reason = given))),
+    Stream.mapArray((chunk) => {
+      sent = chunk[chunk.length - 1]
+      return chunk
+    }),
     // The run's stream is closed before this runs: no turn or decision of it is recorded after the cancellation.
-    Stream.concat(
-      Stream.suspend(() => reason === undefined || finished ? Stream.empty : Stream.fromEffect(cancelled(reason)))
-    )
+    Stream.concat(Stream.suspend(() => {
+      if (reason === undefined) return Stream.empty
+      const finish = finishing()
+      return finish === undefined
+        ? Stream.fromEffect(cancelled(reason))
+        : Stream.fromIterable(finish.slice(sent === undefined ? 0 : finish.indexOf(sent) + 1))
+    }))
   )
 }
 

@@ -122,7 +122,8 @@ export interface Options<O = string, R = never, E = never, RU = never> {
    * person cancelled it (with a `runId` and a `Checkpointer`: executing it
    * again fails the same way instead of going on), and fails with `Halted`
    * whose `source` is `"person"`. A run that finished meanwhile is left
-   * finished.
+   * finished: once its result is decided (and recorded), a cancel lets its
+   * last events through, up to `Finished`.
    *
    * @since 0.3.0
    */

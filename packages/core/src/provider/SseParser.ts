@@ -67,7 +67,9 @@ export interface Dialect {
 /**
  * A parser that calls `onEvent(event, data, lastId)` for each event, `event`
  * being the `event:` field or `"message"` and `lastId` the last `id:` the
- * stream set (`""` before any). The handler returns `false` to stop parsing.
+ * stream set (before any, `options.lastId`: the id a resumed stream was asked
+ * from, as a browser's `EventSource` keeps it; `""` by default). The handler
+ * returns `false` to stop parsing.
  *
  * `maxEventSize` bounds, in UTF-16 code units, an event's data plus the line
  * being read, so a peer that never ends a line or an event cannot make the
@@ -96,6 +98,7 @@ export const make = (options: {
   readonly maxEventSize: number
   readonly onEvent: (event: string, data: string, lastId: string) => boolean
   readonly dialect?: Dialect | undefined
+  readonly lastId?: string | undefined
 }): Parser => {
   const { maxEventSize, onEvent } = options
   const fieldEvents = options.dialect?.fieldEvents ?? []
@@ -110,7 +113,7 @@ export const make = (options: {
   let event: string | undefined
   let lastEvent = ""
   let data: string | undefined
-  let lastId = ""
+  let lastId = options.lastId ?? ""
 
   /** Handles the line `text[start, end)`; returns false when the handler asked to stop. */
   const line = (text: string, start: number, end: number): boolean => {

@@ -84,7 +84,9 @@ export interface Options extends DecodeOptions {
 }
 
 /**
- * An event and its id (`""` when the server gives none).
+ * An event and its id: the last id the stream gave, as the SSE rules keep it
+ * (an event without an `id:` line has the one before it; the connection's
+ * `lastEventId` until the server gives one; `""` when there is none).
  *
  * @since 0.2.0
  * @category client
@@ -127,6 +129,7 @@ export async function* entries<A, E>(
   let pending: Array<{ readonly event: string; readonly data: string; readonly id: string }> = []
   const parser = SseParser.make({
     maxEventSize: options.maxEventSize ?? 16 * 1024 * 1024,
+    lastId: options.lastEventId,
     onEvent: (event, data, id) => {
       pending.push({ event, data, id })
       return true

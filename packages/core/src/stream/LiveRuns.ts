@@ -7,12 +7,18 @@
  *
  * A live run keeps every recorded event it streamed (with its key, see
  * `RunCursor`) and the unrecorded ones since the last recorded one (the
- * deltas of the turn in progress), so a client attaching gets the run so far
- * and then each event as it comes. A run leaves the registry when it ends;
- * closing the layer's scope interrupts every live run (a `Checkpointer` run
- * resumes from its checkpoints when it is executed again). A client that
- * falls more than `capacity` events behind is let go, to come back with the
- * last id it has: a run never waits for its clients.
+ * deltas of the turn in progress, a tool's progress), so a client attaching
+ * gets the run so far and then each event as it comes. The recorded events
+ * are few a turn, but kept whole until the run ends (a log's `compactAfter`
+ * does not bound them), and each client attaching copies them: memory grows
+ * with a live run's length. The unrecorded ones are kept up to `capacity`:
+ * past it they are dropped, and a client attaching then gets none of them
+ * until the next recorded event (the turn whole in its `TurnCompleted`, a
+ * tool's result). A run leaves the registry when it ends; closing the
+ * layer's scope interrupts every live run (a `Checkpointer` run resumes from
+ * its checkpoints when it is executed again). A client that falls more than
+ * `capacity` events behind is let go, to come back with the last id it has:
+ * a run never waits for its clients.
  *
  * @since 0.3.0
  */
@@ -28,8 +34,10 @@ import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
-import type * as RunFingerprint from "../RunFingerprint.ts"
+import { CheckpointMismatch } from "../CheckpointStore.ts"
+import * as RunFingerprint from "../RunFingerprint.ts"
 import type * as Termination from "../Termination.ts"
+import * as ClientCursor from "./internal/clientCursor.ts"
 import * as RunCursor from "./RunCursor.ts"
 
 /**
@@ -60,9 +68,10 @@ export type Ending =
 
 /**
  * A client attached to a live run: the events so far (every recorded one,
- * then the unrecorded ones since the last of those), and the rest as they
- * come, in `next`, which ends with the run's {@link Ending} (`Cause.Done`
- * after `Finished`).
+ * then the unrecorded ones since the last of those: none once there were
+ * more than the registry's `capacity`, and then none of those that come
+ * until the next recorded one), and the rest as they come, in `next`, which
+ * ends with the run's {@link Ending} (`Cause.Done` after `Finished`).
  *
  * @since 0.3.0
  * @category models
@@ -129,29 +138,40 @@ export class LiveRuns extends Context.Service<LiveRuns, {
     run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
   ) => Effect.Effect<Started<O> | undefined, never, Scope.Scope>
   /**
-   * Cancels run `id` (whose options have `fingerprint`), saying `reason`. A live run is told to, and awaited:
-   * `true` once it ended with `Halted` by `"person"` for this reason. A run
-   * that is not live, or ended some other way (it finished first, failed, or
-   * another process executes it), is held (no client starts it) while
-   * `otherwise` records the cancellation in its log, whose answer is the
-   * answer; its clients then read how it stands from its log.
+   * Cancels run `id` (whose options have `fingerprint`), saying `reason`. A
+   * live run is told to, and awaited: `true` once it ended with `Halted` by
+   * `"person"` for this reason, for the cancel that told it first (of several
+   * at once, one answers `true`); a cancel interrupted while it waits leaves
+   * the run told. A live run started with another fingerprint is left
+   * running, and the cancel fails with `CheckpointMismatch`. A run that is
+   * not live, or ended some other way (it finished first, failed, or another
+   * process executes it), is held (no client starts it) while `otherwise`
+   * records the cancellation in its log, whose answer is the answer; its
+   * clients then read how it stands from its log.
    */
   readonly cancel: <E, R>(
     id: string,
     fingerprint: RunFingerprint.Fingerprint,
     reason: string,
     otherwise: Effect.Effect<boolean, E, R>
-  ) => Effect.Effect<boolean, E, R>
+  ) => Effect.Effect<boolean, E | CheckpointMismatch, R>
 }>()("@agentloop/core/stream/LiveRuns") {}
+
+/** A client's queue of a run's events, ending with how the run ended. */
+type Next = Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>
 
 /** A run's state in the registry. */
 interface Entry {
   readonly id: string
   readonly fingerprint: RunFingerprint.Fingerprint
   readonly recorded: Array<Published<unknown>>
-  since: Array<Published<unknown>>
-  frontier: RunCursor.Cursor | undefined
-  readonly clients: Set<Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>>
+  /** The unrecorded events since the last recorded one; `undefined` once there were more than `capacity`. */
+  since: Array<Published<unknown>> | undefined
+  /** What a client that has every recorded event it streamed has. */
+  readonly frontier: ReturnType<typeof ClientCursor.make<unknown>>
+  readonly clients: Set<Next>
+  /** Clients that attached once `since` was dropped: they get no unrecorded event until the next recorded one. */
+  readonly skipping: Set<Next>
   /** A person's reason, once the run is cancelled. */
   readonly cancelled: Deferred.Deferred<string>
   ending: Ending | undefined
@@ -161,8 +181,9 @@ interface Entry {
 
 /**
  * Makes the registry; every live run is interrupted when the scope closes.
- * `capacity` is how many events a client may be behind before it is let go
- * (default 10,000).
+ * `capacity` is how many events a client may be behind before it is let go,
+ * and how many unrecorded events since the last recorded one a live run
+ * keeps for the clients that attach (default 10,000).
  *
  * @since 0.3.0
  * @category constructors
@@ -186,12 +207,14 @@ export const make = (
 
     const end = (entry: Entry, ending: Ending) => {
       entry.ending = ending
+      // Out of the registry before its clients hear of it: one that comes back at once finds how the run stands.
+      if (entries.get(entry.id) === entry) entries.delete(entry.id)
       for (const client of entry.clients) {
         if (ending._tag === "Finished") Queue.endUnsafe(client)
         else Queue.failCauseUnsafe(client, Cause.fail(ending))
       }
       entry.clients.clear()
-      if (entries.get(entry.id) === entry) entries.delete(entry.id)
+      entry.skipping.clear()
     }
 
     const publish = (entry: Entry, keyOf: ReturnType<typeof RunCursor.keys>) =>
@@ -199,21 +222,29 @@ export const make = (
       chunk: ReadonlyArray<AgentEvent.AgentEvent<unknown>>
     ) => {
       const items = chunk.map((event): Published<unknown> => ({ key: keyOf(event), event }))
-      for (const item of items) {
+      let firstRecorded = -1
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!
         if (item.key === undefined) {
-          entry.since.push(item)
+          if (entry.since !== undefined && entry.since.length < capacity) entry.since.push(item)
+          else entry.since = undefined
         } else {
+          if (firstRecorded < 0) firstRecorded = i
           entry.recorded.push(item)
           entry.since = []
-          entry.frontier = RunCursor.advance(entry.frontier, item.key)
+          entry.frontier.take(item.key)
         }
       }
+      // Those who attached past the dropped events get the turn from its next recorded event on.
+      const fromRecorded = firstRecorded < 0 ? [] : items.slice(firstRecorded)
       for (const client of entry.clients) {
-        if (Queue.offerAllUnsafe(client, items).length > 0) {
+        const sent = entry.skipping.has(client) ? fromRecorded : items
+        if (Queue.offerAllUnsafe(client, sent).length > 0) {
           Queue.failCauseUnsafe(client, Cause.fail({ _tag: "Behind" }))
           entry.clients.delete(client)
         }
       }
+      if (firstRecorded >= 0) entry.skipping.clear()
     }
 
     const endingOf = (exit: Exit.Exit<void, Termination.Error>): Ending =>
@@ -228,14 +259,16 @@ export const make = (
       fingerprint,
       recorded: [],
       since: [],
-      frontier: undefined,
+      frontier: ClientCursor.make(undefined),
       clients: new Set(),
+      skipping: new Set(),
       cancelled: Deferred.makeUnsafe<string>(),
       ending: undefined,
       fiber: undefined
     })
 
-    type Next = Queue.Queue<Published<unknown>, Exclude<Ending, { readonly _tag: "Finished" }> | Cause.Done>
+    /** A cancel's answer, or the live run it told and whether it told it first. */
+    type Told = boolean | { readonly fiber: Fiber.Fiber<void, Termination.Error>; readonly first: boolean }
 
     const attach = (entry: Entry): Effect.Effect<Attached<unknown>, never, Scope.Scope> =>
       Effect.flatMap(
@@ -248,11 +281,13 @@ export const make = (
               if (ending === undefined) entry.clients.add(next)
               else if (ending._tag === "Finished") Queue.endUnsafe(next)
               else Queue.failCauseUnsafe(next, Cause.fail(ending))
-              return { recorded: [...entry.recorded], since: [...entry.since], next }
+              if (entry.since === undefined) entry.skipping.add(next)
+              return { recorded: [...entry.recorded], since: entry.since === undefined ? [] : [...entry.since], next }
             }),
             () =>
               Effect.sync(() => {
                 entry.clients.delete(next)
+                entry.skipping.delete(next)
                 Queue.shutdownUnsafe(next)
               })
           )
@@ -262,7 +297,7 @@ export const make = (
       const handle: Live<unknown> = {
         id: entry.id,
         fingerprint: entry.fingerprint,
-        frontier: () => entry.frontier,
+        frontier: entry.frontier.cursor,
         attach: attach(entry)
       }
       // The entry's events are those of the run `start` found or made under this id, whose output is O: a caller
@@ -279,8 +314,8 @@ export const make = (
         id: string,
         fingerprint: RunFingerprint.Fingerprint,
         run: (cancel: Effect.Effect<string>) => Stream.Stream<AgentEvent.AgentEvent<O>, Termination.Error>
-      ) =>
-        lock.withPermits(1)(Effect.suspend((): Effect.Effect<Started<O> | undefined, never, Scope.Scope> => {
+      ) => {
+        const attachOrStart = Effect.suspend((): Effect.Effect<Started<O> | undefined, never, Scope.Scope> => {
           if (closing) return Effect.succeed(undefined)
           const found = entries.get(id)
           if (found !== undefined) {
@@ -303,7 +338,10 @@ export const make = (
               fiber.addObserver((exit) => end(started, endingOf(exit)))
               return { live: handle, attached }
             }))
-        })),
+        })
+        // Registered, attached and forked at once (all quick): an interrupted start leaves no id without its run.
+        return lock.withPermits(1)(Effect.uninterruptible(attachOrStart))
+      },
       cancel: <E, R>(
         id: string,
         fingerprint: RunFingerprint.Fingerprint,
@@ -316,28 +354,40 @@ export const make = (
           return failure?._tag === "Some" && failure.value._tag === "Halted" &&
             failure.value.source === "person" && failure.value.reason === reason
         }
-        const cancel: Effect.Effect<boolean, E, R> = Effect.flatMap(
-          lock.withPermits(1)(
-            Effect.suspend((): Effect.Effect<boolean | Fiber.Fiber<void, Termination.Error>, E, R> => {
-              const found = entries.get(id)
-              if (found?.fiber !== undefined) {
-                Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
-                return Effect.succeed(found.fiber)
-              }
-              // Not live: held while the cancellation is written, so that no client starts it meanwhile.
-              const held = entry(id, fingerprint)
-              entries.set(id, held)
-              return otherwise.pipe(Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" }))))
+        /**
+         * Under the lock, and not to be interrupted half done: a live run is told (its execution, and whether
+         * this call told it first); one not live gets `otherwise`'s answer.
+         */
+        const tell = Effect.suspend((): Effect.Effect<Told, E | CheckpointMismatch, R> => {
+          const found = entries.get(id)
+          if (found?.fiber !== undefined) {
+            // Options that are not the run's cancel nothing, as they would not open its log.
+            const differences = RunFingerprint.differences(found.fingerprint, fingerprint)
+            if (differences.length > 0) return Effect.fail(new CheckpointMismatch({ id, differences }))
+            return Effect.succeed({
+              fiber: found.fiber,
+              first: Deferred.doneUnsafe(found.cancelled, Exit.succeed(reason))
             })
-          ),
-          (outcome) =>
-            typeof outcome === "boolean"
-              ? Effect.succeed(outcome)
+          }
+          // Not live: held while the cancellation is written, so that no client starts it meanwhile.
+          const held = entry(id, fingerprint)
+          entries.set(id, held)
+          return otherwise.pipe(Effect.ensuring(Effect.sync(() => end(held, { _tag: "Stopped" }))))
+        })
+        // Once told, the run stops by itself: waiting for it can be abandoned (a tool that ignores interruption).
+        const cancel: Effect.Effect<boolean, E | CheckpointMismatch, R> = Effect.flatMap(
+          lock.withPermits(1)(Effect.uninterruptible(tell)),
+          (told) =>
+            typeof told === "boolean"
+              ? Effect.succeed(told)
               // A run that ended otherwise (it finished, failed, or runs in another process) is no longer live:
               // its log says whether there is something to cancel.
-              : Effect.flatMap(Fiber.await(outcome), (exit) => cancelledAsTold(exit) ? Effect.succeed(true) : cancel)
+              : Effect.flatMap(
+                Fiber.await(told.fiber),
+                (exit) => cancelledAsTold(exit) ? Effect.succeed(told.first) : cancel
+              )
         )
-        return Effect.uninterruptible(cancel)
+        return cancel
       }
     })
   })

@@ -5,7 +5,10 @@
  * browser's `EventSource` does it by itself; `EventStreamClient.entries` with
  * `lastEventId`) gets every recorded event after it, once, then the rest as
  * the run streams it. A client that connects to a finished run gets the
- * whole run and how it ended.
+ * events its log holds and how it ended: the whole run, unless the log was
+ * compacted (`compactAfter`: the events after its last snapshot) or cut down
+ * to its result by retention (the last decision and `Finished`). A run live
+ * in this server sends every event it streamed, compacted or not.
  *
  * The run outlives its clients: the server executes it in a fiber of its own
  * (see `LiveRuns`), and a client attaches to it; disconnecting does not stop
@@ -22,7 +25,8 @@
  * it has: reconnecting, it gets the turn in progress again from its start
  * (what it had of it past that id must be dropped: an `EventSource` page
  * clears the turn when it reconnects), or whole in its `TurnCompleted` when
- * the turn completed meanwhile.
+ * the turn completed meanwhile, or sent more unrecorded events than
+ * `LiveRuns` keeps.
  *
  * @since 0.3.0
  */
@@ -35,16 +39,15 @@ import * as Pull from "effect/Pull"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as Accounting from "../Accounting.ts"
 import * as AgentCheckpoint from "../agent/AgentCheckpoint.ts"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
 import * as AgentHistory from "../agent/AgentHistory.ts"
 import { AgentLoop } from "../agent/AgentLoop.ts"
 import { Checkpointer } from "../Checkpointer.ts"
 import { CheckpointMismatch, RunInProgress } from "../CheckpointStore.ts"
-import * as Cost from "../Cost.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as Termination from "../Termination.ts"
-import * as TokenUsage from "../TokenUsage.ts"
 import * as EventStream from "./EventStream.ts"
 import * as ClientCursor from "./internal/clientCursor.ts"
 import * as SseFrames from "./internal/sseFrames.ts"
@@ -118,31 +121,18 @@ export const lastEventId = (
 ): Effect.Effect<RunCursor.Cursor | undefined, EventStream.InvalidLastEventId> =>
   Effect.fromResult(EventStream.lastEventId(headers, RunCursor.FromEventId))
 
-const nothing = { usage: TokenUsage.empty, cost: Cost.zero, elapsedMs: 0, steps: 0, lastItems: [] }
-
 /** A failure to read or open a run's log, as the termination a client gets. */
 const checkpointFailed = (error: AgentHistory.CancelError): Termination.Error =>
   error._tag === "InvalidOptions" ? error : new Termination.CheckpointFailed({
     message: `the run's checkpoint failed: ${error.message}`,
     cause: error,
-    accounting: nothing
+    accounting: Accounting.empty
   })
 
 /** A run executed elsewhere: another process (or code of this one outside the registry) holds its lease. */
 const heldElsewhere = (cause: Cause.Cause<Termination.Error>): boolean => {
   const error = Cause.findErrorOption(cause)
   return error._tag === "Some" && error.value._tag === "CheckpointFailed" && error.value.cause instanceof RunInProgress
-}
-
-/** The cursor of a client that has every recorded one of `events`. */
-const frontierOf = (events: ReadonlyArray<AgentEvent.AgentEvent<unknown>>): RunCursor.Cursor | undefined => {
-  const keyOf = RunCursor.keys()
-  let frontier: RunCursor.Cursor | undefined
-  for (const event of events) {
-    const key = keyOf(event)
-    if (key !== undefined) frontier = RunCursor.advance(frontier, key)
-  }
-  return frontier
 }
 
 /** What a client reads next: the live run, the run's log (read already, or to read), or the log after a pause. */
@@ -165,8 +155,14 @@ type Source<O> =
  * fails with {@link EventStream.InvalidLastEventId}. Needs the `AgentLoop`,
  * the `Checkpointer` and the services of the run's tools and predicate; a
  * run it starts executes with those of the first client's request, for as
- * long as the `LiveRuns` layer lives. Runs on a thread are refused (their
- * stream fails with `InvalidOptions`).
+ * long as the `LiveRuns` layer lives. Those services must outlive the
+ * request: a layer provided to the request alone (`Effect.provide(layer)` in
+ * the route's handler) is closed when the handler returns its response, and
+ * the run starts later, when the response's body streams, on services
+ * already released (a model's connection pool, a database client). Build
+ * them once, with the server (provided to its layer, or to the routes with
+ * `HttpRouter.provideRequest`). Runs on a thread are refused (their stream
+ * fails with `InvalidOptions`).
  *
  * @example
  * ```ts
@@ -235,7 +231,11 @@ export const events = <O = string, R = never, E = never, RU = never>(
         first = { _tag: "Failed", termination: replayed.failure }
       } else {
         const { ended, events: recorded } = replayed.success
-        if (after !== undefined && !RunCursor.isWithin(after, frontierOf(recorded), ended === undefined)) {
+        // The cursor of a client that has every event of the log.
+        const log = ClientCursor.make(undefined)
+        log.lacks(ClientCursor.keyed(recorded))
+        // Only a run that finished sent nothing past its log: one cancelled or failed in a turn had sent its start.
+        if (after !== undefined && !RunCursor.isWithin(after, log.cursor(), ended?._tag !== "Finished")) {
           return yield* refuse(`run "${runId}" has no such event`)
         }
         first = live === undefined ? { _tag: "Log", read: replayed.success } : { _tag: "Live", live }
@@ -268,8 +268,7 @@ export const events = <O = string, R = never, E = never, RU = never>(
 
     /** The run's recorded events, then how it ended; a run that has not is executed (or followed). */
     const fromLog = (replayed: AgentHistory.Replayed<O>) => {
-      const keyOf = RunCursor.keys()
-      const sent = client.lacks(replayed.events.map((event) => ({ key: keyOf(event), event })))
+      const sent = client.lacks(ClientCursor.keyed(replayed.events))
       const ended = replayed.ended
       const rest: Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> =
         ended?._tag === "Finished"
@@ -412,7 +411,10 @@ export const toHttpResponse = <O = string, R = never, E = never, RU = never>(
  * `AgentHistory.cancel`). Every client attached to it gets `Halted` whose
  * `source` is `"person"`, and so does every client and execution after.
  * Answers whether this call cancelled it: `false` for a run that had finished
- * or been cancelled. A run another process executes is not cancelled: it
+ * or been cancelled (of cancels at once, one answers `true`). A call
+ * interrupted once it told the run (waiting for it to stop) leaves it told.
+ * Options other than the run's cancel nothing, live or not:
+ * `CheckpointMismatch`. A run another process executes is not cancelled: it
  * fails with `RunInProgress` (cancel it where it runs).
  *
  * @since 0.3.0

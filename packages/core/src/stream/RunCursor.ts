@@ -174,11 +174,11 @@ export const advance = (cursor: Cursor | undefined, key: Key): Cursor => {
 
 /**
  * Whether `cursor` names only events a run whose recorded events reach
- * `frontier` can have sent: those, and, while the run has not ended (`open`),
- * what it sends before recording it: the next turn's start, and the
- * decision of its last turn (recorded without waiting for the disk, so lost
- * in a power cut). A client's `Last-Event-ID` beyond that was not written by
- * this run.
+ * `frontier` can have sent: those, and, unless the run finished (`open`:
+ * running, or ended in a turn, cancelled or failed), what it sends before
+ * recording it: the next turn's start, and the decision of its last turn
+ * (recorded without waiting for the disk, so lost in a power cut). A
+ * client's `Last-Event-ID` beyond that was not written by this run.
  *
  * @since 0.3.0
  * @category cursors

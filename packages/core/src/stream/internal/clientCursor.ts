@@ -10,6 +10,7 @@ import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import type * as Pull from "effect/Pull"
 import * as Stream from "effect/Stream"
+import type * as AgentEvent from "../../agent/AgentEvent.ts"
 import * as RunCursor from "../RunCursor.ts"
 
 /** An event of a run, with its key when the run's log records it. */
@@ -24,18 +25,27 @@ export interface Sent<A> {
   readonly event: A
 }
 
-/** A client's cursor, from `after` (what its `Last-Event-ID` names; nothing when undefined). */
+/**
+ * A client's cursor, from `after` (what its `Last-Event-ID` names; nothing
+ * when undefined), advanced over the recorded events it is handed: a
+ * client's, or a run's frontier (what a client that has all of it has).
+ */
 export const make = <A>(after: RunCursor.Cursor | undefined) => {
   let cursor = after
-  const send = ({ event, key }: Keyed<A>): ReadonlyArray<Sent<A>> => {
-    if (key === undefined) return [{ id: undefined, event }]
-    if (RunCursor.covers(cursor, key)) return []
+  /** Takes the event of `key` in: whether the cursor lacked it (and is advanced past it). */
+  const take = (key: RunCursor.Key): boolean => {
+    if (RunCursor.covers(cursor, key)) return false
     cursor = RunCursor.advance(cursor, key)
-    return [{ id: RunCursor.eventId(cursor), event }]
+    return true
   }
+  const send = ({ event, key }: Keyed<A>): ReadonlyArray<Sent<A>> =>
+    key === undefined ? [{ id: undefined, event }] : take(key) ? [{ id: RunCursor.eventId(cursor!), event }] : []
   /** What the client lacks of `events`, in order. */
   const lacks = (events: ReadonlyArray<Keyed<A>>): Array<Sent<A>> => events.flatMap(send)
   return {
+    /** What the client has. */
+    cursor: () => cursor,
+    take,
     lacks,
     /** What the client lacks of a stream of events, a chunk (the model's deltas of a network read) at a time. */
     lacking: <E, R>(events: Stream.Stream<Keyed<A>, E, R>): Stream.Stream<Sent<A>, E, R> =>
@@ -48,4 +58,10 @@ export const make = <A>(after: RunCursor.Cursor | undefined) => {
           return next
         }))
   }
+}
+
+/** `events` of one run, in the order it streams (or replays) them, each with its key (see `RunCursor.keys`). */
+export const keyed = <A extends AgentEvent.AgentEvent<unknown>>(events: ReadonlyArray<A>): Array<Keyed<A>> => {
+  const keyOf = RunCursor.keys()
+  return events.map((event) => ({ key: keyOf(event), event }))
 }
