@@ -3,5 +3,6 @@ import { maxWorkers, sources } from "../../vitest.shared.ts"
 
 export default defineProject({
   ...sources,
-  test: { maxWorkers, name: "example-terminal", include: ["test/**/*.test.ts"] }
+  // The test files share their workers: importing effect and the sources once per worker, not once per file.
+  test: { maxWorkers, name: "example-terminal", include: ["test/**/*.test.ts"], isolate: false }
 })
