@@ -8,6 +8,7 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentHistory from "../src/agent/AgentHistory.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
@@ -58,25 +59,26 @@ const noting = (order: Array<string>) =>
       }))
   })))
 
-/**
- * The checkpointer in context, whose append of a run's result, once begun, presses stop and waits until the run has
- * taken the cancel (`taken`): the cancellation arrives while the result is being written.
- */
-const stopWhileFinishing = (stop: Deferred.Deferred<string>, taken: Deferred.Deferred<void>) =>
+/** The checkpointer in context, whose append of an entry tagged `tag`, once begun, runs `during` before it goes on. */
+const whileAppending = (tag: string, during: Effect.Effect<void>) =>
   Layer.effect(Checkpointer.Checkpointer)(Effect.map(Checkpointer.Checkpointer, (store) => ({
     ...store,
     open: (id, fingerprint) =>
       Effect.map(store.open(id, fingerprint), (log) => ({
         ...log,
         append: (entries, options) =>
-          entries.some((entry) => entry.includes("\"Finished\""))
-            ? Deferred.succeed(stop, "too late").pipe(
-              Effect.andThen(Deferred.await(taken)),
-              Effect.andThen(log.append(entries, options))
-            )
+          entries.some((entry) => entry.includes(`"${tag}"`))
+            ? Effect.andThen(during, log.append(entries, options))
             : log.append(entries, options)
       }))
   })))
+
+/**
+ * The checkpointer in context, whose append of a run's result, once begun, presses stop and waits until the run has
+ * taken the cancel (`taken`): the cancellation arrives while the result is being written.
+ */
+const stopWhileFinishing = (stop: Deferred.Deferred<string>, taken: Deferred.Deferred<void>) =>
+  whileAppending("Finished", Effect.andThen(Deferred.succeed(stop, "too late"), Deferred.await(taken)))
 
 const agentWith = (script: ReadonlyArray<MockLanguageModel.Reply>) =>
   AgentLoop.layer.pipe(Layer.provideMerge(MockLanguageModel.layer(script)), Layer.provideMerge(pricing))
@@ -215,6 +217,48 @@ eachStore("agent-cancel", (label, layer) =>
         Effect.provide(stopWhileFinishing(stop, taken).pipe(Layer.provide(layer())))
       )
     })
+
+    it.effect("a deadline that passes while the run's result is being written leaves it finished", () =>
+      Effect.gen(function*() {
+        const options = {
+          input: "Add",
+          toolkit: Toolkit.make(add),
+          model,
+          runId: fresh("deadline"),
+          limits: { maxDuration: "1 minute" }
+        }
+        const events = yield* Stream.runCollect((yield* AgentLoop.AgentLoop).stream(options))
+        // The consumer gets the result the log records, not MaxDuration.
+        expect(events.map((event) => event._tag).slice(-2)).toStrictEqual(["Verdict", "Finished"])
+        expect((yield* AgentHistory.events(options)).ended?._tag).toBe("Finished")
+      }).pipe(
+        Effect.provide(agentWith([addCall(1, 2), answer("3")])),
+        Effect.provide(whileAppending("Finished", TestClock.adjust("1 minute")).pipe(Layer.provide(layer())))
+      ))
+
+    it.effect("a deadline that passes while a cancellation is being written leaves the run cancelled", () =>
+      Effect.gen(function*() {
+        const { started, toolkit } = yield* blocking()
+        const stop = yield* Deferred.make<string>()
+        const options = {
+          input: "Add, then block",
+          toolkit,
+          model,
+          runId: fresh("deadline"),
+          limits: { maxDuration: "1 minute" }
+        }
+        const streamed = yield* Effect.forkChild(
+          Stream.runCollect((yield* AgentLoop.AgentLoop).stream({ ...options, cancel: Deferred.await(stop) }))
+        )
+        yield* Deferred.await(started)
+        yield* Deferred.succeed(stop, "the user pressed stop")
+        // The consumer is told what the log records: the person's cancellation, not MaxDuration.
+        expect(halted(yield* Fiber.await(streamed))).toMatchObject({ _tag: "Halted", source: "person" })
+        expect((yield* AgentHistory.events(options)).ended?._tag).toBe("Halted")
+      }).pipe(
+        Effect.provide(agentWith([addCall(1, 2), blockCall])),
+        Effect.provide(whileAppending("Cancelled", TestClock.adjust("1 minute")).pipe(Layer.provide(layer())))
+      ))
 
     it.effect("a recorder records no cancellation once the run's log ended, with its result or a cancellation", () =>
       Effect.gen(function*() {

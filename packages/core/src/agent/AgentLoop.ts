@@ -280,10 +280,16 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         if (recorder !== undefined) yield* Effect.uninterruptible(recorder.cancelled(reason))
         return yield* Effect.fail(AgentCheckpoint.cancellation(reason, yield* machine.accounting(latest)))
       })
-    const events = cancel === undefined ? loop : cancelledOn(loop, cancel, () => finishing, cancelled)
+    // A deadline passed while the run's result is being written leaves the run finished, as a cancellation does;
+    // inside the cancellation, which records itself: the deadline cannot end a run whose log says it was cancelled.
+    const deadline = machine.maxDurationMs
+    const timed = deadline === undefined
+      ? loop
+      : stoppedOn(loop, Effect.sleep(deadline), () => finishing, () => machine.deadlinePassed(latest))
+    const events = cancel === undefined ? timed : stoppedOn(timed, cancel, () => finishing, cancelled)
     // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
     // terminations and records the termination on the run's span (no stream layer of its own for either).
-    const run = (session === undefined ? events : events.pipe(
+    return (session === undefined ? events : events.pipe(
       // A finished run's items reach its thread before its `Finished` event reaches the consumer; the events go on
       // in the chunks they came in (a tap per event would make every delta a chunk of its own).
       Stream.mapArrayEffect((chunk) => {
@@ -303,33 +309,26 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         ))
       )
     )
-    const deadline = machine.maxDurationMs
-    if (deadline === undefined) return run
-    return run.pipe(Stream.interruptWhen(
-      Effect.sleep(deadline).pipe(
-        Effect.andThen(Effect.suspend(() => annotated(machine.deadlinePassed(latest))))
-      )
-    ))
   }))
 
 /**
- * `run`, stopped once `cancel` succeeds with a reason: the run is interrupted
- * (its model request aborted, its tools told to stop), then
- * `cancelled(reason)` ends it, unless the run had finished: once its finish
- * is decided (`finishing`, its events), the events of it not sent yet are
- * sent instead.
+ * `run`, stopped once `stop` succeeds (a person's cancellation, the run's
+ * deadline): the run is interrupted (its model request aborted, its tools told
+ * to stop), then `ended` ends it with what `stop` gave, unless the run had
+ * finished: once its finish is decided (`finishing`, its events), the events
+ * of it not sent yet are sent instead.
  */
-const cancelledOn = <O, E, R, E2>(
+const stoppedOn = <O, E, R, A, E2>(
   run: Stream.Stream<AgentEvent<O>, E, R>,
-  cancel: Effect.Effect<string>,
+  stop: Effect.Effect<A>,
   finishing: () => ReadonlyArray<AgentEvent<O>> | undefined,
-  cancelled: (reason: string) => Effect.Effect<never, E2>
+  ended: (reason: A) => Effect.Effect<never, E2>
 ): Stream.Stream<AgentEvent<O>, E | E2, R> => {
-  let reason: string | undefined
+  let reason: { readonly given: A } | undefined
   /** The last event sent: an event interrupted on its way out is not sent. */
   let sent: AgentEvent<O> | undefined
   return run.pipe(
-    Stream.interruptWhen(Effect.map(cancel, (given) => (reason = given))),
+    Stream.interruptWhen(Effect.map(stop, (given) => (reason = { given }))),
     Stream.mapArray((chunk) => {
       sent = chunk[chunk.length - 1]
       return chunk
@@ -339,7 +338,7 @@ const cancelledOn = <O, E, R, E2>(
       if (reason === undefined) return Stream.empty
       const finish = finishing()
       return finish === undefined
-        ? Stream.fromEffect(cancelled(reason))
+        ? Stream.fromEffect(ended(reason.given))
         : Stream.fromIterable(finish.slice(sent === undefined ? 0 : finish.indexOf(sent) + 1))
     }))
   )

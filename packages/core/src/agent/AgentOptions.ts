@@ -36,7 +36,10 @@ export interface Limits {
    * the first turn the provider answers with an unpriced model.
    */
   readonly maxBudgetUsd?: number | undefined
-  /** Wall-clock time at most (default none): reaching it ends the run with `MaxDuration`, even mid-turn or mid-tool. */
+  /**
+   * Wall-clock time at most (default none): reaching it ends the run with `MaxDuration`, even mid-turn or mid-tool;
+   * a run whose result (or cancellation) is already being recorded ends as recorded.
+   */
   readonly maxDuration?: Duration.Input | undefined
   /** Turns in a row whose tool calls all failed (default 3) before `ConsecutiveMistakes`. */
   readonly maxConsecutiveMistakes?: number | undefined
