@@ -225,7 +225,7 @@ eachStore("agent-cancel", (label, layer) =>
           toolkit: Toolkit.make(add),
           model,
           runId: fresh("deadline"),
-          limits: { maxDuration: "1 minute" }
+          limits: { maxDuration: "1 minute" as const }
         }
         const events = yield* Stream.runCollect((yield* AgentLoop.AgentLoop).stream(options))
         // The consumer gets the result the log records, not MaxDuration.
@@ -245,7 +245,7 @@ eachStore("agent-cancel", (label, layer) =>
           toolkit,
           model,
           runId: fresh("deadline"),
-          limits: { maxDuration: "1 minute" }
+          limits: { maxDuration: "1 minute" as const }
         }
         const streamed = yield* Effect.forkChild(
           Stream.runCollect((yield* AgentLoop.AgentLoop).stream({ ...options, cancel: Deferred.await(stop) }))
