@@ -29,8 +29,9 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
+import * as RunStoreLog from "./internal/runStoreLog.ts"
+import { stepRows } from "./internal/runStoreRows.ts"
 import * as RunTables from "./internal/runTables.ts"
 
 /**
@@ -284,10 +285,6 @@ export const IssuedApproval = Schema.Struct({
 })
 export type IssuedApproval = typeof IssuedApproval.Type
 
-const Entries = Schema.Array(Entry)
-const Loaded = Schema.Array(
-  Schema.Struct({ kind: Schema.Literals(["step", "log", "seq"]), name: Schema.String, body: Schema.String })
-)
 /** A BIGINT column: a number (SQLite), or a `bigint` (PostgreSQL), read as a safe integer. */
 const Integer = Schema.Union([Schema.Number, Schema.BigInt]).pipe(
   Schema.decodeTo(
@@ -310,14 +307,11 @@ const rowsPerStatement = 100
 
 /** A new run's records were refused: the run has records already. */
 const occupied = { _tag: "Occupied" } as const
-const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
 const Approvals = Schema.Array(IssuedApproval)
 const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
-const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
 const Executions = Schema.Array(Execution)
 const ParkedRows = Schema.Array(ParkedRow)
 const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
-const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
 const FinishedRuns = Schema.Array(FinishedRun)
 const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 
@@ -330,64 +324,12 @@ const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const { approvals, calls, events, runs, steps } = yield* RunTables.make(sql, prefix).pipe(
+    const tables = yield* RunTables.make(sql, prefix).pipe(
       Effect.mapError((error) => new RunStoreError({ operation: "migrate", message: error.message }))
     )
-    const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
+    const { approvals, calls, events, runs, steps } = tables
+    const fail = (operation: string) => (error: { readonly message: string }) =>
       new RunStoreError({ operation, message: error.message })
-
-    const stepRows = (run: RunKey, records: ReadonlyArray<StepRecord>) =>
-      records.map((record): Record<string, unknown> => ({
-        agent: run.agent,
-        run_id: run.runId,
-        name: record.name,
-        body: record.body,
-        seq: record.stamp?.seq ?? null,
-        recorded_at: record.stamp?.at ?? null
-      }))
-    const entryRows = (run: RunKey, entries: ReadonlyArray<Entry>) =>
-      entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
-
-    /** The names of the offered steps that this write did not record: another executor recorded them first. */
-    const taken = (offered: ReadonlyArray<StepRecord>) => (rows: unknown) =>
-      Effect.map(Schema.decodeUnknownEffect(Named)(rows), (inserted) => {
-        const mine = new Set(inserted.map((row) => row.name))
-        return offered.filter((record) => !mine.has(record.name)).map((record) => record.name)
-      })
-
-    const insertSteps = (run: RunKey, records: ReadonlyArray<StepRecord>) => {
-      const rows = stepRows(run, records)
-      return Arr.isReadonlyArrayNonEmpty(rows)
-        ? Effect.flatMap(
-          sql`INSERT INTO ${steps} ${sql.insert(rows)} ON CONFLICT DO NOTHING RETURNING name`,
-          taken(records)
-        )
-        : Effect.succeed([])
-    }
-    const insertEntries = (run: RunKey, entries: ReadonlyArray<Entry>) => {
-      const rows = entryRows(run, entries)
-      return Arr.isReadonlyArrayNonEmpty(rows)
-        ? Effect.asVoid(sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`)
-        : Effect.void
-    }
-    // PostgreSQL: both inserts in one statement, so one round trip and atomic without BEGIN and COMMIT.
-    const commitBoth = (run: RunKey, records: ReadonlyArray<StepRecord>, entries: ReadonlyArray<Entry>) => {
-      const stepsRows = stepRows(run, records)
-      const entriesRows = entryRows(run, entries)
-      if (!Arr.isReadonlyArrayNonEmpty(stepsRows) || !Arr.isReadonlyArrayNonEmpty(entriesRows)) {
-        return Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names)
-      }
-      return sql.onDialectOrElse({
-        pg: () =>
-          Effect.flatMap(
-            sql`WITH logged AS (INSERT INTO ${events} ${sql.insert(entriesRows)} ON CONFLICT DO NOTHING)
-              INSERT INTO ${steps} ${sql.insert(stepsRows)} ON CONFLICT DO NOTHING RETURNING name`,
-            taken(records)
-          ),
-        orElse: () =>
-          sql.withTransaction(Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names))
-      })
-    }
 
     /** Inserts `rows` into `table` unless present, 100 rows a statement; the number inserted. */
     const insertAll = (table: Statement.Identifier, rows: ReadonlyArray<Record<string, unknown>>) =>
@@ -447,55 +389,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
       )
 
     return RunStore.of({
-      load: (run) =>
-        sql`SELECT 'step' AS kind, name, body FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'log' AS kind, '' AS name, CAST(COALESCE(MAX(seq) + 1, 0) AS TEXT) AS body FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'seq' AS kind, '' AS name, CAST(COALESCE(MAX(seq), 0) AS TEXT) AS body FROM (
-            SELECT seq FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-            UNION ALL
-            SELECT seq FROM ${calls} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          ) AS stamped`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Loaded)),
-          Effect.map((rows): Recorded => {
-            const recorded = new Map<string, string>()
-            let logLength = 0
-            let lastSeq = 0
-            for (const row of rows) {
-              if (row.kind === "step") recorded.set(row.name, row.body)
-              else if (row.kind === "log") logLength = Number(row.body)
-              else lastSeq = Number(row.body)
-            }
-            return { steps: recorded, logLength, lastSeq }
-          }),
-          Effect.mapError(fail("load"))
-        ),
-      commit: (run, { entries, steps: records }) =>
-        commitBoth(run, records, entries).pipe(Effect.mapError(fail("commit"))),
-      read: (run, { afterSeq, fromStep, limit }) =>
-        sql`SELECT seq, step, kind, body FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND seq > ${afterSeq} AND step >= ${fromStep}
-          ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Entries)),
-          Effect.mapError(fail("read"))
-        ),
-      lastStep: (run) =>
-        sql`SELECT MAX(step) AS step FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Steps)),
-          Effect.map((rows) => rows[0]?.step ?? 0),
-          Effect.mapError(fail("read"))
-        ),
-      claim: (run, call, stamp) =>
-        sql`INSERT INTO ${calls} (agent, run_id, call, seq, recorded_at)
-          VALUES (${run.agent}, ${run.runId}, ${call}, ${stamp?.seq ?? null}, ${stamp?.at ?? null})
-          ON CONFLICT DO NOTHING RETURNING call`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
-          Effect.map((rows) => rows.length > 0),
-          Effect.mapError(fail("claim"))
-        ),
+      ...RunStoreLog.make(sql, tables, fail, Entry),
       issue: (run, offered) => {
         const rows = offered.map(({ secret, wait }): Record<string, unknown> => ({
           agent: run.agent,
