@@ -30,6 +30,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
 import type * as Statement from "effect/sql/Statement"
+import * as RunStoreApprovals from "./internal/runStoreApprovals.ts"
 import * as RunStoreLog from "./internal/runStoreLog.ts"
 import { stepRows } from "./internal/runStoreRows.ts"
 import * as RunTables from "./internal/runTables.ts"
@@ -307,8 +308,6 @@ const rowsPerStatement = 100
 
 /** A new run's records were refused: the run has records already. */
 const occupied = { _tag: "Occupied" } as const
-const Approvals = Schema.Array(IssuedApproval)
-const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
 const Executions = Schema.Array(Execution)
 const ParkedRows = Schema.Array(ParkedRow)
 const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
@@ -390,30 +389,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
 
     return RunStore.of({
       ...RunStoreLog.make(sql, tables, fail, Entry),
-      issue: (run, offered) => {
-        const rows = offered.map(({ secret, wait }): Record<string, unknown> => ({
-          agent: run.agent,
-          run_id: run.runId,
-          wait,
-          secret
-        }))
-        // The update keeps the stored secret: it only makes the conflicting row come back.
-        return Arr.isReadonlyArrayNonEmpty(rows)
-          ? sql`INSERT INTO ${approvals} ${sql.insert(rows)}
-            ON CONFLICT (agent, run_id, wait) DO UPDATE SET secret = ${approvals}.secret
-            RETURNING wait, secret, decision`.pipe(
-            Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
-            Effect.mapError(fail("issue"))
-          )
-          : Effect.succeed([])
-      },
-      readApproval: (run, wait) =>
-        sql`SELECT wait, secret, decision FROM ${approvals}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
-          Effect.map((rows) => rows[0]),
-          Effect.mapError(fail("read approval"))
-        ),
+      ...RunStoreApprovals.make(sql, tables, fail, IssuedApproval),
       begin: (run) =>
         sql`INSERT INTO ${runs} (agent, run_id, attempts, progress)
           VALUES (${run.agent}, ${run.runId}, 1,
@@ -521,15 +497,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
           Effect.catchTag("Occupied", () => Effect.succeed(false)),
           Effect.mapError(fail("create"))
         ),
-      exists: (run) => exists(run).pipe(Effect.mapError(fail("read"))),
-      decide: (run, wait, decision) =>
-        sql`UPDATE ${approvals} SET decision = ${decision}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL
-          RETURNING wait`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Decided)),
-          Effect.map((rows) => rows.length > 0),
-          Effect.mapError(fail("decide"))
-        )
+      exists: (run) => exists(run).pipe(Effect.mapError(fail("read")))
     })
   })
 
