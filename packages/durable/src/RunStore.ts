@@ -31,6 +31,7 @@ import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
 import type * as Statement from "effect/sql/Statement"
 import * as RunStoreApprovals from "./internal/runStoreApprovals.ts"
+import * as RunStoreExecutions from "./internal/runStoreExecutions.ts"
 import * as RunStoreLog from "./internal/runStoreLog.ts"
 import { stepRows } from "./internal/runStoreRows.ts"
 import * as RunTables from "./internal/runTables.ts"
@@ -308,9 +309,6 @@ const rowsPerStatement = 100
 
 /** A new run's records were refused: the run has records already. */
 const occupied = { _tag: "Occupied" } as const
-const Executions = Schema.Array(Execution)
-const ParkedRows = Schema.Array(ParkedRow)
-const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
 const FinishedRuns = Schema.Array(FinishedRun)
 const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 
@@ -381,63 +379,10 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
         yield* insertAll(approvals, records.approvals.map((approval) => ({ ...key, ...approval })))
       })
 
-    const parkedReason = (run: RunKey) =>
-      sql`SELECT parked FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-        Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
-        Effect.map((rows) => rows[0]?.parked ?? undefined)
-      )
-
     return RunStore.of({
       ...RunStoreLog.make(sql, tables, fail, Entry),
       ...RunStoreApprovals.make(sql, tables, fail, IssuedApproval),
-      begin: (run) =>
-        sql`INSERT INTO ${runs} (agent, run_id, attempts, progress)
-          VALUES (${run.agent}, ${run.runId}, 1,
-            (SELECT COUNT(*) FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}))
-          ON CONFLICT (agent, run_id) DO UPDATE SET
-            attempts = CASE WHEN excluded.progress > ${runs}.progress THEN 1 ELSE ${runs}.attempts + 1 END,
-            progress = excluded.progress,
-            finished_at = NULL
-          RETURNING attempts, parked`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Executions)),
-          Effect.flatMap((rows) =>
-            rows[0] === undefined
-              ? Effect.fail(new RunStoreError({ operation: "begin", message: "the run's row did not come back" }))
-              : Effect.succeed(rows[0])
-          ),
-          Effect.mapError((error) => error._tag === "RunStoreError" ? error : fail("begin")(error))
-        ),
-      interrupted: (run) =>
-        sql`UPDATE ${runs} SET attempts = 0 WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.asVoid,
-          Effect.mapError(fail("interrupted"))
-        ),
-      park: (run, reason) =>
-        sql`UPDATE ${runs} SET parked = ${reason}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked IS NULL RETURNING parked`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
-          Effect.map((rows) => rows.length > 0),
-          Effect.mapError(fail("park"))
-        ),
-      unpark: (run) =>
-        parkedReason(run).pipe(
-          Effect.flatMap((reason) =>
-            reason === undefined
-              ? Effect.succeed(undefined)
-              : Effect.as(
-                sql`UPDATE ${runs} SET parked = NULL, attempts = 0
-                  WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked = ${reason}`,
-                reason
-              )
-          ),
-          Effect.mapError(fail("unpark"))
-        ),
-      parkedReason: (run) => Effect.mapError(parkedReason(run), fail("read parked")),
-      parked: (agent) =>
-        sql`SELECT run_id, parked FROM ${runs} WHERE agent = ${agent} AND parked IS NOT NULL ORDER BY run_id`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(ParkedRows)),
-          Effect.mapError(fail("list parked"))
-        ),
+      ...RunStoreExecutions.make(sql, tables, fail, { Execution, ParkedRow }),
       finished: (run, executionId, at) =>
         sql`UPDATE ${runs} SET finished_at = ${at}, execution_id = ${executionId}
           WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
