@@ -33,6 +33,7 @@ import type * as Statement from "effect/sql/Statement"
 import * as RunStoreApprovals from "./internal/runStoreApprovals.ts"
 import * as RunStoreExecutions from "./internal/runStoreExecutions.ts"
 import * as RunStoreLog from "./internal/runStoreLog.ts"
+import * as RunStoreRetention from "./internal/runStoreRetention.ts"
 import { stepRows } from "./internal/runStoreRows.ts"
 import * as RunTables from "./internal/runTables.ts"
 
@@ -309,8 +310,6 @@ const rowsPerStatement = 100
 
 /** A new run's records were refused: the run has records already. */
 const occupied = { _tag: "Occupied" } as const
-const FinishedRuns = Schema.Array(FinishedRun)
-const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 
 /**
  * Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing.
@@ -383,31 +382,7 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
       ...RunStoreLog.make(sql, tables, fail, Entry),
       ...RunStoreApprovals.make(sql, tables, fail, IssuedApproval),
       ...RunStoreExecutions.make(sql, tables, fail, { Execution, ParkedRow }),
-      finished: (run, executionId, at) =>
-        sql`UPDATE ${runs} SET finished_at = ${at}, execution_id = ${executionId}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.asVoid,
-          Effect.mapError(fail("finished"))
-        ),
-      expired: (before, limit) =>
-        sql`SELECT agent, run_id, execution_id FROM ${runs}
-          WHERE finished_at < ${before} AND execution_id IS NOT NULL ORDER BY finished_at LIMIT ${limit}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(FinishedRuns)),
-          Effect.mapError(fail("expired"))
-        ),
-      forget: (run, before) =>
-        Effect.gen(function*() {
-          const gone = yield* Effect.flatMap(
-            sql`DELETE FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId} AND finished_at < ${before}
-              RETURNING run_id`,
-            Schema.decodeUnknownEffect(Forgotten)
-          )
-          if (gone.length === 0) return false
-          for (const table of [steps, events, calls, approvals]) {
-            yield* sql`DELETE FROM ${table} WHERE agent = ${run.agent} AND run_id = ${run.runId}`
-          }
-          return true
-        }).pipe(Effect.mapError(fail("forget"))),
+      ...RunStoreRetention.make(sql, tables, fail, FinishedRun),
       records: (run) =>
         sql`SELECT 'step' AS kind, name, body, seq, recorded_at, CAST(NULL AS TEXT) AS secret FROM ${steps}
           WHERE agent = ${run.agent} AND run_id = ${run.runId}
