@@ -22,19 +22,16 @@
  *
  * @since 0.1.0
  */
-import * as Arr from "effect/Array"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
-import type * as Statement from "effect/sql/Statement"
 import * as RunStoreApprovals from "./internal/runStoreApprovals.ts"
 import * as RunStoreExecutions from "./internal/runStoreExecutions.ts"
+import * as RunStoreHistory from "./internal/runStoreHistory.ts"
 import * as RunStoreLog from "./internal/runStoreLog.ts"
 import * as RunStoreRetention from "./internal/runStoreRetention.ts"
-import { stepRows } from "./internal/runStoreRows.ts"
 import * as RunTables from "./internal/runTables.ts"
 
 /**
@@ -288,29 +285,6 @@ export const IssuedApproval = Schema.Struct({
 })
 export type IssuedApproval = typeof IssuedApproval.Type
 
-/** A BIGINT column: a number (SQLite), or a `bigint` (PostgreSQL), read as a safe integer. */
-const Integer = Schema.Union([Schema.Number, Schema.BigInt]).pipe(
-  Schema.decodeTo(
-    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
-    SchemaTransformation.transform<number, number | bigint>({ decode: Number, encode: (value) => value })
-  )
-)
-const RecordRows = Schema.Array(Schema.Struct({
-  kind: Schema.Literals(["step", "claim", "approval"]),
-  name: Schema.String,
-  body: Schema.NullOr(Schema.String),
-  seq: Schema.NullOr(Integer),
-  recorded_at: Schema.NullOr(Integer),
-  secret: Schema.NullOr(Schema.String)
-}))
-const Found = Schema.Array(Schema.Struct({ found: Schema.Unknown }))
-
-/** Rows written in one statement: a statement of thousands of rows fails on SQLite, and plans slowly on PostgreSQL. */
-const rowsPerStatement = 100
-
-/** A new run's records were refused: the run has records already. */
-const occupied = { _tag: "Occupied" } as const
-
 /**
  * Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing.
  *
@@ -323,101 +297,14 @@ export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStor
     const tables = yield* RunTables.make(sql, prefix).pipe(
       Effect.mapError((error) => new RunStoreError({ operation: "migrate", message: error.message }))
     )
-    const { approvals, calls, events, runs, steps } = tables
     const fail = (operation: string) => (error: { readonly message: string }) =>
       new RunStoreError({ operation, message: error.message })
-
-    /** Inserts `rows` into `table` unless present, 100 rows a statement; the number inserted. */
-    const insertAll = (table: Statement.Identifier, rows: ReadonlyArray<Record<string, unknown>>) =>
-      Effect.reduce(
-        Arr.chunksOf(rows, rowsPerStatement),
-        () => 0,
-        (inserted, chunk) =>
-          Arr.isReadonlyArrayNonEmpty(chunk)
-            ? Effect.map(
-              Effect.flatMap(
-                sql`INSERT INTO ${table} ${sql.insert(chunk)} ON CONFLICT DO NOTHING RETURNING 1 AS found`,
-                Schema.decodeUnknownEffect(Found)
-              ),
-              (found) => inserted + found.length
-            )
-            : Effect.succeed(inserted)
-      )
-
-    /** Writes the records of a new run, failing with `occupied` (which rolls the transaction back) when it has any. */
-    const exists = (run: RunKey) => {
-      const where = sql`agent = ${run.agent} AND run_id = ${run.runId}`
-      return Effect.map(
-        Effect.flatMap(
-          sql`SELECT 1 AS found FROM ${steps} WHERE ${where}
-            UNION ALL SELECT 1 AS found FROM ${events} WHERE ${where}
-            UNION ALL SELECT 1 AS found FROM ${runs} WHERE ${where}
-            LIMIT 1`,
-          Schema.decodeUnknownEffect(Found)
-        ),
-        (found) => found.length > 0
-      )
-    }
-
-    const create = (run: RunKey, records: RunRecords) =>
-      Effect.gen(function*() {
-        if (yield* exists(run)) return yield* Effect.fail(occupied)
-        const key = { agent: run.agent, run_id: run.runId }
-        // Another fork onto the same id, at once: its rows win, and this one rolls back.
-        const written = yield* insertAll(steps, stepRows(run, records.steps))
-        if (written < records.steps.length) return yield* Effect.fail(occupied)
-        yield* insertAll(
-          calls,
-          records.claims.map((claim) => ({
-            ...key,
-            call: claim.call,
-            seq: claim.stamp?.seq ?? null,
-            recorded_at: claim.stamp?.at ?? null
-          }))
-        )
-        yield* insertAll(approvals, records.approvals.map((approval) => ({ ...key, ...approval })))
-      })
-
     return RunStore.of({
       ...RunStoreLog.make(sql, tables, fail, Entry),
       ...RunStoreApprovals.make(sql, tables, fail, IssuedApproval),
       ...RunStoreExecutions.make(sql, tables, fail, { Execution, ParkedRow }),
       ...RunStoreRetention.make(sql, tables, fail, FinishedRun),
-      records: (run) =>
-        sql`SELECT 'step' AS kind, name, body, seq, recorded_at, CAST(NULL AS TEXT) AS secret FROM ${steps}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'claim' AS kind, call AS name, CAST(NULL AS TEXT) AS body, seq, recorded_at,
-            CAST(NULL AS TEXT) AS secret FROM ${calls}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'approval' AS kind, wait AS name, decision AS body, CAST(NULL AS INTEGER) AS seq,
-            CAST(NULL AS BIGINT) AS recorded_at, secret FROM ${approvals}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(RecordRows)),
-          Effect.map((rows): RunRecords => {
-            const stepsRead: Array<StepRecord> = []
-            const claims: Array<ClaimRecord> = []
-            const issued: Array<IssuedApproval> = []
-            for (const row of rows) {
-              const stamp = row.seq === null || row.recorded_at === null
-                ? undefined
-                : { seq: row.seq, at: row.recorded_at }
-              if (row.kind === "step") stepsRead.push({ name: row.name, body: row.body ?? "", stamp })
-              else if (row.kind === "claim") claims.push({ call: row.name, stamp })
-              else issued.push({ wait: row.name, secret: row.secret ?? "", decision: row.body })
-            }
-            return { steps: stepsRead, claims, approvals: issued }
-          }),
-          Effect.mapError(fail("read records"))
-        ),
-      create: (run, records) =>
-        sql.withTransaction(create(run, records)).pipe(
-          Effect.as(true),
-          Effect.catchTag("Occupied", () => Effect.succeed(false)),
-          Effect.mapError(fail("create"))
-        ),
-      exists: (run) => exists(run).pipe(Effect.mapError(fail("read")))
+      ...RunStoreHistory.make(sql, tables, fail)
     })
   })
 
