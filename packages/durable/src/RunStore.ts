@@ -294,11 +294,9 @@ export type IssuedApproval = typeof IssuedApproval.Type
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const tables = yield* RunTables.make(sql, prefix).pipe(
-      Effect.mapError((error) => new RunStoreError({ operation: "migrate", message: error.message }))
-    )
     const fail = (operation: string) => (error: { readonly message: string }) =>
       new RunStoreError({ operation, message: error.message })
+    const tables = yield* RunTables.make(sql, prefix).pipe(Effect.mapError(fail("migrate")))
     return RunStore.of({
       ...RunStoreLog.make(sql, tables, fail, Entry),
       ...RunStoreApprovals.make(sql, tables, fail, IssuedApproval),
