@@ -4,8 +4,9 @@
  * how a part fails.
  *
  * The store's own models (`RunStore.RunKey`, `RunStore.StepRecord`, its
- * error) live in `RunStore`, which builds its service from these parts: the
- * parts name only the fields they read, and are handed the store's failure.
+ * schemas and error) live in `RunStore`, which builds its service from these
+ * parts, so the parts cannot import them: they name only the fields they
+ * read, and are handed the store's schemas and failure.
  *
  * @internal
  */
