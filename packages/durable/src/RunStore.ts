@@ -22,15 +22,16 @@
  *
  * @since 0.1.0
  */
-import * as Arr from "effect/Array"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
-import type * as Statement from "effect/sql/Statement"
+import * as RunStoreApprovals from "./internal/runStoreApprovals.ts"
+import * as RunStoreExecutions from "./internal/runStoreExecutions.ts"
+import * as RunStoreHistory from "./internal/runStoreHistory.ts"
+import * as RunStoreLog from "./internal/runStoreLog.ts"
+import * as RunStoreRetention from "./internal/runStoreRetention.ts"
 import * as RunTables from "./internal/runTables.ts"
 
 /**
@@ -284,43 +285,6 @@ export const IssuedApproval = Schema.Struct({
 })
 export type IssuedApproval = typeof IssuedApproval.Type
 
-const Entries = Schema.Array(Entry)
-const Loaded = Schema.Array(
-  Schema.Struct({ kind: Schema.Literals(["step", "log", "seq"]), name: Schema.String, body: Schema.String })
-)
-/** A BIGINT column: a number (SQLite), or a `bigint` (PostgreSQL), read as a safe integer. */
-const Integer = Schema.Union([Schema.Number, Schema.BigInt]).pipe(
-  Schema.decodeTo(
-    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
-    SchemaTransformation.transform<number, number | bigint>({ decode: Number, encode: (value) => value })
-  )
-)
-const RecordRows = Schema.Array(Schema.Struct({
-  kind: Schema.Literals(["step", "claim", "approval"]),
-  name: Schema.String,
-  body: Schema.NullOr(Schema.String),
-  seq: Schema.NullOr(Integer),
-  recorded_at: Schema.NullOr(Integer),
-  secret: Schema.NullOr(Schema.String)
-}))
-const Found = Schema.Array(Schema.Struct({ found: Schema.Unknown }))
-
-/** Rows written in one statement: a statement of thousands of rows fails on SQLite, and plans slowly on PostgreSQL. */
-const rowsPerStatement = 100
-
-/** A new run's records were refused: the run has records already. */
-const occupied = { _tag: "Occupied" } as const
-const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
-const Approvals = Schema.Array(IssuedApproval)
-const Decided = Schema.Array(Schema.Struct({ wait: Schema.String }))
-const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
-const Executions = Schema.Array(Execution)
-const ParkedRows = Schema.Array(ParkedRow)
-const Parked = Schema.Array(Schema.Struct({ parked: Schema.NullOr(Schema.String) }))
-const Steps = Schema.Array(Schema.Struct({ step: Schema.NullOr(Schema.Number) }))
-const FinishedRuns = Schema.Array(FinishedRun)
-const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
-
 /**
  * Builds the store on the `SqlClient` in context, creating its tables (named after `prefix`) when missing.
  *
@@ -330,312 +294,15 @@ const Forgotten = Schema.Array(Schema.Struct({ run_id: Schema.String }))
 export const make = (prefix: string): Effect.Effect<RunStore["Service"], RunStoreError, SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient
-    const { approvals, calls, events, runs, steps } = yield* RunTables.make(sql, prefix).pipe(
-      Effect.mapError((error) => new RunStoreError({ operation: "migrate", message: error.message }))
-    )
-    const fail = (operation: string) => (error: SqlError | Schema.SchemaError) =>
+    const fail = (operation: string) => (error: { readonly message: string }) =>
       new RunStoreError({ operation, message: error.message })
-
-    const stepRows = (run: RunKey, records: ReadonlyArray<StepRecord>) =>
-      records.map((record): Record<string, unknown> => ({
-        agent: run.agent,
-        run_id: run.runId,
-        name: record.name,
-        body: record.body,
-        seq: record.stamp?.seq ?? null,
-        recorded_at: record.stamp?.at ?? null
-      }))
-    const entryRows = (run: RunKey, entries: ReadonlyArray<Entry>) =>
-      entries.map((entry): Record<string, unknown> => ({ agent: run.agent, run_id: run.runId, ...entry }))
-
-    /** The names of the offered steps that this write did not record: another executor recorded them first. */
-    const taken = (offered: ReadonlyArray<StepRecord>) => (rows: unknown) =>
-      Effect.map(Schema.decodeUnknownEffect(Named)(rows), (inserted) => {
-        const mine = new Set(inserted.map((row) => row.name))
-        return offered.filter((record) => !mine.has(record.name)).map((record) => record.name)
-      })
-
-    const insertSteps = (run: RunKey, records: ReadonlyArray<StepRecord>) => {
-      const rows = stepRows(run, records)
-      return Arr.isReadonlyArrayNonEmpty(rows)
-        ? Effect.flatMap(
-          sql`INSERT INTO ${steps} ${sql.insert(rows)} ON CONFLICT DO NOTHING RETURNING name`,
-          taken(records)
-        )
-        : Effect.succeed([])
-    }
-    const insertEntries = (run: RunKey, entries: ReadonlyArray<Entry>) => {
-      const rows = entryRows(run, entries)
-      return Arr.isReadonlyArrayNonEmpty(rows)
-        ? Effect.asVoid(sql`INSERT INTO ${events} ${sql.insert(rows)} ON CONFLICT DO NOTHING`)
-        : Effect.void
-    }
-    // PostgreSQL: both inserts in one statement, so one round trip and atomic without BEGIN and COMMIT.
-    const commitBoth = (run: RunKey, records: ReadonlyArray<StepRecord>, entries: ReadonlyArray<Entry>) => {
-      const stepsRows = stepRows(run, records)
-      const entriesRows = entryRows(run, entries)
-      if (!Arr.isReadonlyArrayNonEmpty(stepsRows) || !Arr.isReadonlyArrayNonEmpty(entriesRows)) {
-        return Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names)
-      }
-      return sql.onDialectOrElse({
-        pg: () =>
-          Effect.flatMap(
-            sql`WITH logged AS (INSERT INTO ${events} ${sql.insert(entriesRows)} ON CONFLICT DO NOTHING)
-              INSERT INTO ${steps} ${sql.insert(stepsRows)} ON CONFLICT DO NOTHING RETURNING name`,
-            taken(records)
-          ),
-        orElse: () =>
-          sql.withTransaction(Effect.zipWith(insertSteps(run, records), insertEntries(run, entries), (names) => names))
-      })
-    }
-
-    /** Inserts `rows` into `table` unless present, 100 rows a statement; the number inserted. */
-    const insertAll = (table: Statement.Identifier, rows: ReadonlyArray<Record<string, unknown>>) =>
-      Effect.reduce(
-        Arr.chunksOf(rows, rowsPerStatement),
-        () => 0,
-        (inserted, chunk) =>
-          Arr.isReadonlyArrayNonEmpty(chunk)
-            ? Effect.map(
-              Effect.flatMap(
-                sql`INSERT INTO ${table} ${sql.insert(chunk)} ON CONFLICT DO NOTHING RETURNING 1 AS found`,
-                Schema.decodeUnknownEffect(Found)
-              ),
-              (found) => inserted + found.length
-            )
-            : Effect.succeed(inserted)
-      )
-
-    /** Writes the records of a new run, failing with `occupied` (which rolls the transaction back) when it has any. */
-    const exists = (run: RunKey) => {
-      const where = sql`agent = ${run.agent} AND run_id = ${run.runId}`
-      return Effect.map(
-        Effect.flatMap(
-          sql`SELECT 1 AS found FROM ${steps} WHERE ${where}
-            UNION ALL SELECT 1 AS found FROM ${events} WHERE ${where}
-            UNION ALL SELECT 1 AS found FROM ${runs} WHERE ${where}
-            LIMIT 1`,
-          Schema.decodeUnknownEffect(Found)
-        ),
-        (found) => found.length > 0
-      )
-    }
-
-    const create = (run: RunKey, records: RunRecords) =>
-      Effect.gen(function*() {
-        if (yield* exists(run)) return yield* Effect.fail(occupied)
-        const key = { agent: run.agent, run_id: run.runId }
-        // Another fork onto the same id, at once: its rows win, and this one rolls back.
-        const written = yield* insertAll(steps, stepRows(run, records.steps))
-        if (written < records.steps.length) return yield* Effect.fail(occupied)
-        yield* insertAll(
-          calls,
-          records.claims.map((claim) => ({
-            ...key,
-            call: claim.call,
-            seq: claim.stamp?.seq ?? null,
-            recorded_at: claim.stamp?.at ?? null
-          }))
-        )
-        yield* insertAll(approvals, records.approvals.map((approval) => ({ ...key, ...approval })))
-      })
-
-    const parkedReason = (run: RunKey) =>
-      sql`SELECT parked FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-        Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
-        Effect.map((rows) => rows[0]?.parked ?? undefined)
-      )
-
+    const tables = yield* RunTables.make(sql, prefix).pipe(Effect.mapError(fail("migrate")))
     return RunStore.of({
-      load: (run) =>
-        sql`SELECT 'step' AS kind, name, body FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'log' AS kind, '' AS name, CAST(COALESCE(MAX(seq) + 1, 0) AS TEXT) AS body FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'seq' AS kind, '' AS name, CAST(COALESCE(MAX(seq), 0) AS TEXT) AS body FROM (
-            SELECT seq FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-            UNION ALL
-            SELECT seq FROM ${calls} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          ) AS stamped`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Loaded)),
-          Effect.map((rows): Recorded => {
-            const recorded = new Map<string, string>()
-            let logLength = 0
-            let lastSeq = 0
-            for (const row of rows) {
-              if (row.kind === "step") recorded.set(row.name, row.body)
-              else if (row.kind === "log") logLength = Number(row.body)
-              else lastSeq = Number(row.body)
-            }
-            return { steps: recorded, logLength, lastSeq }
-          }),
-          Effect.mapError(fail("load"))
-        ),
-      commit: (run, { entries, steps: records }) =>
-        commitBoth(run, records, entries).pipe(Effect.mapError(fail("commit"))),
-      read: (run, { afterSeq, fromStep, limit }) =>
-        sql`SELECT seq, step, kind, body FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND seq > ${afterSeq} AND step >= ${fromStep}
-          ORDER BY seq LIMIT ${limit}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Entries)),
-          Effect.mapError(fail("read"))
-        ),
-      lastStep: (run) =>
-        sql`SELECT MAX(step) AS step FROM ${events}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Steps)),
-          Effect.map((rows) => rows[0]?.step ?? 0),
-          Effect.mapError(fail("read"))
-        ),
-      claim: (run, call, stamp) =>
-        sql`INSERT INTO ${calls} (agent, run_id, call, seq, recorded_at)
-          VALUES (${run.agent}, ${run.runId}, ${call}, ${stamp?.seq ?? null}, ${stamp?.at ?? null})
-          ON CONFLICT DO NOTHING RETURNING call`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Claimed)),
-          Effect.map((rows) => rows.length > 0),
-          Effect.mapError(fail("claim"))
-        ),
-      issue: (run, offered) => {
-        const rows = offered.map(({ secret, wait }): Record<string, unknown> => ({
-          agent: run.agent,
-          run_id: run.runId,
-          wait,
-          secret
-        }))
-        // The update keeps the stored secret: it only makes the conflicting row come back.
-        return Arr.isReadonlyArrayNonEmpty(rows)
-          ? sql`INSERT INTO ${approvals} ${sql.insert(rows)}
-            ON CONFLICT (agent, run_id, wait) DO UPDATE SET secret = ${approvals}.secret
-            RETURNING wait, secret, decision`.pipe(
-            Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
-            Effect.mapError(fail("issue"))
-          )
-          : Effect.succeed([])
-      },
-      readApproval: (run, wait) =>
-        sql`SELECT wait, secret, decision FROM ${approvals}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Approvals)),
-          Effect.map((rows) => rows[0]),
-          Effect.mapError(fail("read approval"))
-        ),
-      begin: (run) =>
-        sql`INSERT INTO ${runs} (agent, run_id, attempts, progress)
-          VALUES (${run.agent}, ${run.runId}, 1,
-            (SELECT COUNT(*) FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}))
-          ON CONFLICT (agent, run_id) DO UPDATE SET
-            attempts = CASE WHEN excluded.progress > ${runs}.progress THEN 1 ELSE ${runs}.attempts + 1 END,
-            progress = excluded.progress,
-            finished_at = NULL
-          RETURNING attempts, parked`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Executions)),
-          Effect.flatMap((rows) =>
-            rows[0] === undefined
-              ? Effect.fail(new RunStoreError({ operation: "begin", message: "the run's row did not come back" }))
-              : Effect.succeed(rows[0])
-          ),
-          Effect.mapError((error) => error._tag === "RunStoreError" ? error : fail("begin")(error))
-        ),
-      interrupted: (run) =>
-        sql`UPDATE ${runs} SET attempts = 0 WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.asVoid,
-          Effect.mapError(fail("interrupted"))
-        ),
-      park: (run, reason) =>
-        sql`UPDATE ${runs} SET parked = ${reason}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked IS NULL RETURNING parked`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Parked)),
-          Effect.map((rows) => rows.length > 0),
-          Effect.mapError(fail("park"))
-        ),
-      unpark: (run) =>
-        parkedReason(run).pipe(
-          Effect.flatMap((reason) =>
-            reason === undefined
-              ? Effect.succeed(undefined)
-              : Effect.as(
-                sql`UPDATE ${runs} SET parked = NULL, attempts = 0
-                  WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked = ${reason}`,
-                reason
-              )
-          ),
-          Effect.mapError(fail("unpark"))
-        ),
-      parkedReason: (run) => Effect.mapError(parkedReason(run), fail("read parked")),
-      parked: (agent) =>
-        sql`SELECT run_id, parked FROM ${runs} WHERE agent = ${agent} AND parked IS NOT NULL ORDER BY run_id`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(ParkedRows)),
-          Effect.mapError(fail("list parked"))
-        ),
-      finished: (run, executionId, at) =>
-        sql`UPDATE ${runs} SET finished_at = ${at}, execution_id = ${executionId}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.asVoid,
-          Effect.mapError(fail("finished"))
-        ),
-      expired: (before, limit) =>
-        sql`SELECT agent, run_id, execution_id FROM ${runs}
-          WHERE finished_at < ${before} AND execution_id IS NOT NULL ORDER BY finished_at LIMIT ${limit}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(FinishedRuns)),
-          Effect.mapError(fail("expired"))
-        ),
-      forget: (run, before) =>
-        Effect.gen(function*() {
-          const gone = yield* Effect.flatMap(
-            sql`DELETE FROM ${runs} WHERE agent = ${run.agent} AND run_id = ${run.runId} AND finished_at < ${before}
-              RETURNING run_id`,
-            Schema.decodeUnknownEffect(Forgotten)
-          )
-          if (gone.length === 0) return false
-          for (const table of [steps, events, calls, approvals]) {
-            yield* sql`DELETE FROM ${table} WHERE agent = ${run.agent} AND run_id = ${run.runId}`
-          }
-          return true
-        }).pipe(Effect.mapError(fail("forget"))),
-      records: (run) =>
-        sql`SELECT 'step' AS kind, name, body, seq, recorded_at, CAST(NULL AS TEXT) AS secret FROM ${steps}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'claim' AS kind, call AS name, CAST(NULL AS TEXT) AS body, seq, recorded_at,
-            CAST(NULL AS TEXT) AS secret FROM ${calls}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}
-          UNION ALL
-          SELECT 'approval' AS kind, wait AS name, decision AS body, CAST(NULL AS INTEGER) AS seq,
-            CAST(NULL AS BIGINT) AS recorded_at, secret FROM ${approvals}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId}`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(RecordRows)),
-          Effect.map((rows): RunRecords => {
-            const stepsRead: Array<StepRecord> = []
-            const claims: Array<ClaimRecord> = []
-            const issued: Array<IssuedApproval> = []
-            for (const row of rows) {
-              const stamp = row.seq === null || row.recorded_at === null
-                ? undefined
-                : { seq: row.seq, at: row.recorded_at }
-              if (row.kind === "step") stepsRead.push({ name: row.name, body: row.body ?? "", stamp })
-              else if (row.kind === "claim") claims.push({ call: row.name, stamp })
-              else issued.push({ wait: row.name, secret: row.secret ?? "", decision: row.body })
-            }
-            return { steps: stepsRead, claims, approvals: issued }
-          }),
-          Effect.mapError(fail("read records"))
-        ),
-      create: (run, records) =>
-        sql.withTransaction(create(run, records)).pipe(
-          Effect.as(true),
-          Effect.catchTag("Occupied", () => Effect.succeed(false)),
-          Effect.mapError(fail("create"))
-        ),
-      exists: (run) => exists(run).pipe(Effect.mapError(fail("read"))),
-      decide: (run, wait, decision) =>
-        sql`UPDATE ${approvals} SET decision = ${decision}
-          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND wait = ${wait} AND decision IS NULL
-          RETURNING wait`.pipe(
-          Effect.flatMap(Schema.decodeUnknownEffect(Decided)),
-          Effect.map((rows) => rows.length > 0),
-          Effect.mapError(fail("decide"))
-        )
+      ...RunStoreLog.make(sql, tables, fail, Entry),
+      ...RunStoreApprovals.make(sql, tables, fail, IssuedApproval),
+      ...RunStoreExecutions.make(sql, tables, fail, { Execution, ParkedRow }),
+      ...RunStoreRetention.make(sql, tables, fail, FinishedRun),
+      ...RunStoreHistory.make(sql, tables, fail)
     })
   })
 
