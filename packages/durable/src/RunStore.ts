@@ -200,7 +200,7 @@ export class RunStore extends Context.Service<RunStore, {
   readonly interrupted: (run: RunKey) => Effect.Effect<void, RunStoreError>
   /** Parks `run` for `reason` (JSON), unless it is parked already; `false` then. */
   readonly park: (run: RunKey, reason: string) => Effect.Effect<boolean, RunStoreError>
-  /** Releases `run` from parking, counting no execution; returns the reason it was parked for, if it was. */
+  /** Releases `run` from parking, counting no execution; returns the reason it was parked for when this call released it. */
   readonly unpark: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>
   /** The reason (JSON) `run` is parked for; `undefined` when it is not parked. */
   readonly parkedReason: (run: RunKey) => Effect.Effect<string | undefined, RunStoreError>

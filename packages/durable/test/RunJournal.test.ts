@@ -126,6 +126,53 @@ describe.skipIf(!postgresReachable)("RunJournal on PostgreSQL", () => {
       return yield* Fiber.join(writing)
     }).pipe(Effect.provide(admin))
 
+  /**
+   * Runs `writes` at once while `table` is locked against writes: each reads, then waits at the lock, which is
+   * released once all of them wait; their results.
+   */
+  const racingAtLock = <A, E>(table: string, writes: ReadonlyArray<Effect.Effect<A, E>>) =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient
+      const locked = yield* Deferred.make<void>()
+      const unlock = yield* Deferred.make<void>()
+      const lock = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE ${sql(`${prefix}_${table}`)} IN EXCLUSIVE MODE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(unlock)
+      })))
+      yield* Deferred.await(locked)
+      const racing = yield* Effect.forkChild(Effect.all(writes, { concurrency: "unbounded" }))
+      yield* Effect.flatMap(
+        sql`SELECT count(*) AS waiting FROM pg_stat_activity
+          WHERE application_name = ${application} AND wait_event_type = 'Lock'`,
+        Schema.decodeUnknownEffect(Waiting)
+      ).pipe(
+        Effect.repeat({
+          schedule: Schedule.spaced("20 millis"),
+          until: ([row]) => Number(row?.waiting) >= writes.length
+        }),
+        Effect.timeout("20 seconds")
+      )
+      yield* Deferred.succeed(unlock, undefined)
+      yield* Fiber.join(lock)
+      return yield* Fiber.join(racing)
+    }).pipe(Effect.provide(admin))
+
+  it.live(
+    "two unparks of a parked run at once: one releases it, the other finds it released",
+    () =>
+      Effect.gen(function*() {
+        const runStore = yield* RunStore.RunStore
+        const run = { agent: "journal", runId: "parked" }
+        yield* runStore.begin(run)
+        expect(yield* runStore.park(run, "{\"crashes\":1}")).toBe(true)
+        const released = yield* racingAtLock("agent_runs", [runStore.unpark(run), runStore.unpark(run)])
+        expect(released.filter((reason) => reason !== undefined)).toStrictEqual(["{\"crashes\":1}"])
+        expect(yield* runStore.parkedReason(run)).toBeUndefined()
+      }).pipe(Effect.provide(store)),
+    30_000
+  )
+
   it.live("a call's start whose connection dropped is recorded by a retry, once", () =>
     Effect.gen(function*() {
       const dropped = { agent: "journal", runId: "dropped" }

@@ -67,10 +67,10 @@ export const make = <X, P, E>(
         Effect.flatMap((reason) =>
           reason === undefined
             ? Effect.succeed(undefined)
-            : Effect.as(
-              sql`UPDATE ${runs} SET parked = NULL, attempts = 0
-                WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked = ${reason}`,
-              reason
+            // Released by this update only: another unpark (or a parking with a reason of its own) may come between.
+            : sql`UPDATE ${runs} SET parked = NULL, attempts = 0
+                WHERE agent = ${run.agent} AND run_id = ${run.runId} AND parked = ${reason} RETURNING 1 AS found`.pipe(
+              Effect.map((rows) => rows.length > 0 ? reason : undefined)
             )
         ),
         Effect.mapError(fail("unpark"))
