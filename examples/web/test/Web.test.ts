@@ -145,6 +145,27 @@ describe("the chat server", () => {
       expect(yield* cancel(next)).toBe("the run had ended\n")
       expect(yield* cancel({ ...next, context: [] })).toContain("was recorded with another input")
     }).pipe(Effect.scoped))
+
+  it.live("refuses with 400 a conversation nested deeper than JSON can be written back, and answers the next request", () =>
+    Effect.gen(function*() {
+      const { url } = yield* serve("mock", MockLanguageModel.layer(script))
+      const post = (body: string) =>
+        Effect.promise(() =>
+          fetch(`${url}chat`, { method: "POST", body }).then(async (r) => ({ status: r.status, text: await r.text() }))
+        )
+      // 20 KB: an item of the application's own whose data nests deeper than JSON.stringify can go.
+      const depth = 10_000
+      const note = `{"type":"x-note","id":"n1","status":"completed","data":{"v":${"[".repeat(depth)}${
+        "]".repeat(depth)
+      }}}`
+      const refused = yield* post(
+        `{"conversation":"conversation-3","index":0,"message":"Hi","context":[${note}]}`
+      )
+      expect(refused.status, refused.text.slice(0, 200)).toBe(400)
+      expect(refused.text.length).toBeLessThan(2_000)
+      const ended = yield* chat(url, { conversation: "conversation-3", index: 0, message: question, context: [] })
+      expect(ended._tag).toBe("Finished")
+    }).pipe(Effect.scoped))
 })
 
 describe.skipIf(!hasChromium)("the chat page in Chromium", () => {

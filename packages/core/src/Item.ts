@@ -12,6 +12,7 @@ import * as Base64 from "effect/encoding/Base64"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as JsonDepth from "./internal/jsonDepth.ts"
 
 /**
  * Text written by a user, the system or a developer.
@@ -218,6 +219,7 @@ export type Reasoning = typeof Reasoning.Type
 
 /**
  * An application's own item kind; its `type` starts with `x-`. Providers do not send these to a model.
+ * Its `data` nests at most 256 deep (a history may come from a client, and is written back as JSON).
  *
  * @since 0.1.0
  * @category schemas
@@ -226,7 +228,7 @@ export const Extension = Schema.Struct({
   type: Schema.TemplateLiteral(["x-", Schema.String]),
   id: Schema.String,
   status: Status,
-  data: Schema.Record(Schema.String, Schema.Unknown)
+  data: Schema.Record(Schema.String, Schema.Unknown).check(JsonDepth.shallow("an extension item's data"))
 })
 export type Extension = typeof Extension.Type
 
