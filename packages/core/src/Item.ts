@@ -379,7 +379,7 @@ const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unkno
  * (Gemini's `args`, Anthropic's `input`): the arguments when they are an
  * object, `{}` for empty text (which some providers send for a call without
  * arguments, and `Toolkit` reads as `{}`), else `{ arguments }` with the value,
- * or the text when it is not JSON. A model's bad call, which its tool
+ * or the text when it is not JSON (or nests more than 256 deep). A model's bad call, which its tool
  * rejected, must still be sendable in the next request.
  *
  * @since 0.1.0
@@ -388,7 +388,8 @@ const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unkno
 export const argumentsObject = (text: string): { readonly [key: string]: unknown } => {
   if (text.trim() === "") return {}
   const parsed = decodeJson(text)
-  if (Result.isFailure(parsed)) return { arguments: text }
+  // Text that is not JSON, or JSON nested too deep for a request's `JSON.stringify`, goes as it came.
+  if (Result.isFailure(parsed) || !JsonDepth.isShallow(parsed.success)) return { arguments: text }
   return Predicate.isReadonlyObject(parsed.success) && !Array.isArray(parsed.success)
     ? parsed.success
     : { arguments: parsed.success }

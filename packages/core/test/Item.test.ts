@@ -112,4 +112,12 @@ describe("Item.argumentsObject", () => {
     expect(Item.argumentsObject("42")).toStrictEqual({ arguments: 42 })
     expect(Item.argumentsObject("{\"cut")).toStrictEqual({ arguments: "{\"cut" })
   })
+
+  it("keeps as text arguments nested too deep to be written back as JSON", () => {
+    // A model (or a client's history) may send any text: parsed, this one would overflow the request's JSON.stringify.
+    const deep = `{"a":${"[".repeat(10_000)}${"]".repeat(10_000)}}`
+    const object = Item.argumentsObject(deep)
+    expect(object).toStrictEqual({ arguments: deep })
+    expect(JSON.parse(JSON.stringify(object))).toStrictEqual({ arguments: deep })
+  })
 })
