@@ -227,6 +227,19 @@ describe("POST /api/chat", () => {
       expect(small.text).toContain("Hello.")
     }).pipe(Effect.scoped))
 
+  it.live("answers only its own pages: another site's page, or a name that is not loopback (DNS rebinding), gets 403", () =>
+    Effect.gen(function*() {
+      const url = yield* serve("mock", MockLanguageModel.layer([MockLanguageModel.textTurn("Hello.")]))
+      const body = JSON.stringify({ messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "Hi" }] }] })
+      const post = (headers: Record<string, string>) =>
+        Effect.promise(() =>
+          fetch(new URL("/api/chat", url), { method: "POST", headers, body }).then((response) => response.status)
+        )
+      // A form or a fetch with a text body, from any site the person visits, needs no permission of the browser's.
+      expect(yield* post({ "content-type": "text/plain", origin: "https://evil.example" })).toBe(403)
+      expect(yield* post({ "content-type": "application/json", origin: new URL(url).origin })).toBe(200)
+    }).pipe(Effect.scoped))
+
   it.live("refuses a tool input nested deeper than JSON can be written back, with 400, and answers the next request", () =>
     Effect.gen(function*() {
       const url = yield* serve("mock", MockLanguageModel.layer([MockLanguageModel.textTurn("Hello.")]))
