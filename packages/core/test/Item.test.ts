@@ -79,6 +79,18 @@ describe("Item", () => {
   })
 })
 
+describe("Item.Extension", () => {
+  it("refuses data nested more than 256 deep, and checks data that shares its objects in one walk", () => {
+    const extension = (data: Record<string, unknown>) => ({ type: "x-note", id: "n1", status: "completed", data })
+    const nested = (depth: number): unknown => Array.from({ length: depth }).reduce<unknown>((inner) => [inner], 1)
+    expect(Schema.is(Item.Extension)(extension({ v: nested(250) }))).toBe(true)
+    expect(Schema.is(Item.Extension)(extension({ v: nested(300) }))).toBe(false)
+    // Built in memory, not read from JSON: 60 levels of two references to the level below are 2^60 paths.
+    const shared = Array.from({ length: 60 }).reduce<unknown>((below) => ({ a: below, b: below }), 1)
+    expect(Schema.is(Item.Extension)(extension({ v: shared }))).toBe(true)
+  })
+})
+
 describe("Item's part constructors", () => {
   it("make data URLs of bytes, keep URLs as they are, and say which parts are media", () => {
     const image = Item.imageFromBytes(new Uint8Array([0, 1, 254, 255]), "image/png", { detail: "low" })

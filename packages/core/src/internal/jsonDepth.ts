@@ -11,13 +11,20 @@ import * as Schema from "effect/Schema"
 /** The deepest a client's JSON value may nest: far past any real one, far short of the stack's limit. */
 export const maxDepth = 256
 
-/** Whether `value`'s arrays and objects nest at most {@link maxDepth} deep; walked without recursion. */
+/**
+ * Whether `value`'s arrays and objects nest at most {@link maxDepth} deep;
+ * walked without recursion, each object once: a value built in memory may
+ * share its objects (a tree from JSON never does), whose paths could be
+ * exponentially many.
+ */
 export const isShallow = (value: unknown): boolean => {
+  const seen = new Set<object>()
   const stack: Array<readonly [unknown, number]> = [[value, 0]]
   while (stack.length > 0) {
     const [item, depth] = stack.pop()!
-    if (typeof item !== "object" || item === null) continue
+    if (typeof item !== "object" || item === null || seen.has(item)) continue
     if (depth === maxDepth) return false
+    seen.add(item)
     for (const child of Object.values(item)) stack.push([child, depth + 1])
   }
   return true
