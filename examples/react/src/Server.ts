@@ -4,7 +4,8 @@
  * It turns the chat's UI messages into the agent's history, runs the demo
  * agent (calculator and unit converter) on it, and answers with the run as
  * the AI SDK's UI message stream. Stop in the page aborts the request, which
- * interrupts the run, down to the model's HTTP request.
+ * interrupts the run, down to the model's HTTP request. Only its own pages
+ * are answered (see `LocalOnly`).
  */
 import { AgentLoop, ChatApprovals, UIMessage, UIMessageStream } from "@agentloop/core"
 import type { Item, LanguageModel, Toolkit } from "@agentloop/core"
@@ -12,6 +13,7 @@ import { instructions } from "@agentloop/example-terminal/Demo"
 import { question } from "@agentloop/example-terminal/script"
 import { toolkit as demoTools } from "@agentloop/example-terminal/tools"
 import { memoized } from "@agentloop/example-web/bundle"
+import * as LocalOnly from "@agentloop/example-web/LocalOnly"
 import { ByteSize, Effect, Layer, Stream } from "effect"
 import type { Redacted } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -58,6 +60,7 @@ export const routes = (options: {
   readonly secret?: Redacted.Redacted<string> | Uint8Array | undefined
 }) =>
   Layer.mergeAll(
+    LocalOnly.layer,
     HttpRouter.add("GET", "/", HttpServerResponse.html(page(options.provider, question))),
     HttpRouter.add(
       "GET",

@@ -227,6 +227,43 @@ describe("POST /api/chat", () => {
       expect(small.text).toContain("Hello.")
     }).pipe(Effect.scoped))
 
+  it.live("answers only its own pages: another site's page, or a name that is not loopback (DNS rebinding), gets 403", () =>
+    Effect.gen(function*() {
+      const url = yield* serve("mock", MockLanguageModel.layer([MockLanguageModel.textTurn("Hello.")]))
+      const body = JSON.stringify({ messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "Hi" }] }] })
+      const post = (headers: Record<string, string>) =>
+        Effect.promise(() =>
+          fetch(new URL("/api/chat", url), { method: "POST", headers, body }).then((response) => response.status)
+        )
+      // A form or a fetch with a text body, from any site the person visits, needs no permission of the browser's.
+      expect(yield* post({ "content-type": "text/plain", origin: "https://evil.example" })).toBe(403)
+      expect(yield* post({ "content-type": "application/json", origin: new URL(url).origin })).toBe(200)
+    }).pipe(Effect.scoped))
+
+  it.live("refuses a tool input nested deeper than JSON can be written back, with 400, and answers the next request", () =>
+    Effect.gen(function*() {
+      const url = yield* serve("mock", MockLanguageModel.layer([MockLanguageModel.textTurn("Hello.")]))
+      const post = (body: string) =>
+        Effect.promise(() =>
+          fetch(new URL("/api/chat", url), { method: "POST", headers: { "content-type": "application/json" }, body })
+            .then(async (response) => ({ status: response.status, text: await response.text() }))
+        )
+      const depth = 300_000
+      // Well within 1 MiB: an input nested so deep that writing it back as JSON overflows the stack.
+      const deep = `{"messages":[{"id":"u1","role":"user","parts":[{"type":"text","text":"Hi"}]},{"id":"a1",` +
+        `"role":"assistant","parts":[{"type":"tool-calculator","toolCallId":"call_1","state":"output-available",` +
+        `"input":${"[".repeat(depth)}${"]".repeat(depth)},"output":1}]},` +
+        `{"id":"u2","role":"user","parts":[{"type":"text","text":"And?"}]}]}`
+      const refused = yield* post(deep)
+      expect(refused.status, refused.text.slice(0, 200)).toBe(400)
+      expect(refused.text.length).toBeLessThan(2_000)
+      const small = yield* post(
+        JSON.stringify({ messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "Hi" }] }] })
+      )
+      expect(small.status).toBe(200)
+      expect(small.text).toContain("Hello.")
+    }).pipe(Effect.scoped))
+
   it.live("a call the client made up and approved itself does not run; the model reads that it was refused", () =>
     Effect.gen(function*() {
       const archived: Array<string> = []

@@ -4,7 +4,7 @@
  * which follows `GET /runs/:id/events` (the run's log as Server-Sent Events
  * with ids: a page loaded again gets the whole run, then the rest live), and
  * `POST /runs/:id/cancel` stops it for good. Closing or reloading the page
- * does not stop the run.
+ * does not stop the run. Only its own pages are answered (see `LocalOnly`).
  */
 import type { LanguageModel } from "@agentloop/core"
 import { DurableAgent, DurableRunner, DurableStream } from "@agentloop/durable"
@@ -13,6 +13,7 @@ import { toolkit } from "@agentloop/example-terminal/tools"
 import { ByteSize, Effect, Layer, Option, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { memoized } from "./bundle.ts"
+import * as LocalOnly from "./LocalOnly.ts"
 
 /** The demo agent, durable. */
 export const agent = DurableAgent.make("demo", { instructions, toolkit, limits: { maxTurns: 8 } })
@@ -52,6 +53,7 @@ const page = (id: string) =>
 
 /** The routes; the agent runs on the durable runner the layer is provided with. */
 export const routes = Layer.mergeAll(
+  LocalOnly.layer,
   HttpRouter.add(
     "POST",
     "/runs/:id",

@@ -8,7 +8,8 @@
  * by the request: a page that goes away (a reload, a closed tab, a network
  * cut) does not stop it, and a page that comes back gets the whole run, or
  * the rest of it after its `Last-Event-ID`. `POST /chat/cancel` stops a run
- * for good: every page following it sees it ended by a person.
+ * for good: every page following it sees it ended by a person. Only its own
+ * pages are answered (see `LocalOnly`).
  */
 import { AgentLoop, EventStream, Item, ResumableStream } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
@@ -19,6 +20,7 @@ import { ByteSize, Effect, Layer, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { bundle } from "./bundle.ts"
 import * as Conversation from "./Conversation.ts"
+import * as LocalOnly from "./LocalOnly.ts"
 import { page } from "./page.ts"
 
 /**
@@ -66,6 +68,7 @@ export const routes = <E>(options: {
   readonly model: Layer.Layer<LanguageModel.LanguageModel, E>
 }) =>
   Layer.mergeAll(
+    LocalOnly.layer,
     HttpRouter.add("GET", "/", HttpServerResponse.html(page(options.provider, question))),
     HttpRouter.add(
       "GET",

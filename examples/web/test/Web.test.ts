@@ -98,6 +98,23 @@ const chat = (url: string, body: unknown) =>
     catch: (error) => error
   })
 
+/** A request with headers `fetch` will not set (`host`): its status and body. A body makes it a POST. */
+const request = (url: string, path: string, headers: Http.OutgoingHttpHeaders, body?: string) =>
+  Effect.callback<{ readonly status: number; readonly text: string }>((resume) => {
+    const sent = Http.request(
+      new URL(path, url),
+      { method: body === undefined ? "GET" : "POST", headers },
+      (response) => {
+        let text = ""
+        response.setEncoding("utf8")
+        response.on("data", (chunk: string) => (text += chunk))
+        response.on("end", () => resume(Effect.succeed({ status: response.statusCode ?? 0, text })))
+      }
+    )
+    sent.on("error", (error) => resume(Effect.die(error)))
+    sent.end(body)
+  })
+
 describe("the chat server", () => {
   it.live("builds its model once, for its lifetime: a run never uses a model already released", () =>
     Effect.gen(function*() {
@@ -144,6 +161,49 @@ describe("the chat server", () => {
         )
       expect(yield* cancel(next)).toBe("the run had ended\n")
       expect(yield* cancel({ ...next, context: [] })).toContain("was recorded with another input")
+    }).pipe(Effect.scoped))
+
+  it.live("answers only its own pages: another site's page, or a name that is not loopback (DNS rebinding), gets 403", () =>
+    Effect.gen(function*() {
+      const { url } = yield* serve("mock", MockLanguageModel.layer([...script, ...script]))
+      const { port } = new URL(url)
+      const body = JSON.stringify({ conversation: "conversation-4", index: 0, message: question, context: [] })
+      // A form or a fetch with a text body, from any site the person visits, needs no permission of the browser's.
+      const evil = yield* request(url, "/chat", { origin: "https://evil.example" }, body)
+      expect(evil.status).toBe(403)
+      // A name of the attacker's that resolves to 127.0.0.1: the page and the server then share an origin.
+      const rebound = yield* request(url, "/chat", {
+        host: `evil.example:${port}`,
+        origin: `http://evil.example:${port}`
+      }, body)
+      expect(rebound.status).toBe(403)
+      expect((yield* request(url, "/", { host: `evil.example:${port}` })).status).toBe(403)
+      // The server's own page, reached as 127.0.0.1 or localhost, and a client without an Origin (curl) are answered.
+      expect((yield* request(url, "/", { host: `localhost:${port}` })).status).toBe(200)
+      const own = yield* request(url, "/chat", { origin: `http://127.0.0.1:${port}` }, body)
+      expect(own.status).toBe(200)
+      expect(own.text).toContain("event: end")
+    }).pipe(Effect.scoped))
+
+  it.live("refuses with 400 a conversation nested deeper than JSON can be written back, and answers the next request", () =>
+    Effect.gen(function*() {
+      const { url } = yield* serve("mock", MockLanguageModel.layer(script))
+      const post = (body: string) =>
+        Effect.promise(() =>
+          fetch(`${url}chat`, { method: "POST", body }).then(async (r) => ({ status: r.status, text: await r.text() }))
+        )
+      // 20 KB: an item of the application's own whose data nests deeper than JSON.stringify can go.
+      const depth = 10_000
+      const note = `{"type":"x-note","id":"n1","status":"completed","data":{"v":${"[".repeat(depth)}${
+        "]".repeat(depth)
+      }}}`
+      const refused = yield* post(
+        `{"conversation":"conversation-3","index":0,"message":"Hi","context":[${note}]}`
+      )
+      expect(refused.status, refused.text.slice(0, 200)).toBe(400)
+      expect(refused.text.length).toBeLessThan(2_000)
+      const ended = yield* chat(url, { conversation: "conversation-3", index: 0, message: question, context: [] })
+      expect(ended._tag).toBe("Finished")
     }).pipe(Effect.scoped))
 })
 

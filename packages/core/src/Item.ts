@@ -12,6 +12,7 @@ import * as Base64 from "effect/encoding/Base64"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as JsonDepth from "./internal/jsonDepth.ts"
 
 /**
  * Text written by a user, the system or a developer.
@@ -218,6 +219,7 @@ export type Reasoning = typeof Reasoning.Type
 
 /**
  * An application's own item kind; its `type` starts with `x-`. Providers do not send these to a model.
+ * Its `data` nests at most 256 deep (a history may come from a client, and is written back as JSON).
  *
  * @since 0.1.0
  * @category schemas
@@ -226,7 +228,7 @@ export const Extension = Schema.Struct({
   type: Schema.TemplateLiteral(["x-", Schema.String]),
   id: Schema.String,
   status: Status,
-  data: Schema.Record(Schema.String, Schema.Unknown)
+  data: Schema.Record(Schema.String, Schema.Unknown).check(JsonDepth.shallow("an extension item's data"))
 })
 export type Extension = typeof Extension.Type
 
@@ -377,7 +379,7 @@ const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unkno
  * (Gemini's `args`, Anthropic's `input`): the arguments when they are an
  * object, `{}` for empty text (which some providers send for a call without
  * arguments, and `Toolkit` reads as `{}`), else `{ arguments }` with the value,
- * or the text when it is not JSON. A model's bad call, which its tool
+ * or the text when it is not JSON (or nests more than 256 deep). A model's bad call, which its tool
  * rejected, must still be sendable in the next request.
  *
  * @since 0.1.0
@@ -386,7 +388,8 @@ const decodeJson = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Unkno
 export const argumentsObject = (text: string): { readonly [key: string]: unknown } => {
   if (text.trim() === "") return {}
   const parsed = decodeJson(text)
-  if (Result.isFailure(parsed)) return { arguments: text }
+  // Text that is not JSON, or JSON nested too deep for a request's `JSON.stringify`, goes as it came.
+  if (Result.isFailure(parsed) || !JsonDepth.isShallow(parsed.success)) return { arguments: text }
   return Predicate.isReadonlyObject(parsed.success) && !Array.isArray(parsed.success)
     ? parsed.success
     : { arguments: parsed.success }

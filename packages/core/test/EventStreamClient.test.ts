@@ -104,6 +104,21 @@ describe("EventStreamClient.events", () => {
       expect(ids).toStrictEqual(["7", "7", "8"])
     }).pipe(Effect.scoped))
 
+  it.live("an id that cannot go back as a header (a server wrote it) fails the resume with a reason, not a TypeError", () =>
+    Effect.gen(function*() {
+      const { url } = yield* server
+      // Headers are bytes: an id with a character past U+00FF, or a NUL, cannot be sent as Last-Event-ID.
+      for (const lastEventId of ["7€", "7\u0000"]) {
+        const error = yield* Effect.promise(() =>
+          collect(EventStreamClient.entries(counts, `${url}/ok`, undefined, { lastEventId })).then(
+            () => undefined,
+            (e) => e
+          )
+        )
+        expect(error).toMatchObject({ _tag: "EventStreamError", reason: "http" })
+      }
+    }).pipe(Effect.scoped))
+
   it.live("leaving the loop closes the connection, which the server sees", () =>
     Effect.gen(function*() {
       const { closed, url } = yield* server

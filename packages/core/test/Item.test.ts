@@ -79,6 +79,18 @@ describe("Item", () => {
   })
 })
 
+describe("Item.Extension", () => {
+  it("refuses data nested more than 256 deep, and checks data that shares its objects in one walk", () => {
+    const extension = (data: Record<string, unknown>) => ({ type: "x-note", id: "n1", status: "completed", data })
+    const nested = (depth: number): unknown => Array.from({ length: depth }).reduce<unknown>((inner) => [inner], 1)
+    expect(Schema.is(Item.Extension)(extension({ v: nested(250) }))).toBe(true)
+    expect(Schema.is(Item.Extension)(extension({ v: nested(300) }))).toBe(false)
+    // Built in memory, not read from JSON: 60 levels of two references to the level below are 2^60 paths.
+    const shared = Array.from({ length: 60 }).reduce<unknown>((below) => ({ a: below, b: below }), 1)
+    expect(Schema.is(Item.Extension)(extension({ v: shared }))).toBe(true)
+  })
+})
+
 describe("Item's part constructors", () => {
   it("make data URLs of bytes, keep URLs as they are, and say which parts are media", () => {
     const image = Item.imageFromBytes(new Uint8Array([0, 1, 254, 255]), "image/png", { detail: "low" })
@@ -111,5 +123,13 @@ describe("Item.argumentsObject", () => {
     expect(Item.argumentsObject("[1,2]")).toStrictEqual({ arguments: [1, 2] })
     expect(Item.argumentsObject("42")).toStrictEqual({ arguments: 42 })
     expect(Item.argumentsObject("{\"cut")).toStrictEqual({ arguments: "{\"cut" })
+  })
+
+  it("keeps as text arguments nested too deep to be written back as JSON", () => {
+    // A model (or a client's history) may send any text: parsed, this one would overflow the request's JSON.stringify.
+    const deep = `{"a":${"[".repeat(10_000)}${"]".repeat(10_000)}}`
+    const object = Item.argumentsObject(deep)
+    expect(object).toStrictEqual({ arguments: deep })
+    expect(JSON.parse(JSON.stringify(object))).toStrictEqual({ arguments: deep })
   })
 })

@@ -401,6 +401,17 @@ describe("UIMessage", () => {
       })
       yield* decode({ messages: [{ id: "u", role: "user", parts: [{ type: "text" }] }] })
       yield* decode({ messages: Array.from({ length: 1001 }, (_, i) => ({ id: `m${i}`, role: "user", parts: [] })) })
+      // An output nested deeper than JSON.stringify can write back (a stack overflow, not a typed failure).
+      const deep = JSON.parse(`${"[".repeat(300_000)}${"]".repeat(300_000)}`)
+      const message = yield* decode({
+        messages: [{
+          id: "a",
+          role: "assistant",
+          parts: [{ type: "tool-add", toolCallId: "c", state: "output-available", input: {}, output: deep }]
+        }]
+      }).pipe(Effect.map((error) => error.message))
+      expect(message).toContain("nests more than 256 deep")
+      expect(message.length).toBeLessThan(2_000)
       // Parts a model does not read back are kept by the UI and ignored here.
       const ok = yield* Schema.decodeUnknownEffect(UIMessage.ChatRequest)({
         messages: [{

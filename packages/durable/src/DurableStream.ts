@@ -244,7 +244,13 @@ export const toHttpResponse = (
  * Cancels run `runId` of `agent` (whose output is text): interrupts it wherever it is (a model request, a tool call, a wait
  * for approval) and logs its end as `Halted` by `"person"`, with the run's
  * accounting at its last completed turn. A run that has ended already is left
- * as it is; answers whether this call cancelled it.
+ * as it is, and so is a run id the store has no record of (never started, or
+ * pruned): answers whether this call cancelled it.
+ *
+ * It checks no one's right to: whoever knows a run's id can cancel it (and
+ * read its events, see {@link toHttpResponse}). A server whose runs are not
+ * everyone's makes their ids unguessable, or checks the caller before it
+ * calls this.
  *
  * @since 0.2.0
  * @category cancelling
@@ -256,9 +262,12 @@ export const cancel = <R, RU>(
 ): Effect.Effect<boolean, RunStoreError, WorkflowEngine | RunStore> =>
   Effect.gen(function*() {
     const run: RunKey = { agent: agent.name, runId }
+    const store = yield* RunStore
+    // A run id with no record (never started, or pruned) names nothing to cancel; its end written now would be
+    // the end of a run started under that id later.
+    if (!(yield* store.exists(run))) return false
     const executionId = yield* agent.workflow.executionId({ runId, input: "" })
     yield* agent.workflow.interrupt(executionId)
-    const store = yield* RunStore
     let afterSeq = -1
     let ended = false
     let accounting = Accounting.empty

@@ -109,6 +109,25 @@ describe("DurableStream from a server process", () => {
     },
     120_000
   )
+
+  it.live(
+    "a cancel of a run id never started cancels nothing: it answers false, and the run starts and finishes later",
+    () => {
+      const temp = tempDir()
+      return Effect.gen(function*() {
+        const filename = Path.join(temp.dir, "runs.db")
+        const server = yield* script.spawn({ action: "serve", filename, url: "" })
+        const url = String((yield* server.waitFor(TestProcess.has("url")))["url"])
+        // A guessed id: nothing runs under it, and nothing may be written under it.
+        expect(yield* post(`${url}/runs/r3/cancel`)).toBe("already ended\n")
+        yield* post(`${url}/runs/r3`, "go")
+        const run = yield* readHere(`${url}/runs/r3/events`)
+        expect(run.ended).toStrictEqual({ ended: "end" })
+        expect(run.entries.at(-1)?.tag).toBe("Finished")
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.sync(temp.remove)))
+    },
+    120_000
+  )
 })
 
 describe("DurableStream in this process", () => {

@@ -328,6 +328,20 @@ const objectSchema = (tool: Tool.Any<unknown>): McpSchema.ToolOutputJson | undef
   return schema.type === "object" ? schema : undefined
 }
 
+/** The arguments as a call's JSON text; `undefined` when they nest too deep for `JSON.stringify` (the stack's limit). */
+const argumentsText = (payload: unknown): string | undefined => {
+  try {
+    return JSON.stringify(payload ?? {})
+  } catch {
+    return undefined
+  }
+}
+
+const tooDeep = new McpSchema.CallToolResult({
+  isError: true,
+  content: [{ type: "text", text: "The arguments nest too deep to be read: send them as a flatter JSON object." }]
+})
+
 const call = <R>(
   toolkit: Toolkit.Toolkit<R>,
   name: string,
@@ -335,13 +349,15 @@ const call = <R>(
   index: number,
   structured: boolean
 ): Effect.Effect<McpSchema.CallToolResult, never, R> => {
+  const text = argumentsText(payload)
+  if (text === undefined) return Effect.succeed(tooDeep)
   const functionCall: Item.FunctionCall = {
     type: "function_call",
     id: `fc_mcp_${index}`,
     status: "completed",
     call_id: `mcp_${index}`,
     name,
-    arguments: JSON.stringify(payload ?? {})
+    arguments: text
   }
   return Effect.map(Toolkit.executeAllSafe(toolkit, [functionCall]), ([result]) => toResult(result!, structured))
 }

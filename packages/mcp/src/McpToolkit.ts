@@ -68,8 +68,10 @@ export interface Options {
  * Connects to `server`, lists its tools and gives them as a toolkit, for as
  * long as the scope is open; closing it ends a stdio server's process. Tools
  * whose name (with the prefix) a model provider refuses (anything but 1 to 64
- * letters, digits, `_` and `-`) are left out with a warning in the log; tools
- * the server requires to run as tasks are left out by `effect/ai`. The list is read once: a server
+ * letters, digits, `_` and `-`), or that would make every model request too
+ * long (see {@link maxSchemaLength} and {@link maxToolsLength}), are left out
+ * with a warning in the log; tools the server requires to run as tasks are
+ * left out by `effect/ai`. The list is read once: a server
  * that restarted, or changed its tools, needs a new `toolkit`.
  *
  * @example
@@ -115,22 +117,25 @@ export const toolkit = <S extends McpConnection.Server>(
     const descriptors = yield* connection.client.listTools()
     const tools: Array<Tool.Any<never>> = []
     const names = new Set<string>()
+    let total = 0
     for (const descriptor of descriptors) {
       const name = `${options.prefix ?? ""}${descriptor.name}`
-      if (validName.test(name) && !names.has(name) && !schemaFits(descriptor.inputSchema)) {
-        yield* Effect.logWarning(
-          `MCP server "${connection.name}": tool "${name}" left out: its input schema is over ${maxSchemaLength} characters`
-        )
+      const schema = schemaLength(descriptor.inputSchema)
+      const length = name.length + bounded(description(descriptor)).length + schema
+      const leftOut = !validName.test(name)
+        ? "model providers accept only 1 to 64 letters, digits, _ and -"
+        : names.has(name)
+        ? "listed twice"
+        : schema > maxSchemaLength
+        ? `its input schema is over ${maxSchemaLength} characters`
+        : total + length > maxToolsLength
+        ? `the server's tools are over ${maxToolsLength} characters with it`
+        : undefined
+      if (leftOut !== undefined) {
+        yield* Effect.logWarning(`MCP server "${connection.name}": tool "${name.slice(0, 80)}" left out: ${leftOut}`)
         continue
       }
-      if (!validName.test(name) || names.has(name)) {
-        yield* Effect.logWarning(
-          `MCP server "${connection.name}": tool "${name.slice(0, 80)}" left out: ${
-            names.has(name) ? "listed twice" : "model providers accept only 1 to 64 letters, digits, _ and -"
-          }`
-        )
-        continue
-      }
+      total += length
       names.add(name)
       tools.push(fromDescriptor(connection, descriptor, name, options))
     }
@@ -161,14 +166,29 @@ export const maxDescriptionLength = 8192
  */
 export const maxSchemaLength = 65_536
 
-const schemaFits = (schema: unknown): boolean => {
+/**
+ * The most characters a server's tools may add to every model request,
+ * together: their names, descriptions (once cut) and input schemas. A tool
+ * that would take them past it is left out, with a warning in the log: a
+ * server listing thousands of tools, each within the bounds above, would
+ * otherwise make every request megabytes long.
+ *
+ * @since 0.3.0
+ * @category limits
+ */
+export const maxToolsLength = 1_048_576
+
+/** The length of `schema` as JSON; infinite when it cannot be written (nested deeper than the stack). */
+const schemaLength = (schema: unknown): number => {
   try {
-    return (JSON.stringify(schema) ?? "").length <= maxSchemaLength
+    return (JSON.stringify(schema) ?? "").length
   } catch {
-    // Nested deeper than the stack: no model would take it either.
-    return false
+    // No model would take it either.
+    return Number.POSITIVE_INFINITY
   }
 }
+
+const description = (descriptor: McpSchema.Tool): string => descriptor.description ?? descriptor.title ?? ""
 
 const bounded = (description: string): string =>
   description.length <= maxDescriptionLength ? description : `${description.slice(0, maxDescriptionLength - 1)}…`
@@ -194,7 +214,7 @@ const fromDescriptor = (
   const approval = options.needsApproval
   const tool = Tool.make({
     name,
-    description: bounded(descriptor.description ?? descriptor.title ?? ""),
+    description: bounded(description(descriptor)),
     input: McpArguments.schema(descriptor.inputSchema),
     output: Output,
     content: (shown) => shown.content,

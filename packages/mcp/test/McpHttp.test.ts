@@ -112,6 +112,28 @@ describe("Mcp.http", () => {
       expect(verbose.description.length).toBeLessThanOrEqual(McpToolkit.maxDescriptionLength)
     })))
 
+  it.live("bounds what a server's tools cost every model request together: those past the budget are left out", () =>
+    run(Effect.gen(function*() {
+      // Each tool within the bounds of one; 300 of them are 2.4 MB in every request.
+      const many = Array.from({ length: 300 }, (_, i) => ({
+        name: `tool_${i}`,
+        description: "z".repeat(McpToolkit.maxDescriptionLength - 100),
+        inputSchema: { type: "object" }
+      }))
+      const server = yield* SdkHttpServer.startWith(many)
+      const toolkit = yield* Mcp.toolkit(authorized(server.url))
+      const names = toolkit.tools.map((tool) => tool.name)
+      // The server's own tools come first, then as many of the others as fit, in the order listed.
+      expect(names.slice(0, 4)).toEqual(["multiply", "tag", "fail", "tool_0"])
+      expect(names.length).toBeLessThan(300)
+      const length = toolkit.tools.reduce(
+        (sum, tool) => sum + tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length,
+        0
+      )
+      expect(length).toBeLessThanOrEqual(McpToolkit.maxToolsLength)
+      expect(length).toBeGreaterThan(McpToolkit.maxToolsLength - McpToolkit.maxDescriptionLength)
+    })))
+
   it.live("follows a 307 to the server's own origin", () =>
     run(Effect.gen(function*() {
       const server = yield* SdkHttpServer.start

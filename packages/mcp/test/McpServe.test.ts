@@ -227,6 +227,46 @@ describe("Mcp.serve over HTTP, against a hostile client", () => {
       expect(small.text).toContain("agentloop-http-test")
     }).pipe(Effect.scoped))
 
+  it.live("arguments nested too deep to be written back are an isError result; the server goes on", () =>
+    Effect.gen(function*() {
+      const url = yield* serveHttp({})
+      const response = yield* Effect.promise(() =>
+        fetch(url, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+          body: initialize("raw")
+        })
+      )
+      yield* Effect.promise(() => response.text())
+      const headers = {
+        "mcp-session-id": response.headers.get("mcp-session-id")!,
+        "mcp-protocol-version": "2025-11-25"
+      }
+      const depth = 100_000
+      // 200 KB: an argument JSON.stringify cannot write back (it overflows the stack a few thousand levels down).
+      const deep = yield* post(
+        url,
+        `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"add","arguments":{"a":${"[".repeat(depth)}${
+          "]".repeat(depth)
+        },"b":1}}}`,
+        headers
+      )
+      expect(deep.status, deep.text.slice(0, 300)).toBe(200)
+      expect(deep.text.length).toBeLessThan(4_000)
+      expect(deep.text).toContain(`"isError":true`)
+      const add = yield* post(
+        url,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 3,
+          method: "tools/call",
+          params: { name: "add", arguments: { a: 1, b: 2 } }
+        }),
+        headers
+      )
+      expect(add.text).toContain(`"text":"3"`)
+    }).pipe(Effect.scoped))
+
   it.live("keeps at most maxSessions sessions, ending the least recently used; an initialize is bounded to 64 KiB", () =>
     Effect.gen(function*() {
       const url = yield* serveHttp({ maxSessions: 2 })

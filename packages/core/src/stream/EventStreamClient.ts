@@ -38,13 +38,26 @@ const httpError = (response: Response): EventStreamError => {
   })
 }
 
+/** Sets `Last-Event-ID`; an id a header cannot carry (a NUL, a character past U+00FF: a server wrote it) fails as `http`. */
+const setLastEventId = (headers: Headers, id: string): void => {
+  try {
+    headers.set("last-event-id", id)
+  } catch {
+    throw new EventStreamError({
+      reason: "http",
+      message: `the last event id ${JSON.stringify(id.slice(0, 80))} cannot be sent as a header`
+    })
+  }
+}
+
 /**
  * Requests an event stream with `fetch` and yields its events, decoded. The
  * loop throws the server's failure (decoded with `codec.failure`) after a
  * `failure` event, and an `EventStreamError` when the response is not a
- * successful event stream (`http`), ends before its `end` event
- * (`truncated`), holds an event that does not decode or is too large
- * (`malformed`), or the server broke (`server`).
+ * successful event stream or `lastEventId` cannot be sent as a header
+ * (`http`), ends before its `end` event (`truncated`), holds an event that
+ * does not decode or is too large (`malformed`), or the server broke
+ * (`server`).
  *
  * @example
  * ```ts
@@ -113,7 +126,7 @@ export async function* entries<A, E>(
   const decodeEvent = decoder(codec.events)
   const decodeFailure = decoder(codec.failure)
   const headers = new Headers(init?.headers)
-  if (options.lastEventId !== undefined) headers.set("last-event-id", options.lastEventId)
+  if (options.lastEventId !== undefined) setLastEventId(headers, options.lastEventId)
   let response: Response
   try {
     response = await globalThis.fetch(input, { ...init, headers })

@@ -4,7 +4,8 @@
  * follow-up message, a regenerate and an answered approval all become the
  * `input` of the next run.
  *
- * The body comes from the network: its sizes are bounded, and what a client
+ * The body comes from the network: its sizes and the nesting of tools'
+ * inputs and outputs are bounded, and what a client
  * may not decide is dropped (system messages: a run's instructions are the
  * server's).
  *
@@ -12,10 +13,14 @@
  */
 import * as Schema from "effect/Schema"
 import type * as Approval from "../Approval.ts"
+import * as JsonDepth from "../internal/jsonDepth.ts"
 import * as Item from "../Item.ts"
 
 const Text = Schema.String.check(Schema.isMaxLength(1_000_000))
 const Id = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(512))
+
+/** A tool's input or output as the client sends it back: any JSON, nested so that it can be written again. */
+const ToolValue = Schema.Unknown.check(JsonDepth.shallow("a tool's input or output"))
 
 /**
  * A text part (the user's or the assistant's).
@@ -51,8 +56,8 @@ const toolFields = {
     "output-error",
     "output-denied"
   ]),
-  input: Schema.optionalKey(Schema.Unknown),
-  output: Schema.optionalKey(Schema.Unknown),
+  input: Schema.optionalKey(ToolValue),
+  output: Schema.optionalKey(ToolValue),
   errorText: Schema.optionalKey(Text),
   approval: Schema.optionalKey(ToolApproval)
 }
