@@ -12,8 +12,13 @@ const conditions = ["@agentloop/source", ...defaultServerConditions.filter((cond
 
 export const sources = { resolve: { conditions }, ssr: { resolve: { conditions } } }
 
-// Every project runs its files on this many workers, all projects at once (vitest's default is one
-// worker fewer than the cores: one, on a two-core machine, which ran every file of the suite one
-// after another). Much of the suite waits (child processes, a browser, sockets, real-time servers),
-// so more workers than cores keep both cores busy.
-export const maxWorkers = 2
+// How many test files run at once, in the whole run: the projects share one pool of workers (vitest runs projects of
+// the same `sequence.groupOrder` together, with the `maxWorkers` they all name). Much of the suite waits (child
+// processes, a browser, sockets, real-time servers): with two workers on a two-core machine, a third of the cores'
+// time went idle while both files waited. Three keep them busy with less contention than four (the whole suite, the
+// machine shared: 2 workers 154 s wall, 171 s CPU; 4 workers 132 s, 180 s; 3 workers 122 s, 184 s).
+export const maxWorkers = 3
+
+// With more files than cores at once, a test that computes for a second or two (a stream split at every byte, say)
+// can take several on a busy machine: the limit only ends a test that hangs.
+export const testTimeout = 15_000

@@ -66,9 +66,13 @@ describe("docs", () => {
     expect(snippets.length).toBeGreaterThan(0)
   })
 
-  it("type-checks every snippet", async () => {
+  // Beside the snippets' runs, which mostly wait. Incremental: the diagnostics of files unchanged since the last run
+  // are kept in node_modules' cache (a run with nothing changed checks in a quarter of the CPU time).
+  it.concurrent("type-checks every snippet", async () => {
     const tsc = join(docs, "..", "node_modules", ".bin", "tsc")
-    const result = await run(tsc, ["-p", join(out, "tsconfig.json")]).then(
+    const buildInfo = join(docs, "..", "node_modules", ".cache", "snippets.tsbuildinfo")
+    const args = ["-p", join(out, "tsconfig.json"), "--incremental", "--tsBuildInfoFile", buildInfo]
+    const result = await run(tsc, args).then(
       () => "",
       (error: { stdout: string }) => error.stdout
     )

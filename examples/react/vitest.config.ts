@@ -1,7 +1,7 @@
 import { defineProject } from "vitest/config"
-import { maxWorkers, sources } from "../../vitest.shared.ts"
+import { maxWorkers, sources, testTimeout } from "../../vitest.shared.ts"
 
 export default defineProject({
   ...sources,
-  test: { maxWorkers, name: "example-react", include: ["test/**/*.test.ts"] }
+  test: { maxWorkers, testTimeout, name: "example-react", include: ["test/**/*.test.ts"] }
 })

@@ -10,14 +10,14 @@ import { script } from "@agentloop/example-terminal/script"
 import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync } from "node:fs"
 import * as Http from "node:http"
 import { fileURLToPath } from "node:url"
 import { chromium } from "playwright-core"
-import type { Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import * as Server from "../src/Server.ts"
 
 const executablePath = "/usr/bin/chromium"
@@ -52,18 +52,26 @@ const serve = (
     return `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`
   })
 
-/** A fresh page in a headless Chromium, closed with the scope; page errors fail the test. */
+/** One headless Chromium for the file's tests: launched by the first that needs it, closed after the last. */
+let chromiumLaunched: Promise<Browser> | undefined
+afterAll(() => chromiumLaunched?.then((browser) => browser.close()))
+
+/**
+ * A fresh page in a browser context of its own (its own cookies, storage and cache), closed with the scope; page
+ * errors fail the test.
+ */
 const browserPage = Effect.gen(function*() {
-  const browser = yield* Effect.acquireRelease(
-    Effect.promise(() =>
-      chromium.launch({
-        executablePath,
-        args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update"]
-      })
-    ),
-    (browser) => Effect.promise(() => browser.close())
+  const browser = yield* Effect.promise(() =>
+    chromiumLaunched ??= chromium.launch({
+      executablePath,
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update"]
+    })
   )
-  const page = yield* Effect.promise(() => browser.newPage({ viewport: { width: 900, height: 1000 } }))
+  const context = yield* Effect.acquireRelease(
+    Effect.promise(() => browser.newContext({ viewport: { width: 900, height: 1000 } })),
+    (context) => Effect.promise(() => context.close())
+  )
+  const page = yield* Effect.promise(() => context.newPage())
   const errors: Array<string> = []
   page.on("pageerror", (error) => errors.push(error.message))
   yield* Effect.addFinalizer(() => Effect.sync(() => expect(errors).toEqual([])))

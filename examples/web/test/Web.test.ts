@@ -11,7 +11,7 @@ import { question, script } from "@agentloop/example-terminal/script"
 import { Responses } from "@agentloop/responses"
 import { MockLanguageModel, ProviderServer } from "@agentloop/testing"
 import { NodeHttpServer } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Layer, Redacted, Schema } from "effect"
 import { HttpRouter } from "effect/http"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
@@ -21,7 +21,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { gzipSync } from "node:zlib"
 import { chromium } from "playwright-core"
-import type { Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { bundle } from "../src/bundle.ts"
 import * as Conversation from "../src/Conversation.ts"
 import * as Durable from "../src/Durable.ts"
@@ -32,6 +32,9 @@ const hasChromium = existsSync(executablePath)
 if (!hasChromium) {
   console.warn(`examples/web: SKIPPING the browser tests: no Chromium at ${executablePath} (apt-get install chromium)`)
 }
+
+/** The demo's scripted model, paced faster than the demo's: still many deltas, each a few milliseconds apart. */
+const fastMock = MockLanguageModel.layer(script, { chunkSize: 6, delay: "4 millis" })
 
 const screenshots = fileURLToPath(new URL("../test-output/", import.meta.url))
 
@@ -57,18 +60,23 @@ const serve = (provider: string, model: Layer.Layer<LanguageModel.LanguageModel>
     }
   })
 
-/** A fresh page in a headless Chromium, closed with the scope. */
+/** One headless Chromium for the file's tests: launched by the first that needs it, closed after the last. */
+let chromiumLaunched: Promise<Browser> | undefined
+afterAll(() => chromiumLaunched?.then((browser) => browser.close()))
+
+/** A fresh page in a browser context of its own (its own cookies, storage and cache), closed with the scope. */
 const browserPage = Effect.gen(function*() {
-  const browser = yield* Effect.acquireRelease(
-    Effect.promise(() =>
-      chromium.launch({
-        executablePath,
-        args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update"]
-      })
-    ),
-    (browser) => Effect.promise(() => browser.close())
+  const browser = yield* Effect.promise(() =>
+    chromiumLaunched ??= chromium.launch({
+      executablePath,
+      args: ["--no-sandbox", "--disable-background-networking", "--disable-gpu", "--disable-component-update"]
+    })
   )
-  return yield* Effect.promise(() => browser.newPage({ viewport: { width: 900, height: 900 } }))
+  const context = yield* Effect.acquireRelease(
+    Effect.promise(() => browser.newContext({ viewport: { width: 900, height: 900 } })),
+    (context) => Effect.promise(() => context.close())
+  )
+  return yield* Effect.promise(() => context.newPage())
 })
 
 const state = (page: Page) => page.locator("#status").getAttribute("data-state")
@@ -212,7 +220,7 @@ describe.skipIf(!hasChromium)("the chat page in Chromium", () => {
     "shows the answer as it streams, the tool calls and results, and the turn's cost",
     () =>
       Effect.gen(function*() {
-        const { url } = yield* serve("mock", Provider.mock)
+        const { url } = yield* serve("mock", fastMock)
         const page = yield* browserPage
         yield* Effect.promise(() => page.goto(url))
         // Every change of the answer's text is sampled with the page's state at that moment.

@@ -98,7 +98,7 @@ const wholeRun = [
   "Finished"
 ]
 
-describe("ResumableStream from a server process", () => {
+describe.concurrent("ResumableStream from a server process", () => {
   it.live(
     "a client killed mid-run comes back with its last id: what it saw and what it gets is the whole run",
     () =>

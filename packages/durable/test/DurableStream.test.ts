@@ -44,7 +44,7 @@ const readHere = (url: string, lastEventId?: string) =>
 const post = (url: string, body = "") =>
   Effect.promise(() => fetch(url, { method: "POST", body }).then(async (response) => await response.text()))
 
-describe("DurableStream from a server process", () => {
+describe.concurrent("DurableStream from a server process", () => {
   it.live(
     "a client killed mid-run comes back with Last-Event-ID: what it saw and what it gets is the whole run, once",
     () => {

@@ -230,6 +230,8 @@ const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarn
         const frames = fixture.frames(WireTurn.text("thinking", " more"))
         yield* server.reply(ProviderServer.sse(frames, { stallAfter: frames.slice(0, -1).join("").length }))
         const fiber = yield* Effect.forkChild(ProviderHarness.turn(model))
+        // The clock moves once the request is in: on a busy machine, one still being sent counted steps as idle.
+        yield* server.awaitRequests(1)
         const { exit, seconds } = yield* ProviderHarness.driveClock(fiber, "6 minutes", 5)
         assert.ok(Exit.isSuccess(exit) && exit.value.error?._tag === "Timeout", "Timeout")
         assert.ok(seconds >= 300 && seconds <= 310, `timed out after ${seconds}s`)
@@ -243,6 +245,7 @@ const timeCases = (fixture: ProviderHarness.Fixture): ReadonlyArray<ProviderHarn
       Effect.gen(function*() {
         yield* server.reply(ProviderServer.hang)
         const fiber = yield* Effect.forkChild(ProviderHarness.turn(model))
+        yield* server.awaitRequests(1)
         const { exit, seconds } = yield* ProviderHarness.driveClock(fiber, "2 minutes", 2)
         assert.ok(Exit.isSuccess(exit) && exit.value.error?._tag === "Timeout", "Timeout")
         assert.ok(seconds >= 60 && seconds <= 64, `timed out after ${seconds}s`)

@@ -18,6 +18,7 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Readline from "node:readline"
+import * as BundleStack from "./internal/bundleStack.ts"
 
 const Message = Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 /**
@@ -105,6 +106,14 @@ export const spawn = (
   script: string,
   config: unknown,
   options: SpawnOptions = {}
+): Effect.Effect<Child, never, Scope.Scope> => spawnReading(script, config, options, (stderr) => stderr)
+
+/** {@link spawn}, with what the child wrote to standard error seen through `read` wherever it is shown. */
+const spawnReading = (
+  script: string,
+  config: unknown,
+  options: SpawnOptions,
+  read: (stderr: string) => string
 ): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.gen(function*() {
@@ -139,7 +148,7 @@ export const spawn = (
         Deferred.doneUnsafe(exited, Effect.succeed(code))
         closed = `the child exited (${signal ?? `code ${code}`}) without printing the message awaited`
         for (const waiter of waiters) {
-          Deferred.doneUnsafe(waiter.found, Effect.die(new Error(`${closed}; its stderr:\n${stderr}`)))
+          Deferred.doneUnsafe(waiter.found, Effect.die(new Error(`${closed}; its stderr:\n${read(stderr)}`)))
         }
       })
       const child: Child = {
@@ -148,7 +157,7 @@ export const spawn = (
           Effect.suspend(() => {
             const seen = messages.find(predicate)
             if (seen !== undefined) return Effect.succeed(seen)
-            if (closed !== undefined) return Effect.die(new Error(`${closed}; its stderr:\n${stderr}`))
+            if (closed !== undefined) return Effect.die(new Error(`${closed}; its stderr:\n${read(stderr)}`))
             const found = Deferred.makeUnsafe<Message>()
             waiters.push({ predicate, found })
             return Deferred.await(found)
@@ -158,7 +167,7 @@ export const spawn = (
           if (process.exitCode === null && process.signalCode === null) process.kill("SIGKILL")
           return Effect.asVoid(Deferred.await(exited))
         }),
-        stderr: () => stderr,
+        stderr: () => read(stderr),
         pid: process.pid
       }
       return child
@@ -215,7 +224,13 @@ export interface Bundle {
   readonly entry: string
   /** The bundle's path; the first use bundles it, and every later one waits for the same bundle. */
   readonly path: Effect.Effect<string, BundleFailed>
-  /** Starts the bundle as {@link spawn} starts a script, with Node's source maps on for stack traces. */
+  /**
+   * Starts the bundle as {@link spawn} starts a script. The positions of the
+   * stack traces in what it wrote to standard error point at the sources,
+   * through the bundle's source map, read by this process when it shows them
+   * (a child with Node's `--enable-source-maps` would spend a fifth of a
+   * second of CPU parsing the map as it starts).
+   */
   readonly spawn: (config: unknown, options?: SpawnOptions) => Effect.Effect<Child, BundleFailed, Scope.Scope>
 }
 
@@ -265,6 +280,8 @@ export const bundled = (
   options: { readonly conditions?: ReadonlyArray<string> | undefined } = {}
 ): Bundle => {
   let made: Promise<string> | undefined
+  // One reader of the bundle's map for all its children: the map is parsed once, if ever.
+  let positions: ((stderr: string) => string) | undefined
   const path = Effect.tryPromise({
     try: () => made ??= bundle(entry, options.conditions ?? []),
     catch: (cause) =>
@@ -274,11 +291,10 @@ export const bundled = (
     entry,
     path,
     spawn: (config, spawnOptions = {}) =>
-      Effect.flatMap(path, (script) =>
-        spawn(script, config, {
-          ...spawnOptions,
-          execArgv: ["--enable-source-maps", ...(spawnOptions.execArgv ?? [])]
-        }))
+      Effect.flatMap(
+        path,
+        (script) => spawnReading(script, config, spawnOptions, positions ??= BundleStack.sourcePositions(script))
+      )
   }
 }
 
