@@ -298,6 +298,8 @@ const build = <O, R, E, RU>(
     Effect.gen(function*() {
       const run: RunKey = { agent: name, runId: start.runId }
       const journal = yield* RunJournal.open(run, eventSchema)
+      // A run whose log ended (cancelled while it executed: the cancellation interrupts it, and it replays) ends so.
+      if (journal.ended !== undefined) return yield* Effect.fail(journal.ended)
       yield* RunParking.enter(run, { maxCrashes, recordedSteps: journal.recordedSteps })
       const startedAt = yield* RunSteps.start(journal)
       // A fork's input is its source's, whatever its start says.

@@ -30,7 +30,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as Stream from "effect/Stream"
-import type { WorkflowEngine } from "effect/workflow/WorkflowEngine"
+import { WorkflowEngine } from "effect/workflow/WorkflowEngine"
 import type * as DurableAgent from "./DurableAgent.ts"
 import * as DurableEvent from "./DurableEvent.ts"
 import { RunStore, RunStoreError } from "./RunStore.ts"
@@ -266,32 +266,46 @@ export const cancel = <R, RU>(
     // A run id with no record (never started, or pruned) names nothing to cancel; its end written now would be
     // the end of a run started under that id later.
     if (!(yield* store.exists(run))) return false
-    const executionId = yield* agent.workflow.executionId({ runId, input: "" })
-    yield* agent.workflow.interrupt(executionId)
-    let afterSeq = -1
-    let ended = false
-    let accounting = Accounting.empty
-    let step = 0
+    // The end is written first, at the end of the log: the execution the interruption cuts off replays, finds it and
+    // stops (interrupted first, a replay could ask the model again before the end is written).
     while (true) {
-      const entries = yield* store.read(run, { afterSeq, fromStep: 0, limit: 256 })
-      if (entries.length === 0) break
+      const end = yield* logEnd(store, run)
+      if (end._tag === "Ended") return false
+      const halted = new Termination.Halted({
+        reason: options.reason ?? "cancelled",
+        source: "person",
+        accounting: end.accounting
+      })
+      const body = yield* Schema.encodeEffect(failureJson)(halted).pipe(
+        Effect.mapError((error) => new RunStoreError({ operation: "encode", message: error.message }))
+      )
+      yield* store.commit(run, { steps: [], entries: [{ seq: end.next, step: end.step, kind: "failure", body }] })
+      // The run may have logged there first: then the end is written again, after what it logged.
+      const [there] = yield* store.read(run, { afterSeq: end.next - 1, fromStep: 0, limit: 1 })
+      if (there?.kind === "failure" && there.body === body) break
+    }
+    // Unsafe: the engine's own interruption waits for the execution to suspend, which a long tool call never does.
+    const executionId = yield* agent.workflow.executionId({ runId, input: "" })
+    yield* Effect.flatMap(WorkflowEngine, (engine) => engine.interruptUnsafe(agent.workflow, executionId))
+    return true
+  })
+
+/** Where a run's log is: `Ended` (finished or failed), or its next position, last turn and accounting. */
+const logEnd = (store: RunStore["Service"], run: RunKey) =>
+  Effect.gen(function*() {
+    let next = 0
+    let step = 0
+    let accounting = Accounting.empty
+    while (true) {
+      const entries = yield* store.read(run, { afterSeq: next - 1, fromStep: 0, limit: 256 })
+      if (entries.length === 0) return { _tag: "Open", next, step, accounting } as const
       for (const entry of entries) {
-        step = entry.step
-        afterSeq = entry.seq
-        const event = entry.kind === "event" ? Schema.decodeUnknownOption(eventsJson)(entry.body) : Option.none()
-        ended = entry.kind === "failure" || (Option.isSome(event) && event.value._tag === "Finished")
+        if (entry.kind === "failure") return { _tag: "Ended" } as const
+        const event = Schema.decodeUnknownOption(eventsJson)(entry.body)
+        if (Option.isSome(event) && event.value._tag === "Finished") return { _tag: "Ended" } as const
         if (Option.isSome(event) && event.value._tag === "TurnCompleted") accounting = event.value.accounting
+        step = entry.step
+        next = entry.seq + 1
       }
     }
-    if (ended) return false
-    const halted = new Termination.Halted({
-      reason: options.reason ?? "cancelled",
-      source: "person",
-      accounting
-    })
-    const body = yield* Schema.encodeEffect(failureJson)(halted).pipe(
-      Effect.mapError((error) => new RunStoreError({ operation: "encode", message: error.message }))
-    )
-    yield* store.commit(run, { steps: [], entries: [{ seq: afterSeq + 1, step, kind: "failure", body }] })
-    return true
   })

@@ -70,6 +70,14 @@ export interface Journal<O> {
   /** How many steps the run had recorded when this execution started. */
   readonly recordedSteps: number
   /**
+   * The termination the run's log had ended with when this execution started
+   * (a person's cancellation while it was executed, say): an execution that
+   * finds one does nothing more.
+   *
+   * @since 0.3.0
+   */
+  readonly ended: Termination.Error | undefined
+  /**
    * The step `name`: its recorded value, or the value of `effect`, recorded
    * with the next `commit`.
    */
@@ -136,6 +144,7 @@ export const codec = <A>(schema: Schema.Codec<A, unknown>): Codec<A> => {
 }
 
 const encodeFailure = Schema.encodeEffect(RunLog.failureJson)
+const decodeFailure = Schema.decodeUnknownEffect(RunLog.failureJson)
 
 /**
  * Opens the journal of `run` for an execution: one read of what it recorded.
@@ -151,6 +160,7 @@ export const open = <O>(
   Effect.gen(function*() {
     const store = yield* RunStore
     const recorded = yield* store.load(run).pipe(Effect.retry(retry), Effect.orDie)
+    const ended = recorded.failure === undefined ? undefined : yield* Effect.orDie(decodeFailure(recorded.failure))
     const eventCodec = codec(events)
     let seq = 0
     let steps: Array<Omit<StepRecord, "stamp">> = []
@@ -182,6 +192,7 @@ export const open = <O>(
 
     return {
       recordedSteps: recorded.steps.size,
+      ended,
       step: (name, stepCodec, effect) => {
         const body = recorded.steps.get(name)
         if (body !== undefined) return Effect.orDie(stepCodec.decode(body))

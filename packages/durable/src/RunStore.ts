@@ -107,8 +107,9 @@ export interface StepRecord {
 }
 
 /**
- * What a run recorded so far: its steps by name, the length of its log, and
- * the highest `seq` of its steps and started calls (0 when none has one).
+ * What a run recorded so far: its steps by name, the length of its log, the
+ * highest `seq` of its steps and started calls (0 when none has one), and the
+ * body of the first failure its log holds, if any.
  *
  * @since 0.2.0
  * @category models
@@ -118,6 +119,13 @@ export interface Recorded {
   readonly logLength: number
   /** @since 0.3.0 */
   readonly lastSeq: number
+  /**
+   * The termination (JSON) the run's log ended with: written by the run, or
+   * by a cancellation while the run was executed elsewhere.
+   *
+   * @since 0.3.0
+   */
+  readonly failure?: string | undefined
 }
 
 /**

@@ -4,13 +4,15 @@
  * come back with `Last-Event-ID`, and a cancel that every client sees; in
  * this process, ids past a run's log and run ids with no record.
  */
+import { Tool, Toolkit } from "@agentloop/core"
 import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
+import { MockLanguageModel } from "@agentloop/testing"
 import * as TestProcess from "@agentloop/testing/TestProcess"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import * as Path from "node:path"
-import { DurableEvent, DurableStream, NodeSqliteClient, RunStore } from "../src/index.ts"
-import { sources, tempDir } from "./fixtures.ts"
+import { DurableAgent, DurableEvent, DurableStream, NodeSqliteClient, RunStore } from "../src/index.ts"
+import { answer, call, embedded, model, sources, tempDir } from "./fixtures.ts"
 
 const script = TestProcess.bundled(new URL("./streamChild.ts", import.meta.url).pathname, sources)
 
@@ -128,6 +130,46 @@ describe.concurrent("DurableStream from a server process", () => {
     },
     120_000
   )
+})
+
+describe("DurableStream.cancel of a run in this process", () => {
+  it.live("interrupts a tool mid-call: no further model request, and the run ends Halted by a person", () => {
+    const temp = tempDir()
+    const started = Deferred.makeUnsafe<void>()
+    const stopped = Deferred.makeUnsafe<void>()
+    const endless = Tool.make({
+      name: "endless",
+      description: "Runs until it is interrupted",
+      input: Schema.Struct({}),
+      output: Schema.String,
+      execute: () =>
+        Deferred.succeed(started, undefined).pipe(
+          Effect.andThen(Effect.never),
+          Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
+        )
+    })
+    const agent = DurableAgent.make("canceller", { model, toolkit: Toolkit.make(endless) })
+    return Effect.gen(function*() {
+      yield* agent.start({ runId: "c1", input: "Go" })
+      yield* Deferred.await(started)
+      expect(yield* DurableStream.cancel(agent, "c1", { reason: "the user pressed stop" })).toBe(true)
+      // The call stops (the engine's own interruption would wait for it to end), and the run replays to its end.
+      yield* Deferred.await(stopped)
+      const ended = yield* Effect.flip(agent.run({ runId: "c1", input: "Go" }))
+      expect(ended).toMatchObject({ _tag: "Halted", source: "person", reason: "the user pressed stop" })
+      const events = yield* Effect.flip(Stream.runCollect(agent.events("c1", { fromStep: 1 })))
+      expect(events).toMatchObject({ _tag: "Halted", source: "person" })
+      expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(1)
+      expect(yield* DurableStream.cancel(agent, "c1")).toBe(false)
+    }).pipe(
+      Effect.provide(
+        agent.layer.pipe(
+          Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("endless", {}), answer("never asked")]))
+        )
+      ),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  }, 30_000)
 })
 
 describe("DurableStream in this process", () => {

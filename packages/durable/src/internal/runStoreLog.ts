@@ -13,7 +13,7 @@ import { type Fail, type Run, type Stamp, type Step, stepRows } from "./runStore
 import type { Tables } from "./runTables.ts"
 
 const Loaded = Schema.Array(
-  Schema.Struct({ kind: Schema.Literals(["step", "log", "seq"]), name: Schema.String, body: Schema.String })
+  Schema.Struct({ kind: Schema.Literals(["step", "log", "seq", "failure"]), name: Schema.String, body: Schema.String })
 )
 const Named = Schema.Array(Schema.Struct({ name: Schema.String }))
 const Claimed = Schema.Array(Schema.Struct({ call: Schema.String }))
@@ -85,18 +85,25 @@ export const make = <A extends object, E>(
           SELECT seq FROM ${steps} WHERE agent = ${run.agent} AND run_id = ${run.runId}
           UNION ALL
           SELECT seq FROM ${calls} WHERE agent = ${run.agent} AND run_id = ${run.runId}
-        ) AS stamped`.pipe(
+        ) AS stamped
+        UNION ALL
+        SELECT kind, name, body FROM (
+          SELECT 'failure' AS kind, '' AS name, body FROM ${events}
+          WHERE agent = ${run.agent} AND run_id = ${run.runId} AND kind = 'failure' ORDER BY seq LIMIT 1
+        ) AS failed`.pipe(
         Effect.flatMap(Schema.decodeUnknownEffect(Loaded)),
         Effect.map((rows) => {
           const recorded = new Map<string, string>()
           let logLength = 0
           let lastSeq = 0
+          let failure: string | undefined
           for (const row of rows) {
             if (row.kind === "step") recorded.set(row.name, row.body)
             else if (row.kind === "log") logLength = Number(row.body)
-            else lastSeq = Number(row.body)
+            else if (row.kind === "seq") lastSeq = Number(row.body)
+            else failure = row.body
           }
-          return { steps: recorded, logLength, lastSeq }
+          return { steps: recorded, logLength, lastSeq, failure }
         }),
         Effect.mapError(fail("load"))
       ),
