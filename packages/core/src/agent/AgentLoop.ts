@@ -198,7 +198,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         Effect.catchIf(isRecoveryFailure, checkpointFailed)
       )
     const position = recovered?.position ?? { _tag: "Between" as const, state: start }
-    const replayed = Stream.fromIterable(recovered?.each.flat() ?? [])
+    const replay = recovered?.each.flat() ?? []
+    const replayed = Stream.fromIterable(replay)
     if (position._tag === "Finished") {
       // Its items reach its thread unless they did before it was recorded finished.
       if (thread !== undefined && resumed?.added !== true) {
@@ -274,7 +275,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
     }
 
     const cancel = options.cancel
-    const loop = Stream.concat(replayed, Loop.loop(position, body))
+    // A run with nothing to replay (any run without a `Checkpointer`) is its loop alone: one stream layer less.
+    const loop = replay.length > 0 ? Stream.concat(replayed, Loop.loop(position, body)) : Loop.loop(position, body)
     const cancelled = (reason: string) =>
       Effect.gen(function*() {
         if (recorder !== undefined) yield* Effect.uninterruptible(recorder.cancelled(reason))
