@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import { Checkpointer } from "../Checkpointer.ts"
 import { CheckpointError } from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
@@ -100,12 +101,22 @@ const annotated = <A, R>(effect: Effect.Effect<A, Termination.Error, R>): Effect
  */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
-): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
+): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> => streamIn(options)
+
+/**
+ * {@link stream}, with the services of `provided` (the service's model)
+ * provided along with the run's span, in the same frame of each pull.
+ */
+const streamIn = <O, R, E, RU, P = never>(
+  options: Options<O, R, E, RU>,
+  provided?: Context.Context<P>
+): Stream.Stream<AgentEvent<O>, Termination.Error, Exclude<R | RU | LanguageModel, Tracer.ParentSpan | P>> =>
   SpanStream.make(
     Telemetry.agentSpanName(options.name),
     { kind: "internal" },
     (_, scope) =>
-      Effect.flatMap(Scope.provide(build(options), scope), (run) => Channel.toPullScoped(run.channel, scope))
+      Effect.flatMap(Scope.provide(build(options), scope), (run) => Channel.toPullScoped(run.channel, scope)),
+    provided
   )
 
 /** Builds a run: its machine, its checkpoint's recovery, and the loop of its turns. */
@@ -376,8 +387,14 @@ const stoppedOn = <O, E, R, A, E2>(
  */
 export const run = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
-): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> =>
-  stream(options).pipe(
+): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> => runIn(options)
+
+/** {@link run} on {@link streamIn}. */
+const runIn = <O, R, E, RU, P = never>(
+  options: Options<O, R, E, RU>,
+  provided?: Context.Context<P>
+): Effect.Effect<RunResult<O>, Termination.Error, Exclude<R | RU | LanguageModel, Tracer.ParentSpan | P>> =>
+  streamIn(options, provided).pipe(
     Stream.runFold(
       (): RunResult<O> | undefined => undefined,
       (result, event) => event._tag === "Finished" ? event.result : result
@@ -396,10 +413,10 @@ export const run = <O = string, R = never, E = never, RU = never>(
  * @category constructors
  */
 export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = Effect.gen(function*() {
-  const model = yield* LanguageModel
+  const model = Context.make(LanguageModel, yield* LanguageModel)
   return AgentLoop.of({
-    stream: (options) => Stream.provideService(stream(options), LanguageModel, model),
-    run: (options) => Effect.provideService(run(options), LanguageModel, model)
+    stream: (options) => streamIn(options, model),
+    run: (options) => runIn(options, model)
   })
 })
 

@@ -25,42 +25,51 @@ import * as Tracer from "effect/Tracer"
  * pull's end or failure, or the stream's scope closed), as `Stream.withSpan`
  * ends it, and it is the parent span of `open` and of every pull. `open` is
  * given the span and the scope to open other streams in
- * (`Channel.toPullScoped`).
+ * (`Channel.toPullScoped`). The services of `provided`, if any, are provided
+ * to `open` and to every pull along with the span, as `Stream.provideContext`
+ * would provide them (a copy of the context on every pull).
  */
-export const make = <A, E, R, E2, R2>(
+export const make = <A, E, R, E2, R2, P = never>(
   name: string,
   options: Tracer.SpanOptionsNoTrace,
   open: (
     span: Tracer.Span,
     scope: Scope.Scope
-  ) => Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E, void, R>, E2, R2>
-): Stream.Stream<A, Pull.ExcludeDone<E> | E2, Exclude<R | R2, Tracer.ParentSpan>> =>
+  ) => Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E, void, R>, E2, R2>,
+  provided?: Context.Context<P>
+): Stream.Stream<A, Pull.ExcludeDone<E> | E2, Exclude<R | R2, Tracer.ParentSpan | P>> =>
   Stream.fromChannel(Channel.fromTransform((_, scope) =>
     Effect.suspend(() => {
       const spanScope = Scope.forkUnsafe(scope)
       const end = (cause: Cause.Cause<unknown>) => Scope.close(spanScope, Pull.doneExitFromCause(cause))
       return Effect.flatMap(Scope.provide(Effect.makeSpanScoped(name, options), spanScope), (span) => {
-        const inSpan = inContext(span, end)
+        const inSpan = inContext(span, provided, end)
         return Effect.map(inSpan(open(span, scope)), inSpan)
       })
     })
   ))
 
 /**
- * Runs an effect with `span` as its parent span and `end` called with its
- * failure, in one frame: the fiber's context with the span is derived once
- * per context it is run in (a stream's pulls run in the same one), where
- * `Effect.provideService` would copy the context on every pull.
+ * Runs an effect with `span` as its parent span, the services of `provided`,
+ * and `end` called with its failure, in one frame: the fiber's context with
+ * them is derived once per context it is run in (a stream's pulls run in the
+ * same one), where `Effect.provideService` would copy the context on every
+ * pull.
  */
-const inContext = (span: Tracer.Span, end: (cause: Cause.Cause<unknown>) => Effect.Effect<void>) => {
+const inContext = <P>(
+  span: Tracer.Span,
+  provided: Context.Context<P> | undefined,
+  end: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
+) => {
   let outer: Context.Context<never> | undefined
   let inner: Context.Context<never> | undefined
-  return <X, EX, RX>(effect: Effect.Effect<X, EX, RX>): Effect.Effect<X, EX, Exclude<RX, Tracer.ParentSpan>> =>
+  return <X, EX, RX>(effect: Effect.Effect<X, EX, RX>): Effect.Effect<X, EX, Exclude<RX, Tracer.ParentSpan | P>> =>
     Effect.withFiber((fiber) => {
       const context = fiber.context
       if (context !== outer) {
         outer = context
-        inner = Context.add(context, Tracer.ParentSpan, span)
+        const services = provided === undefined ? context : Context.merge(context, provided)
+        inner = Context.add(services, Tracer.ParentSpan, span)
       }
       fiber.setContext(inner!)
       return Effect.onExit(effect as Effect.Effect<X, EX>, (exit: Exit.Exit<X, EX>) => {
