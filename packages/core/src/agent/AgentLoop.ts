@@ -11,11 +11,13 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Pull from "effect/Pull"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Tracer from "effect/Tracer"
@@ -115,7 +117,17 @@ const streamIn = <O, R, E, RU, P = never>(
     Telemetry.agentSpanName(options.name),
     { kind: "internal" },
     (_, scope) =>
-      Effect.flatMap(Scope.provide(build(options), scope), (run) => Channel.toPullScoped(run.channel, scope)),
+      Effect.flatMap(Scope.provide(build(options), scope), (run) =>
+        Effect.map(
+          Channel.toPullScoped(run.events.channel, scope),
+          // Every failure of the run passes this one catch, in the pull rather than a stream layer of its own.
+          (pull) =>
+            Effect.catch(
+              pull,
+              (failure): Pull.Pull<never, Termination.Error> =>
+                Cause.isDone(failure) ? Effect.fail(failure) : run.failed(failure)
+            )
+        )),
     provided
   )
 
@@ -156,6 +168,18 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
             accounting
           })
         ))
+    /**
+     * The run's failures as its termination: a turn's failure or a checkpoint's is turned into one, and every
+     * termination is recorded on the run's span.
+     */
+    const failed = (failure: Termination.Error | CheckpointError | AgentTurn.Failure) =>
+      annotated(
+        failure._tag === "CheckpointError"
+          ? checkpointFailed(failure)
+          : AgentRules.isTurnFailure(failure)
+          ? machine.turnFailed(failure, latest)
+          : Effect.fail(failure)
+      )
     // The thread stays open (its lease held) for as long as the run's stream: one run at a time on a thread.
     const openThread = (thread: ThreadOptions, resumed?: Thread.RunStart) =>
       Effect.gen(function*() {
@@ -218,13 +242,12 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         yield* session.finished(position.result.history).pipe(Effect.catch(checkpointFailed))
       }
       yield* Termination.annotateCurrentSpan(position.result.termination)
-      return replayed
+      return { events: replayed, failed }
     }
     if (position._tag === "Cancelled") {
       // A person cancelled the run: it does not go on, whoever executes it.
       const halted = AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
-      yield* Termination.annotateCurrentSpan(halted)
-      return Stream.concat(replayed, Stream.fail(halted))
+      return { events: Stream.concat(replayed, Stream.fail(halted)), failed }
     }
 
     const session = thread === undefined ? undefined : fresh ?? (yield* openThread(thread, resumed))
@@ -300,9 +323,7 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       ? loop
       : stoppedOn(loop, Effect.sleep(deadline), () => finishing, () => machine.deadlinePassed(latest))
     const events = cancel === undefined ? timed : stoppedOn(timed, cancel, () => finishing, cancelled)
-    // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
-    // terminations and records the termination on the run's span (no stream layer of its own for either).
-    return (session === undefined ? events : events.pipe(
+    const run = session === undefined ? events : events.pipe(
       // A finished run's items reach its thread before its `Finished` event reaches the consumer; the events go on
       // in the chunks they came in (a tap per event would make every delta a chunk of its own).
       Stream.mapArrayEffect((chunk) => {
@@ -311,17 +332,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
           ? Effect.succeed(chunk)
           : Effect.as(session.finished(finished.result.history), chunk)
       })
-    )).pipe(
-      Stream.catch((failure) =>
-        Stream.fromEffect(annotated(
-          failure._tag === "CheckpointError"
-            ? checkpointFailed(failure)
-            : AgentRules.isTurnFailure(failure)
-            ? machine.turnFailed(failure, latest)
-            : Effect.fail(failure)
-        ))
-      )
     )
+    return { events: run, failed }
   }))
 
 /**
