@@ -128,7 +128,7 @@ const streamIn = <O, R, E, RU, P = never>(
                 Cause.isDone(failure) ? Effect.fail(failure) : run.failed(failure)
             )
         )),
-    provided
+    { provided }
   )
 
 /** Builds a run: its machine, its checkpoint's recovery, and the loop of its turns. */

@@ -9,15 +9,31 @@
  * @internal
  */
 import type * as Arr from "effect/Array"
-import type * as Cause from "effect/Cause"
+import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Pull from "effect/Pull"
+import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
+
+/**
+ * What a span stream may be given besides its span: services to provide, and
+ * what to record of a failure.
+ */
+export interface Options<P, E> {
+  /**
+   * Provided to `open` and to every pull along with the span, as
+   * `Stream.provideContext` would provide them (a copy of the context on
+   * every pull).
+   */
+  readonly provided?: Context.Context<P> | undefined
+  /** Called with the span and the error the stream fails with (not an interruption or a defect), before the span ends. */
+  readonly onError?: ((span: Tracer.Span, error: E) => void) | undefined
+}
 
 /**
  * The stream whose pull `open` makes, in a span named `name`: the span is
@@ -25,26 +41,33 @@ import * as Tracer from "effect/Tracer"
  * pull's end or failure, or the stream's scope closed), as `Stream.withSpan`
  * ends it, and it is the parent span of `open` and of every pull. `open` is
  * given the span and the scope to open other streams in
- * (`Channel.toPullScoped`). The services of `provided`, if any, are provided
- * to `open` and to every pull along with the span, as `Stream.provideContext`
- * would provide them (a copy of the context on every pull).
+ * (`Channel.toPullScoped`).
  */
 export const make = <A, E, R, E2, R2, P = never>(
   name: string,
-  options: Tracer.SpanOptionsNoTrace,
+  span: Tracer.SpanOptionsNoTrace,
   open: (
     span: Tracer.Span,
     scope: Scope.Scope
   ) => Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E, void, R>, E2, R2>,
-  provided?: Context.Context<P>
+  options: Options<P, Pull.ExcludeDone<E> | E2> = {}
 ): Stream.Stream<A, Pull.ExcludeDone<E> | E2, Exclude<R | R2, Tracer.ParentSpan | P>> =>
   Stream.fromChannel(Channel.fromTransform((_, scope) =>
     Effect.suspend(() => {
       const spanScope = Scope.forkUnsafe(scope)
-      const end = (cause: Cause.Cause<unknown>) => Scope.close(spanScope, Pull.doneExitFromCause(cause))
-      return Effect.flatMap(Scope.provide(Effect.makeSpanScoped(name, options), spanScope), (span) => {
-        const inSpan = inContext(span, provided, end)
-        return Effect.map(inSpan(open(span, scope)), inSpan)
+      return Effect.flatMap(Scope.provide(Effect.makeSpanScoped(name, span), spanScope), (made) => {
+        const onError = options.onError
+        const end = (cause: Cause.Cause<unknown>) => {
+          if (onError !== undefined) {
+            const error = Cause.findError(cause)
+            if (Result.isSuccess(error) && !Cause.isDone(error.success)) {
+              onError(made, error.success as Pull.ExcludeDone<E> | E2)
+            }
+          }
+          return Scope.close(spanScope, Pull.doneExitFromCause(cause))
+        }
+        const inSpan = inContext(made, options.provided, end)
+        return Effect.map(inSpan(open(made, scope)), inSpan)
       })
     })
   ))
