@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import type * as Arr from "effect/Array"
+import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
@@ -21,6 +21,7 @@ import * as Pull from "effect/Pull"
 import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as ChunkStream from "./internal/chunkStream.ts"
 
 /**
  * A value that flows downstream to the loop's consumer.
@@ -263,10 +264,17 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
       ): Pull.Pull<Chunk<A>, E, void, R> => {
         if (isDecided(events)) {
           const decision = events.decision
+          const then = typeof decision === "function"
+            ? () => build(decision, scope)
+            : () => endIteration(() => decide(decision))
+          // Values known up front are emitted as they are: no stream to open.
+          const known = ChunkStream.valuesOf(events.values)
+          if (known !== undefined) {
+            if (!Arr.isReadonlyArrayNonEmpty(known)) return then()
+            current = Effect.suspend(then)
+            return Effect.succeed(known)
+          }
           return Effect.flatMapEager(Channel.toTransform(events.values.channel)(upstream, scope), (valuesPull) => {
-            const then = typeof decision === "function"
-              ? () => build(decision, scope)
-              : () => endIteration(() => decide(decision))
             current = Effect.catchCause(valuesPull, (cause) => {
               const failure = Pull.filterNoDone(cause)
               return Result.isFailure(failure) ? then() : failIteration(failure.success)

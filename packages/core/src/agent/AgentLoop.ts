@@ -25,6 +25,7 @@ import { Checkpointer } from "../Checkpointer.ts"
 import { CheckpointError } from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import type { CompactionError } from "../Compactor.ts"
+import * as ChunkStream from "../internal/chunkStream.ts"
 import * as SpanStream from "../internal/spanStream.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
@@ -279,13 +280,13 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       // Combinators rather than a generator: this runs once per turn.
       const next = (transition: AgentMachine.Transition<O>) =>
         transition._tag === "Continue"
-          ? Effect.succeed(Loop.nextAfter(Stream.fromIterable(transition.events), {
+          ? Effect.succeed(Loop.nextAfter(ChunkStream.make(transition.events), {
             _tag: "Between" as const,
             state: transition.state
           }))
           : Effect.as(
             Termination.annotateCurrentSpan(transition.result.termination),
-            Loop.stopAfter(Stream.fromIterable(transition.events))
+            Loop.stopAfter(ChunkStream.make(transition.events))
           )
       // A finish counts once it is recorded (in the same uninterruptible step): a cancel after it lets its events out.
       const finishes = (transition: AgentMachine.Transition<O>) =>
@@ -304,7 +305,7 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
       return Effect.as(
         machine.beforeTurn(state),
-        Loop.decideAfter(Stream.make(started), () => AgentTurn.stream(request, then))
+        Loop.decideAfter(ChunkStream.make([started]), () => AgentTurn.stream(request, then))
       )
     }
 

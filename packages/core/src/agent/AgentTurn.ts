@@ -27,6 +27,7 @@ import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import * as Compactor from "../Compactor.ts"
 import type { Cost } from "../Cost.ts"
+import * as ChunkStream from "../internal/chunkStream.ts"
 import * as SpanStream from "../internal/spanStream.ts"
 import type * as Item from "../Item.ts"
 import { LanguageModel } from "../LanguageModel.ts"
@@ -268,7 +269,7 @@ export const stream = <E, R, A, S, E2, R2>(
       const afterAccount = request.afterAccount
       const tools = runTools(request, completed, new Map(), then)
       return Loop.decideAfter(
-        Stream.make(event),
+        ChunkStream.make([event]),
         () => afterAccount === undefined ? tools : Effect.as(afterAccount(completed, accounting), tools)
       )
     })
