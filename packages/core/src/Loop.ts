@@ -11,15 +11,17 @@
  *
  * @since 0.1.0
  */
-import type * as Arr from "effect/Array"
+import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { dual } from "effect/Function"
 import * as Pull from "effect/Pull"
+import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as ChunkStream from "./internal/chunkStream.ts"
 
 /**
  * A value that flows downstream to the loop's consumer.
@@ -222,6 +224,16 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
         return Effect.flatMap(Scope.close(scope, Exit.void), then)
       }
 
+      // A failed iteration's scope is closed with its failure before the failure goes on: what the iteration
+      // acquired (a model request, tools) is released before anything downstream handles the failure.
+      const failIteration = (cause: Cause.Cause<E>): Pull.Pull<never, E, void> => {
+        current = undefined
+        const scope = iterationScope
+        iterationScope = undefined
+        const failed = Exit.failCause(cause)
+        return scope === undefined ? failed : Effect.andThen(Scope.close(scope, failed), failed)
+      }
+
       const decide = (decision: Next<S> | Stop): Pull.Pull<Chunk<A>, E, void, R> => {
         if (decision._tag === "Stop") {
           finished = true
@@ -239,7 +251,10 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
       const build = (make: () => ReturnType<Body<S, A, E, R>>, scope: Scope.Scope): Pull.Pull<Chunk<A>, E, void, R> => {
         const built = make()
         return Effect.isEffect(built)
-          ? Effect.flatMap(Scope.provide(built, scope), (events) => open(events, scope))
+          ? Effect.matchCauseEffect(Scope.provide(built, scope), {
+            onSuccess: (events) => open(events, scope),
+            onFailure: failIteration
+          })
           : open(built, scope)
       }
 
@@ -249,20 +264,28 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
       ): Pull.Pull<Chunk<A>, E, void, R> => {
         if (isDecided(events)) {
           const decision = events.decision
+          const then = typeof decision === "function"
+            ? () => build(decision, scope)
+            : () => endIteration(() => decide(decision))
+          // Values known up front are emitted as they are: no stream to open.
+          const known = ChunkStream.valuesOf(events.values)
+          if (known !== undefined) {
+            if (!Arr.isReadonlyArrayNonEmpty(known)) return then()
+            current = Effect.suspend(then)
+            return Effect.succeed(known)
+          }
           return Effect.flatMapEager(Channel.toTransform(events.values.channel)(upstream, scope), (valuesPull) => {
-            current = Pull.catchDone(
-              valuesPull,
-              typeof decision === "function"
-                ? () => build(decision, scope)
-                : () => endIteration(() => decide(decision))
-            )
+            current = Effect.catchCause(valuesPull, (cause) => {
+              const failure = Pull.filterNoDone(cause)
+              return Result.isFailure(failure) ? then() : failIteration(failure.success)
+            })
             return current
           })
         }
         return Effect.flatMapEager(Channel.toTransform(events.channel)(upstream, scope), (eventsPull) => {
           current = Pull.matchEffect(eventsPull, {
             onSuccess: split,
-            onFailure: Effect.failCause,
+            onFailure: failIteration,
             // A body that ends without deciding ends the loop.
             onDone: () => endIteration(() => decide(stopEvent))
           })

@@ -1,4 +1,4 @@
-import { MockLanguageModel } from "@agentloop/testing"
+import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
@@ -280,14 +280,16 @@ describe("AgentLoop time limits", () => {
       yield* Deferred.await(finished)
     }).pipe(Effect.provide(environment([waitCall, answer("never")]))))
 
-  it.effect("MaxDuration ends the run in the middle of a model turn", () =>
+  it.effect("MaxDuration ends the run in the middle of a model turn, and is recorded on the run's span", () =>
     Effect.gen(function*() {
       const agent = yield* AgentLoop.AgentLoop
       const streaming = yield* Deferred.make<void>()
+      const { spans, tracer } = SpanRecorder.make()
       const fiber = yield* agent.stream({ input: "Talk", model, limits: { maxDuration: "1 second" } }).pipe(
         Stream.tap((event) => event._tag === "Delta" ? Deferred.succeed(streaming, undefined) : Effect.void),
         Stream.runCollect,
         Effect.flip,
+        Effect.withTracer(tracer),
         Effect.forkChild
       )
       while (!(yield* Deferred.isDone(streaming))) yield* TestClock.adjust("10 millis")
@@ -295,6 +297,9 @@ describe("AgentLoop time limits", () => {
       const error = yield* Fiber.join(fiber)
       expect(error._tag).toBe("MaxDuration")
       expect(error.accounting.steps).toBe(0)
+      const run = spans.find((span) => span.name === "invoke_agent")
+      expect(run?.attributes.get("agentloop.termination")).toBe("MaxDuration")
+      expect(run?.attributes.get("error.type")).toBe("MaxDuration")
       const recorder = yield* MockLanguageModel.MockLanguageModel
       expect(yield* recorder.requests).toHaveLength(1)
     }).pipe(Effect.provide(

@@ -186,6 +186,35 @@ describe("loop", () => {
       expect(log).toStrictEqual(["finalizer 0", "finalizer 1"])
     }))
 
+  it.effect("closes a failed iteration's scope before its failure reaches the consumer", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const seen = (error: string) => {
+        log.push(`failure seen: ${error}`)
+        return error
+      }
+      const failing = (n: number) => n < 1 ? Stream.make(n) : Stream.concat(Stream.make(n), Stream.fail("boom"))
+      const streamed = yield* Loop.loop(0, (n: number) =>
+        Effect.gen(function*() {
+          yield* Effect.addFinalizer((exit) => Effect.sync(() => log.push(`finalizer ${n} ${exit._tag}`)))
+          return Loop.nextAfter(failing(n), n + 1)
+        })).pipe(Stream.mapError(seen), Stream.runCollect, Effect.exit)
+      const built = yield* Loop.loop(0, (n: number) =>
+        Effect.gen(function*() {
+          yield* Effect.addFinalizer((exit) => Effect.sync(() => log.push(`built finalizer ${n} ${exit._tag}`)))
+          return yield* Effect.fail("cannot build")
+        })).pipe(Stream.mapError(seen), Stream.runCollect, Effect.exit)
+      expect(streamed).toStrictEqual(Exit.fail("boom"))
+      expect(built).toStrictEqual(Exit.fail("cannot build"))
+      expect(log).toStrictEqual([
+        "finalizer 0 Success",
+        "finalizer 1 Failure",
+        "failure seen: boom",
+        "built finalizer 0 Failure",
+        "failure seen: cannot build"
+      ])
+    }))
+
   it.effect("fails when building the body fails, without starting another", () =>
     Effect.gen(function*() {
       let calls = 0

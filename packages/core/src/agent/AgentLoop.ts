@@ -11,17 +11,21 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Pull from "effect/Pull"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import { Checkpointer } from "../Checkpointer.ts"
 import { CheckpointError } from "../CheckpointStore.ts"
 import type { OpenError } from "../CheckpointStore.ts"
 import type { CompactionError } from "../Compactor.ts"
+import * as ChunkStream from "../internal/chunkStream.ts"
 import * as SpanStream from "../internal/spanStream.ts"
 import { LanguageModel } from "../LanguageModel.ts"
 import * as Loop from "../Loop.ts"
@@ -100,12 +104,32 @@ const annotated = <A, R>(effect: Effect.Effect<A, Termination.Error, R>): Effect
  */
 export const stream = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
-): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> =>
+): Stream.Stream<AgentEvent<O>, Termination.Error, R | RU | LanguageModel> => streamIn(options)
+
+/**
+ * {@link stream}, with the services of `provided` (the service's model)
+ * provided along with the run's span, in the same frame of each pull.
+ */
+const streamIn = <O, R, E, RU, P = never>(
+  options: Options<O, R, E, RU>,
+  provided?: Context.Context<P>
+): Stream.Stream<AgentEvent<O>, Termination.Error, Exclude<R | RU | LanguageModel, Tracer.ParentSpan | P>> =>
   SpanStream.make(
     Telemetry.agentSpanName(options.name),
     { kind: "internal" },
     (_, scope) =>
-      Effect.flatMap(Scope.provide(build(options), scope), (run) => Channel.toPullScoped(run.channel, scope))
+      Effect.flatMap(Scope.provide(build(options), scope), (run) =>
+        Effect.map(
+          Channel.toPullScoped(run.events.channel, scope),
+          // Every failure of the run passes this one catch, in the pull rather than a stream layer of its own.
+          (pull) =>
+            Effect.catch(
+              pull,
+              (failure): Pull.Pull<never, Termination.Error> =>
+                Cause.isDone(failure) ? Effect.fail(failure) : run.failed(failure)
+            )
+        )),
+    { provided }
   )
 
 /** Builds a run: its machine, its checkpoint's recovery, and the loop of its turns. */
@@ -145,6 +169,18 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
             accounting
           })
         ))
+    /**
+     * The run's failures as its termination: a turn's failure or a checkpoint's is turned into one, and every
+     * termination is recorded on the run's span.
+     */
+    const failed = (failure: Termination.Error | CheckpointError | AgentTurn.Failure) =>
+      annotated(
+        failure._tag === "CheckpointError"
+          ? checkpointFailed(failure)
+          : AgentRules.isTurnFailure(failure)
+          ? machine.turnFailed(failure, latest)
+          : Effect.fail(failure)
+      )
     // The thread stays open (its lease held) for as long as the run's stream: one run at a time on a thread.
     const openThread = (thread: ThreadOptions, resumed?: Thread.RunStart) =>
       Effect.gen(function*() {
@@ -198,7 +234,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         Effect.catchIf(isRecoveryFailure, checkpointFailed)
       )
     const position = recovered?.position ?? { _tag: "Between" as const, state: start }
-    const replayed = Stream.fromIterable(recovered?.each.flat() ?? [])
+    const replay = recovered?.each.flat() ?? []
+    const replayed = Stream.fromIterable(replay)
     if (position._tag === "Finished") {
       // Its items reach its thread unless they did before it was recorded finished.
       if (thread !== undefined && resumed?.added !== true) {
@@ -206,13 +243,12 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
         yield* session.finished(position.result.history).pipe(Effect.catch(checkpointFailed))
       }
       yield* Termination.annotateCurrentSpan(position.result.termination)
-      return replayed
+      return { events: replayed, failed }
     }
     if (position._tag === "Cancelled") {
       // A person cancelled the run: it does not go on, whoever executes it.
       const halted = AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
-      yield* Termination.annotateCurrentSpan(halted)
-      return Stream.concat(replayed, Stream.fail(halted))
+      return { events: Stream.concat(replayed, Stream.fail(halted)), failed }
     }
 
     const session = thread === undefined ? undefined : fresh ?? (yield* openThread(thread, resumed))
@@ -244,13 +280,13 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       // Combinators rather than a generator: this runs once per turn.
       const next = (transition: AgentMachine.Transition<O>) =>
         transition._tag === "Continue"
-          ? Effect.succeed(Loop.nextAfter(Stream.fromIterable(transition.events), {
+          ? Effect.succeed(Loop.nextAfter(ChunkStream.make(transition.events), {
             _tag: "Between" as const,
             state: transition.state
           }))
           : Effect.as(
             Termination.annotateCurrentSpan(transition.result.termination),
-            Loop.stopAfter(Stream.fromIterable(transition.events))
+            Loop.stopAfter(ChunkStream.make(transition.events))
           )
       // A finish counts once it is recorded (in the same uninterruptible step): a cancel after it lets its events out.
       const finishes = (transition: AgentMachine.Transition<O>) =>
@@ -269,12 +305,13 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
       return Effect.as(
         machine.beforeTurn(state),
-        Loop.decideAfter(Stream.make(started), () => AgentTurn.stream(request, then))
+        Loop.decideAfter(ChunkStream.make([started]), () => AgentTurn.stream(request, then))
       )
     }
 
     const cancel = options.cancel
-    const loop = Stream.concat(replayed, Loop.loop(position, body))
+    // A run with nothing to replay (any run without a `Checkpointer`) is its loop alone: one stream layer less.
+    const loop = replay.length > 0 ? Stream.concat(replayed, Loop.loop(position, body)) : Loop.loop(position, body)
     const cancelled = (reason: string) =>
       Effect.gen(function*() {
         if (recorder !== undefined) yield* Effect.uninterruptible(recorder.cancelled(reason))
@@ -287,9 +324,7 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
       ? loop
       : stoppedOn(loop, Effect.sleep(deadline), () => finishing, () => machine.deadlinePassed(latest))
     const events = cancel === undefined ? timed : stoppedOn(timed, cancel, () => finishing, cancelled)
-    // Every failure of the run passes this one catch, which turns turn and checkpoint failures into
-    // terminations and records the termination on the run's span (no stream layer of its own for either).
-    return (session === undefined ? events : events.pipe(
+    const run = session === undefined ? events : events.pipe(
       // A finished run's items reach its thread before its `Finished` event reaches the consumer; the events go on
       // in the chunks they came in (a tap per event would make every delta a chunk of its own).
       Stream.mapArrayEffect((chunk) => {
@@ -298,17 +333,8 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
           ? Effect.succeed(chunk)
           : Effect.as(session.finished(finished.result.history), chunk)
       })
-    )).pipe(
-      Stream.catch((failure) =>
-        Stream.fromEffect(annotated(
-          failure._tag === "CheckpointError"
-            ? checkpointFailed(failure)
-            : AgentRules.isTurnFailure(failure)
-            ? machine.turnFailed(failure, latest)
-            : Effect.fail(failure)
-        ))
-      )
     )
+    return { events: run, failed }
   }))
 
 /**
@@ -374,8 +400,14 @@ const stoppedOn = <O, E, R, A, E2>(
  */
 export const run = <O = string, R = never, E = never, RU = never>(
   options: Options<O, R, E, RU>
-): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> =>
-  stream(options).pipe(
+): Effect.Effect<RunResult<O>, Termination.Error, R | RU | LanguageModel> => runIn(options)
+
+/** {@link run} on {@link streamIn}. */
+const runIn = <O, R, E, RU, P = never>(
+  options: Options<O, R, E, RU>,
+  provided?: Context.Context<P>
+): Effect.Effect<RunResult<O>, Termination.Error, Exclude<R | RU | LanguageModel, Tracer.ParentSpan | P>> =>
+  streamIn(options, provided).pipe(
     Stream.runFold(
       (): RunResult<O> | undefined => undefined,
       (result, event) => event._tag === "Finished" ? event.result : result
@@ -394,10 +426,10 @@ export const run = <O = string, R = never, E = never, RU = never>(
  * @category constructors
  */
 export const make: Effect.Effect<AgentLoop["Service"], never, LanguageModel> = Effect.gen(function*() {
-  const model = yield* LanguageModel
+  const model = Context.make(LanguageModel, yield* LanguageModel)
   return AgentLoop.of({
-    stream: (options) => Stream.provideService(stream(options), LanguageModel, model),
-    run: (options) => Effect.provideService(run(options), LanguageModel, model)
+    stream: (options) => streamIn(options, model),
+    run: (options) => runIn(options, model)
   })
 })
 

@@ -19,13 +19,15 @@ import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Pull from "effect/Pull"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Accounting } from "../Accounting.ts"
 import * as AiError from "../AiError.ts"
 import * as Compactor from "../Compactor.ts"
 import type { Cost } from "../Cost.ts"
+import * as ChunkStream from "../internal/chunkStream.ts"
 import * as SpanStream from "../internal/spanStream.ts"
 import type * as Item from "../Item.ts"
 import { LanguageModel } from "../LanguageModel.ts"
@@ -144,31 +146,51 @@ export const complete = <A, S, E2, R2>(
   const { step } = request
   const completion = TurnStream.completion()
   let asked = request.history
-
-  const deltas = Stream.unwrap(
-    Effect.flatMap(LanguageModel, (model) =>
-      Effect.map(Telemetry.CaptureContent, (captureContent) => {
+  // The model request is one stream layer: its services are read, and a `ContextLengthExceeded` is caught, in the
+  // layer's pull (where `Stream.unwrap` and `Stream.catchTag` would make a layer each).
+  const deltas = Stream.fromChannel(Channel.fromTransform((_, scope) => {
+    let current: Pull.Pull<
+      Arr.NonEmptyReadonlyArray<AgentEvent.Delta | AgentEvent.AttemptDiscarded | AgentEvent.Compacted>,
+      Failure,
+      void,
+      LanguageModel
+    > = Effect.flatMap(LanguageModel, (model) =>
+      Effect.flatMap(Telemetry.CaptureContent, (captureContent) => {
         completion.reset()
         asked = request.history
-        const attempt = (history: ReadonlyArray<Item.Item>) =>
-          modelTurn(model, captureContent, history, request.options, step, completion.complete)
-        return attempt(request.history).pipe(
-          Stream.catchTag("ContextLengthExceeded", (overflow) =>
-            Stream.unwrap(Effect.gen(function*() {
-              const compactor = yield* Compactor.Compactor
-              const shorter = yield* compactor.compact(request.history).pipe(
-                Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
-              )
-              asked = shorter
-              const discarded: ReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
-                { _tag: "AttemptDiscarded", step, cause: overflow },
-                { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
-              ]
-              return Stream.concat(Stream.fromIterable(discarded), attempt(shorter))
-            })))
+        const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
+          Channel.toPullScoped(
+            modelTurn(model, captureContent, history, request.options, step, completion.complete).channel,
+            attemptScope
+          )
+        // The first attempt's own scope: it is closed (its request aborted, its span ended) before compaction.
+        const firstScope = Scope.forkUnsafe(scope)
+        const compacted = (overflow: AiError.ContextLengthExceeded) =>
+          Effect.gen(function*() {
+            yield* Scope.close(firstScope, Exit.fail(overflow))
+            const compactor = yield* Compactor.Compactor
+            const shorter = yield* compactor.compact(request.history).pipe(
+              Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
+            )
+            asked = shorter
+            current = Effect.flatMap(attempt(shorter, scope), (pull) => (current = pull))
+            const discarded: Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
+              { _tag: "AttemptDiscarded", step, cause: overflow },
+              { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
+            ]
+            return discarded
+          })
+        const retried = (
+          error: Failure | Cause.Done
+        ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
+          Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
+        return Effect.catch(
+          Effect.flatMap(attempt(request.history, firstScope), (pull) => (current = Effect.catch(pull, retried))),
+          retried
         )
       }))
-  )
+    return Effect.succeed(Effect.suspend(() => current))
+  }))
 
   return Loop.decideAfter(
     deltas,
@@ -247,7 +269,7 @@ export const stream = <E, R, A, S, E2, R2>(
       const afterAccount = request.afterAccount
       const tools = runTools(request, completed, new Map(), then)
       return Loop.decideAfter(
-        Stream.make(event),
+        ChunkStream.make([event]),
         () => afterAccount === undefined ? tools : Effect.as(afterAccount(completed, accounting), tools)
       )
     })
@@ -344,7 +366,8 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
 /**
  * One request to the model, in its `chat` span: its deltas as `Delta` events,
  * up to its `turn_complete`, the span annotated with the `error.type` of a
- * failure. The span and the pull are one stream layer (see `internal/spanStream`).
+ * failure (its setup's included). The span and the pull are one stream layer
+ * (see `internal/spanStream`).
  */
 const modelTurn = (
   model: LanguageModel["Service"],
@@ -355,23 +378,20 @@ const modelTurn = (
   onTurn: (turn: Turn.Turn) => void
 ): Stream.Stream<AgentEvent.Delta, AiError.AiError> => {
   const deltas = model.streamTurn(history, options)
-  return SpanStream.make(Telemetry.chatSpanName(options.model), {
-    kind: "client",
-    attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
-  }, (span, scope) =>
-    Effect.map(Channel.toPullScoped(deltas.channel, scope), (pull) =>
-      untilComplete(
-        // Every failure of the model's stream, its setup's included, comes through its pull.
-        Effect.tapError(
-          pull,
-          (error) => Cause.isDone(error) ? Effect.void : Effect.sync(() => span.attribute("error.type", error._tag))
-        ),
-        step,
-        (turn) => {
+  return SpanStream.make(
+    Telemetry.chatSpanName(options.model),
+    {
+      kind: "client",
+      attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
+    },
+    (span, scope) =>
+      Effect.map(Channel.toPullScoped(deltas.channel, scope), (pull) =>
+        untilComplete(pull, step, (turn) => {
           Telemetry.annotateTurn(span, turn, captureContent)
           onTurn(turn)
-        }
-      )))
+        })),
+    { onError: (span, error) => span.attribute("error.type", error._tag) }
+  )
 }
 
 /**
