@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SpanKind } from "@opentelemetry/api"
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
-import { Effect, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import type { Tracer } from "effect"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
@@ -78,6 +78,35 @@ describe("Telemetry", () => {
       yield* Effect.flip(runWith([failure], { input: "Hi", model })).pipe(Effect.provide(layer))
       const chat = exporter.getFinishedSpans().find((span) => span.name === `chat ${model}`)
       expect(chat?.attributes["error.type"]).toBe("AuthFailed")
+    }))
+
+  it.effect("an interrupted run releases its model request, then ends its chat span, then its run span", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = otel()
+      const asked = yield* Deferred.make<void>()
+      const order: Array<string> = []
+      const chatEnded = () => exporter.getFinishedSpans().some((span) => span.name === `chat ${model}`)
+      const waiting = Layer.succeed(LanguageModel.LanguageModel, {
+        provider: "mock",
+        streamTurn: () =>
+          Stream.fromEffect(Effect.andThen(Deferred.succeed(asked, undefined), Effect.never)).pipe(
+            Stream.ensuring(Effect.sync(() =>
+              order.push(chatEnded() ? "released after its chat span ended" : "released in its chat span")
+            ))
+          )
+      })
+      const agent = yield* AgentLoop.make.pipe(Effect.provide(waiting))
+      const fiber = yield* Effect.forkChild(agent.run({ input: "Hi", model }).pipe(Effect.provide(layer)))
+      yield* Deferred.await(asked)
+      yield* Fiber.interrupt(fiber)
+      const spans = exporter.getFinishedSpans()
+      const chat = spans.find((span) => span.name === `chat ${model}`)!
+      const run = spans.find((span) => span.name === "invoke_agent")!
+      expect(order).toStrictEqual(["released in its chat span"])
+      expect(spans.indexOf(chat)).toBeLessThan(spans.indexOf(run))
+      expect(parentOf(chat)).toBe(run.spanContext().spanId)
+      expect(chat.attributes["effect.fiber.interrupted"]).toBe(true)
+      expect(run.attributes["effect.fiber.interrupted"]).toBe(true)
     }))
 
   it.effect("traces a run, its model turns and its tool call as OpenTelemetry GenAI spans", () =>

@@ -11,10 +11,12 @@
 import type * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Pull from "effect/Pull"
+import * as References from "effect/References"
 import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -55,7 +57,7 @@ export const make = <A, E, R, E2, R2, P = never>(
   Stream.fromChannel(Channel.fromTransform((_, scope) =>
     Effect.suspend(() => {
       const spanScope = Scope.forkUnsafe(scope)
-      return Effect.flatMap(Scope.provide(Effect.makeSpanScoped(name, span), spanScope), (made) => {
+      return Effect.flatMap(makeSpanIn(name, span, spanScope), (made) => {
         const onError = options.onError
         const end = (cause: Cause.Cause<unknown>) => {
           if (onError !== undefined) {
@@ -64,13 +66,33 @@ export const make = <A, E, R, E2, R2, P = never>(
               onError(made, error.success as Pull.ExcludeDone<E> | E2)
             }
           }
-          return Scope.close(spanScope, Pull.doneExitFromCause(cause))
+          // The span's scope holds its span's finalizer alone, which ends the span here and now: the `Effect.void`
+          // it returns is nothing left to run.
+          Scope.closeUnsafe(spanScope, Pull.doneExitFromCause(cause))
         }
         const inSpan = inContext(made, options.provided, end)
         return Effect.map(inSpan(open(made, scope)), inSpan)
       })
     })
   ))
+
+/**
+ * A span ended when `scope` closes, as `Effect.makeSpanScoped` ends it, but
+ * by its finalizer itself rather than by an effect the finalizer returns:
+ * `Scope.closeUnsafe` ends it there and then. A stream's unwinding (an
+ * interrupted run's) runs no operation of its own for the span.
+ */
+const makeSpanIn = (name: string, options: Tracer.SpanOptionsNoTrace, scope: Scope.Scope): Effect.Effect<Tracer.Span> =>
+  Effect.uninterruptible(Effect.flatMap(Effect.makeSpan(name, options), (made) =>
+    Effect.withFiber((fiber) => {
+      const clock = fiber.getRef(Clock.Clock)
+      const timed = fiber.getRef(References.TracerTimingEnabled)
+      const end = (exit: Exit.Exit<unknown, unknown>) => {
+        if (made.status._tag !== "Ended") made.end(timed ? clock.currentTimeNanosUnsafe() : 0n, exit)
+        return Effect.void
+      }
+      return Effect.as(Scope.addFinalizerExit(scope, end), made)
+    })))
 
 /**
  * Runs an effect with `span` as its parent span, the services of `provided`,
@@ -82,7 +104,7 @@ export const make = <A, E, R, E2, R2, P = never>(
 const inContext = <P>(
   span: Tracer.Span,
   provided: Context.Context<P> | undefined,
-  end: (cause: Cause.Cause<unknown>) => Effect.Effect<void>
+  end: (cause: Cause.Cause<unknown>) => void
 ) => {
   let outer: Context.Context<never> | undefined
   let inner: Context.Context<never> | undefined
@@ -95,9 +117,12 @@ const inContext = <P>(
         inner = Context.add(services, Tracer.ParentSpan, span)
       }
       fiber.setContext(inner!)
-      return Effect.onExit(effect as Effect.Effect<X, EX>, (exit: Exit.Exit<X, EX>) => {
+      // A finalizer with nothing left to run returns no effect: a pull that succeeds (or a failure whose span
+      // is ended there and then) runs no operation for the frame.
+      return Effect.onExitPrimitive(effect as Effect.Effect<X, EX>, (exit: Exit.Exit<X, EX>) => {
         fiber.setContext(context)
-        return exit._tag === "Success" ? Effect.void : end(exit.cause)
+        if (exit._tag === "Failure") end(exit.cause)
+        return undefined
       })
     })
 }
