@@ -184,10 +184,11 @@ export const complete = <A, S, E2, R2>(
           error: Failure | Cause.Done
         ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
           Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
-        return Effect.catch(
-          Effect.flatMap(attempt(request.history, firstScope), (pull) => (current = Effect.catch(pull, retried))),
-          retried
-        )
+        // The setup's failure and the pulls' are caught apart: the first pull does not run inside a second catch.
+        return Effect.matchEffect(attempt(request.history, firstScope), {
+          onFailure: retried,
+          onSuccess: (pull) => (current = Effect.catch(pull, retried))
+        })
       }))
     return Effect.succeed(Effect.suspend(() => current))
   }))
