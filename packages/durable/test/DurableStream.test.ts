@@ -12,7 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, DurableStream, NodeSqliteClient, RunStore } from "../src/index.ts"
-import { answer, call, embedded, model, sources, tempDir } from "./fixtures.ts"
+import { answer, call, embedded, model, ran, sources, tempDir, toolkit } from "./fixtures.ts"
 
 const script = TestProcess.bundled(new URL("./streamChild.ts", import.meta.url).pathname, sources)
 
@@ -165,6 +165,35 @@ describe("DurableStream.cancel of a run in this process", () => {
       Effect.provide(
         agent.layer.pipe(
           Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("endless", {}), answer("never asked")]))
+        )
+      ),
+      Effect.ensuring(Effect.sync(temp.remove))
+    )
+  }, 30_000)
+
+  it.live("ends a run that waits for a decision: Halted by a person, and the call it waited for never runs", () => {
+    const temp = tempDir()
+    const agent = DurableAgent.make("waiter", { model, toolkit })
+    const before = ran.remove
+    return Effect.gen(function*() {
+      yield* agent.start({ runId: "w1", input: "Remove /etc/x" })
+      yield* agent.events("w1", { fromStep: 1 }).pipe(
+        Stream.filter((event) => event._tag === "ApprovalRequested"),
+        Stream.runHead
+      )
+      expect(yield* DurableStream.cancel(agent, "w1")).toBe(true)
+      expect(yield* Effect.flip(agent.run({ runId: "w1", input: "Remove /etc/x" }))).toMatchObject({
+        _tag: "Halted",
+        source: "person"
+      })
+      expect(ran.remove).toBe(before)
+      expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(1)
+    }).pipe(
+      Effect.provide(
+        agent.layer.pipe(
+          Layer.provideMerge(
+            embedded(Path.join(temp.dir, "runs.db"), [call("remove", { path: "/etc/x" }), answer("never asked")])
+          )
         )
       ),
       Effect.ensuring(Effect.sync(temp.remove))
