@@ -97,51 +97,26 @@ describe.skipIf(!postgresReachable)("RunJournal on PostgreSQL", () => {
 
   const Waiting = Schema.Array(Schema.Struct({ waiting: Schema.Union([Schema.Number, Schema.BigInt]) }))
   /**
-   * Runs `write` (a write to the started calls) while its connection is dropped: the table is locked, so the
-   * write's statement waits in the server, whose backend is then terminated; the table is unlocked after.
+   * Runs `writes` at once while `table` is locked in `mode`: their statements wait in the server until all of them
+   * wait there; then `meanwhile` runs, the table is unlocked, and their results are returned.
    */
-  const throughDrop = <A, E>(write: Effect.Effect<A, E>) =>
+  const atLock = <A, E>(
+    table: string,
+    mode: "EXCLUSIVE" | "ACCESS EXCLUSIVE",
+    writes: ReadonlyArray<Effect.Effect<A, E>>,
+    meanwhile: Effect.Effect<unknown, unknown, SqlClient> = Effect.void
+  ) =>
     Effect.gen(function*() {
       const sql = yield* SqlClient
       const locked = yield* Deferred.make<void>()
       const unlock = yield* Deferred.make<void>()
       const lock = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
-        yield* sql`LOCK TABLE ${sql(`${prefix}_agent_calls`)} IN ACCESS EXCLUSIVE MODE`
+        yield* sql`LOCK TABLE ${sql(`${prefix}_${table}`)} IN ${sql.literal(mode)} MODE`
         yield* Deferred.succeed(locked, undefined)
         yield* Deferred.await(unlock)
       })))
       yield* Deferred.await(locked)
-      const writing = yield* Effect.forkChild(write)
-      yield* Effect.flatMap(
-        sql`SELECT count(*) AS waiting FROM pg_stat_activity
-          WHERE application_name = ${application} AND wait_event_type = 'Lock'`,
-        Schema.decodeUnknownEffect(Waiting)
-      ).pipe(
-        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: ([row]) => Number(row?.waiting) > 0 }),
-        Effect.timeout("20 seconds")
-      )
-      yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${application}`
-      yield* Deferred.succeed(unlock, undefined)
-      yield* Fiber.join(lock)
-      return yield* Fiber.join(writing)
-    }).pipe(Effect.provide(admin))
-
-  /**
-   * Runs `writes` at once while `table` is locked against writes: each reads, then waits at the lock, which is
-   * released once all of them wait; their results.
-   */
-  const racingAtLock = <A, E>(table: string, writes: ReadonlyArray<Effect.Effect<A, E>>) =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient
-      const locked = yield* Deferred.make<void>()
-      const unlock = yield* Deferred.make<void>()
-      const lock = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
-        yield* sql`LOCK TABLE ${sql(`${prefix}_${table}`)} IN EXCLUSIVE MODE`
-        yield* Deferred.succeed(locked, undefined)
-        yield* Deferred.await(unlock)
-      })))
-      yield* Deferred.await(locked)
-      const racing = yield* Effect.forkChild(Effect.all(writes, { concurrency: "unbounded" }))
+      const writing = yield* Effect.forkChild(Effect.all(writes, { concurrency: "unbounded" }))
       yield* Effect.flatMap(
         sql`SELECT count(*) AS waiting FROM pg_stat_activity
           WHERE application_name = ${application} AND wait_event_type = 'Lock'`,
@@ -153,10 +128,28 @@ describe.skipIf(!postgresReachable)("RunJournal on PostgreSQL", () => {
         }),
         Effect.timeout("20 seconds")
       )
+      yield* meanwhile
       yield* Deferred.succeed(unlock, undefined)
       yield* Fiber.join(lock)
-      return yield* Fiber.join(racing)
+      return yield* Fiber.join(writing)
     }).pipe(Effect.provide(admin))
+
+  /**
+   * Runs `write` (a write to the started calls) while its connection is dropped: the table is locked, so the
+   * write's statement waits in the server, whose backend is then terminated; the table is unlocked after.
+   */
+  const throughDrop = <A, E>(write: Effect.Effect<A, E>) =>
+    Effect.map(
+      atLock(
+        "agent_calls",
+        "ACCESS EXCLUSIVE",
+        [write],
+        Effect.flatMap(SqlClient, (sql) =>
+          sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${application}`)
+      ),
+      ([written]) =>
+        written
+    )
 
   it.live(
     "two unparks of a parked run at once: one releases it, the other finds it released",
@@ -166,7 +159,7 @@ describe.skipIf(!postgresReachable)("RunJournal on PostgreSQL", () => {
         const run = { agent: "journal", runId: "parked" }
         yield* runStore.begin(run)
         expect(yield* runStore.park(run, "{\"crashes\":1}")).toBe(true)
-        const released = yield* racingAtLock("agent_runs", [runStore.unpark(run), runStore.unpark(run)])
+        const released = yield* atLock("agent_runs", "EXCLUSIVE", [runStore.unpark(run), runStore.unpark(run)])
         expect(released.filter((reason) => reason !== undefined)).toStrictEqual(["{\"crashes\":1}"])
         expect(yield* runStore.parkedReason(run)).toBeUndefined()
       }).pipe(Effect.provide(store)),
