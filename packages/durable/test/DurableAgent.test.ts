@@ -5,7 +5,7 @@ import { Deferred, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from
 import { createHash } from "node:crypto"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, DurableRunner, RunStore } from "../src/index.ts"
-import { answer, call, calls, embedded, model, pricing, ran, tempDir, toolkit } from "./fixtures.ts"
+import { answer, call, calls, embedded, model, pricing, ran, tempDir, toolkit, withRunner } from "./fixtures.ts"
 
 const agent = DurableAgent.make("calculator", { model, instructions: "Use the tools.", toolkit })
 
@@ -114,19 +114,6 @@ describe("DurableAgent approvals", () => {
     )
   })
 })
-
-/** Runs `body` with `agents` registered on an embedded runner over a fresh file, the mock answering `script`. */
-const withRunner = <A, E, R>(
-  agents: Layer.Layer<never, never, R>,
-  script: ReadonlyArray<MockLanguageModel.Reply>,
-  body: Effect.Effect<A, E, R | DurableRunner.Services | MockLanguageModel.MockLanguageModel>
-) => {
-  const temp = tempDir()
-  return body.pipe(
-    Effect.provide(agents.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), script)))),
-    Effect.ensuring(Effect.sync(temp.remove))
-  )
-}
 
 const submit = Tool.make({
   name: "submit",

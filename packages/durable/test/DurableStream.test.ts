@@ -12,7 +12,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, DurableStream, NodeSqliteClient, RunStore } from "../src/index.ts"
-import { answer, call, embedded, model, ran, sources, tempDir, toolkit } from "./fixtures.ts"
+import { answer, call, model, ran, sources, tempDir, toolkit, withRunner } from "./fixtures.ts"
 
 const script = TestProcess.bundled(new URL("./streamChild.ts", import.meta.url).pathname, sources)
 
@@ -134,7 +134,6 @@ describe.concurrent("DurableStream from a server process", () => {
 
 describe("DurableStream.cancel of a run in this process", () => {
   it.live("interrupts a tool mid-call: no further model request, and the run ends Halted by a person", () => {
-    const temp = tempDir()
     const started = Deferred.makeUnsafe<void>()
     const stopped = Deferred.makeUnsafe<void>()
     const endless = Tool.make({
@@ -149,54 +148,45 @@ describe("DurableStream.cancel of a run in this process", () => {
         )
     })
     const agent = DurableAgent.make("canceller", { model, toolkit: Toolkit.make(endless) })
-    return Effect.gen(function*() {
-      yield* agent.start({ runId: "c1", input: "Go" })
-      yield* Deferred.await(started)
-      expect(yield* DurableStream.cancel(agent, "c1", { reason: "the user pressed stop" })).toBe(true)
-      // The call stops (the engine's own interruption would wait for it to end), and the run replays to its end.
-      yield* Deferred.await(stopped)
-      const ended = yield* Effect.flip(agent.run({ runId: "c1", input: "Go" }))
-      expect(ended).toMatchObject({ _tag: "Halted", source: "person", reason: "the user pressed stop" })
-      const events = yield* Effect.flip(Stream.runCollect(agent.events("c1", { fromStep: 1 })))
-      expect(events).toMatchObject({ _tag: "Halted", source: "person" })
-      expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(1)
-      expect(yield* DurableStream.cancel(agent, "c1")).toBe(false)
-    }).pipe(
-      Effect.provide(
-        agent.layer.pipe(
-          Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), [call("endless", {}), answer("never asked")]))
-        )
-      ),
-      Effect.ensuring(Effect.sync(temp.remove))
+    return withRunner(
+      agent.layer,
+      [call("endless", {}), answer("never asked")],
+      Effect.gen(function*() {
+        yield* agent.start({ runId: "c1", input: "Go" })
+        yield* Deferred.await(started)
+        expect(yield* DurableStream.cancel(agent, "c1", { reason: "the user pressed stop" })).toBe(true)
+        // The call stops (the engine's own interruption would wait for it to end), and the run replays to its end.
+        yield* Deferred.await(stopped)
+        const ended = yield* Effect.flip(agent.run({ runId: "c1", input: "Go" }))
+        expect(ended).toMatchObject({ _tag: "Halted", source: "person", reason: "the user pressed stop" })
+        const events = yield* Effect.flip(Stream.runCollect(agent.events("c1", { fromStep: 1 })))
+        expect(events).toMatchObject({ _tag: "Halted", source: "person" })
+        expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(1)
+        expect(yield* DurableStream.cancel(agent, "c1")).toBe(false)
+      })
     )
   }, 30_000)
 
   it.live("ends a run that waits for a decision: Halted by a person, and the call it waited for never runs", () => {
-    const temp = tempDir()
     const agent = DurableAgent.make("waiter", { model, toolkit })
     const before = ran.remove
-    return Effect.gen(function*() {
-      yield* agent.start({ runId: "w1", input: "Remove /etc/x" })
-      yield* agent.events("w1", { fromStep: 1 }).pipe(
-        Stream.filter((event) => event._tag === "ApprovalRequested"),
-        Stream.runHead
-      )
-      expect(yield* DurableStream.cancel(agent, "w1")).toBe(true)
-      expect(yield* Effect.flip(agent.run({ runId: "w1", input: "Remove /etc/x" }))).toMatchObject({
-        _tag: "Halted",
-        source: "person"
-      })
-      expect(ran.remove).toBe(before)
-      expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(1)
-    }).pipe(
-      Effect.provide(
-        agent.layer.pipe(
-          Layer.provideMerge(
-            embedded(Path.join(temp.dir, "runs.db"), [call("remove", { path: "/etc/x" }), answer("never asked")])
-          )
+    return withRunner(
+      agent.layer,
+      [call("remove", { path: "/etc/x" }), answer("never asked")],
+      Effect.gen(function*() {
+        yield* agent.start({ runId: "w1", input: "Remove /etc/x" })
+        yield* agent.events("w1", { fromStep: 1 }).pipe(
+          Stream.filter((event) => event._tag === "ApprovalRequested"),
+          Stream.runHead
         )
-      ),
-      Effect.ensuring(Effect.sync(temp.remove))
+        expect(yield* DurableStream.cancel(agent, "w1")).toBe(true)
+        expect(yield* Effect.flip(agent.run({ runId: "w1", input: "Remove /etc/x" }))).toMatchObject({
+          _tag: "Halted",
+          source: "person"
+        })
+        expect(ran.remove).toBe(before)
+        expect(yield* (yield* MockLanguageModel.MockLanguageModel).requests).toHaveLength(1)
+      })
     )
   }, 30_000)
 })

@@ -12,19 +12,7 @@ import { Effect, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import * as Path from "node:path"
 import { DurableAgent, DurableRunner, RunStore } from "../src/index.ts"
-import { answer, call, embedded, model, pricing, tempDir, toolkit } from "./fixtures.ts"
-
-const withRunner = <A, E, R>(
-  agents: Layer.Layer<never, never, R>,
-  script: ReadonlyArray<MockLanguageModel.Reply>,
-  body: Effect.Effect<A, E, R | DurableRunner.Services | SqlClient | MockLanguageModel.MockLanguageModel>
-) => {
-  const temp = tempDir()
-  return body.pipe(
-    Effect.provide(agents.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), script)))),
-    Effect.ensuring(Effect.sync(temp.remove))
-  )
-}
+import { answer, call, model, pricing, tempDir, toolkit, withRunner } from "./fixtures.ts"
 
 describe("RunParking", () => {
   it.live("executions that died are counted until the run is parked; unparked, it goes on", () => {

@@ -2,6 +2,7 @@
 import { Pricing, TokenUsage, Tool, Toolkit } from "@agentloop/core"
 import { MockLanguageModel, TestProcess } from "@agentloop/testing"
 import { Effect, Layer, Schema } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -69,3 +70,16 @@ export const sources = { conditions: ["@agentloop/source"] }
 
 /** The crash tests' child process. */
 export const crashChild = TestProcess.bundled(new URL("./child.ts", import.meta.url).pathname, sources)
+
+/** Runs `body` with `agents` registered on an embedded runner over a fresh file, the mock answering `script`. */
+export const withRunner = <A, E, R>(
+  agents: Layer.Layer<never, never, R>,
+  script: ReadonlyArray<MockLanguageModel.Reply>,
+  body: Effect.Effect<A, E, R | DurableRunner.Services | SqlClient | MockLanguageModel.MockLanguageModel>
+) => {
+  const temp = tempDir()
+  return body.pipe(
+    Effect.provide(agents.pipe(Layer.provideMerge(embedded(Path.join(temp.dir, "runs.db"), script)))),
+    Effect.ensuring(Effect.sync(temp.remove))
+  )
+}
