@@ -118,22 +118,26 @@ describe.concurrent("forks of a finished durable run", () => {
   )
 })
 
+/** Counts the calls it is passed; the first says it `started`, then waits for `gate`. */
+const gatedFirst = () => {
+  const calls = { count: 0, started: Deferred.makeUnsafe<void>(), gate: Deferred.makeUnsafe<void>() }
+  const pass: Effect.Effect<void> = Effect.suspend(() =>
+    ++calls.count === 1
+      ? Effect.andThen(Deferred.succeed(calls.started, undefined), Deferred.await(calls.gate))
+      : Effect.void
+  )
+  return { calls, pass }
+}
+
 /** An agent whose charge is not idempotent; its first charge waits for `gate`, once it said it `started`. */
 const makeCashier = () => {
-  const charges = { count: 0, started: Deferred.makeUnsafe<void>(), gate: Deferred.makeUnsafe<void>() }
+  const { calls: charges, pass } = gatedFirst()
   const charge = Tool.make({
     name: "charge",
     description: "Charges a card",
     input: Schema.Struct({ cents: Schema.Int }),
     output: Schema.String,
-    execute: ({ cents }) =>
-      Effect.gen(function*() {
-        if (++charges.count === 1) {
-          yield* Deferred.succeed(charges.started, undefined)
-          yield* Deferred.await(charges.gate)
-        }
-        return `charged ${cents}`
-      })
+    execute: ({ cents }) => Effect.as(pass, `charged ${cents}`)
   })
   return { charges, cashier: DurableAgent.make("cashier", { model, toolkit: Toolkit.make(charge) }) }
 }
@@ -344,21 +348,14 @@ describe("a fork onto a run that was started", () => {
 
 /** Removals that wait for decisions, one call at a time; the first waits for `gate`, once it said it `started`. */
 const makeGatedApprover = () => {
-  const removals = { count: 0, started: Deferred.makeUnsafe<void>(), gate: Deferred.makeUnsafe<void>() }
+  const { calls: removals, pass } = gatedFirst()
   const remove = Tool.make({
     name: "remove",
     description: "Removes a file",
     input: Schema.Struct({ path: Schema.String }),
     output: Schema.String,
     needsApproval: true,
-    execute: ({ path }) =>
-      Effect.gen(function*() {
-        if (++removals.count === 1) {
-          yield* Deferred.succeed(removals.started, undefined)
-          yield* Deferred.await(removals.gate)
-        }
-        return `removed ${path}`
-      })
+    execute: ({ path }) => Effect.as(pass, `removed ${path}`)
   })
   const approver = DurableAgent.make("gated-approver", {
     model,
