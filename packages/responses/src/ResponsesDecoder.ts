@@ -15,6 +15,7 @@
  */
 import {
   AiError,
+  Cost,
   EventHandlers,
   type Item,
   ProviderStream,
@@ -57,6 +58,10 @@ const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
   })
   return usage.total_tokens === undefined ? made : { ...made, total: usage.total_tokens }
 }
+
+/** What the request cost in USD, when the server says: OpenRouter's `cost`, else xAI's ticks. */
+const costOf = (usage: ResponsesEvent.Usage): number | undefined =>
+  usage.cost ?? (usage.cost_in_usd_ticks == null ? undefined : Cost.fromTicks(usage.cost_in_usd_ticks))
 
 const statusOf = (status: unknown, otherwise: Item.Status): Item.Status =>
   status === "in_progress" || status === "completed" || status === "incomplete" || status === "failed"
@@ -351,7 +356,7 @@ class Decoder implements ProviderStream.Decoder {
       model: this.model,
       responseId,
       providerStopReason: incompleteReason,
-      cost: response.usage?.cost ?? undefined
+      cost: response.usage == null ? undefined : costOf(response.usage)
     })
     return undefined
   }

@@ -192,6 +192,25 @@ describe("ResponsesDecoder", () => {
       }
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("takes xAI's usage.cost_in_usd_ticks, ten billion to the dollar, as the turn's cost", () =>
+    Effect.gen(function*() {
+      const costOf = (cost: Record<string, unknown>) =>
+        Effect.gen(function*() {
+          const script = new Script().created().message("msg_1", 0, ["Sunny."])
+            .completed({ ...usage(216, 923, 192, 323), num_sources_used: 0, ...cost } as ReturnType<typeof usage>)
+          return completeTurn(yield* run([ProviderServer.sse(script.frames)])).cost
+        })
+      expect(yield* costOf({ cost_in_usd_ticks: 123_456 })).toBe(0.0000123456)
+      expect(yield* costOf({ cost_in_usd_ticks: 123_456, cost: 0.5 })).toBe(0.5)
+      const { error } = yield* runFailing([
+        ProviderServer.sse(
+          new Script().created().message("msg_1", 0, ["4"])
+            .completed({ ...usage(1, 1), cost_in_usd_ticks: -3 } as ReturnType<typeof usage>).frames
+        )
+      ])
+      expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.completed" })
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("keeps output items it does not model as extension items, and sends them back as they came", () =>
     Effect.gen(function*() {
       const others = [
