@@ -95,7 +95,8 @@ type Count = "input_tokens" | "output_tokens" | "cache_creation_input_tokens" | 
  * else from `message_start`. `input` counts every input token (uncached,
  * written to the cache, read from it), `cachedInput` those read from the
  * cache and `cacheWrite` those written to it, which Anthropic bills at their
- * own rates; thinking tokens are part of `output`, and the API does not count them apart.
+ * own rates; thinking tokens are part of `output`, and `reasoning` is their
+ * count when the API reports one (`output_tokens_details.thinking_tokens`).
  *
  * @since 0.1.0
  * @category decoding
@@ -108,7 +109,9 @@ export const usage = (
   const cacheRead = count("cache_read_input_tokens")
   const cacheWrite = count("cache_creation_input_tokens")
   const input = (count("input_tokens") ?? 0) + (cacheWrite ?? 0) + (cacheRead ?? 0)
-  return TokenUsage.make(input, count("output_tokens") ?? 0, { cachedInput: cacheRead, cacheWrite })
+  const reasoning = last?.output_tokens_details?.thinking_tokens ?? start?.output_tokens_details?.thinking_tokens ??
+    undefined
+  return TokenUsage.make(input, count("output_tokens") ?? 0, { cachedInput: cacheRead, cacheWrite, reasoning })
 }
 
 /** A content block being streamed; `stopped` once its `content_block_stop` came. */

@@ -29,8 +29,10 @@ const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
  * Token counts. `input_tokens` are the input tokens read neither from nor into
- * the prompt cache; the cache's own counts are apart. In `message_delta` every
- * count is cumulative, and the input counts may be missing.
+ * the prompt cache; the cache's own counts are apart. `output_tokens` counts
+ * thinking too, and `output_tokens_details.thinking_tokens` (sent by newer
+ * models) how much of it was thinking. In `message_delta` every count is
+ * cumulative, and the input counts may be missing.
  *
  * @since 0.1.0
  * @category schemas
@@ -39,7 +41,10 @@ export const Usage = Schema.Struct({
   input_tokens: Schema.optionalKey(Schema.NullOr(Count)),
   output_tokens: Schema.optionalKey(Schema.NullOr(Count)),
   cache_creation_input_tokens: Schema.optionalKey(Schema.NullOr(Count)),
-  cache_read_input_tokens: Schema.optionalKey(Schema.NullOr(Count))
+  cache_read_input_tokens: Schema.optionalKey(Schema.NullOr(Count)),
+  output_tokens_details: Schema.optionalKey(
+    Schema.NullOr(Schema.Struct({ thinking_tokens: Schema.optionalKey(Schema.NullOr(Count)) }))
+  )
 })
 export type Usage = typeof Usage.Type
 

@@ -168,6 +168,39 @@ describe("AnthropicDecoder", () => {
       expect(bare.deltas.some((d) => d.type === "usage")).toBe(false)
     }))
 
+  it.effect("takes the thinking tokens newer models count apart as the usage's reasoning, part of its output", () =>
+    Effect.gen(function*() {
+      const start = messageStart("msg_think", {
+        input_tokens: 28,
+        output_tokens: 5,
+        output_tokens_details: { thinking_tokens: 0 }
+      })
+      const thought = [
+        blockStart(0, { type: "thinking", thinking: "", signature: "" }),
+        delta(0, { type: "thinking_delta", thinking: "Weighing it." }),
+        delta(0, { type: "signature_delta", signature: "c2ln" }),
+        blockStop(0),
+        ...textBlock(1, "Done.")
+      ]
+      const { turn } = yield* decode([
+        start,
+        ...thought,
+        messageDelta("end_turn", { output_tokens: 106, output_tokens_details: { thinking_tokens: 67 } }),
+        messageStop
+      ])
+      expect(turn?.usage).toStrictEqual({ input: 28, output: 106, total: 134, reasoning: 67 })
+      // A delta without the details keeps message_start's count; a null one is no count.
+      const kept = yield* decode([start, ...thought, messageDelta("end_turn", { output_tokens: 9 }), messageStop])
+      expect(kept.turn?.usage.reasoning).toBe(0)
+      const none = yield* decode([
+        messageStart("msg_null", { input_tokens: 3, output_tokens: 1, output_tokens_details: null as never }),
+        ...textBlock(0, "a"),
+        messageDelta("end_turn", { output_tokens: 2 }),
+        messageStop
+      ])
+      expect(none.turn?.usage).toStrictEqual({ input: 3, output: 2, total: 5 })
+    }))
+
   it.effect("names items after the fallback key when the stream carries no message id", () =>
     Effect.gen(function*() {
       const { turn } = yield* decode([event("message_start", { message: {} }), ...textBlock(0, "a"), messageStop], {

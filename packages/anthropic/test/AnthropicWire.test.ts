@@ -77,7 +77,7 @@ const cases: ReadonlyArray<Case> = [
         call("toolu_01a", "get_weather", "{\"city\":\"Zürich\",\"units\":\"metric\"}"),
         call("toolu_01b", "get_weather", "{\"city\":\"東京\"}")
       ],
-      // Thinking tokens are part of the output: the API does not count them apart, so `reasoning` does not come back.
+      // Thinking tokens are part of the output, and counted apart as well.
       usage: { input: 420, output: 95, total: 515, cachedInput: 300, reasoning: 40 },
       stopReason: "tool_calls",
       model: "claude-sonnet-4-5-20250929",
@@ -185,8 +185,8 @@ const cases: ReadonlyArray<Case> = [
  * What the decoder must make of `turn`: its items, usage and stop reason, with
  * what the wire does not carry set as the decoder sets it. Items get the ids
  * `anthropic_<responseId>_<n>` and are `completed`, but for the last of a turn
- * cut by `max_tokens`; the id and model default; the usage is the API's (no
- * reasoning count, `total` the sum); the reason is the one written.
+ * cut by `max_tokens`; the id and model default; the usage is the API's
+ * (`total` the sum); the reason is the one written.
  */
 const decodedAs = ({ stopReason, turn }: Case): Turn.Turn => {
   const responseId = turn.responseId ?? AnthropicWire.defaultResponseId
@@ -201,7 +201,8 @@ const decodedAs = ({ stopReason, turn }: Case): Turn.Turn => {
       input: turn.usage.input,
       output: turn.usage.output,
       total: turn.usage.input + turn.usage.output,
-      ...(turn.usage.cachedInput === undefined ? {} : { cachedInput: turn.usage.cachedInput })
+      ...(turn.usage.cachedInput === undefined ? {} : { cachedInput: turn.usage.cachedInput }),
+      ...(turn.usage.reasoning === undefined ? {} : { reasoning: turn.usage.reasoning })
     },
     stopReason: turn.stopReason,
     model: turn.model ?? AnthropicWire.defaultModel,
@@ -324,7 +325,12 @@ describe("AnthropicWire", () => {
     expect(events[events.length - 2]).toStrictEqual({
       type: "message_delta",
       delta: { stop_reason: "tool_use", stop_sequence: null },
-      usage: { input_tokens: 120, cache_read_input_tokens: 300, output_tokens: 95 }
+      usage: {
+        input_tokens: 120,
+        cache_read_input_tokens: 300,
+        output_tokens: 95,
+        output_tokens_details: { thinking_tokens: 40 }
+      }
     })
   })
 

@@ -18,6 +18,7 @@ export interface UsageWire {
   readonly output_tokens?: number
   readonly cache_creation_input_tokens?: number
   readonly cache_read_input_tokens?: number
+  readonly output_tokens_details?: { readonly thinking_tokens?: number }
 }
 
 export const messageStart = (id: string, usage: UsageWire = { input_tokens: 12, output_tokens: 1 }) =>
@@ -101,7 +102,5 @@ export const conformance: ProviderHarness.Fixture = {
     const end = [messageDelta((turn.calls ?? []).length > 0 ? "tool_use" : "end_turn", usage), messageStop]
     return [...start, ...blocks.flat(), ...(options?.complete === false ? [] : end)]
   },
-  serverError: (message) => [event("error", { error: { type: "api_error", message } })],
-  // The API counts thinking tokens in `output_tokens`, and not apart.
-  reportedUsage: ({ reasoning: _, ...usage }) => usage
+  serverError: (message) => [event("error", { error: { type: "api_error", message } })]
 }

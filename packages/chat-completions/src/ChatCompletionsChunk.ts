@@ -35,8 +35,9 @@ const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
  * and `completion_tokens_details.reasoning_tokens`, OpenRouter's
  * `prompt_tokens_details.cache_write_tokens` (for models that bill cache
  * writes, such as Claude), DeepSeek's
- * `prompt_cache_hit_tokens`, a top-level `cached_tokens` (Moonshot), and
- * OpenRouter's `cost` (USD). Any count may be `null` until the last chunk.
+ * `prompt_cache_hit_tokens`, a top-level `cached_tokens` (Moonshot),
+ * OpenRouter's `cost` (USD) and xAI's `cost_in_usd_ticks` (see
+ * `Cost.ticksPerUsd`). Any count may be `null` until the last chunk.
  *
  * @since 0.2.0
  * @category schemas
@@ -52,7 +53,8 @@ export const Usage = Schema.Struct({
   completion_tokens_details: nullable(Schema.Struct({ reasoning_tokens: nullable(Count) })),
   prompt_cache_hit_tokens: nullable(Count),
   cached_tokens: nullable(Count),
-  cost: nullable(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))
+  cost: nullable(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))),
+  cost_in_usd_ticks: nullable(Count)
 })
 export type Usage = typeof Usage.Type
 

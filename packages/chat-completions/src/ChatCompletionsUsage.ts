@@ -8,7 +8,7 @@
  *
  * @since 0.2.0
  */
-import { TokenUsage } from "@agentloop/core"
+import { Cost, TokenUsage } from "@agentloop/core"
 import type * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
 
 /**
@@ -25,7 +25,7 @@ export interface Counts {
   /** Tokens written to the prompt cache: OpenRouter's `cache_write_tokens`. */
   readonly cacheWrite?: number
   readonly reasoning?: number
-  /** OpenRouter's `usage.cost`, in USD. */
+  /** What the request cost in USD: OpenRouter's `usage.cost`, or xAI's `usage.cost_in_usd_ticks` made USD. */
   readonly cost?: number
 }
 
@@ -36,7 +36,8 @@ const latest = <A>(next: A | null | undefined, previous: A | undefined): A | und
  * the ones it leaves out or sends as `null` stay. Cache hits are read from
  * `prompt_tokens_details.cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`,
  * else a top-level `cached_tokens`; cache writes from OpenRouter's
- * `prompt_tokens_details.cache_write_tokens` (no other server reports them).
+ * `prompt_tokens_details.cache_write_tokens` (no other server reports them);
+ * the cost from OpenRouter's `cost`, else xAI's `cost_in_usd_ticks`.
  *
  * @since 0.2.0
  * @category combinators
@@ -51,7 +52,8 @@ export const merge = (counts: Counts, usage: ChatCompletionsChunk.Usage): Counts
   )
   const cacheWrite = latest(usage.prompt_tokens_details?.cache_write_tokens, counts.cacheWrite)
   const reasoning = latest(usage.completion_tokens_details?.reasoning_tokens, counts.reasoning)
-  const cost = latest(usage.cost, counts.cost)
+  const ticks = usage.cost_in_usd_ticks
+  const cost = latest(usage.cost ?? (ticks == null ? undefined : Cost.fromTicks(ticks)), counts.cost)
   return {
     ...(prompt === undefined ? {} : { prompt }),
     ...(completion === undefined ? {} : { completion }),

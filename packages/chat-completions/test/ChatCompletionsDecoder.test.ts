@@ -658,6 +658,32 @@ describe("ChatCompletionsDecoder: usage", () => {
       expect(types(unreported)).toStrictEqual(["text_delta", "turn_complete"])
       expect(completed(unreported).usage).toStrictEqual({ input: 0, output: 0, total: 0 })
     })))
+
+  it.effect("takes xAI's cost_in_usd_ticks, ten billion to the dollar, as the turn's cost", () =>
+    onLayer(Effect.gen(function*() {
+      const xai = (cost: Record<string, unknown>) =>
+        Effect.map(
+          answer([
+            delta({ content: "Sunny." }),
+            finish("stop"),
+            usage({
+              prompt_tokens: 12,
+              completion_tokens: 2,
+              total_tokens: 354,
+              prompt_tokens_details: { text_tokens: 12, cached_tokens: 11 },
+              completion_tokens_details: { reasoning_tokens: 340 },
+              num_sources_used: 0,
+              ...cost
+            }),
+            done
+          ]),
+          (deltas) => completed(deltas).cost
+        )
+      expect(yield* xai({ cost_in_usd_ticks: 1_721_250 })).toBe(0.000172125)
+      // A cost in USD, where a gateway adds one, is taken as it is.
+      expect(yield* xai({ cost_in_usd_ticks: 1_721_250, cost: 0.0002 })).toBe(0.0002)
+      expect(yield* xai({ cost_in_usd_ticks: null })).toBeUndefined()
+    })))
 })
 
 describe("ChatCompletionsDecoder: how a stream starts and ends", () => {

@@ -27,6 +27,31 @@ export type Cost = typeof Cost.Type
 export const zero: Cost = 0
 
 /**
+ * How many ticks make one USD: xAI reports what a request cost as a whole
+ * number of ticks (`usage.cost_in_usd_ticks`).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const ticksPerUsd = 10_000_000_000
+
+/**
+ * A cost given in ticks (see {@link ticksPerUsd}), in USD.
+ *
+ * @example
+ * ```ts
+ * import { Cost } from "@agentloop/core"
+ *
+ * // xAI's usage of a grok-3-mini turn: "cost_in_usd_ticks": 1721250
+ * console.log(Cost.format(Cost.fromTicks(1_721_250))) // $0.000172125
+ * ```
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const fromTicks = (ticks: number): number => ticks / ticksPerUsd
+
+/**
  * The sum of two costs; unknown when either is.
  *
  * @example

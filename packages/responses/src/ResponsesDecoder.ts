@@ -15,6 +15,7 @@
  */
 import {
   AiError,
+  Cost,
   EventHandlers,
   type Item,
   ProviderStream,
@@ -57,6 +58,10 @@ const usageOf = (usage: ResponsesEvent.Usage): TokenUsage.TokenUsage => {
   })
   return usage.total_tokens === undefined ? made : { ...made, total: usage.total_tokens }
 }
+
+/** What the request cost in USD, when the server says: OpenRouter's `cost`, else xAI's ticks. */
+const costOf = (usage: ResponsesEvent.Usage): number | undefined =>
+  usage.cost ?? (usage.cost_in_usd_ticks == null ? undefined : Cost.fromTicks(usage.cost_in_usd_ticks))
 
 const statusOf = (status: unknown, otherwise: Item.Status): Item.Status =>
   status === "in_progress" || status === "completed" || status === "incomplete" || status === "failed"
@@ -202,6 +207,8 @@ class Decoder implements ProviderStream.Decoder {
   readonly items = new Map<number, Item.Item | Draft>()
   /** Output index of each item id, for the events that name an item only by id. */
   readonly indexOf = new Map<string, number>()
+  /** Output indices whose item is done: its `output_item.done` came, whatever status it says the item has. */
+  readonly settled = new Set<number>()
   readonly options: Options
 
   constructor(options: Options) {
@@ -251,6 +258,7 @@ class Decoder implements ProviderStream.Decoder {
   item(event: string, index: number, raw: ResponsesEvent.JsonObject, done: boolean, out: Array<TurnDelta.TurnDelta>) {
     const typed = decodeTyped(event, raw, "item")
     if (Result.isFailure(typed)) return typed.failure
+    if (done) this.settled.add(index)
     const type = typed.success.type
     if (type === "message") {
       const item = decodeMessageItem(event, raw, "item")
@@ -314,7 +322,11 @@ class Decoder implements ProviderStream.Decoder {
   /**
    * Ends the turn; `incompleteReason` is set for `response.incomplete`. The
    * response's `output` is the final word on every item it lists whose events
-   * left it open (announced, never done): the item is taken as it lists it.
+   * left it open (announced, never done): the item is taken as it lists it. An
+   * item that was done stays as its done event had it, even when its status is
+   * still `in_progress` (a call a program made with programmatic tool calling
+   * waits for its output so): its deltas, a call's `function_call_done` among
+   * them, went out once.
    */
   finish(
     event: string,
@@ -324,8 +336,7 @@ class Decoder implements ProviderStream.Decoder {
   ): AiError.AiError | undefined {
     for (const [position, raw] of (response.output ?? []).entries()) {
       const index = (typeof raw.id === "string" ? this.indexOf.get(raw.id) : undefined) ?? position
-      const entry = this.items.get(index)
-      if (entry !== undefined && !isDraft(entry) && entry.status !== "in_progress") continue
+      if (this.settled.has(index)) continue
       const error = this.item(event, index, raw, true, out)
       if (error !== undefined) return error
     }
@@ -345,7 +356,7 @@ class Decoder implements ProviderStream.Decoder {
       model: this.model,
       responseId,
       providerStopReason: incompleteReason,
-      cost: response.usage?.cost ?? undefined
+      cost: response.usage == null ? undefined : costOf(response.usage)
     })
     return undefined
   }

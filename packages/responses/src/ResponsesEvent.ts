@@ -27,7 +27,9 @@ export const Index = Schema.Number.check(
 const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
- * Token usage as the API reports it; `cost` is what the request cost in USD, when the server says (OpenRouter).
+ * Token usage as the API reports it, and what the request cost when the
+ * server says: `cost` in USD (OpenRouter), `cost_in_usd_ticks` in ticks (xAI;
+ * see `Cost.ticksPerUsd`).
  *
  * @since 0.1.0
  * @category schemas
@@ -37,6 +39,7 @@ export const Usage = Schema.Struct({
   output_tokens: Count,
   total_tokens: Schema.optionalKey(Count),
   cost: Schema.optionalKey(Schema.NullOr(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))),
+  cost_in_usd_ticks: Schema.optionalKey(Schema.NullOr(Count)),
   input_tokens_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({
     cached_tokens: Schema.optionalKey(Count)
   }))),

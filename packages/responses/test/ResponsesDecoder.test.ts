@@ -80,6 +80,38 @@ describe("ResponsesDecoder", () => {
       expect(deltas.filter((d) => d.type === "function_call_done")).toHaveLength(1)
     }).pipe(Effect.provide(TestLayer)))
 
+  it.live("finishes a call once when its done event and the terminal response both say it is still in progress", () =>
+    Effect.gen(function*() {
+      // Programmatic tool calling: a call a program made waits for its output, so the API
+      // leaves it in_progress in output_item.done and in the response's output alike.
+      const call = {
+        id: "fc_prog",
+        type: "function_call",
+        status: "in_progress",
+        arguments: "{\"sku\":\"sku_42\"}",
+        call_id: "call_prog",
+        caller: { type: "program", caller_id: "call_program" },
+        name: "inventory"
+      }
+      const script = new Script().created()
+        .event("response.output_item.added", { output_index: 0, item: { ...call, arguments: "" } })
+        .argumentsDelta("fc_prog", 0, call.arguments)
+        .event("response.function_call_arguments.done", {
+          item_id: "fc_prog",
+          output_index: 0,
+          arguments: call.arguments
+        })
+        .event("response.output_item.done", { output_index: 0, item: call })
+        .completed(usage(12, 6), [call])
+      const deltas = yield* run([ProviderServer.sse(script.frames)])
+      expect(deltas.filter((d) => d.type.startsWith("function_call"))).toStrictEqual([
+        { type: "function_call_start", call_id: "call_prog", name: "inventory" },
+        { type: "function_call_arguments_delta", call_id: "call_prog", delta: call.arguments },
+        { type: "function_call_done", call_id: "call_prog", name: "inventory", arguments: call.arguments }
+      ])
+      expect(Turn.functionCalls(completeTurn(deltas)).map((item) => item.call_id)).toStrictEqual(["call_prog"])
+    }).pipe(Effect.provide(TestLayer)))
+
   it.live("sends each assistant message's phase back on the next request", () =>
     Effect.gen(function*() {
       const first = new Script("resp_1").created()
@@ -158,6 +190,25 @@ describe("ResponsesDecoder", () => {
         const { error } = yield* runFailing([ProviderServer.sse(bad.frames)])
         expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.completed" })
       }
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("takes xAI's usage.cost_in_usd_ticks, ten billion to the dollar, as the turn's cost", () =>
+    Effect.gen(function*() {
+      const costOf = (cost: Record<string, unknown>) =>
+        Effect.gen(function*() {
+          const script = new Script().created().message("msg_1", 0, ["Sunny."])
+            .completed({ ...usage(216, 923, 192, 323), num_sources_used: 0, ...cost } as ReturnType<typeof usage>)
+          return completeTurn(yield* run([ProviderServer.sse(script.frames)])).cost
+        })
+      expect(yield* costOf({ cost_in_usd_ticks: 123_456 })).toBe(0.0000123456)
+      expect(yield* costOf({ cost_in_usd_ticks: 123_456, cost: 0.5 })).toBe(0.5)
+      const { error } = yield* runFailing([
+        ProviderServer.sse(
+          new Script().created().message("msg_1", 0, ["4"])
+            .completed({ ...usage(1, 1), cost_in_usd_ticks: -3 } as ReturnType<typeof usage>).frames
+        )
+      ])
+      expect(error).toMatchObject({ _tag: "MalformedEvent", event: "response.completed" })
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("keeps output items it does not model as extension items, and sends them back as they came", () =>

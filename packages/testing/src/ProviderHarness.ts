@@ -68,8 +68,8 @@ export interface Fixture {
   readonly serverError: (message: string) => ReadonlyArray<string>
   /**
    * The usage the provider reports for a turn written with `usage`: `usage`
-   * less the counts its wire does not carry (Anthropic reports no reasoning
-   * tokens). Default: `usage` itself.
+   * less the counts its wire does not carry (a reasoning count, for an API
+   * that reports none). Default: `usage` itself.
    */
   readonly reportedUsage?: ((usage: WireTurn.Usage) => TokenUsage.TokenUsage) | undefined
 }

@@ -14,8 +14,8 @@
  * What comes back different is what the decoder makes: item ids
  * (`anthropic_<responseId>_<n>`) and statuses (`completed`, the last item
  * `incomplete` when the turn hit `max_tokens`), the usage's `total` (input plus
- * output), and `providerStopReason`, the reason written. A turn's `cost` and
- * its usage's `reasoning` count are not written: the API reports neither.
+ * output), and `providerStopReason`, the reason written. A turn's `cost` is
+ * not written: the API reports none.
  *
  * @since 0.1.0
  */
@@ -54,6 +54,7 @@ export interface Usage {
   readonly cache_creation_input_tokens?: number
   readonly cache_read_input_tokens?: number
   readonly output_tokens: number
+  readonly output_tokens_details?: { readonly thinking_tokens: number }
 }
 
 /**
@@ -61,8 +62,9 @@ export interface Usage {
  * read from the cache nor written to it, `cache_read_input_tokens` (written
  * only when the usage has a `cachedInput`) those read from it and
  * `cache_creation_input_tokens` (only when it has a `cacheWrite`) those
- * written to it. Reasoning tokens are part of `output_tokens`, and not counted
- * apart. Throws when the cache's counts together are more than `input`.
+ * written to it. Reasoning tokens are part of `output_tokens`, and their count
+ * (only when the usage has a `reasoning`) is `output_tokens_details.thinking_tokens`.
+ * Throws when the cache's counts together are more than `input`.
  *
  * @since 0.1.0
  * @category wire
@@ -78,7 +80,8 @@ export const usage = (usage: TokenUsage.TokenUsage): Usage => {
     input_tokens: usage.input - cached,
     ...(usage.cacheWrite === undefined ? {} : { cache_creation_input_tokens: usage.cacheWrite }),
     ...(usage.cachedInput === undefined ? {} : { cache_read_input_tokens: usage.cachedInput }),
-    output_tokens: usage.output
+    output_tokens: usage.output,
+    ...(usage.reasoning === undefined ? {} : { output_tokens_details: { thinking_tokens: usage.reasoning } })
   }
 }
 
