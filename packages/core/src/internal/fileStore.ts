@@ -58,6 +58,7 @@ import * as RunId from "../RunId.ts"
 import * as FileLease from "./fileLease.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LogFrame from "./logFrame.ts"
+import * as LogOffset from "./logOffset.ts"
 import { isReason } from "./platformReason.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
@@ -270,12 +271,17 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return { entries: log?.entries ?? [], append }
       })
 
-    const read = (id: string) =>
+    /** Run `id`'s entries from entry `from` on: the log is one file, read whole. */
+    const readEntries = (id: string, from: number) =>
       Effect.gen(function*() {
         yield* RunId.validate(id)
         const log = yield* load(id, path.join(yield* folder(id), "log")).pipe(Effect.mapError(failed("read", id)))
-        return log?.entries ?? []
+        return log === undefined ? [] : from === 0 ? log.entries : log.entries.slice(from)
       })
+
+    const read = (id: string) => readEntries(id, 0)
+
+    const readFrom = (id: string, from: number) => Effect.andThen(LogOffset.check(from), readEntries(id, from))
 
     const clear = (id: string) =>
       Effect.scoped(Effect.gen(function*() {
@@ -422,6 +428,6 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return { runs }
       })
 
-    const store: Store = { open, read, clear, prune }
+    const store: Store = { open, read, readFrom, clear, prune }
     return store
   })
