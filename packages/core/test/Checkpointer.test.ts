@@ -234,6 +234,36 @@ describe("Checkpointer", () => {
         expect(yield* readWith(files(dir), "length")).toStrictEqual(["one", "two", "three", "four"])
       }))
 
+    it.effect("readFrom passes over the entries before its offset unread; a torn tail or a damaged length is found as read finds it", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "from-"))
+        const readFrom = (from: number) =>
+          Effect.flatMap(Checkpointer.Checkpointer, (store) => CheckpointStore.readFrom(store, "from", from)).pipe(
+            Effect.provide(files(dir))
+          )
+        yield* appendAll("from", ["one", "two", "three"]).pipe(Effect.provide(files(dir)))
+        const file = logFile(dir)
+        const bytes = Fs.readFileSync(file)
+        // A byte of the first entry's text changed: the entries before the offset are not read, so not checked.
+        const flipped = Buffer.from(bytes)
+        flipped[bytes.indexOf("one")] = "O".charCodeAt(0)
+        Fs.writeFileSync(file, flipped)
+        expect(yield* readFrom(1)).toStrictEqual(["two", "three"])
+        expect(yield* readFrom(3)).toStrictEqual([])
+        expect(yield* Effect.flip(readFrom(0))).toMatchObject({ _tag: "CheckpointError", operation: "read" })
+        // A torn last record is cut off, as by a whole read.
+        Fs.writeFileSync(file, bytes.subarray(0, bytes.length - 2))
+        expect(yield* readFrom(1)).toStrictEqual(["two"])
+        expect(yield* readFrom(2)).toStrictEqual([])
+        // A length before the offset that leads elsewhere: the log is read whole, and the damage reported.
+        const longer = Buffer.from(bytes)
+        longer.writeUInt32LE(4, bytes.indexOf("one") - 9)
+        Fs.writeFileSync(file, longer)
+        const damaged = yield* Effect.flip(readFrom(2))
+        expect(damaged).toMatchObject({ _tag: "CheckpointError", operation: "read" })
+        expect(damaged.message).toContain("damaged")
+      }))
+
     it.effect("an emptied or damaged log is reported, never read as an empty one", () =>
       Effect.gen(function*() {
         const dir = Fs.mkdtempSync(Path.join(directory, "damaged-"))

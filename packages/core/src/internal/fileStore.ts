@@ -169,8 +169,11 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       return Effect.tap(made, (isNew) => isNew ? syncFolder(options.directory) : Effect.void)
     }
 
-    /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
-    const load = (id: string, file: string) =>
+    /**
+     * The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. The first
+     * `skip` entries may be left out (`skipped` says how many were: see `LogFrame.decode`).
+     */
+    const load = (id: string, file: string, skip = 0) =>
       Effect.gen(function*() {
         const bytes = yield* Effect.catchIf(
           fs.readFile(file),
@@ -178,7 +181,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           () => Effect.succeed(undefined)
         )
         if (bytes === undefined) return undefined
-        const decoded = LogFrame.decode(bytes)
+        const decoded = LogFrame.decode(bytes, skip)
         if ("corrupt" in decoded) return yield* Effect.fail(new Error(`its log is damaged: ${decoded.corrupt}`))
         const [head, ...entries] = decoded.records
         if (head?.kind !== "head") {
@@ -193,6 +196,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return {
           fingerprint: recorded.fingerprint,
           entries: entries.map((entry) => entry.text),
+          skipped: decoded.skipped,
           torn: decoded.length < bytes.length ? decoded.length : undefined
         }
       })
@@ -271,12 +275,13 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return { entries: log?.entries ?? [], append }
       })
 
-    /** Run `id`'s entries from entry `from` on: the log is one file, read whole. */
+    /** Run `id`'s entries from entry `from` on: the log is one file, read whole, the entries before `from` passed over. */
     const readEntries = (id: string, from: number) =>
       Effect.gen(function*() {
         yield* RunId.validate(id)
-        const log = yield* load(id, path.join(yield* folder(id), "log")).pipe(Effect.mapError(failed("read", id)))
-        return log === undefined ? [] : from === 0 ? log.entries : log.entries.slice(from)
+        const file = path.join(yield* folder(id), "log")
+        const log = yield* load(id, file, from).pipe(Effect.mapError(failed("read", id)))
+        return log === undefined ? [] : log.entries.slice(from - log.skipped)
       })
 
     const read = (id: string) => readEntries(id, 0)
