@@ -9,7 +9,12 @@
  * - `AgentHistory.stateAt(-1)`: the run at its last checkpoint;
  * - `AgentHistory.fork` at turn 500 with an edit: the source read under its
  *   lease, 1,500 entries written to a new run in one append;
- * - the replay: `AgentLoop.stream` of the finished run, asking no model.
+ * - the replay: `AgentLoop.stream` of the finished run, asking no model;
+ *
+ * and a look at its log by a client that follows it (`ResumableStream`, while
+ * another process executes it): `AgentHistory.follow`'s read that finds
+ * nothing new, against `AgentHistory.events`, the whole log read and decoded,
+ * which each look was before.
  */
 import { AgentHistory, AgentLoop, Checkpointer, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
@@ -93,6 +98,22 @@ const suite = (name: string, store: Context.Context<Checkpointer.Checkpointer>) 
             )
           }
         ]
+      })
+    )
+    // A follower that has read the whole log: each look after reads its last entry again, to compare.
+    const follower = yield* AgentHistory.follow(options)
+    yield* Effect.provide(follower.read, store)
+    const events = "AgentHistory.events (each look before)"
+    const look = "AgentHistory.follow: a look, nothing new"
+    yield* Effect.promise(() =>
+      compare({
+        title: `following on ${name}: a look at the log of a run of ${turns} turns`,
+        units: 1,
+        unit: "look",
+        rounds: 5,
+        baseline: { name: events, run: provided(AgentHistory.events(options)) },
+        cases: [{ name: look, run: provided(follower.read) }],
+        ratios: [{ of: look, to: events, note: "kept for reference" }]
       })
     )
   })

@@ -8,9 +8,10 @@
  * @since 0.2.0
  */
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as LogOffset from "./internal/logOffset.ts"
 import type { InvalidOptions } from "./InvalidOptions.ts"
 import * as RunFingerprint from "./RunFingerprint.ts"
 import type { InvalidRunId } from "./RunId.ts"
@@ -238,6 +239,21 @@ export interface Store {
   ) => Effect.Effect<Log, OpenError, Scope.Scope>
   /** Every entry of run `id`, oldest first, without taking its lease; none for a run never recorded. */
   readonly read: (id: string) => Effect.Effect<ReadonlyArray<string>, CheckpointError | InvalidRunId>
+  /**
+   * The entries of run `id` from entry `from` on (what {@link Store.read}
+   * returns without its first `from` entries), oldest first, without taking
+   * its lease and without reading those before it where the store can skip
+   * them: none when the log holds no more than `from` entries. `from` is an
+   * integer of at least 0 (`InvalidOptions` otherwise). A compacting append
+   * or a `prune` renumbers a log's entries from 0 again (see
+   * {@link readFrom}). A store without it is read whole by {@link readFrom}.
+   *
+   * @since 0.3.0
+   */
+  readonly readFrom?: (
+    id: string,
+    from: number
+  ) => Effect.Effect<ReadonlyArray<string>, CheckpointError | InvalidRunId | InvalidOptions>
   /** Forgets run `id`, so executing it again starts afresh; fails with `RunInProgress` while it runs. */
   readonly clear: (id: string) => Effect.Effect<void, CheckpointError | RunInProgress | InvalidRunId>
   /**
@@ -252,3 +268,41 @@ export interface Store {
    */
   readonly prune: (options: PruneOptions) => Effect.Effect<Pruned, CheckpointError | InvalidOptions>
 }
+
+/**
+ * The entries of run `id` in `store` from entry `from` on (see
+ * {@link Store.readFrom}): through the store's `readFrom`, or, for a store
+ * without one, its whole log read and cut. A reader that goes on from the
+ * entries it read before reads again the last of them too, and compares it:
+ * a log that was compacted or pruned since holds other entries at those
+ * positions (or fewer), and is to be read from its start again.
+ *
+ * @example
+ * ```ts
+ * import { Checkpointer, CheckpointStore } from "@agentloop/core"
+ * import { Effect } from "effect"
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* Checkpointer.Checkpointer
+ *   yield* Effect.scoped(Effect.gen(function*() {
+ *     const log = yield* store.open("run-1", { model: "gpt-5-mini" })
+ *     yield* log.append(["{\"turn\":1}", "{\"turn\":2}", "{\"turn\":3}"])
+ *   }))
+ *   // A reader that has the first two entries: the second again (to compare), and what follows it.
+ *   console.log(yield* CheckpointStore.readFrom(store, "run-1", 1)) // [ '{"turn":2}', '{"turn":3}' ]
+ * })
+ *
+ * Effect.runPromise(program.pipe(Effect.provide(Checkpointer.layerMemory)))
+ * ```
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const readFrom = (
+  store: Store,
+  id: string,
+  from: number
+): Effect.Effect<ReadonlyArray<string>, CheckpointError | InvalidRunId | InvalidOptions> =>
+  store.readFrom !== undefined
+    ? store.readFrom(id, from)
+    : Effect.andThen(LogOffset.check(from), Effect.map(store.read(id), (entries) => entries.slice(from)))

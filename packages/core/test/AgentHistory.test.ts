@@ -1,6 +1,7 @@
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import * as AgentCheckpoint from "../src/agent/AgentCheckpoint.ts"
 import * as AgentHistory from "../src/agent/AgentHistory.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
@@ -246,6 +247,50 @@ const suite = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpointer,
           "Verdict",
           "Finished"
         ])
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("a follower's read returns the events of what was appended since the last; a log cut or recorded anew, all again", () =>
+      Effect.gen(function*() {
+        const store = yield* Checkpointer.Checkpointer
+        const source = optionsOf(fresh("source"))
+        yield* recorded(source.runId)
+        // The source's entries, appended to the followed run's log a few at a time: turn, tool, decision, turn, finished.
+        const entries = yield* read(source.runId)
+        const options = optionsOf(fresh("followed"))
+        const fingerprint = yield* AgentCheckpoint.fingerprint(options)
+        const append = (texts: ReadonlyArray<string>, finished = false) =>
+          Effect.scoped(
+            Effect.flatMap(store.open(options.runId, fingerprint), (log) => log.append(texts, { finished }))
+          )
+        const tags = (events: ReadonlyArray<{ readonly _tag: string }>) => events.map((event) => event._tag)
+
+        const follower = yield* AgentHistory.follow(options)
+        expect(yield* follower.read).toStrictEqual({ events: [], ended: undefined, restarted: false })
+        yield* append(entries.slice(0, 2))
+        const first = yield* follower.read
+        expect(tags(first.events)).toStrictEqual(["TurnStarted", "TurnCompleted", "ToolResult"])
+        yield* append(entries.slice(2, 4))
+        yield* append(entries.slice(4), true)
+        const second = yield* follower.read
+        const whole = yield* AgentHistory.events(options)
+        expect(second.restarted).toBe(false)
+        expect([...first.events, ...second.events]).toStrictEqual(whole.events)
+        expect(second.ended).toMatchObject({ _tag: "Finished" })
+        expect(yield* follower.read).toStrictEqual({ events: [], ended: whole.ended, restarted: false })
+
+        // Cut down to its result: shorter than what the follower read, so read from its start again.
+        yield* TestClock.adjust("1 second")
+        yield* Checkpointer.prune({ finishedBefore: 0, keep: "result" })
+        const cut = yield* follower.read
+        expect(cut).toStrictEqual({ ...(yield* AgentHistory.events(options)), restarted: true })
+        expect(tags(cut.events)).toStrictEqual(["Verdict", "Finished"])
+        // Forgotten and recorded anew: as long as what the follower read, but its entry there is another one.
+        yield* store.clear(options.runId)
+        yield* append(entries.slice(0, 3))
+        const anew = yield* follower.read
+        expect(anew).toStrictEqual({ ...(yield* AgentHistory.events(options)), restarted: true })
+        expect(tags(anew.events)).toStrictEqual(["TurnStarted", "TurnCompleted", "ToolResult", "Verdict"])
+        expect(anew.ended).toBeUndefined()
       }).pipe(Effect.provide(layer())))
 
     it.effect("bad input fails typed: unknown run, checkpoint out of range, fork onto a recorded id, other options", () =>

@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Checkpointer from "../src/Checkpointer.ts"
-import type * as CheckpointStore from "../src/CheckpointStore.ts"
+import * as CheckpointStore from "../src/CheckpointStore.ts"
 import { after, ahead, files, watchedFiles } from "./checkpointFixtures.ts"
 
 const fingerprint = { input: "sha256:aa", tools: "add" }
@@ -51,6 +51,38 @@ const conformance = (name: string, layer: () => Layer.Layer<Checkpointer.Checkpo
         expect(yield* appendAll(id, ["again"], { input: "sha256:bb" })).toStrictEqual([])
         yield* checkpoints.clear(id)
         yield* checkpoints.clear(`${id}-other`)
+      }).pipe(Effect.provide(layer())))
+
+    it.effect("reads from an entry on: past the end none, after a compaction or a prune from its new first entry", () =>
+      Effect.gen(function*() {
+        const checkpoints = yield* Checkpointer.Checkpointer
+        const id = fresh("offset")
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 0)).toStrictEqual([])
+        yield* appendAll(id, ["a", "b", "c"])
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 0)).toStrictEqual(["a", "b", "c"])
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 2)).toStrictEqual(["c"])
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 3)).toStrictEqual([])
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 10)).toStrictEqual([])
+        // A compaction renumbers the log from 0 (a SQL store's positions count on: the offset is not a position).
+        yield* Effect.scoped(Effect.gen(function*() {
+          const log = yield* checkpoints.open(id, fingerprint)
+          yield* log.append(["snapshot"], { compact: true })
+          yield* log.append(["d", "e"])
+          yield* log.append(["result"], { finished: true })
+        }))
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 1)).toStrictEqual(["d", "e", "result"])
+        yield* TestClock.adjust("1 second")
+        yield* checkpoints.prune({ finishedBefore: 0, keep: "result" })
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 0)).toStrictEqual(["result"])
+        expect(yield* CheckpointStore.readFrom(checkpoints, id, 1)).toStrictEqual([])
+        for (const from of [-1, 1.5, Number.NaN, Infinity]) {
+          expect(yield* Effect.flip(CheckpointStore.readFrom(checkpoints, id, from))).toMatchObject({
+            _tag: "InvalidOptions",
+            field: "from"
+          })
+        }
+        expect(yield* Effect.flip(CheckpointStore.readFrom(checkpoints, "", 0))).toMatchObject({ _tag: "InvalidRunId" })
+        yield* checkpoints.clear(id)
       }).pipe(Effect.provide(layer())))
 
     it.effect("appends made at once are all kept, each once, in the order they were made", () =>
@@ -200,6 +232,36 @@ describe("Checkpointer", () => {
           "three"
         ])
         expect(yield* readWith(files(dir), "length")).toStrictEqual(["one", "two", "three", "four"])
+      }))
+
+    it.effect("readFrom passes over the entries before its offset unread; a torn tail or a damaged length is found as read finds it", () =>
+      Effect.gen(function*() {
+        const dir = Fs.mkdtempSync(Path.join(directory, "from-"))
+        const readFrom = (from: number) =>
+          Effect.flatMap(Checkpointer.Checkpointer, (store) => CheckpointStore.readFrom(store, "from", from)).pipe(
+            Effect.provide(files(dir))
+          )
+        yield* appendAll("from", ["one", "two", "three"]).pipe(Effect.provide(files(dir)))
+        const file = logFile(dir)
+        const bytes = Fs.readFileSync(file)
+        // A byte of the first entry's text changed: the entries before the offset are not read, so not checked.
+        const flipped = Buffer.from(bytes)
+        flipped[bytes.indexOf("one")] = "O".charCodeAt(0)
+        Fs.writeFileSync(file, flipped)
+        expect(yield* readFrom(1)).toStrictEqual(["two", "three"])
+        expect(yield* readFrom(3)).toStrictEqual([])
+        expect(yield* Effect.flip(readFrom(0))).toMatchObject({ _tag: "CheckpointError", operation: "read" })
+        // A torn last record is cut off, as by a whole read.
+        Fs.writeFileSync(file, bytes.subarray(0, bytes.length - 2))
+        expect(yield* readFrom(1)).toStrictEqual(["two"])
+        expect(yield* readFrom(2)).toStrictEqual([])
+        // A length before the offset that leads elsewhere: the log is read whole, and the damage reported.
+        const longer = Buffer.from(bytes)
+        longer.writeUInt32LE(4, bytes.indexOf("one") - 9)
+        Fs.writeFileSync(file, longer)
+        const damaged = yield* Effect.flip(readFrom(2))
+        expect(damaged).toMatchObject({ _tag: "CheckpointError", operation: "read" })
+        expect(damaged.message).toContain("damaged")
       }))
 
     it.effect("an emptied or damaged log is reported, never read as an empty one", () =>
@@ -572,6 +634,25 @@ describe("Checkpointer", () => {
           .toStrictEqual([])
       }))
   })
+
+  it.effect("a store without readFrom (one written before it) is read whole and cut, offsets checked alike", () =>
+    Effect.gen(function*() {
+      const { readFrom: _, ...store } = yield* Checkpointer.Checkpointer
+      const reads: Array<string> = []
+      const older: CheckpointStore.Store = {
+        ...store,
+        read: (id) => Effect.tap(store.read(id), () => Effect.sync(() => reads.push(id)))
+      }
+      yield* appendAll("run-old", ["a", "b", "c"])
+      expect(yield* CheckpointStore.readFrom(older, "run-old", 1)).toStrictEqual(["b", "c"])
+      expect(yield* CheckpointStore.readFrom(older, "run-old", 4)).toStrictEqual([])
+      expect(reads).toStrictEqual(["run-old", "run-old"])
+      expect(yield* Effect.flip(CheckpointStore.readFrom(older, "run-old", -1))).toMatchObject({
+        _tag: "InvalidOptions",
+        field: "from"
+      })
+      expect(reads).toHaveLength(2)
+    }).pipe(Effect.provide(Checkpointer.layerMemory)))
 
   it.effect("a store that fails is a CheckpointError naming the operation and the run", () =>
     Effect.gen(function*() {

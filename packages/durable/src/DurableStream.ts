@@ -268,8 +268,8 @@ export const cancel = <R, RU>(
     if (!(yield* store.exists(run))) return false
     // The end is written first, at the end of the log: the execution the interruption cuts off replays, finds it and
     // stops (interrupted first, a replay could ask the model again before the end is written).
+    let end = yield* logEnd(store, run, logStart)
     while (true) {
-      const end = yield* logEnd(store, run)
       if (end._tag === "Ended") return false
       const halted = new Termination.Halted({
         reason: options.reason ?? "cancelled",
@@ -280,9 +280,11 @@ export const cancel = <R, RU>(
         Effect.mapError((error) => new RunStoreError({ operation: "encode", message: error.message }))
       )
       yield* store.commit(run, { steps: [], entries: [{ seq: end.next, step: end.step, kind: "failure", body }] })
-      // The run may have logged there first: then the end is written again, after what it logged.
+      // The run may have logged there first: then the end is written again, after what it logged, read from there on
+      // (the entries before it are as they were: the log is only appended to).
       const [there] = yield* store.read(run, { afterSeq: end.next - 1, fromStep: 0, limit: 1 })
       if (there?.kind === "failure" && there.body === body) break
+      end = yield* logEnd(store, run, end)
     }
     // Unsafe: the engine's own interruption waits for the execution to suspend, which a long tool call never does.
     const executionId = yield* agent.workflow.executionId({ runId, input: "" })
@@ -290,12 +292,28 @@ export const cancel = <R, RU>(
     return true
   })
 
-/** Where a run's log is: `Ended` (finished or failed), or its next position, last turn and accounting. */
-const logEnd = (store: RunStore["Service"], run: RunKey) =>
+/** A log that has not ended: its next position, its last turn, and the run's accounting at its last completed turn. */
+interface Open {
+  readonly _tag: "Open"
+  readonly next: number
+  readonly step: number
+  readonly accounting: Accounting.Accounting
+}
+
+/** An empty log. */
+const logStart: Open = { _tag: "Open", next: 0, step: 0, accounting: Accounting.empty }
+
+/**
+ * Where run `run`'s log is, read on from `from` (where its entries before `from.next` left it): `Ended` (finished
+ * or failed), or `Open`.
+ */
+const logEnd = (
+  store: RunStore["Service"],
+  run: RunKey,
+  from: Open
+): Effect.Effect<Open | { readonly _tag: "Ended" }, RunStoreError> =>
   Effect.gen(function*() {
-    let next = 0
-    let step = 0
-    let accounting = Accounting.empty
+    let { accounting, next, step } = from
     while (true) {
       const entries = yield* store.read(run, { afterSeq: next - 1, fromStep: 0, limit: 256 })
       if (entries.length === 0) return { _tag: "Open", next, step, accounting } as const

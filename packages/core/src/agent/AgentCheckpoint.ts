@@ -421,6 +421,45 @@ export const history = <O>(folded: Omit<Folded<O>, "entry">): ReadonlyArray<Item
     : folded.state.history
 
 /**
+ * Where a fold of a run's log stands after the entries it read: how many it
+ * read (`count`), the run as it was after the last of them (`last`), and
+ * what folding the next ones goes on from: the run's state, the turn
+ * answered with the calls of it that ended (`answered`, until the turn is
+ * decided) and the calls of it that started (`started`: indices, of tools
+ * that are not idempotent), its result once it finished, and the reason a
+ * person gave once one cancelled it. {@link foldFrom} goes on from it with
+ * the entries appended since.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Progress<O> {
+  readonly count: number
+  readonly last: Folded<O> | undefined
+  readonly state: AgentMachine.State
+  readonly answered: AgentTurn.Answered | undefined
+  readonly started: ReadonlySet<number>
+  readonly finished: AgentEvent.RunResult<O> | undefined
+  readonly cancelled: string | undefined
+}
+
+/**
+ * The progress of a fold that has read nothing: the run at `initial`, the state before its first turn.
+ *
+ * @since 0.3.0
+ * @category recovery
+ */
+export const begin = (initial: AgentMachine.State): Progress<never> => ({
+  count: 0,
+  last: undefined,
+  state: initial,
+  answered: undefined,
+  started: new Set(),
+  finished: undefined,
+  cancelled: undefined
+})
+
+/**
  * A run folded from its log: where it was after its last entry, and what `each` made of every entry.
  *
  * @since 0.2.0
@@ -429,6 +468,8 @@ export const history = <O>(folded: Omit<Folded<O>, "entry">): ReadonlyArray<Item
 export interface Fold<O, A> {
   readonly last: Folded<O> | undefined
   readonly each: ReadonlyArray<A>
+  /** Where the fold stands: {@link foldFrom} goes on from it with the entries appended after. @since 0.3.0 */
+  readonly progress: Progress<O>
 }
 
 /** A submitted value recorded at version `recorded` of its finish tool's output, brought to the tool's version. */
@@ -448,6 +489,17 @@ const submitted = <O, TR>(
   )
 }
 
+/** How a fold reads entries: the run's output schema, its books, its tools, its id (see {@link fold}). */
+interface FoldOptions<O, TR, E, R> {
+  readonly output: Schema.Codec<O, unknown>
+  readonly account: (
+    state: AgentMachine.State,
+    completed: AgentTurn.Completed
+  ) => Effect.Effect<AgentMachine.State, E, R>
+  readonly toolkit: Toolkit.Toolkit<TR>
+  readonly runId: string
+}
+
 /**
  * Folds a run's log from `initial`, the state before its first turn: where
  * the run was after each entry, handed to `each` as it is reached (only what
@@ -462,27 +514,31 @@ const submitted = <O, TR>(
 export const fold = <O, TR, A, E, R, E2, R2>(
   entries: ReadonlyArray<string>,
   initial: AgentMachine.State,
-  options: {
-    readonly output: Schema.Codec<O, unknown>
-    readonly account: (
-      state: AgentMachine.State,
-      completed: AgentTurn.Completed
-    ) => Effect.Effect<AgentMachine.State, E, R>
-    readonly toolkit: Toolkit.Toolkit<TR>
-    readonly runId: string
-  },
+  options: FoldOptions<O, TR, E, R>,
+  each: (folded: Folded<O>, index: number) => Effect.Effect<A, E2, R2>
+): Effect.Effect<Fold<O, A>, RecoveryError | E | E2, R | R2> => foldFrom(entries, begin(initial), options, each)
+
+/**
+ * Goes on with a fold of a run's log from `from`, the progress of a fold of
+ * its first entries (see {@link fold}): `entries` are those that follow
+ * them, and `each` is handed their index in the log (`from.count` for the
+ * first). `from` is left as it is.
+ *
+ * @since 0.3.0
+ * @category recovery
+ */
+export const foldFrom = <O, TR, A, E, R, E2, R2>(
+  entries: ReadonlyArray<string>,
+  from: Progress<O>,
+  options: FoldOptions<O, TR, E, R>,
   each: (folded: Folded<O>, index: number) => Effect.Effect<A, E2, R2>
 ): Effect.Effect<Fold<O, A>, RecoveryError | E | E2, R | R2> =>
   Effect.gen(function*() {
     const { decode } = codec(options.output, options.runId)
     const made: Array<A> = []
-    let last: Folded<O> | undefined
-    let state = initial
-    let answered: AgentTurn.Answered | undefined
+    let { answered, cancelled, count, finished, last, state } = from
     // The calls of the answered turn that started (of tools that are not idempotent): cut off unless they ended.
-    let started = new Set<number>()
-    let finished: AgentEvent.RunResult<O> | undefined
-    let cancelled: string | undefined
+    let started = new Set(from.started)
     for (const text of entries) {
       const entry = yield* decode(text)
       switch (entry._tag) {
@@ -538,9 +594,9 @@ export const fold = <O, TR, A, E, R, E2, R2>(
           break
       }
       last = { entry, state, answered: answered && cutOff(answered, started), finished, cancelled }
-      made.push(yield* each(last, made.length))
+      made.push(yield* each(last, count++))
     }
-    return { last, each: made }
+    return { last, each: made, progress: { count, last, state, answered, started, finished, cancelled } }
   })
 
 /**

@@ -20,8 +20,10 @@
  * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
+import * as Semaphore from "effect/Semaphore"
 import type { Accounting } from "../Accounting.ts"
 import { Checkpointer } from "../Checkpointer.ts"
+import * as CheckpointStore from "../CheckpointStore.ts"
 import type { CheckpointError, OpenError } from "../CheckpointStore.ts"
 import type { Cost } from "../Cost.ts"
 import * as InvalidOptions from "../InvalidOptions.ts"
@@ -107,15 +109,19 @@ export type RunOptions<O, R, E, RU> = Options<O, R, E, RU> & { readonly runId: s
  */
 export type ReadError = RunHistory.ReadError | InvalidOptions.InvalidOptions | AgentCheckpoint.RecoveryError
 
-/** Folds a run's log `entries` with `machine`, its options', keeping what `each` makes of each entry. */
+/**
+ * Folds a run's log `entries` with `machine`, its options', keeping what `each` makes of each entry: from the
+ * run's start, or on from `from`, the progress of a fold of the entries before them.
+ */
 const foldWith = <O, R, E, RU, A, E2>(
   machine: AgentMachine.Machine<O, R, RU>,
   options: Options<O, R, E, RU>,
   id: string,
   entries: ReadonlyArray<string>,
-  each: (folded: AgentCheckpoint.Folded<O>, index: number) => Effect.Effect<A, E2>
+  each: (folded: AgentCheckpoint.Folded<O>, index: number) => Effect.Effect<A, E2>,
+  from: AgentCheckpoint.Progress<O> = AgentCheckpoint.begin(machine.initial)
 ) =>
-  AgentCheckpoint.fold(entries, machine.initial, {
+  AgentCheckpoint.foldFrom(entries, from, {
     output: AgentCheckpoint.output(options),
     toolkit: options.toolkit ?? Toolkit.make(),
     runId: id,
@@ -412,37 +418,135 @@ export type EventsError =
  * The events executing run `options.runId` again would replay first (see
  * {@link replay}), read from its log without taking its lease and without
  * executing anything: a UI shows a run another executor is running, or one
- * that ended, this way. A run never recorded has none. Runs on a thread are
- * refused (`InvalidOptions`): their history starts from their thread's.
+ * that ended, this way ({@link follow} reads on as its log grows). A run
+ * never recorded has none. Runs on a thread are refused (`InvalidOptions`):
+ * their history starts from their thread's.
  *
  * @since 0.3.0
  * @category reading
  */
 export const events = <O, R, E, RU>(
   options: RunOptions<O, R, E, RU>
-): Effect.Effect<Replayed<O>, EventsError, Checkpointer> =>
-  Effect.gen(function*() {
-    yield* withoutThread(options)
-    const entries = yield* Effect.flatMap(Checkpointer, (checkpointer) => checkpointer.read(options.runId))
-    const machine = yield* AgentMachine.make(options)
-    const { each, last } = yield* foldWith(
-      machine,
-      options,
-      options.runId,
-      entries,
-      (folded) => replay(folded, machine.accounting)
-    )
-    const replayed = each.flat()
-    const ending = replayed.at(-1)
-    const position = AgentCheckpoint.position(last, machine.initial)
-    return {
-      events: replayed,
-      ended: ending?._tag === "Finished"
-        ? ending
-        : position._tag === "Cancelled"
-        ? AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
-        : undefined
-    }
+): Effect.Effect<Replayed<O>, EventsError, Checkpointer> => Effect.flatMap(follow(options), (follower) => follower.read)
+
+/**
+ * What a {@link Follower} read: the events of the entries appended to the
+ * run's log since its last read (every entry's on its first), and how the
+ * run ended (see {@link Replayed}). `restarted`: the log was compacted or
+ * pruned since the last read, so its entries were read from its start
+ * again, and `events` are those of the whole log as it is now: some of them
+ * were read before.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Followed<O> extends Replayed<O> {
+  readonly restarted: boolean
+}
+
+/**
+ * Reads a recorded run's events as its log grows (see {@link follow}): each
+ * `read` reads only the entries appended since the one before, and folds
+ * them on from where it stopped. Reads run one at a time.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Follower<O> {
+  readonly read: Effect.Effect<Followed<O>, EventsError, Checkpointer>
+}
+
+/**
+ * What a follower's reads folded so far, the last entry they read (read again and compared, to see that the log is
+ * the one they read), and the last event they replayed.
+ */
+interface Reached<O> {
+  readonly progress: AgentCheckpoint.Progress<O>
+  readonly last: string | undefined
+  readonly lastEvent: AgentEvent.AgentEvent<O> | undefined
+}
+
+/**
+ * A reader of run `options.runId`'s events as another executor records them
+ * (see {@link events}): its first `read` reads the whole log, and each after
+ * reads the entries appended since (with `CheckpointStore.readFrom`, the
+ * last one read before included, to compare) and decodes only those, so
+ * following a long run costs what it appends, not its length at every look.
+ * A log compacted or pruned in between (its entry there is another, or it
+ * is shorter) is read from its start again (`restarted`).
+ *
+ * @example
+ * ```ts
+ * import { AgentHistory, AgentLoop, Checkpointer } from "@agentloop/core"
+ * import { MockLanguageModel } from "@agentloop/testing"
+ * import { Effect, Layer } from "effect"
+ *
+ * const options = { input: "Say hello", runId: "followed-1" }
+ *
+ * const program = Effect.gen(function*() {
+ *   const follower = yield* AgentHistory.follow(options)
+ *   console.log((yield* follower.read).events.length) // 0: not recorded yet
+ *   yield* Effect.flatMap(AgentLoop.AgentLoop, (agent) => agent.run(options))
+ *   const read = yield* follower.read
+ *   console.log(read.events.map((event) => event._tag), read.ended?._tag)
+ *   // [ 'TurnStarted', 'TurnCompleted', 'Verdict', 'Finished' ] Finished
+ *   console.log((yield* follower.read).events.length) // 0: nothing new
+ * })
+ *
+ * const model = MockLanguageModel.layer([MockLanguageModel.textTurn("Hello!")])
+ * Effect.runPromise(program.pipe(
+ *   Effect.provide(AgentLoop.layer.pipe(Layer.provide(model))),
+ *   Effect.provide(Checkpointer.layerMemory)
+ * ))
+ * ```
+ *
+ * @since 0.3.0
+ * @category reading
+ */
+export const follow = <O, R, E, RU>(options: RunOptions<O, R, E, RU>): Effect.Effect<Follower<O>> =>
+  Effect.sync(() => {
+    const lock = Semaphore.makeUnsafe(1)
+    let before: Reached<O> | undefined
+    const { runId } = options
+
+    /** The entries after those read before, and whether they are the whole log again (it was compacted or pruned). */
+    const entries = (store: CheckpointStore.Store) =>
+      Effect.gen(function*() {
+        const count = before?.progress.count ?? 0
+        if (count === 0) return { entries: yield* CheckpointStore.readFrom(store, runId, 0), restarted: false }
+        const again = yield* CheckpointStore.readFrom(store, runId, count - 1)
+        if (again[0] === before?.last) return { entries: again.slice(1), restarted: false }
+        return { entries: yield* CheckpointStore.readFrom(store, runId, 0), restarted: true }
+      })
+
+    const read = Effect.gen(function*() {
+      yield* withoutThread(options)
+      const found = yield* entries(yield* Checkpointer)
+      const from = found.restarted ? undefined : before
+      const machine = yield* AgentMachine.make(options)
+      const { each, progress } = yield* foldWith(
+        machine,
+        options,
+        runId,
+        found.entries,
+        (folded) => replay(folded, machine.accounting),
+        from?.progress
+      )
+      const replayed = each.flat()
+      const ending = replayed.at(-1) ?? from?.lastEvent
+      before = { progress, last: found.entries.at(-1) ?? from?.last, lastEvent: ending }
+      const position = AgentCheckpoint.position(progress.last, machine.initial)
+      return {
+        events: replayed,
+        restarted: found.restarted,
+        ended: ending?._tag === "Finished"
+          ? ending
+          : position._tag === "Cancelled"
+          ? AgentCheckpoint.cancellation(position.reason, yield* machine.accounting(position.state))
+          : undefined
+      }
+    })
+    return { read: lock.withPermits(1)(read) }
   })
 
 /**

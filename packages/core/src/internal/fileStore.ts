@@ -58,6 +58,7 @@ import * as RunId from "../RunId.ts"
 import * as FileLease from "./fileLease.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LogFrame from "./logFrame.ts"
+import * as LogOffset from "./logOffset.ts"
 import { isReason } from "./platformReason.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
@@ -168,8 +169,11 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
       return Effect.tap(made, (isNew) => isNew ? syncFolder(options.directory) : Effect.void)
     }
 
-    /** The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. */
-    const load = (id: string, file: string) =>
+    /**
+     * The records of the log at `file`, if there is one; fails when it is damaged or not run `id`'s. The first
+     * `skip` entries may be left out (`skipped` says how many were: see `LogFrame.decode`).
+     */
+    const load = (id: string, file: string, skip = 0) =>
       Effect.gen(function*() {
         const bytes = yield* Effect.catchIf(
           fs.readFile(file),
@@ -177,7 +181,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
           () => Effect.succeed(undefined)
         )
         if (bytes === undefined) return undefined
-        const decoded = LogFrame.decode(bytes)
+        const decoded = LogFrame.decode(bytes, skip)
         if ("corrupt" in decoded) return yield* Effect.fail(new Error(`its log is damaged: ${decoded.corrupt}`))
         const [head, ...entries] = decoded.records
         if (head?.kind !== "head") {
@@ -192,6 +196,7 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return {
           fingerprint: recorded.fingerprint,
           entries: entries.map((entry) => entry.text),
+          skipped: decoded.skipped,
           torn: decoded.length < bytes.length ? decoded.length : undefined
         }
       })
@@ -270,12 +275,18 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return { entries: log?.entries ?? [], append }
       })
 
-    const read = (id: string) =>
+    /** Run `id`'s entries from entry `from` on: the log is one file, read whole, the entries before `from` passed over. */
+    const readEntries = (id: string, from: number) =>
       Effect.gen(function*() {
         yield* RunId.validate(id)
-        const log = yield* load(id, path.join(yield* folder(id), "log")).pipe(Effect.mapError(failed("read", id)))
-        return log?.entries ?? []
+        const file = path.join(yield* folder(id), "log")
+        const log = yield* load(id, file, from).pipe(Effect.mapError(failed("read", id)))
+        return log === undefined ? [] : log.entries.slice(from - log.skipped)
       })
+
+    const read = (id: string) => readEntries(id, 0)
+
+    const readFrom = (id: string, from: number) => Effect.andThen(LogOffset.check(from), readEntries(id, from))
 
     const clear = (id: string) =>
       Effect.scoped(Effect.gen(function*() {
@@ -422,6 +433,6 @@ export const make = (options: Options): Effect.Effect<Store, never, FileSystem.F
         return { runs }
       })
 
-    const store: Store = { open, read, clear, prune }
+    const store: Store = { open, read, readFrom, clear, prune }
     return store
   })

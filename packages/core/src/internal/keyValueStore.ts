@@ -28,6 +28,7 @@ import type { Log, OpenError, PruneOptions, Store } from "../CheckpointStore.ts"
 import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
+import * as LogOffset from "./logOffset.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
 
@@ -78,11 +79,12 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
         (text) => text === undefined ? Effect.succeed(0) : Schema.decodeUnknownEffect(Length)(text)
       )
 
-    const entries = (id: string) =>
+    /** Run `id`'s entries from entry `from` on. */
+    const entries = (id: string, from = 0) =>
       Effect.flatMap(
         length(id),
         (count) =>
-          Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) =>
+          Effect.forEach(Array.from({ length: Math.max(0, count - from) }, (_, i) => from + i), (i) =>
             Effect.flatMap(store.get(key(id, String(i))), (entry) =>
               entry === undefined
                 ? Effect.fail(new Error(`entry ${i} of ${count} is missing`))
@@ -165,8 +167,12 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
         return { entries: before, append }
       })
 
-    const read = (id: string) =>
-      Effect.flatMap(RunId.validate(id), () => entries(id).pipe(Effect.mapError(failed("read", id))))
+    const readEntries = (id: string, from: number) =>
+      Effect.flatMap(RunId.validate(id), () => entries(id, from).pipe(Effect.mapError(failed("read", id))))
+
+    const read = (id: string) => readEntries(id, 0)
+
+    const readFrom = (id: string, from: number) => Effect.andThen(LogOffset.check(from), readEntries(id, from))
 
     /** Removes every key of run `id`, its finished mark first; its lease is held. */
     const forget = (id: string) =>
@@ -236,6 +242,6 @@ export const make = (prefix: string): Effect.Effect<Store, never, KeyValueStore.
         return { runs }
       })
 
-    const result: Store = { open, read, clear, prune }
+    const result: Store = { open, read, readFrom, clear, prune }
     return result
   })

@@ -59,9 +59,13 @@ export const encode = (records: ReadonlyArray<{ readonly kind: Kind; readonly te
   return bytes
 }
 
-/** A log read back: its records, and how many bytes of the file hold whole ones (less than its size after a torn tail). */
+/**
+ * A log read back: its records, how many records after the first were passed over and left out (see
+ * {@link decode}), and how many bytes of the file hold whole ones (less than its size after a torn tail).
+ */
 export interface Decoded {
   readonly records: ReadonlyArray<{ readonly kind: Kind; readonly text: string }>
+  readonly skipped: number
   readonly length: number
 }
 
@@ -90,11 +94,22 @@ const nextRecord = (bytes: Uint8Array, view: DataView, offset: number): number |
   return undefined
 }
 
-/** Reads the frames of a log file; fails (with a message saying where) on a damaged record that a whole one follows. */
-export const decode = (bytes: Uint8Array): Decoded | { readonly corrupt: string } => {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+/** The payload of the whole record from `offset` to `end` as text; `undefined` when it is not UTF-8. */
+const textOf = (bytes: Uint8Array, offset: number, end: number): string | undefined => {
+  try {
+    return decoder.decode(bytes.subarray(offset + headerLength, end))
+  } catch {
+    return undefined
+  }
+}
+
+/** The records from `offset` on, checked (see {@link decode}). */
+const recordsFrom = (
+  bytes: Uint8Array,
+  view: DataView,
+  offset: number
+): Omit<Decoded, "skipped"> | { readonly corrupt: string } => {
   const records: Array<{ readonly kind: Kind; readonly text: string }> = []
-  let offset = 0
   while (offset < bytes.length) {
     const record = recordAt(bytes, view, offset)
     if (record === undefined) {
@@ -102,14 +117,46 @@ export const decode = (bytes: Uint8Array): Decoded | { readonly corrupt: string 
       if (next === undefined) break
       return { corrupt: `the record at byte ${offset} is damaged, and a whole record follows it at byte ${next}` }
     }
-    let text: string
-    try {
-      text = decoder.decode(bytes.subarray(offset + headerLength, record.end))
-    } catch {
-      return { corrupt: `the record at byte ${offset} is not UTF-8` }
-    }
+    const text = textOf(bytes, offset, record.end)
+    if (text === undefined) return { corrupt: `the record at byte ${offset} is not UTF-8` }
     records.push({ kind: record.kind, text })
     offset = record.end
   }
   return { records, length: offset }
+}
+
+/**
+ * Where the record `count` records after the one at `offset` starts, passing over them by their lengths alone;
+ * `undefined` when one of them runs past the end.
+ */
+const passOver = (bytes: Uint8Array, view: DataView, offset: number, count: number): number | undefined => {
+  for (let passed = 0; passed < count; passed++) {
+    if (bytes.length - offset < headerLength) return undefined
+    offset += headerLength + view.getUint32(offset, true)
+    if (offset > bytes.length) return undefined
+  }
+  return offset
+}
+
+/**
+ * Reads the frames of a log file; fails (with a message saying where) on a damaged record that a whole one
+ * follows. The `skip` records after the first (a log's head) are passed over by their lengths, neither checked
+ * nor read, and left out of `records`: a reader that has them reads what follows. When they do not fit in the
+ * file, or are followed by a record that is not whole (a torn tail, damage, or a length that was damaged and
+ * led elsewhere), the log is read whole instead (`skipped` is 0), and a torn tail or damage is found as then.
+ */
+export const decode = (bytes: Uint8Array, skip = 0): Decoded | { readonly corrupt: string } => {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const head = skip > 0 ? recordAt(bytes, view, 0) : undefined
+  const after = head === undefined ? undefined : passOver(bytes, view, head.end, skip)
+  if (head === undefined || after === undefined || (after < bytes.length && !recordAt(bytes, view, after))) {
+    const whole = recordsFrom(bytes, view, 0)
+    return "corrupt" in whole ? whole : { ...whole, skipped: 0 }
+  }
+  const text = textOf(bytes, 0, head.end)
+  if (text === undefined) return { corrupt: "the record at byte 0 is not UTF-8" }
+  const rest = recordsFrom(bytes, view, after)
+  return "corrupt" in rest
+    ? rest
+    : { records: [{ kind: head.kind, text }, ...rest.records], skipped: skip, length: rest.length }
 }

@@ -48,6 +48,7 @@ import * as RunFingerprint from "../RunFingerprint.ts"
 import * as RunId from "../RunId.ts"
 import * as GroupCommit from "./groupCommit.ts"
 import * as LeaseKeeper from "./leaseKeeper.ts"
+import * as LogOffset from "./logOffset.ts"
 import * as Retention from "./retention.ts"
 import { failed } from "./storeFailure.ts"
 
@@ -202,6 +203,15 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         Schema.decodeUnknownEffect(Entries)
       )
 
+    /** Run `id`'s rows after its first `from` (positions count on past a compaction: the log's `from`th is not at `from`). */
+    const rowsFrom = (id: string, from: number) =>
+      Effect.flatMap(
+        sql`SELECT seq, entry FROM ${entries} WHERE execution_id = ${id} ORDER BY seq ${
+          sql.onDialectOrElse({ sqlite: () => sql`LIMIT -1 OFFSET ${from}`, orElse: () => sql`OFFSET ${from}` })
+        }`,
+        Schema.decodeUnknownEffect(Entries)
+      )
+
     const open = (
       id: string,
       fingerprint: RunFingerprint.Fingerprint
@@ -341,12 +351,19 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
         }
       })
 
-    const read = (id: string) =>
+    /** Run `id`'s entries from entry `from` on: the rows before it are skipped by the database. */
+    const readEntries = (id: string, from: number) =>
       Effect.gen(function*() {
         yield* RunId.validate(id)
-        const found = yield* retrying(rows(id)).pipe(Effect.mapError(failed("read", id)))
+        const found = yield* retrying(from === 0 ? rows(id) : rowsFrom(id, from)).pipe(
+          Effect.mapError(failed("read", id))
+        )
         return found.map((row) => row.entry)
       })
+
+    const read = (id: string) => readEntries(id, 0)
+
+    const readFrom = (id: string, from: number) => Effect.andThen(LogOffset.check(from), readEntries(id, from))
 
     const clear = (id: string) =>
       Effect.scoped(Effect.gen(function*() {
@@ -456,6 +473,6 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
           return { runs: [...finishedRuns, ...otherRuns] }
         }).pipe(Effect.mapError(failed("prune", options.table))))
 
-    const store: Store = { open, read, clear, prune }
+    const store: Store = { open, read, readFrom, clear, prune }
     return store
   })

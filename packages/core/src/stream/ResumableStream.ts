@@ -95,7 +95,10 @@ export class Detached extends Schema.TaggedError<Detached>()("Detached", {
 export interface Options {
   /** What the client has: the cursor its `Last-Event-ID` names (see {@link lastEventId}); from the start when absent. */
   readonly after?: RunCursor.Cursor | undefined
-  /** How long to wait before reading again the log of a run another process executes (default 500 ms). */
+  /**
+   * How long to wait before reading again the log of a run another process executes (default 500 ms): each look
+   * reads what the run appended since the last one (see `AgentHistory.follow`).
+   */
   readonly pollInterval?: Duration.Input | undefined
 }
 
@@ -135,10 +138,16 @@ const heldElsewhere = (cause: Cause.Cause<Termination.Error>): boolean => {
   return error._tag === "Some" && error.value._tag === "CheckpointFailed" && error.value.cause instanceof RunInProgress
 }
 
+/** What a read of a run's log found: the events of the entries it read, keyed, and how the run ended. */
+interface LogRead<O> {
+  readonly events: ReadonlyArray<ClientCursor.Keyed<AgentEvent.AgentEvent<O>>>
+  readonly ended: AgentHistory.Replayed<O>["ended"]
+}
+
 /** What a client reads next: the live run, the run's log (read already, or to read), or the log after a pause. */
 type Source<O> =
   | { readonly _tag: "Live"; readonly live: LiveRuns.Live<O> }
-  | { readonly _tag: "Log"; readonly read: AgentHistory.Replayed<O> | undefined }
+  | { readonly _tag: "Log"; readonly read: LogRead<O> | undefined }
   | { readonly _tag: "Follow" }
   | { readonly _tag: "Failed"; readonly termination: Termination.Error }
 
@@ -207,7 +216,22 @@ export const events = <O = string, R = never, E = never, RU = never>(
     const { runId } = options
     const fingerprint = yield* AgentCheckpoint.fingerprint(options)
     const pause = Duration.fromInputUnsafe(from.pollInterval ?? Duration.millis(500))
-    const read = AgentHistory.events(options).pipe(Effect.mapError(checkpointFailed), Effect.provideContext(context))
+    /**
+     * Reads of the run's log as it grows (see `AgentHistory.follow`): the first reads it whole, each after only what
+     * it appended since (all of it again once it was compacted or pruned), each event keyed on from the one before.
+     */
+    const reader = Effect.map(AgentHistory.follow(options), (follower) => {
+      let keyOf = RunCursor.keys()
+      return follower.read.pipe(
+        Effect.map((read): LogRead<O> => {
+          if (read.restarted) keyOf = RunCursor.keys()
+          return { events: ClientCursor.keyed(read.events, keyOf), ended: read.ended }
+        }),
+        Effect.mapError(checkpointFailed),
+        Effect.provideContext(context)
+      )
+    })
+    let read = yield* reader
     // The run outlives the request that starts it: its scope is the run's own, not the request's.
     const execution = (cancel: Effect.Effect<string>) =>
       Stream.unwrap(Effect.map(Effect.scope, (scope) =>
@@ -233,12 +257,16 @@ export const events = <O = string, R = never, E = never, RU = never>(
         const { ended, events: recorded } = replayed.success
         // The cursor of a client that has every event of the log.
         const log = ClientCursor.make(undefined)
-        log.lacks(ClientCursor.keyed(recorded))
+        log.lacks(recorded)
         // Only a run that finished sent nothing past its log: one cancelled or failed in a turn had sent its start.
         if (after !== undefined && !RunCursor.isWithin(after, log.cursor(), ended?._tag !== "Finished")) {
           return yield* refuse(`run "${runId}" has no such event`)
         }
         first = live === undefined ? { _tag: "Log", read: replayed.success } : { _tag: "Live", live }
+        // The client gets the live run's events, not this read's: the next read of the log reads it from its start.
+        if (live !== undefined) {
+          read = yield* reader
+        }
       }
     }
 
@@ -267,8 +295,8 @@ export const events = <O = string, R = never, E = never, RU = never>(
       )
 
     /** The run's recorded events, then how it ended; a run that has not is executed (or followed). */
-    const fromLog = (replayed: AgentHistory.Replayed<O>) => {
-      const sent = client.lacks(ClientCursor.keyed(replayed.events))
+    const fromLog = (replayed: LogRead<O>) => {
+      const sent = client.lacks(replayed.events)
       const ended = replayed.ended
       const rest: Stream.Stream<Entry<AgentEvent.AgentEvent<O>>, Termination.Error | Detached> =
         ended?._tag === "Finished"

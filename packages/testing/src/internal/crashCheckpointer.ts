@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import type { Store } from "@agentloop/core/CheckpointStore"
+import * as CheckpointStore from "@agentloop/core/CheckpointStore"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -42,7 +42,7 @@ export const describe = (entries: ReadonlyArray<string>): string =>
     .join(" + ")
 
 /** `store`, watched and killed as `options` say. */
-export const wrap = (store: Store, options: Options): Store => {
+export const wrap = (store: CheckpointStore.Store, options: Options): CheckpointStore.Store => {
   const scoped = (id: string) => `${options.scope}/${id}`
   let appended = 0
   let killed = false
@@ -75,6 +75,7 @@ export const wrap = (store: Store, options: Options): Store => {
         }))
       ),
     read: (id) => store.read(scoped(id)),
+    readFrom: (id, from) => CheckpointStore.readFrom(store, scoped(id), from),
     clear: (id) => store.clear(scoped(id))
   }
 }

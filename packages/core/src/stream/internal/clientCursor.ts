@@ -60,8 +60,11 @@ export const make = <A>(after: RunCursor.Cursor | undefined) => {
   }
 }
 
-/** `events` of one run, in the order it streams (or replays) them, each with its key (see `RunCursor.keys`). */
-export const keyed = <A extends AgentEvent.AgentEvent<unknown>>(events: ReadonlyArray<A>): Array<Keyed<A>> => {
-  const keyOf = RunCursor.keys()
-  return events.map((event) => ({ key: keyOf(event), event }))
-}
+/**
+ * `events` of one run, in the order it streams (or replays) them, each with its key (see `RunCursor.keys`): by
+ * `keyOf`, which keyed the events before them, when they go on from those.
+ */
+export const keyed = <A extends AgentEvent.AgentEvent<unknown>>(
+  events: ReadonlyArray<A>,
+  keyOf = RunCursor.keys()
+): Array<Keyed<A>> => events.map((event) => ({ key: keyOf(event), event }))
