@@ -11,7 +11,10 @@
  * `turn_complete`; an `error` event fails it with its `AiError` (see
  * `AnthropicError`); a body that ends first fails with
  * `AiError.IncompleteTurn`. Events and deltas of unknown types (`ping`,
- * `citations_delta`, types added later) are skipped.
+ * types added later) are skipped. A text block's citations (on its start, and
+ * by `citations_delta`) go out as `citation` deltas and stay on its
+ * `output_text` part (see `AnthropicCitation`); a citation of an unknown type,
+ * or one that does not decode, is skipped.
  *
  * In the `Turn`, consecutive text blocks are one assistant message (a part
  * each); a thinking block is a `reasoning` item with the thinking as its
@@ -29,6 +32,7 @@ import { AiError, EventHandlers, ProviderStream, TokenUsage } from "@agentloop/c
 import type { Item, Turn, TurnDelta } from "@agentloop/core"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
+import * as AnthropicCitation from "./AnthropicCitation.ts"
 import * as AnthropicError from "./AnthropicError.ts"
 import * as AnthropicEvent from "./AnthropicEvent.ts"
 
@@ -118,7 +122,7 @@ export const usage = (
 type Block =
   & { stopped: boolean }
   & (
-    | { readonly kind: "text"; readonly pieces: Array<string> }
+    | { readonly kind: "text"; readonly pieces: Array<string>; readonly citations: Array<Item.Citation> }
     | { readonly kind: "thinking"; readonly pieces: Array<string>; signature: string | undefined }
     | { readonly kind: "redacted"; readonly data: string }
     | {
@@ -220,6 +224,7 @@ class Decoder implements ProviderStream.Decoder {
     if (opened.kind === "call") out.push({ type: "function_call_start", call_id: opened.id, name: opened.name })
     const text = opened.kind === "text" || opened.kind === "thinking" ? opened.pieces[0] ?? "" : ""
     if (text !== "") out.push({ type: opened.kind === "text" ? "text_delta" : "reasoning_delta", delta: text })
+    if (opened.kind === "text") { for (const citation of opened.citations) out.push({ type: "citation", citation }) }
     return undefined
   }
 
@@ -239,6 +244,15 @@ class Decoder implements ProviderStream.Decoder {
         if (delta.thinking === undefined) return missing(event, delta, decodeThinkingDelta)
         block.pieces.push(delta.thinking)
         out.push({ type: "reasoning_delta", delta: delta.thinking })
+        return undefined
+      }
+      case "citations_delta": {
+        const citation = AnthropicCitation.fromWire(delta.citation)
+        if (block.kind !== "text" || citation === undefined || block.citations.length >= AnthropicEvent.maxCitations) {
+          return undefined
+        }
+        block.citations.push(citation)
+        out.push({ type: "citation", citation })
         return undefined
       }
       case "signature_delta": {
@@ -314,7 +328,11 @@ class Decoder implements ProviderStream.Decoder {
       const status = block.stopped ? "completed" : "incomplete"
       if (block.kind === "text") {
         message ??= { id: nextId(), parts: [], stopped: true }
-        message.parts.push({ type: "output_text", text: block.pieces.join("") })
+        message.parts.push({
+          type: "output_text",
+          text: block.pieces.join(""),
+          ...(block.citations.length === 0 ? {} : { annotations: block.citations })
+        })
         message.stopped &&= block.stopped
         continue
       }
@@ -414,10 +432,15 @@ const blockOf = (
   const at = "content_block"
   switch (type) {
     case "text":
-      return Result.map(
-        decodeTextBlock(event, raw, at),
-        ({ text }): Block => ({ kind: "text", pieces: [text], stopped: false })
-      )
+      return Result.map(decodeTextBlock(event, raw, at), ({ citations, text }): Block => ({
+        kind: "text",
+        pieces: [text],
+        citations: (citations ?? []).slice(0, AnthropicEvent.maxCitations).flatMap((raw) => {
+          const citation = AnthropicCitation.fromWire(raw)
+          return citation === undefined ? [] : [citation]
+        }),
+        stopped: false
+      }))
     case "thinking":
       return Result.map(decodeThinkingBlock(event, raw, at), ({ signature, thinking }): Block => ({
         kind: "thinking",

@@ -107,7 +107,8 @@ export const ContentBlockStart = Schema.Struct({ index: Index, content_block: Ty
 /**
  * A piece of a content block: its `type` says which field carries it
  * (`text_delta` its `text`, `thinking_delta` its `thinking`, `signature_delta`
- * its `signature`, `input_json_delta` its `partial_json`; see {@link TextDelta}
+ * its `signature`, `input_json_delta` its `partial_json`, `citations_delta`
+ * its `citation`, read by `AnthropicCitation`; see {@link TextDelta}
  * and the others). One struct rather than a union: a long answer is a run of
  * text deltas, and each should cost one check.
  *
@@ -119,7 +120,8 @@ export const Delta = Schema.Struct({
   text: Schema.optionalKey(Schema.String),
   thinking: Schema.optionalKey(Schema.String),
   signature: Schema.optionalKey(Schema.String),
-  partial_json: Schema.optionalKey(Schema.String)
+  partial_json: Schema.optionalKey(Schema.String),
+  citation: Schema.optionalKey(Schema.Unknown)
 })
 export type Delta = typeof Delta.Type
 
@@ -178,12 +180,25 @@ export const MessageDelta = Schema.Struct({
 export const ErrorEvent = Schema.Struct({ error: ErrorObject })
 
 /**
- * A text block; its text usually starts empty and grows by `text_delta`s.
+ * The most citations read from one text block: the rest are skipped.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const maxCitations = 4096
+
+/**
+ * A text block; its text usually starts empty and grows by `text_delta`s, its
+ * `citations` (when the request enabled them) by `citations_delta`s.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+export const TextBlock = Schema.Struct({
+  type: Schema.Literal("text"),
+  text: Schema.String,
+  citations: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.Unknown)))
+})
 
 /**
  * A thinking block; its signature, which the API wants back with it, comes by `signature_delta`.

@@ -8,6 +8,8 @@
  * API requires. `instructions` and system or developer messages become
  * `system`. A call is a `tool_use` block whose `input` is its arguments as a
  * JSON object (see `Item.argumentsObject`), its result a `tool_result` block.
+ * An assistant text's citations go back on its `text` block, those the API
+ * sent (see `AnthropicCitation.toWire`); other providers' are dropped.
  * Reasoning items this provider made go back as the `thinking` blocks (with
  * their signatures) or `redacted_thinking` blocks they came from, and content
  * blocks it kept as extension items (server tools' calls and results) go back
@@ -26,6 +28,7 @@ import * as Effect from "effect/Effect"
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Result from "effect/Result"
 import * as AnthropicCache from "./AnthropicCache.ts"
+import * as AnthropicCitation from "./AnthropicCitation.ts"
 import * as AnthropicDecoder from "./AnthropicDecoder.ts"
 import * as AnthropicError from "./AnthropicError.ts"
 import * as AnthropicModels from "./AnthropicModels.ts"
@@ -102,6 +105,8 @@ export interface DocumentBlock {
 export interface TextBlock {
   readonly type: "text"
   readonly text: string
+  /** The citations the API sent with the block, sent back as they came (see `AnthropicCitation.toWire`). */
+  readonly citations?: ReadonlyArray<{ readonly [key: string]: unknown }>
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
@@ -231,12 +236,22 @@ const invalid = (message: string) => new AiError.InvalidRequest({ provider: Anth
  */
 export const toolUseId = (callId: string): string => callId.replace(/[^a-zA-Z0-9_-]/g, "_") || "call"
 
-/** The text blocks of text parts; the API refuses empty ones, so those are left out. */
+/**
+ * The text blocks of text parts, with the citations the API sent (another
+ * provider's are dropped); the API refuses empty blocks, so those are left out.
+ */
 const textBlocks = (parts: ReadonlyArray<Item.ContentPart>): Array<TextBlock> =>
   parts.flatMap((part) => {
     if (Item.isMediaPart(part)) return []
     const text = part.type === "refusal" ? part.refusal : part.text
-    return text === "" ? [] : [{ type: "text" as const, text }]
+    if (text === "") return []
+    const citations = part.type === "output_text"
+      ? (part.annotations ?? []).flatMap((citation) => {
+        const block = AnthropicCitation.toWire(citation)
+        return block === undefined ? [] : [block]
+      })
+      : []
+    return [citations.length === 0 ? { type: "text" as const, text } : { type: "text" as const, text, citations }]
   })
 
 /**

@@ -5,6 +5,7 @@
  */
 export * as Anthropic from "./Anthropic.ts"
 export * as AnthropicCache from "./AnthropicCache.ts"
+export * as AnthropicCitation from "./AnthropicCitation.ts"
 export * as AnthropicDecoder from "./AnthropicDecoder.ts"
 export * as AnthropicError from "./AnthropicError.ts"
 export * as AnthropicEvent from "./AnthropicEvent.ts"

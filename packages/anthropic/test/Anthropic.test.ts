@@ -45,6 +45,13 @@ const searchResult = {
   }]
 }
 
+const weatherCitation = { type: "web_search_result_location", url: "https://example.com/w", encrypted_index: "ZQ==" }
+const weatherSource: Item.Citation = {
+  type: "url_citation",
+  url: "https://example.com/w",
+  provider_data: { type: "x-anthropic.web_search_result_location", data: weatherCitation }
+}
+
 /** A stream with every kind of event and content block the provider reads. */
 const everyEvent = [
   messageStart("msg_01all", {
@@ -59,7 +66,7 @@ const everyEvent = [
   blockStop(1),
   blockStart(2, { type: "text", text: "" }),
   delta(2, { type: "text_delta", text: "Checking " }),
-  delta(2, { type: "citations_delta", citation: { type: "web_search_result_location", url: "https://example.com/w" } }),
+  delta(2, { type: "citations_delta", citation: weatherCitation }),
   delta(2, { type: "text_delta", text: "東京 ✓." }),
   blockStop(2),
   blockStart(3, { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} }),
@@ -79,6 +86,7 @@ const everyEventDeltas: ReadonlyArray<TurnDelta.TurnDelta["type"]> = [
   "reasoning_delta",
   "reasoning_delta",
   "text_delta",
+  "citation",
   "text_delta",
   "function_call_start",
   "function_call_arguments_delta",
@@ -177,7 +185,7 @@ describe("Anthropic", () => {
             id: id(2),
             status: "completed",
             role: "assistant",
-            content: [{ type: "output_text", text: "Checking 東京 ✓." }]
+            content: [{ type: "output_text", text: "Checking 東京 ✓.", annotations: [weatherSource] }]
           },
           {
             type: "x-anthropic.server_tool_use",
@@ -258,7 +266,7 @@ describe("Anthropic", () => {
             content: [
               { type: "thinking", thinking: "Let me think about Zürich 🌧.", signature: "c2lnbmF0dXJl" },
               { type: "redacted_thinking", data: "cmVkYWN0ZWQ=" },
-              { type: "text", text: "Checking 東京 ✓." },
+              { type: "text", text: "Checking 東京 ✓.", citations: [weatherCitation] },
               { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: { query: "weather" } },
               searchResult,
               { type: "tool_use", id: "toolu_a", name: "get_weather", input: { city: "Zürich" } },

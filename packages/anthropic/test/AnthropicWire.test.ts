@@ -178,6 +178,56 @@ const cases: ReadonlyArray<Case> = [
       responseId: "msg_01pause"
     },
     stopReason: "pause_turn"
+  },
+  {
+    name: "text that cites a document and a web page",
+    turn: {
+      items: [{
+        ...message(),
+        content: [{ type: "output_text", text: "Plain, " }, {
+          type: "output_text",
+          text: "the grass is green.",
+          annotations: [
+            {
+              type: "file_citation",
+              title: "Facts",
+              cited_text: "The grass is green.",
+              provider_data: {
+                type: "x-anthropic.char_location",
+                data: {
+                  type: "char_location",
+                  cited_text: "The grass is green.",
+                  document_index: 0,
+                  document_title: "Facts",
+                  start_char_index: 0,
+                  end_char_index: 19
+                }
+              }
+            },
+            {
+              type: "url_citation",
+              url: "https://example.com/grass",
+              title: "Grass",
+              cited_text: "green",
+              provider_data: {
+                type: "x-anthropic.web_search_result_location",
+                data: {
+                  type: "web_search_result_location",
+                  url: "https://example.com/grass",
+                  title: "Grass",
+                  cited_text: "green",
+                  encrypted_index: "ZW5j"
+                }
+              }
+            }
+          ]
+        }]
+      }],
+      usage: { input: 3, output: 2, total: 5 },
+      stopReason: "stop",
+      responseId: "msg_01cite"
+    },
+    stopReason: "end_turn"
   }
 ]
 
@@ -406,6 +456,14 @@ describe("AnthropicWire", () => {
         "an extension of a block the decoder models",
         withItems({ type: "x-anthropic.text", id: "n", status: "completed", data: { type: "text", text: "hi" } }),
         /another item/
+      ],
+      [
+        "a citation the API did not send",
+        withItems({
+          ...message(),
+          content: [{ type: "output_text", text: "x", annotations: [{ type: "url_citation", url: "https://e.com" }] }]
+        }),
+        /a citation the API did not send \(url_citation/
       ],
       ["a malformed_tool_call stop", { ...base, stopReason: "malformed_tool_call" }, /malformed_tool_call/],
       ["tool_calls without a call", { ...base, stopReason: "tool_calls" }, /no function_call item/],

@@ -158,7 +158,8 @@ export type ToolCallDelta = typeof ToolCallDelta.Type
  * What a chunk adds to the answer. Reasoning comes as `reasoning_content`
  * (DeepSeek, vLLM, llama.cpp, xAI), `reasoning` (OpenRouter, Ollama, Groq),
  * OpenRouter's `reasoning_details`, or reasoning parts of an array `content`;
- * `function_call` is the legacy single call.
+ * `function_call` is the legacy single call. `annotations` (the sources a
+ * search model cites) are any JSON here, read by `ChatCompletionsCitations`.
  *
  * @since 0.2.0
  * @category schemas
@@ -173,7 +174,8 @@ export const Delta = Schema.Struct({
   function_call: nullable(Schema.Struct({
     name: nullable(Schema.String),
     arguments: nullable(Schema.Union([Schema.String, JsonObject]))
-  }))
+  })),
+  annotations: Schema.optionalKey(Schema.Unknown)
 })
 export type Delta = typeof Delta.Type
 
@@ -195,6 +197,8 @@ export type Choice = typeof Choice.Type
  * choices, the usage (top-level, or Groq's `x_groq.usage`), and an `error`
  * when the server failed inside the stream (next to `choices`, on OpenRouter).
  * A chunk whose `object` is `"error"` (vLLM, Mistral) is an error object itself.
+ * Perplexity's `search_results` and `citations` are any JSON here, read by
+ * `ChatCompletionsCitations`.
  *
  * @example
  * ```ts
@@ -221,6 +225,8 @@ export const Chunk = Schema.Struct({
   choices: nullable(Schema.Array(Choice)),
   usage: nullable(Usage),
   x_groq: nullable(Schema.Struct({ usage: nullable(Usage) })),
-  error: nullable(ErrorValue)
+  error: nullable(ErrorValue),
+  search_results: Schema.optionalKey(Schema.Unknown),
+  citations: Schema.optionalKey(Schema.Unknown)
 })
 export type Chunk = typeof Chunk.Type

@@ -11,7 +11,9 @@
  * tool calls stream as `function_call_start`, argument deltas and, when the
  * turn completes, `function_call_done` (see `ChatCompletionsToolCalls`); a
  * call's `extra_content` is kept in a reasoning item before it (see
- * `ChatCompletionsExtraContent`). The
+ * `ChatCompletionsExtraContent`). Cited sources (a delta's `annotations`,
+ * Perplexity's `search_results` and `citations`) are `citation` deltas and the
+ * annotations of the answer's text (see `ChatCompletionsCitations`). The
  * first non-empty `id` and `model` are the turn's (Azure's first chunk has
  * empty ones), the first `finish_reason` its stop (a second one is a
  * trailer), and the usage is merged from every chunk that reports one (see
@@ -40,6 +42,7 @@ import { AiError, type Item, ProviderStream, type Turn, type TurnDelta } from "@
 import type { SseParser } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
+import * as ChatCompletionsCitations from "./ChatCompletionsCitations.ts"
 import * as ChatCompletionsError from "./ChatCompletionsError.ts"
 import * as ChatCompletionsExtraContent from "./ChatCompletionsExtraContent.ts"
 import * as ChatCompletionsReasoningDetails from "./ChatCompletionsReasoningDetails.ts"
@@ -169,6 +172,7 @@ class Decoder implements ProviderStream.Decoder {
   readonly text: Array<string> = []
   readonly refusal: Array<string> = []
   readonly details = ChatCompletionsReasoningDetails.merger()
+  readonly citations = ChatCompletionsCitations.make()
   readonly toolCalls: ChatCompletionsToolCalls.ToolCalls
   readonly options: Options
 
@@ -203,6 +207,7 @@ class Decoder implements ProviderStream.Decoder {
     }
     if (chunk.usage != null) this.counts = ChatCompletionsUsage.merge(this.counts, chunk.usage)
     if (chunk.x_groq?.usage != null) this.counts = ChatCompletionsUsage.merge(this.counts, chunk.x_groq.usage)
+    this.citations.sources(chunk.search_results, chunk.citations, out)
     const choice = chunk.choices?.[0]
     if (choice === undefined) return undefined
     if (choice.delta != null) this.delta(choice.delta, out)
@@ -259,6 +264,7 @@ class Decoder implements ProviderStream.Decoder {
       this.refusal.push(refusal)
       out.push({ type: "refusal_delta", delta: refusal })
     }
+    this.citations.annotations(delta.annotations, out)
     for (const piece of delta.tool_calls ?? []) this.toolCalls.add(piece, out)
     if (delta.function_call != null) this.toolCalls.add({ function: delta.function_call }, out)
   }
@@ -278,6 +284,12 @@ class Decoder implements ProviderStream.Decoder {
         for (const summary of part.summary ?? []) this.think(summary.text, out)
         return this.think(part.text, out)
     }
+  }
+
+  /** The answer's text part, with the sources it cites. */
+  outputText(text: string): Item.OutputText {
+    const annotations = this.citations.all()
+    return annotations.length === 0 ? { type: "output_text", text } : { type: "output_text", text, annotations }
   }
 
   finish(out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
@@ -312,7 +324,7 @@ class Decoder implements ProviderStream.Decoder {
         status: "completed",
         role: "assistant",
         content: [
-          ...(text === "" ? [] : [{ type: "output_text" as const, text: output === undefined ? text : output(text) }]),
+          ...(text === "" ? [] : [this.outputText(output === undefined ? text : output(text))]),
           ...(refusal === "" ? [] : [{ type: "refusal" as const, refusal }])
         ]
       })

@@ -1,6 +1,7 @@
 /**
  * Builds the body of a streaming `POST /chat/completions` request from a
- * history and the turn options.
+ * history and the turn options. A text's citations are dropped: an assistant
+ * message of the API has no room for them.
  *
  * @since 0.2.0
  */

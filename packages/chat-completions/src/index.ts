@@ -7,6 +7,7 @@
  */
 export * as ChatCompletions from "./ChatCompletions.ts"
 export * as ChatCompletionsChunk from "./ChatCompletionsChunk.ts"
+export * as ChatCompletionsCitations from "./ChatCompletionsCitations.ts"
 export * as ChatCompletionsContent from "./ChatCompletionsContent.ts"
 export * as ChatCompletionsDecoder from "./ChatCompletionsDecoder.ts"
 export * as ChatCompletionsError from "./ChatCompletionsError.ts"

@@ -182,6 +182,24 @@ const cases: ReadonlyArray<Case> = [
       providerStopReason: "insufficient_system_resource"
     },
     finishReason: "insufficient_system_resource"
+  },
+  {
+    name: "text that cites web pages",
+    turn: {
+      items: [message({
+        type: "output_text",
+        text: "Spain won Euro 2024.",
+        annotations: [
+          { type: "url_citation", url: "https://espn.com/euro", title: "Euro 2024", start_index: 0, end_index: 20 },
+          { type: "url_citation", url: "https://uefa.com" }
+        ]
+      })],
+      usage: { input: 12, output: 9, total: 21 },
+      stopReason: "stop",
+      model: "gpt-4o-search-preview",
+      responseId: "chatcmpl-cited"
+    },
+    finishReason: "stop"
   }
 ]
 
@@ -374,6 +392,13 @@ describe("ChatCompletionsWire", () => {
         "an application's item",
         withItems({ type: "x-app.note", id: "n", status: "completed", data: {} }),
         /not in an answer/
+      ],
+      [
+        "a document citation",
+        withItems(
+          message({ type: "output_text", text: "x", annotations: [{ type: "file_citation", title: "Atlas" }] })
+        ),
+        /cites .*file_citation.*url_citations/
       ],
       ["a malformed_tool_call stop", { ...base, stopReason: "malformed_tool_call" }, /malformed_tool_call/],
       ["tool_calls without a call", { ...base, stopReason: "tool_calls" }, /needs a function call/],

@@ -25,6 +25,17 @@ export const TextDelta = Schema.Struct({
 export type TextDelta = typeof TextDelta.Type
 
 /**
+ * A source the text streamed so far cites, as it comes: the provider's
+ * decoder also puts it in the `annotations` of the turn's `output_text` part
+ * it belongs to (see `Item.Citation`).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const CitationDelta = Schema.Struct({ type: Schema.Literal("citation"), citation: Item.Citation })
+export type CitationDelta = typeof CitationDelta.Type
+
+/**
  * A piece of reasoning the provider shows (a summary or a thought).
  *
  * @since 0.1.0
@@ -108,6 +119,7 @@ export type TurnComplete = typeof TurnComplete.Type
  */
 export const Incremental = Schema.Union([
   TextDelta,
+  CitationDelta,
   ReasoningDelta,
   RefusalDelta,
   FunctionCallStart,

@@ -197,6 +197,34 @@ describe("EffectAi.toEffectAiLanguageModel", () => {
       )
     ))
 
+  it.effect("streams each cited source once, as a source part", () =>
+    Effect.gen(function*() {
+      const parts = yield* AiLanguageModel.streamText({ prompt: "hi" }).pipe(Stream.runCollect)
+      const sources = parts.flatMap((part) =>
+        part.type === "source"
+          ? [part.sourceType === "url" ? [part.id, part.url.href, part.title] : [part.id, part.mediaType, part.title]]
+          : []
+      )
+      expect(sources).toEqual([
+        ["source_0", "https://example.com/paris", "Paris"],
+        ["source_1", "application/pdf", "atlas.pdf"]
+      ])
+    }).pipe(Effect.provide(onMock([{
+      ...MockLanguageModel.textTurn("Paris."),
+      items: [{
+        ...Item.assistantMessage("Paris."),
+        content: [{
+          type: "output_text",
+          text: "Paris.",
+          annotations: [
+            { type: "url_citation", url: "https://example.com/paris", title: "Paris" },
+            { type: "file_citation", filename: "atlas.pdf", media_type: "application/pdf" },
+            { type: "url_citation", url: "https://example.com/paris", title: "Paris", start_index: 0, end_index: 5 }
+          ]
+        }]
+      }]
+    }]))))
+
   it.effect("sends the prompt as history and instructions", () =>
     Effect.gen(function*() {
       const model = yield* AiLanguageModel.LanguageModel

@@ -23,6 +23,26 @@ const history: Item.History = [
   { type: "function_call", id: "fc", status: "completed", call_id: "c1", name: "add", arguments: "{\"a\":2,\"b\":2}" },
   { type: "function_call_output", id: "fo", status: "completed", call_id: "c1", output: "4" },
   { type: "message", id: "a", status: "incomplete", role: "assistant", content: [{ type: "refusal", refusal: "no" }] },
+  {
+    type: "message",
+    id: "cited",
+    status: "completed",
+    role: "assistant",
+    content: [{
+      type: "output_text",
+      text: "Paris is the capital.",
+      annotations: [
+        { type: "url_citation", url: "https://example.com/paris", title: "Paris", start_index: 0, end_index: 21 },
+        {
+          type: "file_citation",
+          title: "Atlas",
+          cited_text: "Paris, capital of France",
+          provider_data: { type: "x-anthropic.char_location", data: { document_index: 0, start_char_index: 3 } }
+        },
+        { type: "file_citation", file_id: "file_1", filename: "atlas.pdf", start_index: 21, end_index: 21 }
+      ]
+    }]
+  },
   { type: "x-note", id: "x", status: "failed", data: { nested: { list: [1, "two", null] } } },
   Item.userMessage([
     { type: "input_text", text: "What is in these?" },
@@ -68,6 +88,15 @@ describe("Item", () => {
     expect(decode({ type: "input_file", filename: "a.pdf" })._tag).toBe("Failure")
     expect(decode({ type: "input_image" })._tag).toBe("Failure")
     expect(decode({ type: "input_image", image_url: "https://e.com/a.png", detail: "medium" })._tag).toBe("Failure")
+  })
+
+  it("rejects citations of unknown kinds, negative indices and provider data that is not an extension's", () => {
+    const decode = Schema.decodeUnknownResult(Item.OutputText)
+    const part = (annotation: unknown) => ({ type: "output_text", text: "t", annotations: [annotation] })
+    expect(decode(part({ type: "url_citation", url: "https://e.com" }))._tag).toBe("Success")
+    expect(decode(part({ type: "page_citation", url: "https://e.com" }))._tag).toBe("Failure")
+    expect(decode(part({ type: "url_citation", url: "https://e.com", start_index: -1 }))._tag).toBe("Failure")
+    expect(decode(part({ type: "file_citation", provider_data: { type: "anthropic", data: {} } }))._tag).toBe("Failure")
   })
 
   it("rejects unknown item types, statuses and roles", () => {

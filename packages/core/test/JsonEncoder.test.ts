@@ -5,6 +5,7 @@ import * as AgentEvent from "../src/agent/AgentEvent.ts"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
 import * as AiError from "../src/AiError.ts"
 import * as JsonEncoder from "../src/internal/jsonEncoder.ts"
+import * as Item from "../src/Item.ts"
 import { addCall, answer, environment, model, toolkit } from "./agentFixtures.ts"
 
 /** The encoder's answer and Schema's own for the same value: equal text, or both a failure. */
@@ -40,6 +41,32 @@ describe("JsonEncoder", () => {
       answer("3"),
       MockLanguageModel.callsTurn([{ name: "submit", arguments: { answer: 5 }, callId: "call_submit" }], { model })
     ]))))
+
+  it("writes citations, their deltas and a turn's annotated text exactly as Schema does", () => {
+    const url = { type: "url_citation", url: "https://e.com/a", title: "A", start_index: 0, end_index: 5 } as const
+    const file = {
+      type: "file_citation",
+      title: "Atlas",
+      provider_data: { type: "x-anthropic.char_location", data: { document_index: 0, nested: [{ a: null }] } }
+    } as const
+    const turn = { ...MockLanguageModel.textTurn("Paris"), items: [] }
+    const message = {
+      ...Item.assistantMessage("Paris"),
+      content: [{ type: "output_text", text: "Paris", annotations: [url, file] }]
+    }
+    agree(AgentEvent.AgentEvent, [
+      { _tag: "Delta", step: 1, delta: { type: "citation", citation: url } },
+      { _tag: "Delta", step: 1, delta: { type: "citation", citation: file } },
+      { _tag: "Delta", step: 1, delta: { type: "citation", citation: { ...url, start_index: -1 } } },
+      { _tag: "Delta", step: 1, delta: { type: "citation", citation: { type: "page_citation", url: "x" } } },
+      {
+        _tag: "Delta",
+        step: 1,
+        delta: { type: "citation", citation: { ...file, provider_data: { type: "y", data: {} } } }
+      },
+      { _tag: "Delta", step: 1, delta: { type: "turn_complete", turn: { ...turn, items: [message] } } }
+    ])
+  })
 
   it("drops undeclared keys and writes the schema's key order, as Schema does", () => {
     const delta = { delta: { delta: "hi", extra: true, type: "text_delta" }, step: 1, _tag: "Delta", more: [1] }

@@ -285,6 +285,52 @@ describe("UIMessageStream", () => {
       yield* Deferred.await(stopped).pipe(Effect.timeout("5 seconds"))
     }))
 
+  it.effect("citations are source-url and source-document chunks, once per source, streamed or logged", () =>
+    Effect.gen(function*() {
+      const paris = { type: "url_citation", url: "https://example.com/paris", title: "Paris" } as const
+      const atlas = {
+        type: "file_citation",
+        title: "Atlas",
+        filename: "atlas.pdf",
+        media_type: "application/pdf"
+      } as const
+      const message: Item.Message = {
+        type: "message",
+        id: "msg_cited",
+        status: "completed",
+        role: "assistant",
+        content: [{
+          type: "output_text",
+          text: "Paris. Capital.",
+          annotations: [paris, atlas, { ...paris, start_index: 7 }]
+        }]
+      }
+      const cited = { ...answer("Paris. Capital."), items: [message] }
+      const sources = [
+        { type: "source-url", sourceId: "source-1", url: "https://example.com/paris", title: "Paris" },
+        {
+          type: "source-document",
+          sourceId: "source-2",
+          mediaType: "application/pdf",
+          title: "Atlas",
+          filename: "atlas.pdf"
+        }
+      ]
+      const streamed = run([cited])
+      const logged = run([cited]).pipe(Stream.filter((event) => event._tag !== "Delta"))
+      for (const events of [streamed, logged]) {
+        const chunks = yield* Stream.runCollect(UIMessageStream.fromEvents(events))
+        yield* Effect.promise(() => validated(chunks))
+        checkOrder(chunks)
+        expect(chunks.filter((chunk) => chunk.type.startsWith("source-"))).toEqual(sources)
+      }
+      for (const sdk of ["v7", "v5"] as const) {
+        const { errors, message } = yield* readAs(sdk, yield* UIMessageStream.toResponse(run([cited])))
+        expect(errors).toEqual([])
+        expect(message?.parts.filter((part) => part.type.startsWith("source-"))).toEqual(sources)
+      }
+    }))
+
   it.effect("a durable log's events (no deltas): each turn's text and calls come from its TurnCompleted", () =>
     Effect.gen(function*() {
       const logged = run(script).pipe(Stream.filter((event) => event._tag !== "Delta"))

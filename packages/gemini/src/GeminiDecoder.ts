@@ -17,14 +17,21 @@
  * reasoning item with no readable content placed just before the item made from
  * that part. `GeminiRequest` reverses this.
  *
+ * A candidate's grounding (see `GeminiGrounding`; the last `groundingMetadata`
+ * counts, as Gemini sends it whole) becomes the annotations of the turn's last
+ * message, its spans counted from that message's start (a span in an earlier
+ * message loses its indices), and `citation` deltas just before the usage.
+ *
  * @since 0.1.0
  */
 import { AiError, ProviderStream, TokenUsage } from "@agentloop/core"
 import type { Item, Turn, TurnDelta } from "@agentloop/core"
 import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import * as GeminiArguments from "./GeminiArguments.ts"
 import * as GeminiError from "./GeminiError.ts"
 import * as GeminiEvent from "./GeminiEvent.ts"
+import * as GeminiGrounding from "./GeminiGrounding.ts"
 
 /**
  * The provider's name in errors.
@@ -125,6 +132,7 @@ interface OpenCall {
 }
 
 const decodeChunk = ProviderStream.valueDecoder(provider, GeminiEvent.Chunk)
+const decodeGrounding = Schema.decodeUnknownResult(GeminiGrounding.GroundingMetadata)
 
 const eventName = (index: number): string => `GenerateContentResponse #${index}`
 
@@ -173,6 +181,9 @@ class Decoder implements ProviderStream.Decoder {
   private usageMetadata: GeminiEvent.UsageMetadata | undefined = undefined
   private modelVersion: string | undefined = undefined
   private responseId: string | undefined = undefined
+  /** The candidate's last `groundingMetadata`, and the text of its messages so far, which its spans count in. */
+  private grounding: GeminiGrounding.GroundingMetadata | undefined = undefined
+  private readonly answer: Array<string> = []
   private readonly model: string
   private readonly fallbackKey: string
 
@@ -202,6 +213,10 @@ class Decoder implements ProviderStream.Decoder {
       const error = this.part(part, index, out)
       if (error !== undefined) return error
     }
+    if (candidate.groundingMetadata !== undefined) {
+      const grounding = decodeGrounding(candidate.groundingMetadata)
+      if (Result.isSuccess(grounding)) this.grounding = grounding.success
+    }
     if (candidate.finishReason !== undefined) {
       this.finishReason = candidate.finishReason
       this.endCall(out)
@@ -219,6 +234,7 @@ class Decoder implements ProviderStream.Decoder {
       return new AiError.IncompleteTurn({ message: `${provider}: the stream ended before a chunk with a finishReason` })
     }
     this.close(reason.stop === "stop" || reason.stop === "tool_calls" ? "completed" : "incomplete")
+    this.cite(out)
     // The usage delta always goes out, empty when no chunk carried usageMetadata.
     ProviderStream.complete(out, {
       items: this.items,
@@ -229,6 +245,26 @@ class Decoder implements ProviderStream.Decoder {
       providerStopReason: reason.raw
     })
     return undefined
+  }
+
+  /** Puts the grounding's citations on the last message, and sends them. */
+  private cite(out: Array<TurnDelta.TurnDelta>): void {
+    const at = this.items.findLastIndex((item) => item.type === "message")
+    const message = this.items[at]
+    const part = message?.type === "message" ? message.content[0] : undefined
+    if (this.grounding === undefined || message?.type !== "message" || part?.type !== "output_text") return
+    const text = this.answer.join("")
+    const offset = text.length - part.text.length
+    const annotations = GeminiGrounding.citations(text, this.grounding).map((citation): Item.Citation => {
+      if (citation.start_index === undefined || citation.end_index === undefined) return citation
+      const { end_index, start_index, ...source } = citation
+      return start_index < offset
+        ? source
+        : { ...source, start_index: start_index - offset, end_index: end_index - offset }
+    })
+    if (annotations.length === 0) return
+    for (const citation of annotations) out.push({ type: "citation", citation })
+    this.items[at] = { ...message, content: [{ ...part, annotations }] }
   }
 
   private part(part: GeminiEvent.Part, index: number, out: Array<TurnDelta.TurnDelta>): AiError.AiError | undefined {
@@ -269,6 +305,7 @@ class Decoder implements ProviderStream.Decoder {
     }
     if (part.text !== "") {
       open.text += part.text
+      if (kind === "message") this.answer.push(part.text)
       out.push({ type: kind === "message" ? "text_delta" : "reasoning_delta", delta: part.text })
     }
     if (part.thoughtSignature !== undefined) open.signature = part.thoughtSignature

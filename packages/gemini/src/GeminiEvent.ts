@@ -3,7 +3,7 @@
  * `Schema`s: one `GenerateContentResponse` per SSE event, or an error.
  *
  * Only the fields agentloop reads are described; decoding ignores the rest
- * (safety ratings, citations, grounding), so new fields on the wire do not
+ * (safety ratings, citation metadata), so new fields on the wire do not
  * break a stream. Enum-like fields (`finishReason`, `blockReason`) decode as
  * strings for the same reason: a value added by Google maps to `"other"` instead
  * of failing the turn.
@@ -69,14 +69,18 @@ export const Part = Schema.Struct({
 export type Part = typeof Part.Type
 
 /**
- * One response candidate. `finishReason` appears on the candidate's last chunk only; a SAFETY stop may send no content.
+ * One response candidate. `finishReason` appears on the candidate's last chunk
+ * only; a SAFETY stop may send no content. `groundingMetadata` is any JSON
+ * here: `GeminiGrounding` reads what it can of it, and a shape it does not
+ * know costs the citations, never the turn.
  *
  * @since 0.1.0
  * @category schemas
  */
 export const Candidate = Schema.Struct({
   content: Schema.optionalKey(Schema.Struct({ parts: Schema.optionalKey(Schema.Array(Part)) })),
-  finishReason: Schema.optionalKey(Schema.String)
+  finishReason: Schema.optionalKey(Schema.String),
+  groundingMetadata: Schema.optionalKey(Schema.Unknown)
 })
 export type Candidate = typeof Candidate.Type
 

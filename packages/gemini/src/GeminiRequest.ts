@@ -16,7 +16,8 @@
  * not Gemini's to read. Images and files in user messages are `inlineData`
  * parts (their bytes) or `fileData` parts (a URL Gemini fetches); a tool's
  * images and files go in its `functionResponse`'s own `parts` (Gemini 3 and
- * later), its text parts after the response.
+ * later), its text parts after the response. A text's citations are dropped:
+ * Gemini's `Content` has no room for them (its grounding is the answer's own).
  *
  * @since 0.1.0
  */

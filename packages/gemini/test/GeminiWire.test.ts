@@ -284,6 +284,42 @@ describe("GeminiWire.turn", () => {
       for (const chunkSize of [1, 4, 100]) yield* roundTrip(turn, { chunkSize })
     }))
 
+  it.effect("grounding: the last message's citations, spans in multi-byte text, come back with their deltas", () =>
+    Effect.gen(function*() {
+      const text = "Zürich liegt am See 🌊. Es ist groß."
+      const cited: Item.Message = {
+        ...message(text),
+        content: [{
+          type: "output_text",
+          text,
+          annotations: [
+            {
+              type: "url_citation",
+              url: "https://example.com/zurich",
+              title: "example.com",
+              start_index: 0,
+              end_index: 22
+            },
+            { type: "file_citation", title: "Atlas", cited_text: "Zürich, a city", start_index: 23, end_index: 36 },
+            { type: "url_citation", url: "https://example.com/lake" }
+          ]
+        }]
+      }
+      const turn: Turn.Turn = {
+        items: [message("First, "), signature("c2ln"), cited],
+        usage: usage(4, 4),
+        stopReason: "stop",
+        responseId: "resp-grounded"
+      }
+      for (const chunkSize of [1, 5, 100]) {
+        const { deltas } = yield* roundTrip(turn, { chunkSize })
+        expect(deltas.filter((d) => d.type === "citation").map((d) => d.type === "citation" && d.citation))
+          .toStrictEqual(
+            cited.content[0]?.type === "output_text" ? cited.content[0].annotations : []
+          )
+      }
+    }))
+
   it.effect("MAX_TOKENS ends the turn with max_tokens, the cut message incomplete", () =>
     Effect.gen(function*() {
       const { decoded } = yield* roundTrip({
@@ -381,7 +417,7 @@ describe("GeminiWire.turn", () => {
 
 describe("GeminiWire.turn refuses what Gemini's wire cannot carry", () => {
   const base: Turn.Turn = { items: [], usage: usage(1, 1), stopReason: "stop" }
-  const refused: ReadonlyArray<readonly [string, Turn.Turn, RegExp]> = [
+  const refused: Array<readonly [string, Turn.Turn, RegExp]> = [
     [
       "a user message",
       {
@@ -475,6 +511,35 @@ describe("GeminiWire.turn refuses what Gemini's wire cannot carry", () => {
       /usage.reasoning \(2\) exceeds usage.output \(1\)/
     ]
   ]
+  const citing = (...annotations: ReadonlyArray<Item.Citation>): Turn.Turn => ({
+    ...base,
+    items: [{ ...message("Hi"), content: [{ type: "output_text", text: "Hi", annotations }] }]
+  })
+  refused.push(
+    [
+      "a citation kept for another provider",
+      citing({ type: "url_citation", url: "https://e.com", cited_text: "x" }),
+      /cannot ground/
+    ],
+    [
+      "a spanned citation after one without a span",
+      citing({ type: "url_citation", url: "https://e.com" }, {
+        type: "url_citation",
+        url: "https://e.com",
+        start_index: 0,
+        end_index: 1
+      }),
+      /spans first/
+    ],
+    [
+      "citations on a message before the last",
+      {
+        ...citing({ type: "url_citation", url: "https://e.com" }),
+        items: [...citing({ type: "url_citation", url: "https://e.com" }).items, signature("c2ln"), message("more")]
+      },
+      /only the last message/
+    ]
+  )
   for (const [name, turn, pattern] of refused) {
     it(name, () => {
       expect(() => wire.turn(turn)).toThrow(pattern)

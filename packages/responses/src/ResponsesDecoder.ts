@@ -9,7 +9,10 @@
  * fails it with `AiError.MalformedEvent` naming the event and the field; a body
  * that ends before a terminal event fails with `AiError.IncompleteTurn`. Events
  * of unknown types are skipped; output items of unknown types are kept as
- * extension items (see {@link extensionPrefix}).
+ * extension items (see {@link extensionPrefix}). A text's annotations that are citations (see
+ * `ResponsesCitation`) go out as `citation` deltas as they come (by
+ * `response.output_text.annotation.added`, or on a done part or item) and stay
+ * on the text's `output_text` part; the others are skipped.
  *
  * @since 0.1.0
  */
@@ -25,6 +28,7 @@ import {
 } from "@agentloop/core"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
+import * as ResponsesCitation from "./ResponsesCitation.ts"
 import * as ResponsesError from "./ResponsesError.ts"
 import * as ResponsesEvent from "./ResponsesEvent.ts"
 
@@ -74,14 +78,37 @@ const phaseOf = (phase: string | null | undefined): Item.Phase | undefined =>
 /**
  * A content part being assembled: its text is the pieces its deltas brought,
  * joined when the item is settled (an array of pieces holds a long answer in
- * far less memory than a string grown a delta at a time).
+ * far less memory than a string grown a delta at a time); a text's citations
+ * by their `annotation_index`.
  */
-type Part = { readonly type: "output_text" | "refusal"; readonly pieces: Array<string> }
+type Part = {
+  readonly type: "output_text" | "refusal"
+  readonly pieces: Array<string>
+  readonly annotations: Map<number, Item.Citation>
+}
+
+const textPart = (type: Part["type"], text: string): Part => ({ type, pieces: [text], annotations: new Map() })
 
 const partOf = (part: Part): Item.ContentPart =>
   part.type === "output_text"
-    ? { type: "output_text", text: part.pieces.join("") }
+    ? {
+      type: "output_text",
+      text: part.pieces.join(""),
+      ...(part.annotations.size === 0 ? {} : { annotations: inOrder(part.annotations) })
+    }
     : { type: "refusal", refusal: part.pieces.join("") }
+
+/**
+ * `next` in the place of `previous`, keeping the citations it does not
+ * repeat; a citation not seen before goes out as a delta.
+ */
+const mergePart = (previous: Part | undefined, next: Part, out: Array<TurnDelta.TurnDelta>): Part => {
+  for (const [index, citation] of next.annotations) {
+    if (!previous?.annotations.has(index)) out.push({ type: "citation", citation })
+  }
+  if (previous === undefined || previous.annotations.size === 0) return next
+  return { ...next, annotations: new Map([...previous.annotations, ...next.annotations]) }
+}
 
 /** An item still streaming. Positions (`content_index`, `summary_index`) key maps: they come from the wire. */
 type Draft =
@@ -263,12 +290,18 @@ class Decoder implements ProviderStream.Decoder {
     if (type === "message") {
       const item = decodeMessageItem(event, raw, "item")
       if (Result.isFailure(item)) return item.failure
+      const previous = this.items.get(index)
+      const before = previous !== undefined && isDraft(previous) && previous.type === "message"
+        ? previous.parts
+        : undefined
       const parts = new Map<number, Part>()
       for (const [i, part] of item.success.content.entries()) {
         const decoded = decodePart(event, part, `item.content[${i}]`)
         if (Result.isFailure(decoded)) return decoded.failure
-        if (decoded.success !== undefined) parts.set(i, decoded.success)
+        if (decoded.success !== undefined) parts.set(i, mergePart(before?.get(i), decoded.success, out))
       }
+      // A part the item's event leaves out keeps what its own events brought.
+      for (const [i, part] of before ?? []) if (!parts.has(i)) parts.set(i, part)
       const draft: Draft = { type: "message", id: item.success.id, phase: phaseOf(item.success.phase), parts }
       if (done) this.items.set(index, settle(draft, statusOf(item.success.status, "completed")))
       else this.open(index, draft)
@@ -370,6 +403,16 @@ const decodeReasoningItem = decoder(ResponsesEvent.ReasoningItem)
 const decodeOutputText = decoder(ResponsesEvent.OutputTextPart)
 const decodeRefusal = decoder(ResponsesEvent.RefusalPart)
 
+/** The citations among a part's annotations, by position; the others, and those past the bound, are skipped. */
+const citations = (annotations: ReadonlyArray<unknown>): Map<number, Item.Citation> => {
+  const out = new Map<number, Item.Citation>()
+  for (const [index, annotation] of annotations.slice(0, ResponsesEvent.maxAnnotations).entries()) {
+    const citation = ResponsesCitation.fromWire(annotation)
+    if (citation !== undefined) out.set(index, citation)
+  }
+  return out
+}
+
 /** A content part as a `Part`, or `undefined` for a kind this layer does not map (audio, ...). */
 const decodePart = (
   event: string,
@@ -379,10 +422,14 @@ const decodePart = (
   const kind = decodeTyped(event, raw, at)
   if (Result.isFailure(kind)) return Result.fail(kind.failure)
   if (kind.success.type === "output_text") {
-    return Result.map(decodeOutputText(event, raw, at), ({ text }): Part => ({ type: "output_text", pieces: [text] }))
+    return Result.map(decodeOutputText(event, raw, at), ({ annotations, text }): Part => ({
+      type: "output_text",
+      pieces: [text],
+      annotations: citations(annotations ?? [])
+    }))
   }
   if (kind.success.type === "refusal") {
-    return Result.map(decodeRefusal(event, raw, at), ({ refusal }): Part => ({ type: "refusal", pieces: [refusal] }))
+    return Result.map(decodeRefusal(event, raw, at), ({ refusal }) => textPart("refusal", refusal))
   }
   return Result.succeed(undefined)
 }
@@ -401,11 +448,12 @@ const done = on(
   ResponsesEvent.OutputItemEvent,
   (self, e, out, event) => self.item(event, e.output_index, e.item, true, out)
 )
-const part = on(ResponsesEvent.ContentPartEvent, (self, e, _, event) => {
+const part = on(ResponsesEvent.ContentPartEvent, (self, e, out, event) => {
   const decoded = decodePart(event, e.part, "part")
   if (Result.isFailure(decoded)) return decoded.failure
   const draft = self.message(e.item_id, e.output_index)
-  if (draft !== undefined && decoded.success !== undefined) draft.parts.set(e.content_index, decoded.success)
+  if (draft === undefined || decoded.success === undefined) return
+  draft.parts.set(e.content_index, mergePart(draft.parts.get(e.content_index), decoded.success, out))
 })
 
 /** The events this layer reads, by type. */
@@ -422,7 +470,7 @@ const handlers: EventHandlers.Handlers<Decoder> = new Map([
       const draft = self.message(e.item_id, e.output_index)
       const part = draft?.parts.get(e.content_index)
       if (part?.type === "output_text") part.pieces.push(e.delta)
-      else draft?.parts.set(e.content_index, { type: "output_text", pieces: [e.delta] })
+      else draft?.parts.set(e.content_index, textPart("output_text", e.delta))
       const phase = draft?.phase
       out.push(
         phase === undefined ? { type: "text_delta", delta: e.delta } : { type: "text_delta", delta: e.delta, phase }
@@ -431,8 +479,27 @@ const handlers: EventHandlers.Handlers<Decoder> = new Map([
   ],
   [
     "response.output_text.done",
-    on(ResponsesEvent.ContentTextDone, (self, e) => {
-      self.message(e.item_id, e.output_index)?.parts.set(e.content_index, { type: "output_text", pieces: [e.text] })
+    on(ResponsesEvent.ContentTextDone, (self, e, out) => {
+      const draft = self.message(e.item_id, e.output_index)
+      draft?.parts.set(
+        e.content_index,
+        mergePart(draft.parts.get(e.content_index), textPart("output_text", e.text), out)
+      )
+    })
+  ],
+  [
+    "response.output_text.annotation.added",
+    on(ResponsesEvent.AnnotationAdded, (self, e, out) => {
+      const citation = e.annotation_index < ResponsesEvent.maxAnnotations
+        ? ResponsesCitation.fromWire(e.annotation)
+        : undefined
+      const draft = self.message(e.item_id, e.output_index)
+      if (citation === undefined || draft === undefined) return
+      const part = draft.parts.get(e.content_index) ?? textPart("output_text", "")
+      if (part.annotations.has(e.annotation_index)) return
+      part.annotations.set(e.annotation_index, citation)
+      draft.parts.set(e.content_index, part)
+      out.push({ type: "citation", citation })
     })
   ],
   [
@@ -441,14 +508,14 @@ const handlers: EventHandlers.Handlers<Decoder> = new Map([
       const draft = self.message(e.item_id, e.output_index)
       const part = draft?.parts.get(e.content_index)
       if (part?.type === "refusal") part.pieces.push(e.delta)
-      else draft?.parts.set(e.content_index, { type: "refusal", pieces: [e.delta] })
+      else draft?.parts.set(e.content_index, textPart("refusal", e.delta))
       out.push({ type: "refusal_delta", delta: e.delta })
     })
   ],
   [
     "response.refusal.done",
     on(ResponsesEvent.RefusalDone, (self, e) => {
-      self.message(e.item_id, e.output_index)?.parts.set(e.content_index, { type: "refusal", pieces: [e.refusal] })
+      self.message(e.item_id, e.output_index)?.parts.set(e.content_index, textPart("refusal", e.refusal))
     })
   ],
   [

@@ -107,12 +107,26 @@ export type Response = typeof Response.Type
 export const Typed = Schema.Struct({ type: Schema.String })
 
 /**
- * Text the model wrote.
+ * The most annotations read from one text part: the rest are skipped.
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const maxAnnotations = 4096
+
+/**
+ * Text the model wrote; its `annotations` (citations and file paths) are
+ * JSON objects until `ResponsesCitation` reads each with the schema of its
+ * type, skipping a kind it does not know or one that does not decode.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const OutputTextPart = Schema.Struct({ type: Schema.Literal("output_text"), text: Schema.String })
+export const OutputTextPart = Schema.Struct({
+  type: Schema.Literal("output_text"),
+  text: Schema.String,
+  annotations: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.Unknown)))
+})
 /**
  * The model's refusal.
  *
@@ -229,6 +243,21 @@ export const ContentDelta = Schema.Struct({
   output_index: Index,
   content_index: Index,
   delta: Schema.String
+})
+
+/**
+ * `response.output_text.annotation.added`: an annotation of a text part, at
+ * `annotation_index` in the part's `annotations`.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const AnnotationAdded = Schema.Struct({
+  item_id: Schema.String,
+  output_index: Schema.optionalKey(Index),
+  content_index: Index,
+  annotation_index: Index,
+  annotation: Schema.Unknown
 })
 
 /**

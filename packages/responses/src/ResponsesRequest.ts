@@ -1,12 +1,15 @@
 /**
  * Builds the body of a streaming `POST /responses` request from a history and
- * the turn options.
+ * the turn options. An assistant text's citations go back as its
+ * `annotations`, those the API takes (see `ResponsesCitation.toWire`): the
+ * rest are dropped.
  *
  * @since 0.1.0
  */
 import { type AiError, Item, type LanguageModel, ProviderContent, StrictSchema } from "@agentloop/core"
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Result from "effect/Result"
+import * as ResponsesCitation from "./ResponsesCitation.ts"
 import * as ResponsesDecoder from "./ResponsesDecoder.ts"
 import * as ResponsesError from "./ResponsesError.ts"
 
@@ -57,7 +60,11 @@ export type InputItem =
     readonly phase?: Item.Phase
     readonly content: ReadonlyArray<
       | { readonly type: "input_text"; readonly text: string }
-      | { readonly type: "output_text"; readonly text: string; readonly annotations: ReadonlyArray<never> }
+      | {
+        readonly type: "output_text"
+        readonly text: string
+        readonly annotations: ReadonlyArray<{ readonly [key: string]: unknown }>
+      }
       | { readonly type: "refusal"; readonly refusal: string }
       | MediaInput
     >
@@ -191,6 +198,15 @@ const notHere = (message: Item.Message, index: number, part: Item.MediaPart, pos
     } ${message.role} message`
   )
 
+/** A text's citations as the API takes them back (see `ResponsesCitation.toWire`); the others are dropped. */
+const annotations = (part: Item.ContentPart): Array<{ readonly [key: string]: unknown }> =>
+  part.type === "output_text"
+    ? (part.annotations ?? []).flatMap((citation) => {
+      const annotation = ResponsesCitation.toWire(citation)
+      return annotation === undefined ? [] : [annotation]
+    })
+    : []
+
 const messageInput = (
   message: Item.Message,
   index: number,
@@ -204,7 +220,9 @@ const messageInput = (
       if (Result.isFailure(media)) return Result.fail(media.failure)
       content.push(media.success)
     } else if (message.role === "assistant") {
-      content.push(part.type === "refusal" ? part : { type: "output_text", text: part.text, annotations: [] })
+      content.push(
+        part.type === "refusal" ? part : { type: "output_text", text: part.text, annotations: annotations(part) }
+      )
     } else {
       content.push({ type: "input_text", text: partText(part) })
     }

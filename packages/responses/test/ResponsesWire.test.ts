@@ -191,6 +191,35 @@ const cases: ReadonlyArray<Case> = [
   {
     name: "an empty turn",
     turn: { items: [], usage: { input: 0, output: 0, total: 0 }, stopReason: "stop", responseId: "resp_empty" }
+  },
+  {
+    name: "an answer that cites a page and a file",
+    turn: {
+      items: [message("msg_cited", "Paris is the capital.", {
+        content: [{
+          type: "output_text",
+          text: "Paris is the capital.",
+          annotations: [
+            { type: "url_citation", url: "https://example.com/paris", title: "Paris", start_index: 0, end_index: 5 },
+            {
+              type: "file_citation",
+              file_id: "file_1",
+              filename: "atlas.pdf",
+              start_index: 21,
+              end_index: 21,
+              provider_data: {
+                type: "x-openai.file_citation",
+                data: { type: "file_citation", file_id: "file_1", filename: "atlas.pdf", index: 21 }
+              }
+            }
+          ]
+        }]
+      })],
+      usage: { input: 12, output: 5, total: 17 },
+      stopReason: "stop",
+      model: "gpt-5-2025-08-07",
+      responseId: "resp_cited"
+    }
   }
 ]
 
@@ -237,6 +266,9 @@ const deltasOf = (turn: Turn.Turn, size: number): Array<TurnDelta.TurnDelta> => 
                 ? { type: "text_delta", delta }
                 : { type: "text_delta", delta, phase: item.phase }
             )
+          }
+          if (part.type === "output_text") {
+            for (const citation of part.annotations ?? []) out.push({ type: "citation", citation })
           }
         }
       }
@@ -397,6 +429,10 @@ describe("ResponsesWire", () => {
       })
       const throws = (t: Turn.Turn, message: RegExp) => expect(() => wire.turn(t)).toThrow(message)
       throws(turn([Item.userMessage("Hi", "msg_user")]), /message msg_user is a user message/)
+      const citing = (citation: Item.Citation) =>
+        turn([message("msg_c", "Hi", { content: [{ type: "output_text", text: "Hi", annotations: [citation] }] })])
+      throws(citing({ type: "url_citation", url: "https://e.com", title: "E" }), /msg_c cites .*url_citation/)
+      throws(citing({ type: "file_citation", title: "Atlas" }), /msg_c cites/)
       throws(turn([{ ...Item.userMessage("Be brief."), role: "developer" }]), /is a developer message/)
       throws(
         turn([{ type: "function_call_output", id: "out_1", status: "completed", call_id: "call_1", output: "{}" }]),

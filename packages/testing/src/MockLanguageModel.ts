@@ -170,6 +170,10 @@ export const deltas = (turn: Turn, chunkSize = 8): ReadonlyArray<TurnDelta> => {
             for (const delta of pieces(part.refusal, chunkSize)) out.push({ type: "refusal_delta", delta })
           } else if (part.type === "input_text" || part.type === "output_text") {
             for (const delta of pieces(part.text, chunkSize)) out.push({ type: "text_delta", delta })
+            // A part's citations follow its text, as providers stream them.
+            if (part.type === "output_text") {
+              for (const citation of part.annotations ?? []) out.push({ type: "citation", citation })
+            }
           }
         }
         break

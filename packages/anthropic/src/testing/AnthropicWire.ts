@@ -24,6 +24,7 @@ import type { AiError, Item, TokenUsage, Turn } from "@agentloop/core"
 import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import * as Duration from "effect/Duration"
 import * as Anthropic from "../Anthropic.ts"
+import * as AnthropicCitation from "../AnthropicCitation.ts"
 import * as AnthropicDecoder from "../AnthropicDecoder.ts"
 import * as AnthropicError from "../AnthropicError.ts"
 
@@ -143,10 +144,19 @@ const blocksOf = (
         if (part.type !== "output_text") {
           throw unsupported(position, item, `an ${part.type} part: the model writes output_text`)
         }
+        // The API streams a block's citations before its text.
+        const citations = (part.annotations ?? []).map((citation) => {
+          const written = AnthropicCitation.toWire(citation)
+          if (written !== undefined) return written
+          throw unsupported(position, item, `a citation the API did not send (${citation.type}, no x-anthropic.* data)`)
+        })
         return block(
           index + i,
-          { type: "text", text: "" },
-          ProviderWire.pieces(part.text, size).map((text) => ({ type: "text_delta", text }))
+          citations.length === 0 ? { type: "text", text: "" } : { type: "text", text: "", citations: [] },
+          [
+            ...citations.map((citation) => ({ type: "citations_delta", citation })),
+            ...ProviderWire.pieces(part.text, size).map((text) => ({ type: "text_delta", text }))
+          ]
         )
       })
     }

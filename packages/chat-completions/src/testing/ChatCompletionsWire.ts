@@ -71,8 +71,29 @@ interface Answer {
   readonly reasoning: string
   readonly details: ReadonlyArray<Readonly<Record<string, unknown>>> | undefined
   readonly text: string
+  /** The text's citations as `annotations` of a delta (OpenAI's `url_citation`). */
+  readonly annotations: ReadonlyArray<unknown>
   readonly refusal: string
   readonly calls: ReadonlyArray<Item.FunctionCall>
+}
+
+/** A citation as a delta's annotation; the wire has only URL citations (no cited text, no provider data). */
+const annotationOf = (citation: Item.Citation, where: string): unknown => {
+  if (citation.type !== "url_citation" || citation.cited_text !== undefined || citation.provider_data !== undefined) {
+    return fail(
+      `${where} cites ${JSON.stringify(citation)}; the wire's annotations are url_citations (url, title, span)`
+    )
+  }
+  const { end_index, start_index, title, url } = citation
+  return {
+    type: "url_citation",
+    url_citation: {
+      url,
+      ...(title === undefined ? {} : { title }),
+      ...(start_index === undefined ? {} : { start_index }),
+      ...(end_index === undefined ? {} : { end_index })
+    }
+  }
 }
 
 const describe = (item: Item.Item, position: number): string => `item ${position} (${item.type} "${item.id}")`
@@ -110,20 +131,23 @@ const messageOf = (item: Item.Message, where: string) => {
   if (item.role !== "assistant") fail(`${where} is a ${item.role} message; an answer streams only the assistant's`)
   if (item.phase !== undefined) fail(`${where} has a phase ("${item.phase}"); the wire has none`)
   let text = ""
+  let annotations: ReadonlyArray<unknown> = []
   let refusal = ""
   for (const part of item.content) {
-    if (part.type === "output_text" && part.text !== "" && text === "" && refusal === "") text = part.text
-    else if (part.type === "refusal" && part.refusal !== "" && refusal === "") refusal = part.refusal
+    if (part.type === "output_text" && part.text !== "" && text === "" && refusal === "") {
+      text = part.text
+      annotations = (part.annotations ?? []).map((citation) => annotationOf(citation, where))
+    } else if (part.type === "refusal" && part.refusal !== "" && refusal === "") refusal = part.refusal
     else fail(`${where} streams as one non-empty output_text part then one non-empty refusal part; it has others`)
   }
   if (text === "" && refusal === "") fail(`${where} has no part`)
-  return { text, refusal }
+  return { text, annotations, refusal }
 }
 
 /** The answer a turn's items make, or a throw naming the item the wire cannot carry where it stands. */
 const answerOf = (items: ReadonlyArray<Item.Item>): Answer => {
   let stage = 0
-  let answer: Answer = { reasoning: "", details: undefined, text: "", refusal: "", calls: [] }
+  let answer: Answer = { reasoning: "", details: undefined, text: "", annotations: [], refusal: "", calls: [] }
   for (const [position, item] of items.entries()) {
     const where = describe(item, position)
     switch (item.type) {
@@ -218,6 +242,8 @@ const turn = (turn: Turn.Turn, options: ProviderWire.TurnOptions = {}): Readonly
     out.delta({ ...(last === undefined ? {} : { reasoning: last }), reasoning_details: answer.details })
   }
   for (const piece of ProviderWire.pieces(answer.text, size)) out.delta({ content: piece })
+  // OpenAI's search models send the text's annotations after it, in a delta of their own.
+  if (answer.annotations.length > 0) out.delta({ annotations: answer.annotations })
   for (const piece of ProviderWire.pieces(answer.refusal, size)) out.delta({ refusal: piece })
   for (const [index, call] of answer.calls.entries()) {
     out.delta({

@@ -15,6 +15,7 @@
 import type { Response } from "effect/ai"
 import * as Result from "effect/Result"
 import type * as AiError from "../AiError.ts"
+import * as CitationSource from "../internal/citationSource.ts"
 import * as Item from "../Item.ts"
 import * as TokenUsage from "../TokenUsage.ts"
 import type { StopReason, Turn } from "../Turn.ts"
@@ -161,7 +162,8 @@ const turnFiles = (turn: Turn): Result.Result<Array<Response.FilePartEncoded>, A
  * A stateful encoder of a turn's deltas as `effect/ai` stream parts: it opens
  * and closes text and reasoning blocks around their deltas, and at the turn's
  * end gives its answer's images and files as `file` parts (failing for one
- * that cannot be, see `EffectAiContent.toResponseFile`). Use one per turn.
+ * that cannot be, see `EffectAiContent.toResponseFile`). A citation is a
+ * `source` part, once per source. Use one per turn.
  *
  * @since 0.2.0
  * @category conversions
@@ -172,6 +174,7 @@ export const makeStreamEncoder = (): (
   let open: { readonly kind: "text" | "reasoning"; readonly id: string } | undefined
   let blocks = 0
   const started = new Set<string>()
+  const sources = new Set<string>()
   const close = (): Array<Response.StreamPartEncoded> => {
     if (open === undefined) return []
     const end: Response.StreamPartEncoded = open.kind === "text"
@@ -191,8 +194,28 @@ export const makeStreamEncoder = (): (
     )
     return parts
   }
+  const source = (citation: Item.Citation): Array<Response.StreamPartEncoded> => {
+    const cited = CitationSource.of(citation)
+    if (sources.has(cited.key)) return []
+    sources.add(cited.key)
+    const id = `source_${sources.size - 1}`
+    return [
+      cited.kind === "url"
+        ? { type: "source", sourceType: "url", id, url: cited.url, title: cited.title ?? cited.url }
+        : {
+          type: "source",
+          sourceType: "document",
+          id,
+          mediaType: cited.mediaType,
+          title: cited.title,
+          ...(cited.filename === undefined ? {} : { fileName: cited.filename })
+        }
+    ]
+  }
   const encode = (delta: TurnDelta): ReadonlyArray<Response.StreamPartEncoded> => {
     switch (delta.type) {
+      case "citation":
+        return source(delta.citation)
       case "text_delta":
       case "refusal_delta":
         return block("text", delta.delta)

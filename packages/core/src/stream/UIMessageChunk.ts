@@ -64,6 +64,14 @@ export type Chunk =
     readonly preliminary?: boolean
   }
   | { readonly type: "tool-output-error"; readonly toolCallId: string; readonly errorText: string }
+  | { readonly type: "source-url"; readonly sourceId: string; readonly url: string; readonly title?: string }
+  | {
+    readonly type: "source-document"
+    readonly sourceId: string
+    readonly mediaType: string
+    readonly title: string
+    readonly filename?: string
+  }
   | DataChunk
   | { readonly type: "error"; readonly errorText: string }
   | { readonly type: "finish"; readonly finishReason: FinishReason }

@@ -3,7 +3,8 @@
  * `useChat` and the UI kits built on it read: an `AgentLoop` run's
  * `AgentEvent`s, a durable run's logged events, or a step program's
  * `StepEvent`s become `start`, `start-step`, `text-*`, `reasoning-*`,
- * `tool-input-*`, `tool-output-*`, `finish-step` and `finish` chunks, with
+ * `tool-input-*`, `tool-output-*`, `source-url`, `source-document`,
+ * `finish-step` and `finish` chunks (a cited source once per stream), with
  * agentloop's own data (cost, verdicts, terminations, approvals) as
  * `data-agentloop-*` parts (see `UIMessageChunk`).
  *
@@ -25,6 +26,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../agent/AgentEvent.ts"
+import * as CitationSource from "../internal/citationSource.ts"
 import * as Item from "../Item.ts"
 import type * as StepEvent from "../step/StepEvent.ts"
 import * as Termination from "../Termination.ts"
@@ -130,6 +132,8 @@ const encoder = () => {
   let parts = 0
   let finished = false
   const announced = new Set<string>()
+  /** The sources already sent, by `CitationSource` key. */
+  const sources = new Set<string>()
 
   const closeText = () => {
     if (text !== undefined) out.push({ type: "text-end", id: text })
@@ -168,6 +172,28 @@ const encoder = () => {
     }
     out.push({ type: "reasoning-delta", id: reasoning, delta })
   }
+  const cite = (citation: Item.Citation) => {
+    const source = CitationSource.of(citation)
+    if (sources.has(source.key)) return
+    sources.add(source.key)
+    const sourceId = `source-${sources.size}`
+    out.push(
+      source.kind === "url"
+        ? {
+          type: "source-url",
+          sourceId,
+          url: source.url,
+          ...(source.title === undefined ? {} : { title: source.title })
+        }
+        : {
+          type: "source-document",
+          sourceId,
+          mediaType: source.mediaType,
+          title: source.title,
+          ...(source.filename === undefined ? {} : { filename: source.filename })
+        }
+    )
+  }
   const announce = (toolCallId: string, toolName: string, args: string) => {
     closeText()
     closeReasoning()
@@ -200,6 +226,9 @@ const encoder = () => {
       if (item.type === "message") {
         const said = item.content.map((part) => part.type === "refusal" ? part.refusal : Item.partText(part)).join("")
         if (said !== "") writeText(said)
+        for (const part of item.content) {
+          if (part.type === "output_text") { for (const citation of part.annotations ?? []) cite(citation) }
+        }
       } else if (item.type === "reasoning") {
         const thought = (item.summary ?? item.content).map(Item.partText).join("")
         if (thought !== "") writeReasoning(thought)
@@ -221,6 +250,8 @@ const encoder = () => {
             return writeText(delta.delta)
           case "reasoning_delta":
             return writeReasoning(delta.delta)
+          case "citation":
+            return cite(delta.citation)
           case "function_call_start":
             closeText()
             closeReasoning()

@@ -261,6 +261,69 @@ const ending = (turn: Turn.Turn): { readonly finishReason: string } | { readonly
 
 const frame = (data: unknown): string => `data: ${JSON.stringify(data)}\n\n`
 
+const utf8Length = (text: string): number => new TextEncoder().encode(text).length
+
+/** Whether the decoder reads `citation` back from a grounding chunk as it is. */
+const groundable = (citation: Item.Citation): boolean =>
+  citation.provider_data === undefined && (citation.type === "url_citation"
+    ? citation.cited_text === undefined
+    : citation.file_id === undefined && citation.filename === undefined && citation.media_type === undefined)
+
+/**
+ * The `groundingMetadata` of the turn's citations, which must all be on its
+ * last message (the decoder puts them there), those with a span first (it
+ * reads the supports first): a `web` chunk per URL citation, a
+ * `retrievedContext` chunk per file citation, a support per span, in bytes of
+ * the whole answer.
+ */
+const grounding = (items: ReadonlyArray<Item.Item>): Record<string, unknown> | undefined => {
+  const messages = items.flatMap((item, index) => item.type === "message" ? [{ item, index }] : [])
+  const texts = messages.map(({ index, item }) => outputText(item.content, where(index, item)))
+  const citations = messages.map(({ item }) =>
+    item.content.flatMap((part) => part.type === "output_text" ? part.annotations ?? [] : [])
+  )
+  const last = citations.length - 1
+  if (citations.some((list, i) => i !== last && list.length > 0)) {
+    throw defect("only the last message of a turn has citations: Gemini grounds the whole answer")
+  }
+  const cited = citations[last] ?? []
+  if (cited.length === 0) return undefined
+  const before = texts.slice(0, -1).join("")
+  const text = texts[last] ?? ""
+  const groundingChunks: Array<unknown> = []
+  const groundingSupports: Array<unknown> = []
+  let spans = true
+  for (const citation of cited) {
+    const spanned = citation.start_index !== undefined && citation.end_index !== undefined
+    if ((spanned && !spans) || !groundable(citation)) {
+      throw defect(
+        `a citation Gemini cannot ground: ${JSON.stringify(citation)} ` +
+          "(spans first; web pages by uri and title, documents by title and text)"
+      )
+    }
+    spans &&= spanned
+    const title = citation.title === undefined ? {} : { title: citation.title }
+    groundingChunks.push(
+      citation.type === "url_citation"
+        ? { web: { uri: citation.url, ...title } }
+        : {
+          retrievedContext: { ...title, ...(citation.cited_text === undefined ? {} : { text: citation.cited_text }) }
+        }
+    )
+    if (citation.start_index !== undefined && citation.end_index !== undefined) {
+      groundingSupports.push({
+        segment: {
+          startIndex: utf8Length(before + text.slice(0, citation.start_index)),
+          endIndex: utf8Length(before + text.slice(0, citation.end_index)),
+          text: text.slice(citation.start_index, citation.end_index)
+        },
+        groundingChunkIndices: [groundingChunks.length - 1]
+      })
+    }
+  }
+  return { groundingChunks, groundingSupports }
+}
+
 const turnFrames = (turn: Turn.Turn, options?: ProviderWire.TurnOptions): ReadonlyArray<string> => {
   const chunkSize = options?.chunkSize ?? defaultChunkSize
   if (!Number.isSafeInteger(chunkSize) || chunkSize < 1) {
@@ -280,15 +343,19 @@ const turnFrames = (turn: Turn.Turn, options?: ProviderWire.TurnOptions): Readon
   const running = runningUsage(usage)
   const chunks: Array<unknown> = parts.map((part) => candidateChunk(content(part), running))
   const last = parts[parts.length - 1]
+  const grounded = grounding(turn.items)
+  const finish = (fields: Record<string, unknown>) =>
+    grounded === undefined ? fields : { ...fields, groundingMetadata: grounded }
   if (options?.complete === false) {
     if (chunks.length === 0) chunks.push({ usageMetadata: running, ...meta })
   } else if ("blockReason" in end) {
     chunks.push({ promptFeedback: { blockReason: end.blockReason }, usageMetadata: usage, ...meta })
   } else if (last === undefined) {
-    chunks.push(candidateChunk({ finishReason: end.finishReason }, usage))
+    chunks.push(candidateChunk(finish({ finishReason: end.finishReason }), usage))
   } else {
     // Gemini sends the finish reason with the last part.
-    chunks[chunks.length - 1] = candidateChunk({ ...content(last), finishReason: end.finishReason }, usage)
+    // Gemini sends its grounding with it.
+    chunks[chunks.length - 1] = candidateChunk(finish({ ...content(last), finishReason: end.finishReason }), usage)
   }
   return chunks.map(frame)
 }

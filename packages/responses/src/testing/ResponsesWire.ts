@@ -20,6 +20,7 @@ import { type AiError, type Item, ProviderHttp, type TokenUsage, type Turn } fro
 import * as ProviderWire from "@agentloop/core/provider/ProviderWire"
 import * as Duration from "effect/Duration"
 import { defaultModel } from "../Responses.ts"
+import * as ResponsesCitation from "../ResponsesCitation.ts"
 import * as ResponsesDecoder from "../ResponsesDecoder.ts"
 import * as ResponsesError from "../ResponsesError.ts"
 
@@ -103,15 +104,30 @@ const endOf = (turn: Turn.Turn): { readonly incomplete: string | undefined } => 
 type WirePart =
   | {
     readonly type: "output_text"
-    readonly annotations: ReadonlyArray<never>
+    readonly annotations: ReadonlyArray<{ readonly [key: string]: unknown }>
     readonly logprobs: ReadonlyArray<never>
     readonly text: string
   }
   | { readonly type: "refusal"; readonly refusal: string }
 
+/** A citation as the API annotates a text with it; one the API has no room for cannot come back, and fails. */
+const annotation = (item: Item.Message, citation: Item.Citation) => {
+  const written = ResponsesCitation.toWire(citation)
+  const exact = citation.cited_text === undefined && (citation.type === "file_citation" || citation.title !== undefined)
+  return written !== undefined && exact ? written : fail(
+    `message ${item.id} cites ${JSON.stringify(citation)}; the API annotates a text with a url_citation ` +
+      "(title and span, no cited text) or with an annotation it sent (provider_data x-openai.*)"
+  )
+}
+
 const messagePart = (item: Item.Message, part: Item.ContentPart): WirePart =>
   part.type === "output_text"
-    ? { type: "output_text", annotations: [], logprobs: [], text: part.text }
+    ? {
+      type: "output_text",
+      annotations: (part.annotations ?? []).map((citation) => annotation(item, citation)),
+      logprobs: [],
+      text: part.text
+    }
     : part.type === "refusal"
     ? part
     : fail(`assistant message ${item.id} has an ${part.type} part; the API streams only output_text and refusal parts`)
@@ -133,9 +149,12 @@ const message = (out: Writer, index: number, item: Item.Message, size: number): 
   for (const [content_index, part] of parts.entries()) {
     const at = { item_id: item.id, output_index: index, content_index }
     if (part.type === "output_text") {
-      out.event("response.content_part.added", { ...at, part: { ...part, text: "" } })
+      out.event("response.content_part.added", { ...at, part: { ...part, text: "", annotations: [] } })
       for (const delta of ProviderWire.pieces(part.text, size)) {
         out.event("response.output_text.delta", { ...at, delta, logprobs: [] })
+      }
+      for (const [annotation_index, annotation] of part.annotations.entries()) {
+        out.event("response.output_text.annotation.added", { ...at, annotation_index, annotation })
       }
       out.event("response.output_text.done", { ...at, text: part.text, logprobs: [] })
     } else {
