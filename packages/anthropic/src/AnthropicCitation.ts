@@ -5,8 +5,10 @@
  * A citation covers the whole text block it is on, so it has no span in the
  * text: its indices (`start_char_index`, `start_page_number`, …) are
  * positions in the cited document, kept with the rest of the citation in its
- * `provider_data` (`x-anthropic.<type>`), which goes back as it came: the API
- * wants a web search result's `encrypted_index` back. A
+ * `provider_data` (`x-anthropic.<type>`), from which the next request's
+ * citation is rebuilt with the fields the API takes back (a web search
+ * result's `encrypted_index` among them; not a document's `file_id`, which the
+ * API sends but refuses in a request). A
  * `web_search_result_location` or `search_result_location` is an
  * `Item.UrlCitation` (a search result's `source` as its URL); a
  * `char_location`, `page_location` or `content_block_location` an
@@ -52,9 +54,60 @@ export const DocumentCitation = Schema.Struct({
   cited_text: OptionalText
 })
 
+const Index = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Title = Schema.NullOr(Text)
+const InDocument = { cited_text: Text, document_index: Index, document_title: Title }
+
+/**
+ * A citation as a request's text block takes it back: each kind with exactly
+ * the fields the API documents for it (it refuses any other, such as the
+ * `file_id` it sends on a document's citations).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const CitationParam = Schema.Union([
+  Schema.Struct({
+    type: Schema.Literal("char_location"),
+    ...InDocument,
+    start_char_index: Index,
+    end_char_index: Index
+  }),
+  Schema.Struct({
+    type: Schema.Literal("page_location"),
+    ...InDocument,
+    start_page_number: Index,
+    end_page_number: Index
+  }),
+  Schema.Struct({
+    type: Schema.Literal("content_block_location"),
+    ...InDocument,
+    start_block_index: Index,
+    end_block_index: Index
+  }),
+  Schema.Struct({
+    type: Schema.Literal("web_search_result_location"),
+    cited_text: Text,
+    encrypted_index: Text,
+    title: Title,
+    url: Text
+  }),
+  Schema.Struct({
+    type: Schema.Literal("search_result_location"),
+    cited_text: Text,
+    search_result_index: Index,
+    source: Text,
+    title: Title,
+    start_block_index: Index,
+    end_block_index: Index
+  })
+])
+export type CitationParam = typeof CitationParam.Type
+
 const decodeObject = Schema.decodeUnknownResult(Schema.Record(Schema.String, Schema.Unknown))
 const decodeSearch = Schema.decodeUnknownResult(SearchCitation)
 const decodeDocument = Schema.decodeUnknownResult(DocumentCitation)
+const decodeParam = Schema.decodeUnknownResult(CitationParam)
 
 /**
  * The citation a text block's citation is, or `undefined` for one of another type or that does not decode.
@@ -109,11 +162,32 @@ export const fromWire = (raw: unknown): Item.Citation | undefined => {
 
 /**
  * The citation as a text block of the next request carries it: the one the
- * API sent, as it came; `undefined` for another provider's (the API would
- * refuse a citation it cannot check).
+ * API sent, with the fields of its kind the API takes back (see
+ * {@link CitationParam}); `undefined` for another provider's (the API would
+ * refuse a citation it cannot check) or one that lacks any of them.
+ *
+ * @example
+ * ```ts
+ * import { AnthropicCitation } from "@agentloop/anthropic"
+ *
+ * const citation = AnthropicCitation.fromWire({
+ *   type: "page_location",
+ *   cited_text: "Revenue grew 12%.",
+ *   document_index: 0,
+ *   document_title: null,
+ *   file_id: "file_011",
+ *   start_page_number: 3,
+ *   end_page_number: 4
+ * })
+ * console.log(citation && AnthropicCitation.toWire(citation))
+ * // { type: 'page_location', cited_text: 'Revenue grew 12%.', document_index: 0, document_title: null, start_page_number: 3, end_page_number: 4 }
+ * ```
  *
  * @since 0.2.0
  * @category encoding
  */
-export const toWire = (citation: Item.Citation): { readonly [key: string]: unknown } | undefined =>
-  citation.provider_data?.type.startsWith("x-anthropic.") ? citation.provider_data.data : undefined
+export const toWire = (citation: Item.Citation): CitationParam | undefined => {
+  if (!citation.provider_data?.type.startsWith("x-anthropic.")) return undefined
+  const param = decodeParam(citation.provider_data.data)
+  return Result.isSuccess(param) ? param.success : undefined
+}

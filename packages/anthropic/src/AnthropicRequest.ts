@@ -105,8 +105,8 @@ export interface DocumentBlock {
 export interface TextBlock {
   readonly type: "text"
   readonly text: string
-  /** The citations the API sent with the block, sent back as they came (see `AnthropicCitation.toWire`). */
-  readonly citations?: ReadonlyArray<{ readonly [key: string]: unknown }>
+  /** The citations the API sent with the block, with the fields it takes back (see `AnthropicCitation.toWire`). */
+  readonly citations?: ReadonlyArray<AnthropicCitation.CitationParam>
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
