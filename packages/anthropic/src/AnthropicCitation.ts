@@ -13,11 +13,13 @@
  * `Item.UrlCitation` (a search result's `source` as its URL); a
  * `char_location`, `page_location` or `content_block_location` an
  * `Item.FileCitation` (the document's title, its file id when it has one). A
- * citation of another type, or one that does not decode, is skipped.
+ * citation of another type, one that does not decode, or one that would not
+ * encode as an `Item.Citation` (nesting deeper than `Item.CitationData`
+ * allows) is skipped: a citation is never worth failing a turn for.
  *
  * @since 0.2.0
  */
-import type { Item } from "@agentloop/core"
+import { Item } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
@@ -108,33 +110,10 @@ const decodeObject = Schema.decodeUnknownResult(Schema.Record(Schema.String, Sch
 const decodeSearch = Schema.decodeUnknownResult(SearchCitation)
 const decodeDocument = Schema.decodeUnknownResult(DocumentCitation)
 const decodeParam = Schema.decodeUnknownResult(CitationParam)
+const isCitation = Schema.is(Item.Citation)
 
-/**
- * The citation a text block's citation is, or `undefined` for one of another type or that does not decode.
- *
- * @example
- * ```ts
- * import { AnthropicCitation } from "@agentloop/anthropic"
- *
- * const citation = AnthropicCitation.fromWire({
- *   type: "char_location",
- *   cited_text: "The grass is green.",
- *   document_index: 0,
- *   document_title: "Facts",
- *   start_char_index: 0,
- *   end_char_index: 20
- * })
- * console.log(citation?.type, citation?.title, citation?.provider_data?.type) // file_citation Facts x-anthropic.char_location
- * console.log(AnthropicCitation.fromWire({ type: "audio_location" })) // undefined
- * ```
- *
- * @since 0.2.0
- * @category decoding
- */
-export const fromWire = (raw: unknown): Item.Citation | undefined => {
-  const object = decodeObject(raw)
-  if (Result.isFailure(object)) return undefined
-  const data = object.success
+/** The citation a citation object is, by its type, or `undefined`. */
+const citationOf = (data: { readonly [key: string]: unknown }): Item.Citation | undefined => {
   const search = decodeSearch(data)
   if (Result.isSuccess(search)) {
     const { cited_text, source, title, type, url } = search.success
@@ -158,6 +137,36 @@ export const fromWire = (raw: unknown): Item.Citation | undefined => {
     ...(cited_text == null ? {} : { cited_text }),
     provider_data: { type: `x-anthropic.${type}`, data }
   }
+}
+
+/**
+ * The citation a text block's citation is, or `undefined` for one of another type, that does not decode or nests too deep.
+ *
+ * @example
+ * ```ts
+ * import { AnthropicCitation } from "@agentloop/anthropic"
+ *
+ * const citation = AnthropicCitation.fromWire({
+ *   type: "char_location",
+ *   cited_text: "The grass is green.",
+ *   document_index: 0,
+ *   document_title: "Facts",
+ *   start_char_index: 0,
+ *   end_char_index: 20
+ * })
+ * console.log(citation?.type, citation?.title, citation?.provider_data?.type) // file_citation Facts x-anthropic.char_location
+ * console.log(AnthropicCitation.fromWire({ type: "audio_location" })) // undefined
+ * ```
+ *
+ * @since 0.2.0
+ * @category decoding
+ */
+export const fromWire = (raw: unknown): Item.Citation | undefined => {
+  const object = decodeObject(raw)
+  if (Result.isFailure(object)) return undefined
+  const citation = citationOf(object.success)
+  // The citation is kept whole, so it must nest no deeper than a checkpoint will encode.
+  return citation !== undefined && isCitation(citation) ? citation : undefined
 }
 
 /**

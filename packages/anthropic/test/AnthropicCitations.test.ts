@@ -2,7 +2,7 @@ import { AnthropicCitation } from "@agentloop/anthropic"
 import { type Item, Turn } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { blockStart, blockStop, delta, messageDelta, messageStart, messageStop, textBlock } from "./fixtures.ts"
 import { completed, requestBody, run, turn } from "./harness.ts"
 
@@ -117,6 +117,29 @@ describe("Anthropic citations", () => {
         const answer = completed(deltas)
         expect(Turn.text(answer)).toBe("According to the documents, the grass is green.")
         expect(citationsOf(answer)).toStrictEqual([undefined, expected, undefined])
+      })
+    ))
+
+  it.effect("a citation nesting deeper than a citation's provider data may is skipped: the turn completes and encodes", () =>
+    run((server) =>
+      Effect.gen(function*() {
+        let deep: unknown = "bottom"
+        for (let i = 0; i < 300; i++) deep = { deeper: deep }
+        yield* server.reply(ProviderServer.sse([
+          messageStart("msg_deep"),
+          blockStart(0, { type: "text", text: "", citations: [{ ...chars, detail: deep }] }),
+          delta(0, { type: "citations_delta", citation: { ...web, detail: deep } }),
+          delta(0, { type: "citations_delta", citation: pages }),
+          delta(0, { type: "text_delta", text: "the grass is green" }),
+          blockStop(0),
+          messageDelta("end_turn"),
+          messageStop
+        ]))
+        const deltas = yield* turn(hello)
+        const answer = completed(deltas)
+        expect(citationsOf(answer)).toStrictEqual([[expected[2]]])
+        expect(deltas.filter((d) => d.type === "citation")).toHaveLength(1)
+        expect(() => Schema.encodeUnknownSync(Turn.Turn)(answer)).not.toThrow()
       })
     ))
 

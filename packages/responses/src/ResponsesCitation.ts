@@ -5,12 +5,13 @@
  * or `file_path` is an `Item.FileCitation` (its `index`, a position in the
  * text, as both indices) that keeps the annotation in its `provider_data`
  * (`x-openai.<type>`), to go back as it came. An annotation of another type,
- * or one that does not decode, is skipped: a citation is never worth failing
- * a turn for.
+ * one that does not decode, or one that would not encode as an
+ * `Item.Citation` (its data nesting deeper than `Item.CitationData` allows)
+ * is skipped: a citation is never worth failing a turn for.
  *
  * @since 0.2.0
  */
-import type { Item } from "@agentloop/core"
+import { Item } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { Index } from "./ResponsesEvent.ts"
@@ -54,6 +55,7 @@ const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 const decodeUrl = Schema.decodeUnknownResult(UrlCitation)
 const decodeObject = Schema.decodeUnknownResult(JsonObject)
 const decodeFile = Schema.decodeUnknownResult(FileAnnotation)
+const isCitation = Schema.is(Item.Citation)
 
 const span = (start: number | null | undefined, end: number | null | undefined) => ({
   ...(start == null ? {} : { start_index: start }),
@@ -88,13 +90,15 @@ export const fromWire = (raw: unknown): Item.Citation | undefined => {
   const file = decodeFile(object.success)
   if (Result.isFailure(file)) return undefined
   const { end_index, file_id, filename, index, start_index, type } = file.success
-  return {
+  const citation: Item.Citation = {
     type: "file_citation",
     file_id,
     ...(filename == null ? {} : { filename }),
     ...(index == null ? span(start_index, end_index) : span(index, index)),
     provider_data: { type: `x-openai.${type}`, data: object.success }
   }
+  // The annotation is kept whole, so it must nest no deeper than a checkpoint will encode.
+  return isCitation(citation) ? citation : undefined
 }
 
 /**
