@@ -19,12 +19,12 @@
  *
  * @since 0.2.0
  */
-import { Item } from "@agentloop/core"
+import { type Item, ProviderCitation } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import { JsonObject } from "./AnthropicEvent.ts"
 
-/** A string from the wire, bounded: a title, a URL or a cited passage is never near this long. */
-const Text = Schema.String.check(Schema.isMaxLength(1_000_000))
+const { Text } = ProviderCitation
 const OptionalText = Schema.optionalKey(Schema.NullOr(Text))
 
 /**
@@ -106,11 +106,10 @@ export const CitationParam = Schema.Union([
 ])
 export type CitationParam = typeof CitationParam.Type
 
-const decodeObject = Schema.decodeUnknownResult(Schema.Record(Schema.String, Schema.Unknown))
+const decodeObject = Schema.decodeUnknownResult(JsonObject)
 const decodeSearch = Schema.decodeUnknownResult(SearchCitation)
 const decodeDocument = Schema.decodeUnknownResult(DocumentCitation)
 const decodeParam = Schema.decodeUnknownResult(CitationParam)
-const isCitation = Schema.is(Item.Citation)
 
 /** The citation a citation object is, by its type, or `undefined`. */
 const citationOf = (data: { readonly [key: string]: unknown }): Item.Citation | undefined => {
@@ -164,9 +163,8 @@ const citationOf = (data: { readonly [key: string]: unknown }): Item.Citation | 
 export const fromWire = (raw: unknown): Item.Citation | undefined => {
   const object = decodeObject(raw)
   if (Result.isFailure(object)) return undefined
-  const citation = citationOf(object.success)
   // The citation is kept whole, so it must nest no deeper than a checkpoint will encode.
-  return citation !== undefined && isCitation(citation) ? citation : undefined
+  return ProviderCitation.encodable(citationOf(object.success))
 }
 
 /**

@@ -16,7 +16,7 @@
  *
  * @since 0.2.0
  */
-import type { Item } from "@agentloop/core"
+import { type Item, ProviderCitation } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
@@ -28,7 +28,7 @@ import * as Schema from "effect/Schema"
  */
 export const maxEntries = 4096
 
-const Text = Schema.String.check(Schema.isMaxLength(1_000_000))
+const { Text } = ProviderCitation
 const Offset = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const Source = Schema.Struct({ uri: Schema.optionalKey(Text), title: Schema.optionalKey(Text) })
 

@@ -11,13 +11,12 @@
  *
  * @since 0.2.0
  */
-import { Item } from "@agentloop/core"
+import { type Item, ProviderCitation } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { Index } from "./ResponsesEvent.ts"
+import { Index, JsonObject } from "./ResponsesEvent.ts"
 
-/** A string from the wire, bounded: a citation's URL, title or id is never near this long. */
-const Text = Schema.String.check(Schema.isMaxLength(65_536))
+const { Text } = ProviderCitation
 
 /**
  * A `url_citation`: a web page the text cites, with the span of the citing text.
@@ -50,12 +49,9 @@ export const FileAnnotation = Schema.Struct({
   end_index: Schema.optionalKey(Schema.NullOr(Index))
 })
 
-const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
-
 const decodeUrl = Schema.decodeUnknownResult(UrlCitation)
 const decodeObject = Schema.decodeUnknownResult(JsonObject)
 const decodeFile = Schema.decodeUnknownResult(FileAnnotation)
-const isCitation = Schema.is(Item.Citation)
 
 const span = (start: number | null | undefined, end: number | null | undefined) => ({
   ...(start == null ? {} : { start_index: start }),
@@ -90,15 +86,14 @@ export const fromWire = (raw: unknown): Item.Citation | undefined => {
   const file = decodeFile(object.success)
   if (Result.isFailure(file)) return undefined
   const { end_index, file_id, filename, index, start_index, type } = file.success
-  const citation: Item.Citation = {
+  // The annotation is kept whole, so it must nest no deeper than a checkpoint will encode.
+  return ProviderCitation.encodable({
     type: "file_citation",
     file_id,
     ...(filename == null ? {} : { filename }),
     ...(index == null ? span(start_index, end_index) : span(index, index)),
     provider_data: { type: `x-openai.${type}`, data: object.success }
-  }
-  // The annotation is kept whole, so it must nest no deeper than a checkpoint will encode.
-  return isCitation(citation) ? citation : undefined
+  })
 }
 
 /**
