@@ -22,7 +22,7 @@
  *
  * @since 0.1.0
  */
-import { AiError, Item, ProviderContent } from "@agentloop/core"
+import { AiError, Item, ProviderCitation, ProviderContent } from "@agentloop/core"
 import type { LanguageModel } from "@agentloop/core"
 import * as Effect from "effect/Effect"
 import type * as JsonSchema from "effect/JsonSchema"
@@ -105,8 +105,8 @@ export interface DocumentBlock {
 export interface TextBlock {
   readonly type: "text"
   readonly text: string
-  /** The citations the API sent with the block, sent back as they came (see `AnthropicCitation.toWire`). */
-  readonly citations?: ReadonlyArray<{ readonly [key: string]: unknown }>
+  /** The citations the API sent with the block, with the fields it takes back (see `AnthropicCitation.toWire`). */
+  readonly citations?: ReadonlyArray<AnthropicCitation.CitationParam>
   readonly cache_control?: AnthropicCache.CacheControl
 }
 
@@ -245,12 +245,7 @@ const textBlocks = (parts: ReadonlyArray<Item.ContentPart>): Array<TextBlock> =>
     if (Item.isMediaPart(part)) return []
     const text = part.type === "refusal" ? part.refusal : part.text
     if (text === "") return []
-    const citations = part.type === "output_text"
-      ? (part.annotations ?? []).flatMap((citation) => {
-        const block = AnthropicCitation.toWire(citation)
-        return block === undefined ? [] : [block]
-      })
-      : []
+    const citations = ProviderCitation.toRequest(part, AnthropicCitation.toWire)
     return [citations.length === 0 ? { type: "text" as const, text } : { type: "text" as const, text, citations }]
   })
 

@@ -45,10 +45,18 @@ const searchResult = {
   }]
 }
 
-const weatherCitation = { type: "web_search_result_location", url: "https://example.com/w", encrypted_index: "ZQ==" }
+const weatherCitation = {
+  type: "web_search_result_location",
+  url: "https://example.com/w",
+  title: "Weather",
+  cited_text: "Sunny, 21°C.",
+  encrypted_index: "ZQ=="
+}
 const weatherSource: Item.Citation = {
   type: "url_citation",
   url: "https://example.com/w",
+  title: "Weather",
+  cited_text: "Sunny, 21°C.",
   provider_data: { type: "x-anthropic.web_search_result_location", data: weatherCitation }
 }
 

@@ -1,7 +1,8 @@
+import { AnthropicCitation } from "@agentloop/anthropic"
 import { type Item, Turn } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { blockStart, blockStop, delta, messageDelta, messageStart, messageStop, textBlock } from "./fixtures.ts"
 import { completed, requestBody, run, turn } from "./harness.ts"
 
@@ -19,6 +20,7 @@ const chars = {
   cited_text: "The grass is green. ",
   document_index: 0,
   document_title: "Facts",
+  file_id: null,
   start_char_index: 0,
   end_char_index: 20
 }
@@ -118,7 +120,30 @@ describe("Anthropic citations", () => {
       })
     ))
 
-  it.effect("the next request sends the citations back on their text block, as the API sent them; others are dropped", () =>
+  it.effect("a citation nesting deeper than a citation's provider data may is skipped: the turn completes and encodes", () =>
+    run((server) =>
+      Effect.gen(function*() {
+        let deep: unknown = "bottom"
+        for (let i = 0; i < 300; i++) deep = { deeper: deep }
+        yield* server.reply(ProviderServer.sse([
+          messageStart("msg_deep"),
+          blockStart(0, { type: "text", text: "", citations: [{ ...chars, detail: deep }] }),
+          delta(0, { type: "citations_delta", citation: { ...web, detail: deep } }),
+          delta(0, { type: "citations_delta", citation: pages }),
+          delta(0, { type: "text_delta", text: "the grass is green" }),
+          blockStop(0),
+          messageDelta("end_turn"),
+          messageStop
+        ]))
+        const deltas = yield* turn(hello)
+        const answer = completed(deltas)
+        expect(citationsOf(answer)).toStrictEqual([[expected[2]]])
+        expect(deltas.filter((d) => d.type === "citation")).toHaveLength(1)
+        expect(() => Schema.encodeUnknownSync(Turn.Turn)(answer)).not.toThrow()
+      })
+    ))
+
+  it.effect("the next request sends the citations back on their text block, with the fields the API takes; others are dropped", () =>
     run((server) =>
       Effect.gen(function*() {
         yield* server.reply(
@@ -147,7 +172,7 @@ describe("Anthropic citations", () => {
             role: "assistant",
             content: [
               { type: "text", text: "According to the documents, " },
-              { type: "text", text: "the grass is green", citations: [chars, web, pages, result] },
+              { type: "text", text: "the grass is green" },
               { type: "text", text: "." }
             ]
           },
@@ -155,6 +180,35 @@ describe("Anthropic citations", () => {
         ])
         const blocks = (body.messages as ReadonlyArray<{ readonly content: ReadonlyArray<object> }>)[1]?.content ?? []
         expect(blocks.map((block) => "citations" in block)).toStrictEqual([false, true, false])
+        // A document's citations come with a `file_id` (null for an inline document) that the API refuses in a request.
+        const { file_id: _chars, ...charsParam } = chars
+        const { file_id: _pages, ...pagesParam } = pages
+        expect(blocks[1]).toStrictEqual({
+          type: "text",
+          text: "the grass is green",
+          citations: [charsParam, web, pagesParam, result]
+        })
       })
     ))
+
+  it("a document's citation goes back without the fields the API sends but refuses, and not at all without one it needs", () => {
+    const blocks = {
+      type: "content_block_location",
+      cited_text: "Step two.",
+      document_index: 2,
+      document_title: "Guide",
+      file_id: null,
+      start_block_index: 1,
+      end_block_index: 2
+    }
+    const { file_id: _, ...param } = blocks
+    const back = (data: { readonly [key: string]: unknown }) =>
+      AnthropicCitation.toWire({
+        type: "file_citation",
+        provider_data: { type: `x-anthropic.${String(data.type)}`, data }
+      })
+    expect(back(blocks)).toStrictEqual(param)
+    expect(back({ ...blocks, document_index: undefined })).toBeUndefined()
+    expect(AnthropicCitation.toWire({ type: "url_citation", url: "https://example.com" })).toBeUndefined()
+  })
 })

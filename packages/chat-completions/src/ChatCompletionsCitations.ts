@@ -11,7 +11,7 @@
  *
  * @since 0.2.0
  */
-import type { Item, TurnDelta } from "@agentloop/core"
+import { type Item, ProviderCitation, type TurnDelta } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
@@ -23,7 +23,7 @@ import * as Schema from "effect/Schema"
  */
 export const maxCitations = 4096
 
-const Text = Schema.String.check(Schema.isMaxLength(65_536))
+const { Text } = ProviderCitation
 const Position = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 

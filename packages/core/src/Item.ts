@@ -29,8 +29,8 @@ export type InputText = typeof InputText.Type
 const Position = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /**
- * A citation as its provider wrote it, kept to be sent back verbatim where
- * the provider wants it (Anthropic's `web_search_result_location` and its
+ * A citation as its provider wrote it, kept to be sent back where the
+ * provider wants it (Anthropic's `web_search_result_location` and its
  * `encrypted_index`, a Responses `file_citation`). Like an {@link Extension},
  * its `type` names the provider and the kind (`x-anthropic.char_location`,
  * `x-openai.file_citation`, …) and its `data` is the provider's object, which

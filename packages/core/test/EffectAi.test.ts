@@ -3,6 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Ref, Schema, Stream } from "effect"
 import {
   AiError as EffectAiError,
+  IdGenerator,
   LanguageModel as AiLanguageModel,
   Prompt,
   Response,
@@ -197,33 +198,50 @@ describe("EffectAi.toEffectAiLanguageModel", () => {
       )
     ))
 
-  it.effect("streams each cited source once, as a source part", () =>
+  const cited = (url: string): MockLanguageModel.Reply => ({
+    ...MockLanguageModel.textTurn("Cited."),
+    items: [{
+      ...Item.assistantMessage("Cited."),
+      content: [{
+        type: "output_text",
+        text: "Cited.",
+        annotations: [
+          { type: "url_citation", url, title: "Page" },
+          { type: "file_citation", filename: "atlas.pdf", media_type: "application/pdf" },
+          { type: "url_citation", url, title: "Page", start_index: 0, end_index: 5 }
+        ]
+      }]
+    }]
+  })
+  const sourcesOf = (parts: ReadonlyArray<Response.StreamPart<{}>>) =>
+    parts.flatMap((part) =>
+      part.type === "source"
+        ? [part.sourceType === "url" ? [part.id, part.url.href, part.title] : [part.id, part.mediaType, part.title]]
+        : []
+    )
+
+  it.effect("streams each cited source once, as a source part whose id names the turn", () =>
     Effect.gen(function*() {
       const parts = yield* AiLanguageModel.streamText({ prompt: "hi" }).pipe(Stream.runCollect)
-      const sources = parts.flatMap((part) =>
-        part.type === "source"
-          ? [part.sourceType === "url" ? [part.id, part.url.href, part.title] : [part.id, part.mediaType, part.title]]
-          : []
-      )
-      expect(sources).toEqual([
-        ["source_0", "https://example.com/paris", "Paris"],
-        ["source_1", "application/pdf", "atlas.pdf"]
+      expect(sourcesOf(parts)).toEqual([
+        ["source_turn1_0", "https://example.com/paris", "Page"],
+        ["source_turn1_1", "application/pdf", "atlas.pdf"]
       ])
-    }).pipe(Effect.provide(onMock([{
-      ...MockLanguageModel.textTurn("Paris."),
-      items: [{
-        ...Item.assistantMessage("Paris."),
-        content: [{
-          type: "output_text",
-          text: "Paris.",
-          annotations: [
-            { type: "url_citation", url: "https://example.com/paris", title: "Paris" },
-            { type: "file_citation", filename: "atlas.pdf", media_type: "application/pdf" },
-            { type: "url_citation", url: "https://example.com/paris", title: "Paris", start_index: 0, end_index: 5 }
-          ]
-        }]
-      }]
-    }]))))
+    }).pipe(
+      Effect.provide(onMock([cited("https://example.com/paris")])),
+      Effect.provideService(IdGenerator.IdGenerator, { generateId: () => Effect.succeed("turn1") })
+    ))
+
+  it.effect("the sources of two turns have different ids", () =>
+    Effect.gen(function*() {
+      const ids = yield* Effect.forEach([1, 2], () =>
+        AiLanguageModel.streamText({ prompt: "hi" }).pipe(
+          Stream.runCollect,
+          Effect.map((parts) => sourcesOf(parts).map(([id]) => id))
+        ))
+      expect(ids.flat()).toHaveLength(4)
+      expect(new Set(ids.flat()).size).toBe(4)
+    }).pipe(Effect.provide(onMock([cited("https://example.com/paris"), cited("https://example.com/rome")]))))
 
   it.effect("sends the prompt as history and instructions", () =>
     Effect.gen(function*() {

@@ -307,10 +307,10 @@ describe("UIMessageStream", () => {
       }
       const cited = { ...answer("Paris. Capital."), items: [message] }
       const sources = [
-        { type: "source-url", sourceId: "source-1", url: "https://example.com/paris", title: "Paris" },
+        { type: "source-url", sourceId: "source-1-1", url: "https://example.com/paris", title: "Paris" },
         {
           type: "source-document",
-          sourceId: "source-2",
+          sourceId: "source-1-2",
           mediaType: "application/pdf",
           title: "Atlas",
           filename: "atlas.pdf"
@@ -329,6 +329,40 @@ describe("UIMessageStream", () => {
         expect(errors).toEqual([])
         expect(message?.parts.filter((part) => part.type.startsWith("source-"))).toEqual(sources)
       }
+    }))
+
+  it.effect("a source's id is its turn's step and its place in the turn: the same in a stream that starts at the turn", () =>
+    Effect.gen(function*() {
+      const url = (name: string) => ({ type: "url_citation", url: `https://example.com/${name}`, title: name }) as const
+      const said = (id: string, annotations: ReadonlyArray<Item.Citation>): Item.Message => ({
+        type: "message",
+        id,
+        status: "completed",
+        role: "assistant",
+        content: [{ type: "output_text", text: "Cited.", annotations }]
+      })
+      const first = addCall(2, 3, "call_cited")
+      const replies = [
+        { ...first, items: [said("msg_1", [url("paris"), url("lyon")]), ...first.items] },
+        { ...answer("Cited."), items: [said("msg_2", [url("paris"), url("rome")])] }
+      ]
+      const events = yield* Stream.runCollect(run(replies))
+      const ids = (from: Iterable<UIMessageStream.Source>) =>
+        Effect.map(
+          Stream.runCollect(UIMessageStream.fromEvents(Stream.fromIterable(from))),
+          (chunks) => chunks.flatMap((chunk) => chunk.type === "source-url" ? [`${chunk.sourceId} ${chunk.url}`] : [])
+        )
+      expect(yield* ids(events)).toStrictEqual([
+        "source-1-1 https://example.com/paris",
+        "source-1-2 https://example.com/lyon",
+        "source-2-2 https://example.com/rome"
+      ])
+      // A client reconnecting during the second turn gets it again from its start: its ids are new, rome's the same.
+      const second = events.findIndex((event) => event._tag === "Delta" && event.step === 2)
+      expect(yield* ids(events.slice(second))).toStrictEqual([
+        "source-2-1 https://example.com/paris",
+        "source-2-2 https://example.com/rome"
+      ])
     }))
 
   it.effect("a durable log's events (no deltas): each turn's text and calls come from its TurnCompleted", () =>

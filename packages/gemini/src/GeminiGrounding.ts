@@ -11,23 +11,24 @@
  * one citation per chunk it names, with the span as UTF-16 indices into the
  * text; a chunk no support names is a citation without a span. Chunks of
  * other kinds, and entries that do not decode, are skipped; the lists are read
- * up to {@link maxEntries}. Gemini takes no citations back in a request.
+ * up to {@link maxEntries}, and so are the citations made of them (a support
+ * may name many chunks). Gemini takes no citations back in a request.
  *
  * @since 0.2.0
  */
-import type { Item } from "@agentloop/core"
+import { type Item, ProviderCitation } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 
 /**
- * The most chunks, and supports, read from one `groundingMetadata`.
+ * The most chunks, supports and citations read from one `groundingMetadata`.
  *
  * @since 0.2.0
  * @category constants
  */
 export const maxEntries = 4096
 
-const Text = Schema.String.check(Schema.isMaxLength(1_000_000))
+const { Text } = ProviderCitation
 const Offset = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const Source = Schema.Struct({ uri: Schema.optionalKey(Text), title: Schema.optionalKey(Text) })
 
@@ -70,20 +71,38 @@ export const GroundingMetadata = Schema.Struct({
 })
 export type GroundingMetadata = typeof GroundingMetadata.Type
 
+type Support = typeof GroundingSupport.Type
+
 const decodeChunk = Schema.decodeUnknownResult(GroundingChunk)
 const decodeSupport = Schema.decodeUnknownResult(GroundingSupport)
 
-/** The UTF-16 index of the UTF-8 byte `offset` of `text` (the end of the text past its bytes). */
-const utf16Index = (text: string, offset: number): number => {
+/** The bytes `char` (one code point) takes in UTF-8. */
+const utf8Length = (char: string): number => {
+  const code = char.codePointAt(0) ?? 0
+  return code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4
+}
+
+/**
+ * The UTF-16 index of each of the UTF-8 byte `offsets` of `text` (an offset
+ * inside a character is the next one's), found in one walk of the text over
+ * the offsets sorted; an offset past the text's bytes is missing (the end of
+ * the text).
+ */
+const utf16Indices = (text: string, offsets: ReadonlyArray<number>): ReadonlyMap<number, number> => {
+  const sorted = [...new Set(offsets)].sort((a, b) => a - b)
+  const indices = new Map<number, number>()
   let bytes = 0
   let index = 0
+  let next = 0
   for (const char of text) {
-    if (bytes >= offset) return index
-    const code = char.codePointAt(0) ?? 0
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4
+    for (let offset = sorted[next]; offset !== undefined && offset <= bytes; offset = sorted[++next]) {
+      indices.set(offset, index)
+    }
+    if (next === sorted.length) break
+    bytes += utf8Length(char)
     index += char.length
   }
-  return index
+  return indices
 }
 
 /** The citation a chunk is, without a span, or `undefined` for a kind this layer does not read. */
@@ -105,7 +124,9 @@ const sourceOf = (raw: unknown): Item.Citation | undefined => {
 
 /**
  * The citations of a grounded answer whose text is `text`: the supported
- * spans first, in the supports' order, then the sources no support names.
+ * spans first, in the supports' order, then the sources no support names, up
+ * to {@link maxEntries} in all. The spans' byte offsets are converted to
+ * UTF-16 in one walk of the text.
  *
  * @example
  * ```ts
@@ -123,20 +144,39 @@ const sourceOf = (raw: unknown): Item.Citation | undefined => {
  */
 export const citations = (text: string, metadata: GroundingMetadata): Array<Item.Citation> => {
   const sources = (metadata.groundingChunks ?? []).slice(0, maxEntries).map(sourceOf)
+  const supports = supportsUpTo(metadata.groundingSupports ?? [], sources)
+  const indices = utf16Indices(text, supports.flatMap(({ segment }) => [segment.startIndex ?? 0, segment.endIndex]))
+  const at = (offset: number) => indices.get(offset) ?? text.length
   const named = new Set<number>()
   const out: Array<Item.Citation> = []
-  for (const raw of (metadata.groundingSupports ?? []).slice(0, maxEntries)) {
-    const support = decodeSupport(raw)
-    if (Result.isFailure(support)) continue
-    const { endIndex, startIndex } = support.success.segment
-    const span = { start_index: utf16Index(text, startIndex ?? 0), end_index: utf16Index(text, endIndex) }
-    for (const index of support.success.groundingChunkIndices) {
+  for (const { groundingChunkIndices, segment } of supports) {
+    const span = { start_index: at(segment.startIndex ?? 0), end_index: at(segment.endIndex) }
+    for (const index of groundingChunkIndices) {
       const source = sources[index]
-      if (source === undefined) continue
+      if (source === undefined || out.length === maxEntries) continue
       named.add(index)
       out.push({ ...source, ...span })
     }
   }
-  for (const [index, source] of sources.entries()) if (source !== undefined && !named.has(index)) out.push(source)
+  for (const [index, source] of sources.entries()) {
+    if (source !== undefined && !named.has(index) && out.length < maxEntries) out.push(source)
+  }
   return out
+}
+
+/** The supports that decode, read until they name {@link maxEntries} sources in all. */
+const supportsUpTo = (
+  raws: ReadonlyArray<unknown>,
+  sources: ReadonlyArray<Item.Citation | undefined>
+): Array<Support> => {
+  const supports: Array<Support> = []
+  let named = 0
+  for (const raw of raws.slice(0, maxEntries)) {
+    if (named >= maxEntries) break
+    const support = decodeSupport(raw)
+    if (Result.isFailure(support)) continue
+    supports.push(support.success)
+    named += support.success.groundingChunkIndices.filter((index) => sources[index] !== undefined).length
+  }
+  return supports
 }

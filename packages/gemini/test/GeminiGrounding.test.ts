@@ -1,4 +1,5 @@
 import { Turn } from "@agentloop/core"
+import { GeminiGrounding } from "@agentloop/gemini"
 import { ProviderHarness, ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -91,4 +92,46 @@ describe("Gemini grounding", () => {
         expect(deltas.some((d) => d.type === "citation")).toBe(false)
       }
     }))
+
+  it("a grounding makes at most maxEntries citations, however many chunks its supports name", () => {
+    const { maxEntries } = GeminiGrounding
+    const groundingChunks = [{ web: { uri: "https://a.example" } }, { web: { uri: "https://b.example" } }]
+    const supports = (count: number, groundingChunkIndices: ReadonlyArray<number>) =>
+      Array.from({ length: count }, () => ({ segment: { endIndex: 1 }, groundingChunkIndices }))
+    const both = GeminiGrounding.citations("ab", { groundingChunks, groundingSupports: supports(maxEntries, [0, 1]) })
+    expect(both).toHaveLength(maxEntries)
+    expect(both.at(-1)).toStrictEqual({ type: "url_citation", url: "https://b.example", start_index: 0, end_index: 1 })
+    // The cap counts the sources no support names too.
+    const full = GeminiGrounding.citations("ab", { groundingChunks, groundingSupports: supports(maxEntries, [0]) })
+    expect(full).toHaveLength(maxEntries)
+    expect(full.at(-1)).toMatchObject({ url: "https://a.example" })
+  })
+
+  it("converts every support's byte offsets in one walk of a long answer", () => {
+    // 200,000 UTF-16 units in 400,000 UTF-8 bytes: each repeat is 5 units in 10 bytes (1 + 2 + 3 + 4).
+    const answer = "aé✓😀".repeat(40_000)
+    // The answer as a string object that counts the characters read from it.
+    let read = 0
+    const text = Object.assign(new String(answer), {
+      *[Symbol.iterator]() {
+        for (const char of answer) {
+          read++
+          yield char
+        }
+      }
+    })
+    const groundingSupports = Array.from({ length: GeminiGrounding.maxEntries }, (_, i) => ({
+      segment: { startIndex: i * 970, endIndex: i * 970 + 7 },
+      groundingChunkIndices: [0]
+    }))
+    const citations = GeminiGrounding.citations(text as unknown as string, {
+      groundingChunks: [{ web: { uri: "https://example.com" } }],
+      groundingSupports
+    })
+    expect(read).toBeLessThanOrEqual(answer.length)
+    expect(citations).toHaveLength(GeminiGrounding.maxEntries)
+    // Byte 7 of a repeat is inside its emoji (bytes 6 to 9), so the span ends after it; an offset past the text is its end.
+    expect(citations[1]).toMatchObject({ start_index: 97 * 5, end_index: 97 * 5 + 5 })
+    expect(citations.at(-1)).toMatchObject({ start_index: 200_000, end_index: 200_000 })
+  })
 })

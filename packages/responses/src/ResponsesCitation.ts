@@ -5,18 +5,18 @@
  * or `file_path` is an `Item.FileCitation` (its `index`, a position in the
  * text, as both indices) that keeps the annotation in its `provider_data`
  * (`x-openai.<type>`), to go back as it came. An annotation of another type,
- * or one that does not decode, is skipped: a citation is never worth failing
- * a turn for.
+ * one that does not decode, or one that would not encode as an
+ * `Item.Citation` (its data nesting deeper than `Item.CitationData` allows)
+ * is skipped: a citation is never worth failing a turn for.
  *
  * @since 0.2.0
  */
-import type { Item } from "@agentloop/core"
+import { type Item, ProviderCitation } from "@agentloop/core"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { Index } from "./ResponsesEvent.ts"
+import { Index, JsonObject } from "./ResponsesEvent.ts"
 
-/** A string from the wire, bounded: a citation's URL, title or id is never near this long. */
-const Text = Schema.String.check(Schema.isMaxLength(65_536))
+const { Text } = ProviderCitation
 
 /**
  * A `url_citation`: a web page the text cites, with the span of the citing text.
@@ -48,8 +48,6 @@ export const FileAnnotation = Schema.Struct({
   start_index: Schema.optionalKey(Schema.NullOr(Index)),
   end_index: Schema.optionalKey(Schema.NullOr(Index))
 })
-
-const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 
 const decodeUrl = Schema.decodeUnknownResult(UrlCitation)
 const decodeObject = Schema.decodeUnknownResult(JsonObject)
@@ -88,13 +86,14 @@ export const fromWire = (raw: unknown): Item.Citation | undefined => {
   const file = decodeFile(object.success)
   if (Result.isFailure(file)) return undefined
   const { end_index, file_id, filename, index, start_index, type } = file.success
-  return {
+  // The annotation is kept whole, so it must nest no deeper than a checkpoint will encode.
+  return ProviderCitation.encodable({
     type: "file_citation",
     file_id,
     ...(filename == null ? {} : { filename }),
     ...(index == null ? span(start_index, end_index) : span(index, index)),
     provider_data: { type: `x-openai.${type}`, data: object.success }
-  }
+  })
 }
 
 /**

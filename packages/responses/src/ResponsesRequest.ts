@@ -6,7 +6,14 @@
  *
  * @since 0.1.0
  */
-import { type AiError, Item, type LanguageModel, ProviderContent, StrictSchema } from "@agentloop/core"
+import {
+  type AiError,
+  Item,
+  type LanguageModel,
+  ProviderCitation,
+  ProviderContent,
+  StrictSchema
+} from "@agentloop/core"
 import type * as JsonSchema from "effect/JsonSchema"
 import * as Result from "effect/Result"
 import * as ResponsesCitation from "./ResponsesCitation.ts"
@@ -198,15 +205,6 @@ const notHere = (message: Item.Message, index: number, part: Item.MediaPart, pos
     } ${message.role} message`
   )
 
-/** A text's citations as the API takes them back (see `ResponsesCitation.toWire`); the others are dropped. */
-const annotations = (part: Item.ContentPart): Array<{ readonly [key: string]: unknown }> =>
-  part.type === "output_text"
-    ? (part.annotations ?? []).flatMap((citation) => {
-      const annotation = ResponsesCitation.toWire(citation)
-      return annotation === undefined ? [] : [annotation]
-    })
-    : []
-
 const messageInput = (
   message: Item.Message,
   index: number,
@@ -221,7 +219,13 @@ const messageInput = (
       content.push(media.success)
     } else if (message.role === "assistant") {
       content.push(
-        part.type === "refusal" ? part : { type: "output_text", text: part.text, annotations: annotations(part) }
+        part.type === "refusal"
+          ? part
+          : {
+            type: "output_text",
+            text: part.text,
+            annotations: ProviderCitation.toRequest(part, ResponsesCitation.toWire)
+          }
       )
     } else {
       content.push({ type: "input_text", text: partText(part) })

@@ -1,7 +1,7 @@
 import { type Item, Turn } from "@agentloop/core"
 import { ProviderServer } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { completeTurn, run, Script, TestLayer, usage } from "./fixtures.ts"
 
 const text = "Paris is the capital of France."
@@ -96,6 +96,18 @@ describe("Responses citations", () => {
       expect(Turn.text(turn)).toBe(text)
       expect(citationsOf(turn)).toStrictEqual([expected[0]])
       expect(deltas.filter((d) => d.type === "citation")).toHaveLength(1)
+    }).pipe(Effect.provide(TestLayer)))
+
+  it.live("an annotation nesting deeper than a citation's provider data may is skipped: the turn completes and encodes", () =>
+    Effect.gen(function*() {
+      let deep: unknown = "bottom"
+      for (let i = 0; i < 300; i++) deep = { deeper: deep }
+      const tooDeep = { ...file, detail: deep }
+      const deltas = yield* run([ProviderServer.sse(cited([tooDeep, page], [tooDeep, page]).frames)])
+      const turn = completeTurn(deltas)
+      expect(citationsOf(turn)).toStrictEqual([expected[0]])
+      expect(deltas.filter((d) => d.type === "citation")).toHaveLength(1)
+      expect(() => Schema.encodeUnknownSync(Turn.Turn)(turn)).not.toThrow()
     }).pipe(Effect.provide(TestLayer)))
 
   it.live("the next request sends the text's citations back as its annotations, as the API wrote them", () =>

@@ -6,10 +6,11 @@
  *
  * @since 0.2.0
  */
-import { LanguageModel as AiLanguageModel, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
+import { IdGenerator, LanguageModel as AiLanguageModel, Tool as AiTool, Toolkit as AiToolkit } from "effect/ai"
 import type { Response } from "effect/ai"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import * as AiError from "../AiError.ts"
@@ -65,8 +66,8 @@ export const toEffectAiLanguageModel: Layer.Layer<AiLanguageModel.LanguageModel,
             Effect.mapError(EffectAiError.fromAiError)
           ),
         streamText: (options) =>
-          Stream.suspend(() => {
-            const encode = EffectAiResponse.makeStreamEncoder()
+          Stream.unwrap(Effect.map(turnId, (id) => {
+            const encode = EffectAiResponse.makeStreamEncoder(id)
             return turn(options).pipe(
               Stream.flatMap((delta) => {
                 const parts = encode(delta)
@@ -74,10 +75,15 @@ export const toEffectAiLanguageModel: Layer.Layer<AiLanguageModel.LanguageModel,
               }),
               Stream.mapError(EffectAiError.fromAiError)
             )
-          })
+          }))
       })
     })
   )
+
+/** An id for a streamed turn, from the `IdGenerator` effect/ai provides (its default outside a response). */
+const turnId = Effect.serviceOption(IdGenerator.IdGenerator).pipe(
+  Effect.flatMap((generator) => Option.getOrElse(generator, () => IdGenerator.defaultIdGenerator).generateId())
+)
 
 const request = (options: AiLanguageModel.ProviderOptions) =>
   Effect.map(EffectAiPrompt.toHistory(options.prompt), ({ history, instructions }) => {

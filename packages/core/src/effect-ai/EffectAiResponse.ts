@@ -163,12 +163,14 @@ const turnFiles = (turn: Turn): Result.Result<Array<Response.FilePartEncoded>, A
  * and closes text and reasoning blocks around their deltas, and at the turn's
  * end gives its answer's images and files as `file` parts (failing for one
  * that cannot be, see `EffectAiContent.toResponseFile`). A citation is a
- * `source` part, once per source. Use one per turn.
+ * `source` part, once per source, whose id is `source_<turn>_<n>`: `turn`
+ * (an id of the turn, unique in the response) keeps the sources of a
+ * response's turns apart. Use one per turn.
  *
  * @since 0.2.0
  * @category conversions
  */
-export const makeStreamEncoder = (): (
+export const makeStreamEncoder = (turn = "0"): (
   delta: TurnDelta
 ) => Result.Result<ReadonlyArray<Response.StreamPartEncoded>, AiError.InvalidRequest> => {
   let open: { readonly kind: "text" | "reasoning"; readonly id: string } | undefined
@@ -198,7 +200,7 @@ export const makeStreamEncoder = (): (
     const cited = CitationSource.of(citation)
     if (sources.has(cited.key)) return []
     sources.add(cited.key)
-    const id = `source_${sources.size - 1}`
+    const id = `source_${turn}_${sources.size - 1}`
     return [
       cited.kind === "url"
         ? { type: "source", sourceType: "url", id, url: cited.url, title: cited.title ?? cited.url }

@@ -5,6 +5,7 @@
  */
 export * as EventHandlers from "./EventHandlers.ts"
 export * as Provider from "./Provider.ts"
+export * as ProviderCitation from "./ProviderCitation.ts"
 export * as ProviderContent from "./ProviderContent.ts"
 export * as ProviderHttp from "./ProviderHttp.ts"
 export * as ProviderRetry from "./ProviderRetry.ts"

@@ -4,7 +4,9 @@
  * `AgentEvent`s, a durable run's logged events, or a step program's
  * `StepEvent`s become `start`, `start-step`, `text-*`, `reasoning-*`,
  * `tool-input-*`, `tool-output-*`, `source-url`, `source-document`,
- * `finish-step` and `finish` chunks (a cited source once per stream), with
+ * `finish-step` and `finish` chunks (a cited source once per stream, its id
+ * `source-<step>-<n>`: its turn's step and its place among the turn's
+ * sources, the same in a stream resumed at the turn), with
  * agentloop's own data (cost, verdicts, terminations, approvals) as
  * `data-agentloop-*` parts (see `UIMessageChunk`).
  *
@@ -134,6 +136,8 @@ const encoder = () => {
   const announced = new Set<string>()
   /** The sources already sent, by `CitationSource` key. */
   const sources = new Set<string>()
+  /** The sources the current step's turn cites, by key: their place among them, from 1. */
+  let cited = new Map<string, number>()
 
   const closeText = () => {
     if (text !== undefined) out.push({ type: "text-end", id: text })
@@ -155,6 +159,7 @@ const encoder = () => {
     out.push({ type: "start-step" })
     step = key
     streamed = false
+    cited = new Map()
   }
   const writeText = (delta: string) => {
     closeReasoning()
@@ -172,11 +177,18 @@ const encoder = () => {
     }
     out.push({ type: "reasoning-delta", id: reasoning, delta })
   }
+  /**
+   * A source once per stream. Its id is its turn's step and its place among
+   * the sources the turn cites, so it is the same in a stream that starts at
+   * the turn (a client that reconnects gets the turn again from its start).
+   */
   const cite = (citation: Item.Citation) => {
     const source = CitationSource.of(citation)
+    const place = cited.get(source.key) ?? cited.size + 1
+    cited.set(source.key, place)
     if (sources.has(source.key)) return
     sources.add(source.key)
-    const sourceId = `source-${sources.size}`
+    const sourceId = `source-${step ?? ""}-${place}`
     out.push(
       source.kind === "url"
         ? {
