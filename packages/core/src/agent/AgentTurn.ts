@@ -269,9 +269,10 @@ export const stream = <E, R, A, S, E2, R2>(
       }
       const afterAccount = request.afterAccount
       const tools = runTools(request, completed, new Map(), then)
+      // A check with nothing to wait for (no budget) leaves the tools' stream to open as it is (see `Loop`).
       return Loop.decideAfter(
         ChunkStream.make([event]),
-        () => afterAccount === undefined ? tools : Effect.as(afterAccount(completed, accounting), tools)
+        () => afterAccount === undefined ? tools : Effect.mapEager(afterAccount(completed, accounting), () => tools)
       )
     })
   return complete<AgentEvent.TurnCompleted | AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S, E | E2, R | R2>(
