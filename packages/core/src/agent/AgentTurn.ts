@@ -18,6 +18,7 @@
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Pull from "effect/Pull"
@@ -154,42 +155,43 @@ export const complete = <A, S, E2, R2>(
       Failure,
       void,
       LanguageModel
-    > = Effect.flatMap(LanguageModel, (model) =>
-      Effect.flatMap(Telemetry.CaptureContent, (captureContent) => {
-        completion.reset()
-        asked = request.history
-        const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
-          Channel.toPullScoped(
-            modelTurn(model, captureContent, history, request.options, step, completion.complete).channel,
-            attemptScope
+    > = Effect.withFiber((fiber) => {
+      const model = Context.getUnsafe(fiber.context as Context.Context<LanguageModel>, LanguageModel)
+      const captureContent = fiber.getRef(Telemetry.CaptureContent)
+      completion.reset()
+      asked = request.history
+      const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
+        Channel.toPullScoped(
+          modelTurn(model, captureContent, history, request.options, step, completion.complete).channel,
+          attemptScope
+        )
+      // The first attempt's own scope: it is closed (its request aborted, its span ended) before compaction.
+      const firstScope = Scope.forkUnsafe(scope)
+      const compacted = (overflow: AiError.ContextLengthExceeded) =>
+        Effect.gen(function*() {
+          yield* Scope.close(firstScope, Exit.fail(overflow))
+          const compactor = yield* Compactor.Compactor
+          const shorter = yield* compactor.compact(request.history).pipe(
+            Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
           )
-        // The first attempt's own scope: it is closed (its request aborted, its span ended) before compaction.
-        const firstScope = Scope.forkUnsafe(scope)
-        const compacted = (overflow: AiError.ContextLengthExceeded) =>
-          Effect.gen(function*() {
-            yield* Scope.close(firstScope, Exit.fail(overflow))
-            const compactor = yield* Compactor.Compactor
-            const shorter = yield* compactor.compact(request.history).pipe(
-              Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
-            )
-            asked = shorter
-            current = Effect.flatMap(attempt(shorter, scope), (pull) => (current = pull))
-            const discarded: Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
-              { _tag: "AttemptDiscarded", step, cause: overflow },
-              { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
-            ]
-            return discarded
-          })
-        const retried = (
-          error: Failure | Cause.Done
-        ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
-          Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
-        // The setup's failure and the pulls' are caught apart: the first pull does not run inside a second catch.
-        return Effect.matchEffect(attempt(request.history, firstScope), {
-          onFailure: retried,
-          onSuccess: (pull) => (current = Effect.catch(pull, retried))
+          asked = shorter
+          current = Effect.flatMap(attempt(shorter, scope), (pull) => (current = pull))
+          const discarded: Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
+            { _tag: "AttemptDiscarded", step, cause: overflow },
+            { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
+          ]
+          return discarded
         })
-      }))
+      const retried = (
+        error: Failure | Cause.Done
+      ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
+        Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
+      // The setup's failure and the pulls' are caught apart: the first pull does not run inside a second catch.
+      return Effect.matchEffect(attempt(request.history, firstScope), {
+        onFailure: retried,
+        onSuccess: (pull) => (current = Effect.catch(pull, retried))
+      })
+    })
     return Effect.succeed(Effect.suspend(() => current))
   }))
 
@@ -197,7 +199,7 @@ export const complete = <A, S, E2, R2>(
     deltas,
     () =>
       Effect.flatMap(completion.turn, (turn) =>
-        Effect.flatMap(Pricing.turnCost(turn), (cost) => {
+        Effect.flatMapEager(Pricing.turnCost(turn), (cost) => {
           const next = then({ turn, cost, history: [...asked, ...turn.items] })
           return Effect.isEffect(next) ? next : Effect.succeed(next)
         }))
