@@ -160,9 +160,15 @@ export const complete = <A, S, E2, R2>(
       const captureContent = fiber.getRef(Telemetry.CaptureContent)
       completion.reset()
       asked = request.history
+      // Once the turn is complete, the stream ends at the next pull here: the request's layers are not pulled
+      // again only to say so.
+      const completed = (turn: Turn.Turn) => {
+        completion.complete(turn)
+        current = Cause.done()
+      }
       const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
         Channel.toPullScoped(
-          modelTurn(model, captureContent, history, request.options, step, completion.complete).channel,
+          modelTurn(model, captureContent, history, request.options, step, completed).channel,
           attemptScope
         )
       // The first attempt's own scope: it is closed (its request aborted, its span ended) before compaction.
@@ -369,9 +375,10 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
 
 /**
  * One request to the model, in its `chat` span: its deltas as `Delta` events,
- * up to its `turn_complete`, the span annotated with the `error.type` of a
- * failure (its setup's included). The span and the pull are one stream layer
- * (see `internal/spanStream`).
+ * up to its `turn_complete`, which ends the span (`onTurn` is given the turn
+ * then), the span annotated with the `error.type` of a failure (its setup's
+ * included). The span and the pull are one stream layer (see
+ * `internal/spanStream`).
  */
 const modelTurn = (
   model: LanguageModel["Service"],
@@ -388,10 +395,12 @@ const modelTurn = (
       kind: "client",
       attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
     },
-    (span, scope) =>
+    (span, scope, ended) =>
       Effect.map(Channel.toPullScoped(deltas.channel, scope), (pull) =>
         untilComplete(pull, step, (turn) => {
           Telemetry.annotateTurn(span, turn, captureContent)
+          // The request is over: its span ends with its turn, not when the stream is pulled again.
+          ended()
           onTurn(turn)
         })),
     { onError: (span, error) => span.attribute("error.type", error._tag) }

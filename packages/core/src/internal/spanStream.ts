@@ -14,7 +14,7 @@ import * as Channel from "effect/Channel"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as Pull from "effect/Pull"
 import * as References from "effect/References"
 import * as Result from "effect/Result"
@@ -42,15 +42,18 @@ export interface Options<P, E> {
  * made in a scope of the stream's own and ended with the stream's exit (its
  * pull's end or failure, or the stream's scope closed), as `Stream.withSpan`
  * ends it, and it is the parent span of `open` and of every pull. `open` is
- * given the span and the scope to open other streams in
- * (`Channel.toPullScoped`).
+ * given the span, the scope to open other streams in
+ * (`Channel.toPullScoped`), and `ended`, which ends the span as the stream's
+ * end does: for a stream that knows it has ended before it is pulled again
+ * (its consumer may not pull it again).
  */
 export const make = <A, E, R, E2, R2, P = never>(
   name: string,
   span: Tracer.SpanOptionsNoTrace,
   open: (
     span: Tracer.Span,
-    scope: Scope.Scope
+    scope: Scope.Scope,
+    ended: () => void
   ) => Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E, void, R>, E2, R2>,
   options: Options<P, Pull.ExcludeDone<E> | E2> = {}
 ): Stream.Stream<A, Pull.ExcludeDone<E> | E2, Exclude<R | R2, Tracer.ParentSpan | P>> =>
@@ -71,7 +74,7 @@ export const make = <A, E, R, E2, R2, P = never>(
           Scope.closeUnsafe(spanScope, Pull.doneExitFromCause(cause))
         }
         const inSpan = inContext(made, options.provided, end)
-        return Effect.map(inSpan(open(made, scope)), inSpan)
+        return Effect.map(inSpan(open(made, scope, () => Scope.closeUnsafe(spanScope, Exit.void))), inSpan)
       })
     })
   ))
