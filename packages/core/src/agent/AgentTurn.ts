@@ -156,6 +156,7 @@ export const complete = <A, S, E2, R2>(
       void,
       LanguageModel
     > = Effect.withFiber((fiber) => {
+      // The pull requires the model: it is in the fiber's context.
       const model = Context.getUnsafe(fiber.context as Context.Context<LanguageModel>, LanguageModel)
       const captureContent = fiber.getRef(Telemetry.CaptureContent)
       completion.reset()
