@@ -162,10 +162,11 @@ export const complete = <A, S, E2, R2>(
       completion.reset()
       asked = request.history
       // Once the turn is complete, the stream ends at the next pull here: the request's layers are not pulled
-      // again only to say so.
+      // again only to say so, and the first attempt's scope (its request) is released then, not with the
+      // iteration (after the tools and the decision).
       const completed = (turn: Turn.Turn) => {
         completion.complete(turn)
-        current = Cause.done()
+        current = Effect.andThen(Scope.close(firstScope, Exit.void), Cause.done())
       }
       const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
         Channel.toPullScoped(
