@@ -253,10 +253,10 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
       const build = (make: () => ReturnType<Body<S, A, E, R>>, scope: Scope.Scope): Pull.Pull<Chunk<A>, E, void, R> => {
         const built = make()
         if (!Effect.isEffect(built)) return open(built, scope)
-        const events: Effect.Effect<Stream.Stream<Event<A, S>, E, R>, E, R> = Exit.isExit(built)
+        const opening: Effect.Effect<Stream.Stream<Event<A, S>, E, R>, E, R> = Exit.isExit(built)
           ? built as Exit.Exit<Stream.Stream<Event<A, S>, E, R>, E>
           : Scope.provide(built, scope)
-        return Effect.matchCauseEffectEager(events, {
+        return Effect.matchCauseEffectEager(opening, {
           onSuccess: (events) => open(events, scope),
           onFailure: failIteration
         })
