@@ -248,14 +248,18 @@ const make = <S, A, E, R>(initial: S, body: Body<S, A, E, R>): Stream.Stream<A, 
         return build(() => body(state), iterationScope ??= Scope.forkUnsafe(loopScope))
       }
 
+      // A body's effect that has its result already (an `Exit`: a body that had nothing to wait for) is not run:
+      // its stream is opened, or its failure fails the iteration, there and then.
       const build = (make: () => ReturnType<Body<S, A, E, R>>, scope: Scope.Scope): Pull.Pull<Chunk<A>, E, void, R> => {
         const built = make()
-        return Effect.isEffect(built)
-          ? Effect.matchCauseEffect(Scope.provide(built, scope), {
-            onSuccess: (events) => open(events, scope),
-            onFailure: failIteration
-          })
-          : open(built, scope)
+        if (!Effect.isEffect(built)) return open(built, scope)
+        const opening: Effect.Effect<Stream.Stream<Event<A, S>, E, R>, E, R> = Exit.isExit(built)
+          ? built as Exit.Exit<Stream.Stream<Event<A, S>, E, R>, E>
+          : Scope.provide(built, scope)
+        return Effect.matchCauseEffectEager(opening, {
+          onSuccess: (events) => open(events, scope),
+          onFailure: failIteration
+        })
       }
 
       const open = (

@@ -333,19 +333,22 @@ export const streamAll = <R, E = never, R2 = never>(
     const emit = (event: Event) => Effect.asVoid(Queue.offer(queue, event))
     const onResult = options?.onResult
     const list = Array.from(calls)
-    return Effect.forEach(
-      list,
-      (call, index) =>
-        // Once a call has ended, its result is recorded even if the stream is being interrupted.
-        Effect.uninterruptibleMask((restore) =>
-          restore(executeOne(toolkit, call, index, {
-            ...options,
-            onProgress: (event) => emit({ _tag: "Progress", ...event })
-          })).pipe(Effect.tap((result) => onResult === undefined ? Effect.void : onResult(index, result)))
-        ).pipe(Effect.flatMap((result) => emit({ _tag: "Result", index, result }))),
-      // A single call (the common turn) runs in this fiber: no fiber forked for it.
-      { concurrency: list.length > 1 ? options?.concurrency ?? defaultConcurrency : 1, discard: true }
-    ).pipe(Effect.andThen(Queue.end(queue)))
+    const one = (call: Item.FunctionCall, index: number) => {
+      const executed = executeOne(toolkit, call, index, {
+        ...options,
+        onProgress: (event) => emit({ _tag: "Progress", ...event })
+      })
+      // Once a call has ended, its result is recorded even if the stream is being interrupted.
+      const recorded = onResult === undefined ?
+        executed :
+        Effect.uninterruptibleMask((restore) => Effect.tap(restore(executed), (result) => onResult(index, result)))
+      return Effect.flatMap(recorded, (result) => emit({ _tag: "Result", index, result }))
+    }
+    // A single call (the common turn) runs in this fiber, as it is: no fiber forked for it, no loop over one call.
+    const all = list.length === 1
+      ? one(list[0]!, 0)
+      : Effect.forEach(list, one, { concurrency: options?.concurrency ?? defaultConcurrency, discard: true })
+    return Effect.andThen(all, Queue.end(queue))
   })
 
 /** A tool's input decoder and output encoder, made once per tool rather than once per call. */
@@ -382,7 +385,7 @@ const executeOne = <R, E = never, R2 = never>(
   let args: unknown = undefined
   /** Why recording the call's start failed: the stream's failure, not a mistake the model reads. */
   let notStarted: Cause.Cause<E> | undefined = undefined
-  return Effect.gen(function*() {
+  const attempt = Effect.gen(function*() {
     if (tool === undefined) return mistake(call, "unknown_tool", unknownToolReason(toolkit, call.name))
     if (!Tool.acceptsCall(tool, call)) {
       return mistake(
@@ -472,9 +475,12 @@ const executeOne = <R, E = never, R2 = never>(
         ? Effect.failCause(cause)
         : Effect.succeed(mistake(call, "defect", `Tool "${call.name}" crashed: ${causeMessage(cause)}`))
     ),
-    Effect.map((result) => tool === undefined ? result : decorated(tool, result, args)),
-    Effect.tap(annotateResult),
-    withToolSpan(call, tool?.description)
+    Effect.map((result) => tool === undefined ? result : decorated(tool, result, args))
+  )
+  return withToolSpan(
+    call,
+    tool?.description,
+    (captureContent) => Effect.tap(attempt, (result) => annotateResult(result, captureContent))
   )
 }
 
@@ -491,27 +497,29 @@ const decorated = <R>(tool: Tool.Any<R>, result: Result, args: unknown): Result 
   return Res.isSuccess(made) ? { ...result, output: made.success } : mistake(result.call, "defect", made.failure)
 }
 
-const withToolSpan =
-  (call: Item.FunctionCall, description: string | undefined) =>
-  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.flatMap(
-      Telemetry.CaptureContent,
-      (captureContent) =>
-        Effect.withSpan(self, Telemetry.toolSpanName(call.name), {
-          kind: "internal",
-          // A captured stack costs a `new Error()` per call and would only name this module.
-          captureStackTrace: false,
-          attributes: Telemetry.toolAttributes({ call, description, captureContent })
-        })
-    )
+/** `body` in the call's span; it is given whether spans record content (read once a call). */
+const withToolSpan = <A, E, R>(
+  call: Item.FunctionCall,
+  description: string | undefined,
+  body: (captureContent: boolean) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Telemetry.CaptureContent,
+    (captureContent) =>
+      Effect.withSpan(body(captureContent), Telemetry.toolSpanName(call.name), {
+        kind: "internal",
+        // A captured stack costs a `new Error()` per call and would only name this module.
+        captureStackTrace: false,
+        attributes: Telemetry.toolAttributes({ call, description, captureContent })
+      })
+  )
 
-const annotateResult = (result: Result): Effect.Effect<void> =>
-  Effect.flatMap(Telemetry.CaptureContent, (captureContent) =>
-    Effect.annotateCurrentSpan({
-      "agentloop.tool.outcome": result.outcome,
-      ...(result.outcome === "success" ? {} : { "error.type": result.outcome }),
-      ...(captureContent ? { "gen_ai.tool.call.result": result.output.output } : {})
-    }))
+const annotateResult = (result: Result, captureContent: boolean): Effect.Effect<void> =>
+  Effect.annotateCurrentSpan({
+    "agentloop.tool.outcome": result.outcome,
+    ...(result.outcome === "success" ? {} : { "error.type": result.outcome }),
+    ...(captureContent ? { "gen_ai.tool.call.result": result.output.output } : {})
+  })
 
 const run = <R>(
   tool: Tool.Any<R>,

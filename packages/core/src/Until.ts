@@ -94,7 +94,8 @@ function settle(
       : Predicate.isPromiseLike(out)
       ? Effect.tryPromise({ try: () => Promise.resolve(out), catch: (cause) => failed(`${what} rejected`, cause) })
       : Effect.succeed(out)
-    return Effect.flatMap(settled, (value) =>
+    // An answer known at once (a predicate that answers a `Verdict`, not an `Effect`) is checked without a frame.
+    return Effect.flatMapEager(settled, (value) =>
       isValid(value)
         ? Effect.succeed(value)
         : Effect.fail(new PredicateFailed({ message: `${what} returned ${Formatter.format(value)}, not ${expected}` })))

@@ -8,6 +8,7 @@ import * as Compactor from "../src/Compactor.ts"
 import * as Item from "../src/Item.ts"
 import { LanguageModel } from "../src/LanguageModel.ts"
 import * as Loop from "../src/Loop.ts"
+import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import { addCall, answer, model, pricing } from "./agentFixtures.ts"
 import { add } from "./fixtures.ts"
@@ -91,6 +92,31 @@ describe("AgentTurn", () => {
       expect(exit._tag === "Failure" && exit.cause.reasons[0]).toMatchObject({ _tag: "Fail", error: "over budget" })
       expect(ran).toBe(false)
     }).pipe(Effect.provide(environment([addCall(2, 3)]))))
+
+  it.effect("releases its model request once its turn is complete, before its tools run", () =>
+    Effect.gen(function*() {
+      const order: Array<string> = []
+      const released = Layer.succeed(LanguageModel, {
+        provider: "mock",
+        streamTurn: () =>
+          Stream.fromIterable(MockLanguageModel.deltas(addCall(2, 3))).pipe(
+            Stream.ensuring(Effect.sync(() => order.push("request released")))
+          )
+      })
+      const recorded = Tool.make({
+        name: "add",
+        description: "Adds two numbers",
+        input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+        output: Schema.Finite,
+        execute: ({ a, b }) => Effect.sync(() => (order.push("tool ran"), a + b))
+      })
+      yield* Stream.runDrain(oneTurn({
+        history: [Item.userMessage("Add")],
+        toolkit: Toolkit.make(recorded),
+        account: (completed) => Effect.succeed(books(completed))
+      })).pipe(Effect.provide(Layer.merge(released, pricing)))
+      expect(order).toStrictEqual(["request released", "tool ran"])
+    }))
 
   it.effect("compacts once on a context overflow and answers from the shorter history", () =>
     Effect.gen(function*() {

@@ -13,7 +13,7 @@ import * as Item from "../src/Item.ts"
 import * as LanguageModel from "../src/LanguageModel.ts"
 import * as Telemetry from "../src/Telemetry.ts"
 import * as TokenUsage from "../src/TokenUsage.ts"
-import { addCall, answer, model, runWith, toolkit } from "./agentFixtures.ts"
+import { addCall, answer, environment, model, runWith, toolkit } from "./agentFixtures.ts"
 
 /** A real OpenTelemetry SDK exporting to memory, installed as the Effect tracer. */
 const otel = () => {
@@ -78,6 +78,22 @@ describe("Telemetry", () => {
       yield* Effect.flip(runWith([failure], { input: "Hi", model })).pipe(Effect.provide(layer))
       const chat = exporter.getFinishedSpans().find((span) => span.name === `chat ${model}`)
       expect(chat?.attributes["error.type"]).toBe("AuthFailed")
+    }))
+
+  it.effect("a turn's chat span ends with its turn, before its last deltas reach the consumer", () =>
+    Effect.gen(function*() {
+      const { exporter, layer } = otel()
+      const chatEnded = () => exporter.getFinishedSpans().some((span) => span.name === `chat ${model}`)
+      const ended: Array<boolean> = []
+      yield* Effect.gen(function*() {
+        const agent = yield* AgentLoop.AgentLoop
+        yield* Stream.runForEach(
+          agent.stream({ input: "Hi", model }),
+          (event) => Effect.sync(() => event._tag === "Delta" && ended.push(chatEnded()))
+        )
+      }).pipe(Effect.provide(Layer.merge(environment([answer("hi")]), layer)))
+      expect(ended.length).toBeGreaterThan(0)
+      expect(ended.at(-1)).toBe(true)
     }))
 
   it.effect("an interrupted run releases its model request, then ends its chat span, then its run span", () =>

@@ -289,24 +289,27 @@ const build = <O, R, E, RU>(options: Options<O, R, E, RU>) =>
             Loop.stopAfter(ChunkStream.make(transition.events))
           )
       // A finish counts once it is recorded (in the same uninterruptible step): a cancel after it lets its events out.
-      const finishes = (transition: AgentMachine.Transition<O>) =>
-        Effect.sync(() => {
-          if (transition._tag === "Finish") finishing = transition.events
-        })
+      const finishes = (transition: AgentMachine.Transition<O>) => {
+        if (transition._tag === "Finish") finishing = transition.events
+      }
+      // Without a recorder the decision counts as soon as it is made: in the step that made it.
       const then = (outcome: AgentTurn.Outcome) =>
-        Effect.flatMap(machine.decide(accounted, outcome), (transition) =>
-          Effect.andThen(
-            recorder === undefined
-              ? finishes(transition)
-              : Effect.uninterruptible(Effect.andThen(recorder.decided(outcome, transition), finishes(transition))),
-            next(transition)
-          ))
+        Effect.flatMap(machine.decide(accounted, outcome), (transition) => {
+          if (recorder === undefined) {
+            finishes(transition)
+            return next(transition)
+          }
+          const recorded = Effect.andThen(
+            recorder.decided(outcome, transition),
+            Effect.sync(() => finishes(transition))
+          )
+          return Effect.andThen(Effect.uninterruptible(recorded), next(transition))
+        })
       if (at._tag === "Answered") return AgentTurn.resume(request, at.answered, then)
       const started: Events.TurnStarted = { _tag: "TurnStarted", step }
-      return Effect.as(
-        machine.beforeTurn(state),
-        Loop.decideAfter(ChunkStream.make([started]), () => AgentTurn.stream(request, then))
-      )
+      const turn = Loop.decideAfter(ChunkStream.make([started]), () => AgentTurn.stream(request, then))
+      // A turn the limit allows has nothing to wait for: its stream is opened as it is (see `Loop`).
+      return Effect.mapEager(machine.beforeTurn(state), () => turn)
     }
 
     const cancel = options.cancel

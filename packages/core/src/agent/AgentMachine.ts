@@ -230,7 +230,8 @@ export const make = <O, R, E, RU>(
       return initial
     })
 
-    const books = Effect.fnUntraced(function*(state: State, completed: AgentTurn.Completed) {
+    // Once a turn: a combinator rather than a generator.
+    const books = (state: State, completed: AgentTurn.Completed) => {
       const accounted: State = {
         ...state,
         history: completed.history,
@@ -239,8 +240,8 @@ export const make = <O, R, E, RU>(
         cost: Cost.add(state.cost, completed.cost),
         outputs: [...state.outputs, Turn.text(completed.turn)]
       }
-      return { state: accounted, accounting: yield* accounting(accounted) }
-    })
+      return Effect.map(accounting(accounted), (books) => ({ state: accounted, accounting: books }))
+    }
 
     const budget = (
       accounted: State,

@@ -18,6 +18,7 @@
 import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Channel from "effect/Channel"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Pull from "effect/Pull"
@@ -154,42 +155,51 @@ export const complete = <A, S, E2, R2>(
       Failure,
       void,
       LanguageModel
-    > = Effect.flatMap(LanguageModel, (model) =>
-      Effect.flatMap(Telemetry.CaptureContent, (captureContent) => {
-        completion.reset()
-        asked = request.history
-        const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
-          Channel.toPullScoped(
-            modelTurn(model, captureContent, history, request.options, step, completion.complete).channel,
-            attemptScope
+    > = Effect.withFiber((fiber) => {
+      // The pull requires the model: it is in the fiber's context.
+      const model = Context.getUnsafe(fiber.context as Context.Context<LanguageModel>, LanguageModel)
+      const captureContent = fiber.getRef(Telemetry.CaptureContent)
+      completion.reset()
+      asked = request.history
+      // Once the turn is complete, the stream ends at the next pull here: the request's layers are not pulled
+      // again only to say so, and the first attempt's scope (its request) is released then, not with the
+      // iteration (after the tools and the decision).
+      const completed = (turn: Turn.Turn) => {
+        completion.complete(turn)
+        current = Effect.andThen(Scope.close(firstScope, Exit.void), Cause.done())
+      }
+      const attempt = (history: ReadonlyArray<Item.Item>, attemptScope: Scope.Scope) =>
+        Channel.toPullScoped(
+          modelTurn(model, captureContent, history, request.options, step, completed).channel,
+          attemptScope
+        )
+      // The first attempt's own scope: it is closed (its request aborted, its span ended) before compaction.
+      const firstScope = Scope.forkUnsafe(scope)
+      const compacted = (overflow: AiError.ContextLengthExceeded) =>
+        Effect.gen(function*() {
+          yield* Scope.close(firstScope, Exit.fail(overflow))
+          const compactor = yield* Compactor.Compactor
+          const shorter = yield* compactor.compact(request.history).pipe(
+            Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
           )
-        // The first attempt's own scope: it is closed (its request aborted, its span ended) before compaction.
-        const firstScope = Scope.forkUnsafe(scope)
-        const compacted = (overflow: AiError.ContextLengthExceeded) =>
-          Effect.gen(function*() {
-            yield* Scope.close(firstScope, Exit.fail(overflow))
-            const compactor = yield* Compactor.Compactor
-            const shorter = yield* compactor.compact(request.history).pipe(
-              Effect.mapError((error) => new Compactor.CompactionError({ message: error.message, overflow }))
-            )
-            asked = shorter
-            current = Effect.flatMap(attempt(shorter, scope), (pull) => (current = pull))
-            const discarded: Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
-              { _tag: "AttemptDiscarded", step, cause: overflow },
-              { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
-            ]
-            return discarded
-          })
-        const retried = (
-          error: Failure | Cause.Done
-        ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
-          Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
-        // The setup's failure and the pulls' are caught apart: the first pull does not run inside a second catch.
-        return Effect.matchEffect(attempt(request.history, firstScope), {
-          onFailure: retried,
-          onSuccess: (pull) => (current = Effect.catch(pull, retried))
+          asked = shorter
+          current = Effect.flatMap(attempt(shorter, scope), (pull) => (current = pull))
+          const discarded: Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted> = [
+            { _tag: "AttemptDiscarded", step, cause: overflow },
+            { _tag: "Compacted", step, before: request.history.length, after: shorter.length }
+          ]
+          return discarded
         })
-      }))
+      const retried = (
+        error: Failure | Cause.Done
+      ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
+        Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
+      // The setup's failure and the pulls' are caught apart: the first pull does not run inside a second catch.
+      return Effect.matchEffect(attempt(request.history, firstScope), {
+        onFailure: retried,
+        onSuccess: (pull) => (current = Effect.catch(pull, retried))
+      })
+    })
     return Effect.succeed(Effect.suspend(() => current))
   }))
 
@@ -197,7 +207,7 @@ export const complete = <A, S, E2, R2>(
     deltas,
     () =>
       Effect.flatMap(completion.turn, (turn) =>
-        Effect.flatMap(Pricing.turnCost(turn), (cost) => {
+        Effect.flatMapEager(Pricing.turnCost(turn), (cost) => {
           const next = then({ turn, cost, history: [...asked, ...turn.items] })
           return Effect.isEffect(next) ? next : Effect.succeed(next)
         }))
@@ -269,9 +279,10 @@ export const stream = <E, R, A, S, E2, R2>(
       }
       const afterAccount = request.afterAccount
       const tools = runTools(request, completed, new Map(), then)
+      // A check with nothing to wait for (no budget) leaves the tools' stream to open as it is (see `Loop`).
       return Loop.decideAfter(
         ChunkStream.make([event]),
-        () => afterAccount === undefined ? tools : Effect.as(afterAccount(completed, accounting), tools)
+        () => afterAccount === undefined ? tools : Effect.mapEager(afterAccount(completed, accounting), () => tools)
       )
     })
   return complete<AgentEvent.TurnCompleted | AgentEvent.ToolProgress | AgentEvent.ToolResult | A, S, E | E2, R | R2>(
@@ -366,9 +377,10 @@ const toolResult = (step: number, result: Toolkit.Result): AgentEvent.ToolResult
 
 /**
  * One request to the model, in its `chat` span: its deltas as `Delta` events,
- * up to its `turn_complete`, the span annotated with the `error.type` of a
- * failure (its setup's included). The span and the pull are one stream layer
- * (see `internal/spanStream`).
+ * up to its `turn_complete`, which ends the span (`onTurn` is given the turn
+ * then), the span annotated with the `error.type` of a failure (its setup's
+ * included). The span and the pull are one stream layer (see
+ * `internal/spanStream`).
  */
 const modelTurn = (
   model: LanguageModel["Service"],
@@ -385,10 +397,12 @@ const modelTurn = (
       kind: "client",
       attributes: Telemetry.chatAttributes({ provider: model.provider, request: options, history, captureContent })
     },
-    (span, scope) =>
+    (span, scope, ended) =>
       Effect.map(Channel.toPullScoped(deltas.channel, scope), (pull) =>
         untilComplete(pull, step, (turn) => {
           Telemetry.annotateTurn(span, turn, captureContent)
+          // The request is over: its span ends with its turn, not when the stream is pulled again.
+          ended()
           onTurn(turn)
         })),
     { onError: (span, error) => span.attribute("error.type", error._tag) }

@@ -14,10 +14,9 @@ import * as Channel from "effect/Channel"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as Pull from "effect/Pull"
 import * as References from "effect/References"
-import * as Result from "effect/Result"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
@@ -42,15 +41,18 @@ export interface Options<P, E> {
  * made in a scope of the stream's own and ended with the stream's exit (its
  * pull's end or failure, or the stream's scope closed), as `Stream.withSpan`
  * ends it, and it is the parent span of `open` and of every pull. `open` is
- * given the span and the scope to open other streams in
- * (`Channel.toPullScoped`).
+ * given the span, the scope to open other streams in
+ * (`Channel.toPullScoped`), and `ended`, which ends the span as the stream's
+ * end does: for a stream that knows it has ended before it is pulled again
+ * (its consumer may not pull it again).
  */
 export const make = <A, E, R, E2, R2, P = never>(
   name: string,
   span: Tracer.SpanOptionsNoTrace,
   open: (
     span: Tracer.Span,
-    scope: Scope.Scope
+    scope: Scope.Scope,
+    ended: () => void
   ) => Effect.Effect<Pull.Pull<Arr.NonEmptyReadonlyArray<A>, E, void, R>, E2, R2>,
   options: Options<P, Pull.ExcludeDone<E> | E2> = {}
 ): Stream.Stream<A, Pull.ExcludeDone<E> | E2, Exclude<R | R2, Tracer.ParentSpan | P>> =>
@@ -59,22 +61,31 @@ export const make = <A, E, R, E2, R2, P = never>(
       const spanScope = Scope.forkUnsafe(scope)
       return Effect.flatMap(makeSpanIn(name, span, spanScope), (made) => {
         const onError = options.onError
-        const end = (cause: Cause.Cause<unknown>) => {
+        // Called with the failure the stream's pull ended with: its end (a `Done`) ends the span as a success.
+        // Read in place, not through `Cause.findError` and `Pull.doneExitFromCause` (a `Result` and an `Exit` made
+        // for each span an interruption ends).
+        const end = (failure: Exit.Failure<unknown, unknown>) => {
           if (onError !== undefined) {
-            const error = Cause.findError(cause)
-            if (Result.isSuccess(error) && !Cause.isDone(error.success)) {
-              onError(made, error.success as Pull.ExcludeDone<E> | E2)
-            }
+            const error = errorOf(failure.cause)
+            if (error !== undefined) onError(made, error.error as Pull.ExcludeDone<E> | E2)
           }
           // The span's scope holds its span's finalizer alone, which ends the span here and now: the `Effect.void`
           // it returns is nothing left to run.
-          Scope.closeUnsafe(spanScope, Pull.doneExitFromCause(cause))
+          Scope.closeUnsafe(spanScope, Pull.isDoneCause(failure.cause) ? Exit.void : failure)
         }
         const inSpan = inContext(made, options.provided, end)
-        return Effect.map(inSpan(open(made, scope)), inSpan)
+        return Effect.map(inSpan(open(made, scope, () => Scope.closeUnsafe(spanScope, Exit.void))), inSpan)
       })
     })
   ))
+
+/** The first error of `cause` other than a stream's end (`Done`), if it has one. */
+const errorOf = (cause: Cause.Cause<unknown>): Cause.Fail<unknown> | undefined => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail" && !Cause.isDone(reason.error)) return reason
+  }
+  return undefined
+}
 
 /**
  * A span ended when `scope` closes, as `Effect.makeSpanScoped` ends it, but
@@ -104,7 +115,7 @@ const makeSpanIn = (name: string, options: Tracer.SpanOptionsNoTrace, scope: Sco
 const inContext = <P>(
   span: Tracer.Span,
   provided: Context.Context<P> | undefined,
-  end: (cause: Cause.Cause<unknown>) => void
+  end: (failure: Exit.Failure<unknown, unknown>) => void
 ) => {
   let outer: Context.Context<never> | undefined
   let inner: Context.Context<never> | undefined
@@ -121,7 +132,7 @@ const inContext = <P>(
       // is ended there and then) runs no operation for the frame.
       return Effect.onExitPrimitive(effect as Effect.Effect<X, EX>, (exit: Exit.Exit<X, EX>) => {
         fiber.setContext(context)
-        if (exit._tag === "Failure") end(exit.cause)
+        if (exit._tag === "Failure") end(exit)
         return undefined
       })
     })
