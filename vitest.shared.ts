@@ -20,5 +20,6 @@ export const sources = { resolve: { conditions }, ssr: { resolve: { conditions }
 export const maxWorkers = 3
 
 // With more files than cores at once, a test that computes for a second or two (a stream split at every byte, say)
-// can take several on a busy machine: the limit only ends a test that hangs.
-export const testTimeout = 15_000
+// can take several on a busy machine, and one that runs a durable runner on a real database, or talks to processes
+// that load the sources, more: the limit only ends a test that hangs.
+export const testTimeout = 30_000
