@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * Every ```ts block of the docs is a program: this test type-checks them all
  * and runs each one, so the docs cannot drift from the API. Illustrative code

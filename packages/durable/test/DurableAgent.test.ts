@@ -1,3 +1,4 @@
+// @module-tag slow
 import { Approval, EventStream, Tool, Toolkit } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"

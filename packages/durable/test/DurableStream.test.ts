@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * A durable run's events over HTTP from a real server process (an embedded
  * runner on SQLite), read by client processes that are killed mid-run and

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * `Mcp.toolkit` against a real third-party server: `@modelcontextprotocol/server-everything`
  * over stdio, in a child process.
