@@ -10,7 +10,7 @@ import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
 import { MockLanguageModel } from "@agentloop/testing"
 import * as TestProcess from "@agentloop/testing/TestProcess"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import * as Path from "node:path"
 import { DurableAgent, DurableEvent, DurableStream, NodeSqliteClient, RunStore } from "../src/index.ts"
 import { answer, call, model, ran, sources, tempDir, toolkit, withRunner } from "./fixtures.ts"
@@ -21,8 +21,15 @@ const Read = Schema.Struct({ id: Schema.String, tag: Schema.String })
 const reads = (child: TestProcess.Child) =>
   child.messages.flatMap((message) => Schema.is(Read)(message) ? [message] : [])
 
-/** Reads a run's events in this process, as the killed client's process does: each `{ id, tag }`, then how it ended. */
-const readHere = (url: string, lastEventId?: string) =>
+/**
+ * Reads a run's events in this process, as the killed client's process does: each `{ id, tag }`, then how it ended.
+ * `saw` is completed once it has read an event tagged `tag`, or the read ended without one.
+ */
+const readHere = (
+  url: string,
+  lastEventId?: string,
+  saw?: { readonly tag: string; readonly signal: Deferred.Deferred<void> }
+) =>
   Effect.promise(async () => {
     const entries: Array<typeof Read.Type> = []
     try {
@@ -30,6 +37,7 @@ const readHere = (url: string, lastEventId?: string) =>
         const { event, id } of EventStreamClient.entries(DurableEvent.codec, url, undefined, { lastEventId })
       ) {
         entries.push({ id, tag: event._tag })
+        if (event._tag === saw?.tag) Deferred.doneUnsafe(saw.signal, Exit.void)
       }
       return { entries, ended: { ended: "end" } as Record<string, unknown> }
     } catch (error) {
@@ -41,6 +49,8 @@ const readHere = (url: string, lastEventId?: string) =>
           source: tagged && "source" in error ? error.source : undefined
         }
       }
+    } finally {
+      if (saw !== undefined) Deferred.doneUnsafe(saw.signal, Exit.void)
     }
   })
 
@@ -93,8 +103,14 @@ describe.concurrent("DurableStream from a server process", () => {
         const url = String((yield* server.waitFor(TestProcess.has("url")))["url"])
         yield* post(`${url}/runs/r2`, "hang on")
         const events = `${url}/runs/r2/events`
-        // Two clients follow the run; the first turn's call never ends, so neither stream ends by itself.
-        const clients = yield* Effect.forkChild(Effect.all([readHere(events), readHere(events)], { concurrency: 2 }))
+        // Two clients follow the run into its first turn's call, which never ends, so neither stream ends by itself.
+        const seen = [Deferred.makeUnsafe<void>(), Deferred.makeUnsafe<void>()]
+        const clients = yield* Effect.forkChild(
+          Effect.all(seen.map((signal) => readHere(events, undefined, { tag: "TurnCompleted", signal })), {
+            concurrency: 2
+          })
+        )
+        yield* Effect.all(seen.map(Deferred.await))
         const before = yield* readHere(events).pipe(Effect.timeout("500 millis"), Effect.option)
         expect(before._tag).toBe("None")
         expect(yield* post(`${url}/runs/r2/cancel`)).toBe("cancelled\n")
