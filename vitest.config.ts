@@ -1,5 +1,6 @@
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
+import { SlowFirst } from "./vitest.sequencer.ts"
 import { maxWorkers } from "./vitest.shared.ts"
 import projects from "./vitest.workspace.ts"
 
@@ -10,6 +11,9 @@ process.env["NODE_COMPILE_CACHE"] ??= fileURLToPath(new URL("./node_modules/.cac
 export default defineConfig({
   test: {
     projects,
-    maxWorkers
+    maxWorkers,
+    // `npx vitest run --tags-filter='!slow'` runs only the others.
+    tags: [{ name: "slow", description: "takes seconds: starts processes or a browser, or runners on a database" }],
+    sequence: { sequencer: SlowFirst }
   }
 })

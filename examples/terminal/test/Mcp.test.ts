@@ -1,3 +1,4 @@
+// @module-tag slow
 import { AgentLoop } from "@agentloop/core"
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeServices } from "@effect/platform-node"

@@ -1,3 +1,4 @@
+// @module-tag slow
 import { AnthropicWire } from "@agentloop/anthropic/testing"
 import { ChatCompletionsWire } from "@agentloop/chat-completions/testing"
 import { AgentLoop, type ProviderWire } from "@agentloop/core"

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * The chat page in a real headless Chromium (Debian's `chromium`, driven by
  * `playwright-core`; never a browser download). `.ci/run` installs Chromium;

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * Checkpoints across real processes, on files, SQLite and PostgreSQL.
  *

@@ -1,3 +1,4 @@
+// @module-tag slow
 import { MockLanguageModel } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"
 import { afterAll, describe, expect, it } from "@effect/vitest"

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * Retention after a real crash, on files, SQLite and PostgreSQL: a child that
  * holds a run's log and a thread's log is killed (`SIGKILL`), so neither lease

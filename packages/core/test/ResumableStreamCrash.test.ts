@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * `Checkpointer` runs served as resumable Server-Sent Events by a real server
  * process, on files: a client process killed (`SIGKILL`) mid-run comes back

@@ -1,3 +1,4 @@
+// @module-tag slow
 import { NodeSqliteClient } from "@agentloop/durable"
 import { MockLanguageModel, Reachable } from "@agentloop/testing"
 import { NodeFileSystem, NodePath } from "@effect/platform-node"

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * Threads across real processes, on files and PostgreSQL: a child executing
  * a run on a thread (an `AgentLoop` run, or a step program on files) is

@@ -8,10 +8,11 @@
 import * as Tool from "@agentloop/core/Tool"
 import * as Toolkit from "@agentloop/core/Toolkit"
 import * as TestProcess from "@agentloop/testing/TestProcess"
-import { Effect, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { DurableAgent } from "../src/index.ts"
+import * as DurableAgent from "../src/DurableAgent.ts"
 
 export interface Options {
   readonly markers: string

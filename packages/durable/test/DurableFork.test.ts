@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * Forks of durable runs, on SQLite and PostgreSQL: from any checkpoint of a
  * finished run, edited or not; of a run in flight, whose call had started;

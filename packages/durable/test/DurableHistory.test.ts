@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * A durable run's history, on SQLite and PostgreSQL: its checkpoints (the
  * same as an `AgentLoop` run's on a `Checkpointer`) and the run at any of

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * A fork across real processes, on SQLite: forked from a finished run at the
  * start of a call (of a tool that is not idempotent) after a decided

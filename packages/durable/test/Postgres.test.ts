@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * Runners sharing PostgreSQL, as real processes: two runners and this test
  * as a client. An approval is granted from the client to a run on a runner,

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * A runner with `retention` prunes the durable runs that finished: their
  * records and the engine's go, and a run executed again with its id starts

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * The embedded runner across real processes: a child is killed (`SIGKILL`)
  * in the middle of a run, and a new process that only starts a runner on the

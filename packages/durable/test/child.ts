@@ -16,8 +16,13 @@
 import * as Approval from "@agentloop/core/Approval"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
 import * as TestProcess from "@agentloop/testing/TestProcess"
-import { Cause, Effect, Layer, Schedule, Schema, Stream } from "effect"
-import { DurableRunner } from "../src/index.ts"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as DurableRunner from "../src/DurableRunner.ts"
 import * as CrashAgent from "./CrashAgent.ts"
 
 const Store = Schema.Union([

@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * `Mcp.serve` tested with the official TypeScript SDK's client: over stdio
  * against a child process running `serveStdio.ts`, and over streamable HTTP

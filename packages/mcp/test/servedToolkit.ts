@@ -2,8 +2,11 @@
  * The toolkit the `Mcp.serve` tests serve, over stdio from a child process and
  * over HTTP in the test's own process.
  */
-import { Item, Tool, Toolkit } from "@agentloop/core"
-import { Effect, Schema } from "effect"
+import * as Item from "@agentloop/core/Item"
+import * as Tool from "@agentloop/core/Tool"
+import * as Toolkit from "@agentloop/core/Toolkit"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 
 /** Printed to `console.log` and the Effect log by `shout`: it must never reach standard output. */
 export const noise = "NOISE-ON-STDOUT"

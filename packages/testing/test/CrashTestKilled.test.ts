@@ -1,3 +1,4 @@
+// @module-tag slow
 /**
  * The crash-test kit with real kills: the shop's run in a child process on
  * the file store, dying by `SIGKILL` on either side of the card's charge

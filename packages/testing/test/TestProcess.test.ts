@@ -1,3 +1,4 @@
+// @module-tag slow
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
 import * as Fs from "node:fs"

@@ -16,12 +16,17 @@
  * tried again until the lease lapses. With `compactAfter`, the run's log is
  * compacted into a snapshot of its state as it grows.
  */
-import { NodeSqliteClient } from "@agentloop/durable"
+import * as NodeSqliteClient from "@agentloop/durable/NodeSqliteClient"
 import * as LoopbackModel from "@agentloop/testing/LoopbackModel"
 import * as TestProcess from "@agentloop/testing/TestProcess"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Layer, Schedule, Schema } from "effect"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as AgentLoop from "../../src/agent/AgentLoop.ts"

@@ -4,11 +4,15 @@
  * prints `{"opened":true}`, and holds both (renewing their leases) until it is
  * killed.
  */
-import { NodeSqliteClient } from "@agentloop/durable"
+import * as NodeSqliteClient from "@agentloop/durable/NodeSqliteClient"
 import * as TestProcess from "@agentloop/testing/TestProcess"
-import { NodeFileSystem, NodePath } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Layer, Schema } from "effect"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as ThreadId from "../../src/agent/ThreadId.ts"
 import * as Checkpointer from "../../src/Checkpointer.ts"
 

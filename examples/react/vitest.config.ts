@@ -1,7 +1,0 @@
-import { defineProject } from "vitest/config"
-import { maxWorkers, sources, testTimeout } from "../../vitest.shared.ts"
-
-export default defineProject({
-  ...sources,
-  test: { maxWorkers, testTimeout, name: "example-react", include: ["test/**/*.test.ts"] }
-})
