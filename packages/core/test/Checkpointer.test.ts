@@ -695,6 +695,32 @@ describe("Checkpointer", () => {
     )
     conformance("on PostgreSQL", () => postgres())
 
+    it.live(
+      "processes that open a new table at once all open it (each on its own connection)",
+      () =>
+        Effect.gen(function*() {
+          const tables = Array.from({ length: 4 }, (_, i) => `${table}_race_${i}`)
+          const open = (name: string) =>
+            Effect.scoped(
+              Layer.build(Checkpointer.layerSql({ table: name }).pipe(Layer.provide(PgClient.layer(connection))))
+            )
+          // Three openers per table, racing to create its tables and indexes: PostgreSQL refuses all but one maker.
+          const opened = yield* Effect.forEach(
+            tables,
+            (name) => Effect.all([open(name), open(name), open(name)], { concurrency: 3 }).pipe(Effect.result),
+            { concurrency: 1 }
+          )
+          yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+            Effect.forEach(
+              tables,
+              (name) =>
+                Effect.all([sql`DROP TABLE IF EXISTS ${sql(name)}`, sql`DROP TABLE IF EXISTS ${sql(`${name}_runs`)}`])
+            )).pipe(Effect.provide(admin))
+          expect(opened.map((result) => result._tag)).toStrictEqual(tables.map(() => "Success"))
+        }),
+      30_000
+    )
+
     const Count = Schema.Array(
       Schema.Struct({ waiting: Schema.Union([Schema.Number, Schema.NumberFromString, Schema.BigInt]) })
     )

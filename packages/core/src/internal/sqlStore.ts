@@ -100,19 +100,20 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
     const retrying = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.retry(effect, { schedule: options.retry, while: isTransient })
 
-    const create = Effect.all([
-      sql`CREATE TABLE IF NOT EXISTS ${entries} (
+    /**
+     * A statement that makes something when it is missing, run again once when it fails: two processes making
+     * the same table or index at once, PostgreSQL refuses the second (a unique catalog, a type that exists) only
+     * once the first has made it, so the second try finds it made. A failure of any other kind fails twice.
+     */
+    const settled = <A, E, R>(statement: Effect.Effect<A, E, R>) => retrying(Effect.catch(statement, () => statement))
+    yield* Effect.all([
+      settled(sql`CREATE TABLE IF NOT EXISTS ${entries} (
         execution_id TEXT NOT NULL, seq INTEGER NOT NULL, entry TEXT NOT NULL,
-        PRIMARY KEY (execution_id, seq))`,
-      sql`CREATE TABLE IF NOT EXISTS ${runs} (
+        PRIMARY KEY (execution_id, seq))`),
+      settled(sql`CREATE TABLE IF NOT EXISTS ${runs} (
         execution_id TEXT NOT NULL PRIMARY KEY, fingerprint TEXT NOT NULL, owner TEXT NOT NULL,
-        expires_at BIGINT NOT NULL, finished_at BIGINT, result_from BIGINT)`
-    ], { discard: true })
-    // Two processes creating the tables at once: one of them meets the other's (PostgreSQL's catalog is unique).
-    yield* retrying(create).pipe(
-      Effect.catchIf(isUniqueViolation, () => create),
-      Effect.mapError(failed("open", options.table))
-    )
+        expires_at BIGINT NOT NULL, finished_at BIGINT, result_from BIGINT)`)
+    ], { discard: true }).pipe(Effect.mapError(failed("open", options.table)))
     // A table of runs made before runs were marked finished gains the columns (another process may add them first).
     const marks = sql`SELECT finished_at, result_from FROM ${runs} WHERE 1 = 0`
     yield* Effect.catch(marks, () =>
@@ -136,14 +137,15 @@ export const make = (options: Options): Effect.Effect<Store, CheckpointError, Sq
     // their last execution ended. Neither index holds the other's runs (SQLite would otherwise look for the
     // unfinished in the index of `finished_at`, null for them all); the index of every run's `finished_at`, which
     // tables made by the version before this one have, goes.
-    yield* retrying(Effect.all([
-      sql`CREATE INDEX IF NOT EXISTS ${indexName("finished")} ON ${runs} (finished_at) WHERE finished_at IS NOT NULL`,
-      sql`CREATE INDEX IF NOT EXISTS ${indexName("unfinished")} ON ${runs} (abs(expires_at)) WHERE ${unfinished}`,
-      sql`DROP INDEX IF EXISTS ${inSchema("finished_at")}`
-    ], { discard: true })).pipe(
-      Effect.catchIf(isUniqueViolation, () => Effect.void),
-      Effect.mapError(failed("open", options.table))
-    )
+    yield* Effect.all([
+      settled(
+        sql`CREATE INDEX IF NOT EXISTS ${indexName("finished")} ON ${runs} (finished_at) WHERE finished_at IS NOT NULL`
+      ),
+      settled(
+        sql`CREATE INDEX IF NOT EXISTS ${indexName("unfinished")} ON ${runs} (abs(expires_at)) WHERE ${unfinished}`
+      ),
+      settled(sql`DROP INDEX IF EXISTS ${inSchema("finished_at")}`)
+    ], { discard: true }).pipe(Effect.mapError(failed("open", options.table)))
 
     const holder = (id: string) =>
       Effect.map(
