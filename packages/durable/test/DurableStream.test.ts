@@ -54,6 +54,10 @@ const readHere = (
     }
   })
 
+const eventsJson = Schema.fromJsonString(Schema.toCodecJson(DurableEvent.DurableEvent))
+const encodeEvent = Schema.encodeSync(eventsJson)
+const decodeEvent = Schema.decodeUnknownSync(eventsJson)
+
 const post = (url: string, body = "") =>
   Effect.promise(() => fetch(url, { method: "POST", body }).then(async (response) => await response.text()))
 
@@ -206,10 +210,61 @@ describe("DurableStream.cancel of a run in this process", () => {
       })
     )
   }, 30_000)
+
+  it.live("a run that logs where the cancel writes its end: the end goes after it, the log read on from there", () => {
+    const agent = DurableAgent.make("racer", { model, toolkit })
+    const input = "Remove /etc/y"
+    return withRunner(
+      agent.layer,
+      [call("remove", { path: "/etc/y" }), answer("never asked")],
+      Effect.gen(function*() {
+        yield* agent.start({ runId: "r1", input })
+        yield* agent.events("r1", { fromStep: 1 }).pipe(
+          Stream.filter((event) => event._tag === "ApprovalRequested"),
+          Stream.runHead
+        )
+        const store = yield* RunStore.RunStore
+        const run = { agent: agent.name, runId: "r1" }
+        const before = yield* store.read(run, { afterSeq: -1, fromStep: 0, limit: 1000 })
+        const end = before.length
+        // What the run logs first at the end's place: its first turn completed again, as a second one.
+        const first = before.map((entry) => decodeEvent(entry.body)).find((event) => event._tag === "TurnCompleted")
+        if (first?._tag !== "TurnCompleted") return expect.unreachable("the run completed a turn")
+        const second = { ...first, step: 2, accounting: { ...first.accounting, steps: 2 } }
+        const scans: Array<number> = []
+        let raced = false
+        const racing = RunStore.RunStore.of({
+          ...store,
+          read: (run, options) =>
+            Effect.tap(
+              store.read(run, options),
+              () => Effect.sync(() => options.limit > 1 && scans.push(options.afterSeq))
+            ),
+          commit: (run, records) => {
+            const written = records.entries[0]
+            if (raced || written?.kind !== "failure") return store.commit(run, records)
+            raced = true
+            const logged = { ...written, kind: "event" as const, body: encodeEvent(second) }
+            return Effect.andThen(store.commit(run, { steps: [], entries: [logged] }), store.commit(run, records))
+          }
+        })
+        expect(yield* DurableStream.cancel(agent, "r1").pipe(Effect.provideService(RunStore.RunStore, racing)))
+          .toBe(true)
+        // The log read once from its start; after the place was taken, from that place on.
+        expect(scans).toStrictEqual([-1, end - 1, end - 1, end])
+        const after = yield* store.read(run, { afterSeq: end - 1, fromStep: 0, limit: 10 })
+        expect(after.map((entry) => [entry.seq, entry.kind])).toStrictEqual([[end, "event"], [end + 1, "failure"]])
+        expect(yield* Effect.flip(agent.run({ runId: "r1", input }))).toMatchObject({
+          _tag: "Halted",
+          source: "person",
+          accounting: { steps: 2 }
+        })
+      })
+    )
+  }, 30_000)
 })
 
 describe("DurableStream in this process", () => {
-  const encodeEvent = Schema.encodeSync(Schema.fromJsonString(Schema.toCodecJson(DurableEvent.DurableEvent)))
   const withStore = <A, E>(effect: Effect.Effect<A, E, RunStore.RunStore>) => {
     const temp = tempDir()
     return effect.pipe(
