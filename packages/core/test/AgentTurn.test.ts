@@ -10,6 +10,7 @@ import { LanguageModel } from "../src/LanguageModel.ts"
 import * as Loop from "../src/Loop.ts"
 import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
+import type * as TurnDelta from "../src/TurnDelta.ts"
 import { addCall, answer, model, pricing } from "./agentFixtures.ts"
 import { add } from "./fixtures.ts"
 
@@ -93,30 +94,39 @@ describe("AgentTurn", () => {
       expect(ran).toBe(false)
     }).pipe(Effect.provide(environment([addCall(2, 3)]))))
 
-  it.effect("releases its model request once its turn is complete, before its tools run", () =>
-    Effect.gen(function*() {
-      const order: Array<string> = []
-      const released = Layer.succeed(LanguageModel, {
-        provider: "mock",
-        streamTurn: () =>
-          Stream.fromIterable(MockLanguageModel.deltas(addCall(2, 3))).pipe(
-            Stream.ensuring(Effect.sync(() => order.push("request released")))
-          )
-      })
-      const recorded = Tool.make({
-        name: "add",
-        description: "Adds two numbers",
-        input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
-        output: Schema.Finite,
-        execute: ({ a, b }) => Effect.sync(() => (order.push("tool ran"), a + b))
-      })
-      yield* Stream.runDrain(oneTurn({
-        history: [Item.userMessage("Add")],
-        toolkit: Toolkit.make(recorded),
-        account: (completed) => Effect.succeed(books(completed))
-      })).pipe(Effect.provide(Layer.merge(released, pricing)))
-      expect(order).toStrictEqual(["request released", "tool ran"])
-    }))
+  // A model may send its `turn_complete` with the turn's last deltas or in a chunk of its own (a Chat Completions
+  // server that reports no usage): the request is released before the tools either way.
+  const chunkings = {
+    "with the turn's last deltas": (deltas: ReadonlyArray<TurnDelta.TurnDelta>) => Stream.fromIterable(deltas),
+    "alone in its own chunk": (deltas: ReadonlyArray<TurnDelta.TurnDelta>) =>
+      Stream.concat(Stream.fromIterable(deltas.slice(0, -1)), Stream.fromIterable(deltas.slice(-1)))
+  }
+  for (const [chunking, streamed] of Object.entries(chunkings)) {
+    it.effect(`releases its model request once its turn is complete, before its tools run (${chunking})`, () =>
+      Effect.gen(function*() {
+        const order: Array<string> = []
+        const released = Layer.succeed(LanguageModel, {
+          provider: "mock",
+          streamTurn: () =>
+            streamed(MockLanguageModel.deltas(addCall(2, 3))).pipe(
+              Stream.ensuring(Effect.sync(() => order.push("request released")))
+            )
+        })
+        const recorded = Tool.make({
+          name: "add",
+          description: "Adds two numbers",
+          input: Schema.Struct({ a: Schema.Finite, b: Schema.Finite }),
+          output: Schema.Finite,
+          execute: ({ a, b }) => Effect.sync(() => (order.push("tool ran"), a + b))
+        })
+        yield* Stream.runDrain(oneTurn({
+          history: [Item.userMessage("Add")],
+          toolkit: Toolkit.make(recorded),
+          account: (completed) => Effect.succeed(books(completed))
+        })).pipe(Effect.provide(Layer.merge(released, pricing)))
+        expect(order).toStrictEqual(["request released", "tool ran"])
+      }))
+  }
 
   it.effect("compacts once on a context overflow and answers from the shorter history", () =>
     Effect.gen(function*() {

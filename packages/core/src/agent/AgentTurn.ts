@@ -190,10 +190,16 @@ export const complete = <A, S, E2, R2>(
           ]
           return discarded
         })
+      // A model stream that ends in the pull that completed its turn (its `turn_complete` alone in a chunk) releases
+      // the first attempt's scope there, as `completed` does at the next pull.
       const retried = (
         error: Failure | Cause.Done
       ): Pull.Pull<Arr.NonEmptyReadonlyArray<AgentEvent.AttemptDiscarded | AgentEvent.Compacted>, Failure> =>
-        Cause.isDone(error) || error._tag !== "ContextLengthExceeded" ? Effect.fail(error) : compacted(error)
+        Cause.isDone(error)
+          ? Effect.andThen(Scope.close(firstScope, Exit.void), Effect.fail(error))
+          : error._tag !== "ContextLengthExceeded"
+          ? Effect.fail(error)
+          : compacted(error)
       // The setup's failure and the pulls' are caught apart: the first pull does not run inside a second catch.
       return Effect.matchEffect(attempt(request.history, firstScope), {
         onFailure: retried,
