@@ -301,7 +301,8 @@ describe("a runner shut down with a run in flight", () => {
       Layer.provideMerge(DurableRunner.layerSqlite({ filename, sharding: { entityTerminationTimeout: "1 second" } }))
     )
     return Effect.gen(function*() {
-      const scope = yield* Scope.make()
+      // Closed by the test, and at its end whatever happens (closing it again does nothing).
+      const scope = yield* Effect.acquireRelease(Scope.make(), (scope) => Scope.close(scope, Exit.void))
       const context = yield* Layer.buildWithScope(runner, scope)
       yield* Effect.provideContext(patient.start({ runId: "p1", input: "Wait" }), context)
       while (started === 0) yield* Effect.sleep("20 millis")
@@ -315,6 +316,7 @@ describe("a runner shut down with a run in flight", () => {
       const recorder = yield* MockLanguageModel.MockLanguageModel
       expect((yield* recorder.requests).length).toBe(2)
     }).pipe(
+      Effect.scoped,
       Effect.provide(Layer.mergeAll(MockLanguageModel.layer([call("slow", {}), answer("done waiting")]), pricing)),
       Effect.ensuring(Effect.sync(temp.remove))
     )
