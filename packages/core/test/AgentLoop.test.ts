@@ -1,4 +1,4 @@
-import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
+import { MockLanguageModel, SpanRecorder, StuckTool } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import * as AgentLoop from "../src/agent/AgentLoop.ts"
@@ -10,7 +10,6 @@ import * as Item from "../src/Item.ts"
 import { LanguageModel } from "../src/LanguageModel.ts"
 import * as StopPolicy from "../src/StopPolicy.ts"
 import * as Termination from "../src/Termination.ts"
-import * as Tool from "../src/Tool.ts"
 import * as Toolkit from "../src/Toolkit.ts"
 import * as Turn from "../src/Turn.ts"
 import * as Until from "../src/Until.ts"
@@ -337,19 +336,7 @@ describe("AgentLoop", () => {
 
   it.effect("interrupting the consumer mid-tool interrupts the tool and asks the model nothing more", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const interrupted = yield* Deferred.make<void>()
-      const slow = Tool.make({
-        name: "slow",
-        description: "Takes forever",
-        input: Schema.Struct({}),
-        output: Schema.String,
-        execute: () =>
-          Deferred.succeed(started, undefined).pipe(
-            Effect.andThen(Effect.never),
-            Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
-          )
-      })
+      const { started, stopped: interrupted, tool: slow } = StuckTool.make("slow")
       const agent = yield* AgentLoop.AgentLoop
       const fiber = yield* agent.run({ input: "Wait", toolkit: Toolkit.make(slow), model }).pipe(Effect.forkChild)
       yield* Deferred.await(started)

@@ -1,4 +1,4 @@
-import { MockLanguageModel, SpanRecorder } from "@agentloop/testing"
+import { MockLanguageModel, SpanRecorder, StuckTool } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
@@ -23,22 +23,7 @@ import {
 } from "./agentFixtures.ts"
 
 /** A tool that never returns, and says when it started and when it was stopped. */
-const stuckTool = Effect.gen(function*() {
-  const started = yield* Deferred.make<void>()
-  const stopped = yield* Deferred.make<void>()
-  const tool = Tool.make({
-    name: "wait",
-    description: "Waits forever",
-    input: Schema.Struct({}),
-    output: Schema.String,
-    execute: () =>
-      Deferred.succeed(started, undefined).pipe(
-        Effect.andThen(Effect.never),
-        Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
-      )
-  })
-  return { tool, started, stopped }
-})
+const stuckTool = Effect.sync(() => StuckTool.make("wait"))
 
 const waitCall = MockLanguageModel.callsTurn([{ name: "wait", arguments: {} }], { model })
 

@@ -4,7 +4,7 @@
  * whole responses read by its `DefaultChatTransport` and `readUIMessageStream`,
  * as `useChat` reads them.
  */
-import { MockLanguageModel } from "@agentloop/testing"
+import { MockLanguageModel, StuckTool } from "@agentloop/testing"
 import { describe, expect, it } from "@effect/vitest"
 import * as AI7 from "ai"
 import * as AI5 from "ai-v5"
@@ -257,19 +257,7 @@ describe("UIMessageStream", () => {
 
   it.live("cancelling the body (the client aborted) interrupts the run: a running tool stops", () =>
     Effect.gen(function*() {
-      const started = yield* Deferred.make<void>()
-      const stopped = yield* Deferred.make<void>()
-      const wait = Tool.make({
-        name: "wait",
-        description: "Waits forever",
-        input: Schema.Struct({}),
-        output: Schema.String,
-        execute: () =>
-          Deferred.succeed(started, undefined).pipe(
-            Effect.andThen(Effect.never),
-            Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
-          )
-      })
+      const { started, stopped, tool: wait } = StuckTool.make("wait")
       const stream = Stream.unwrap(
         Effect.map(AgentLoop.AgentLoop, (agent) => agent.stream({ input: "Wait.", toolkit: Toolkit.make(wait) }))
       ).pipe(

@@ -5,9 +5,9 @@
  * come back with `Last-Event-ID`, and a cancel that every client sees; in
  * this process, ids past a run's log and run ids with no record.
  */
-import { Tool, Toolkit } from "@agentloop/core"
+import { Toolkit } from "@agentloop/core"
 import * as EventStreamClient from "@agentloop/core/stream/EventStreamClient"
-import { MockLanguageModel } from "@agentloop/testing"
+import { MockLanguageModel, StuckTool } from "@agentloop/testing"
 import * as TestProcess from "@agentloop/testing/TestProcess"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Schema, Stream } from "effect"
@@ -155,20 +155,8 @@ describe.concurrent("DurableStream from a server process", () => {
 
 describe("DurableStream.cancel of a run in this process", () => {
   it.live("interrupts a tool mid-call: no further model request, and the run ends Halted by a person", () => {
-    const started = Deferred.makeUnsafe<void>()
-    const stopped = Deferred.makeUnsafe<void>()
-    const endless = Tool.make({
-      name: "endless",
-      description: "Runs until it is interrupted",
-      input: Schema.Struct({}),
-      output: Schema.String,
-      execute: () =>
-        Deferred.succeed(started, undefined).pipe(
-          Effect.andThen(Effect.never),
-          Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))
-        )
-    })
-    const agent = DurableAgent.make("canceller", { model, toolkit: Toolkit.make(endless) })
+    const { started, stopped, tool } = StuckTool.make("endless")
+    const agent = DurableAgent.make("canceller", { model, toolkit: Toolkit.make(tool) })
     return withRunner(
       agent.layer,
       [call("endless", {}), answer("never asked")],
